@@ -1,0 +1,34 @@
+package savepoint
+
+// Stats summarizes the data of one state (or timer service) in one key group.
+type Stats struct {
+	KeyGroup int
+	// Keys counts distinct keys.
+	Keys uint64
+	// Entries counts values, list elements, map entries or timers.
+	Entries uint64
+	// Bytes is the size of the serialized keys, namespaces, map keys and
+	// values with their framing, before block compression.
+	Bytes uint64
+	// MinTimestamp and MaxTimestamp bound the TTL last-modified timestamps of
+	// a TTL state, or the timestamps of a timer service. They are meaningful
+	// only when Entries > 0 and the state has TTL or is a timer service.
+	MinTimestamp, MaxTimestamp int64
+}
+
+// Entry is one stored entry of a keyed state or timer service, as bytes.
+//
+// For value, reducing and aggregating states there is one entry per (key,
+// namespace); for list states one per element, in list order; for map states
+// one per map entry, in map-key byte order; for timer services one per timer.
+type Entry struct {
+	Key       []byte
+	Namespace []byte
+	// MapKey is set for map states only.
+	MapKey []byte
+	// Value is the stored value: for a TTL state the 8-byte big-endian
+	// last-modified timestamp followed by the value bytes. Empty for timers.
+	Value []byte
+	// Timestamp is the timer's time; timers only.
+	Timestamp int64
+}

@@ -1,0 +1,506 @@
+package serializers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hamba/avro/v2"
+)
+
+// An avroPlan reads data written with one Avro schema and writes it as
+// another, following the specification's schema resolution. Compiling a
+// plan is the compatibility check; running it is the migration. The plan of
+// a schema against itself validates a datum and writes it in canonical form
+// (arrays and maps as one block, map entries sorted by key).
+//
+// The plan works on bytes, not on Go values: hamba's resolver accepts some
+// pairs the specification refuses (logical type changes) and refuses some it
+// allows (a writer union whose branches all promote to the reader's type).
+type avroPlan struct {
+	root *avroNode
+	// same: writer and reader have the same Parsing Canonical Form (and the
+	// same logical types), so the writer's bytes are valid reader bytes.
+	same bool
+	// hasMap: the reader has a map somewhere, so hamba's encoding needs
+	// sorting.
+	hasMap bool
+	// changes says, for a plan that is not same, what differs.
+	changes []string
+}
+
+type avroOp uint8
+
+const (
+	opNull avroOp = iota
+	opBool
+	opInt
+	opLong
+	opFloat
+	opDouble
+	opBytes // bytes and string: the same binary form
+	opFixed
+	opEnum
+	opArray
+	opMap
+	opRecord
+	opUnion   // a writer union: read the branch index, resolve that branch
+	opToUnion // a non-union writer value becomes a branch of a reader union
+	opIntToLong
+	opIntToFloat
+	opIntToDouble
+	opLongToFloat
+	opLongToDouble
+	opFloatToDouble
+)
+
+type avroNode struct {
+	op avroOp
+	// same: this node passes the writer's bytes through unchanged, not
+	// counting its children.
+	same bool
+	// minSize is the fewest bytes a writer datum of this node takes; counts
+	// read from the input are checked against it.
+	minSize int
+	// name is the record name for error messages.
+	name string
+
+	size     int           // opFixed
+	decimal  *decimalLimit // opBytes, opFixed: a decimal's precision
+	elem     *avroNode     // opArray items, opMap values, opToUnion value
+	index    int           // opToUnion: the reader's branch
+	branches []unionBranch // opUnion, by writer branch
+	symbols  []int32       // opEnum: the reader's index of each writer symbol
+	fields   []fieldStep   // opRecord, in writer order
+	readers  []readerField // opRecord, in reader order
+	inOrder  bool          // opRecord: writer fields arrive in reader order
+}
+
+type unionBranch struct {
+	index int // the reader's branch, or -1 when the reader is not a union
+	node  *avroNode
+}
+
+type fieldStep struct {
+	name string
+	node *avroNode
+	out  int // the reader field it fills, or -1 to skip it
+}
+
+type readerField struct {
+	fromWriter bool
+	def        []byte // the encoded default when !fromWriter
+}
+
+// Shared leaves: plans never modify nodes after compiling them.
+var (
+	nodeNull   = &avroNode{op: opNull, same: true}
+	nodeBool   = &avroNode{op: opBool, same: true, minSize: 1}
+	nodeInt    = &avroNode{op: opInt, same: true, minSize: 1}
+	nodeLong   = &avroNode{op: opLong, same: true, minSize: 1}
+	nodeFloat  = &avroNode{op: opFloat, same: true, minSize: 4}
+	nodeDouble = &avroNode{op: opDouble, same: true, minSize: 8}
+	nodeBytes  = &avroNode{op: opBytes, same: true, minSize: 1}
+)
+
+// avroMismatch is why a writer schema cannot be read with a reader schema.
+type avroMismatch struct {
+	path string // where: OpenRequest.prompt_tokens; empty at the top
+	msg  string
+}
+
+func (e *avroMismatch) Error() string {
+	if e.path == "" {
+		return e.msg
+	}
+	return e.path + ": " + e.msg
+}
+
+func mismatch(path, format string, args ...any) error {
+	return &avroMismatch{path: path, msg: fmt.Sprintf(format, args...)}
+}
+
+func compileAvro(writer, reader avro.Schema) (*avroPlan, error) {
+	c := &compiler{memo: map[[2]avro.Schema]*avroNode{}}
+	root, err := c.node(writer, reader, "")
+	if err != nil {
+		return nil, err
+	}
+	p := &avroPlan{root: root, same: true, changes: c.changes}
+	seen := map[*avroNode]bool{}
+	var walk func(n *avroNode)
+	walk = func(n *avroNode) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		p.same = p.same && n.same
+		p.hasMap = p.hasMap || n.op == opMap
+		walk(n.elem)
+		for _, b := range n.branches {
+			walk(b.node)
+		}
+		for _, f := range n.fields {
+			walk(f.node)
+		}
+	}
+	walk(root)
+	return p, nil
+}
+
+type compiler struct {
+	// memo holds the records compiled or being compiled, by (writer,
+	// reader): recursive schemas refer back to them.
+	memo map[[2]avro.Schema]*avroNode
+	// added and changes are logs that a failed union branch trial rolls
+	// back.
+	added   [][2]avro.Schema
+	changes []string
+}
+
+func (c *compiler) change(path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	c.changes = append(c.changes, msg)
+}
+
+func deref(s avro.Schema) avro.Schema {
+	if r, ok := s.(*avro.RefSchema); ok {
+		return r.Schema()
+	}
+	return s
+}
+
+func (c *compiler) node(w, r avro.Schema, path string) (*avroNode, error) {
+	w, r = deref(w), deref(r)
+	if ru, ok := r.(*avro.UnionSchema); ok {
+		return c.intoUnion(w, ru, path)
+	}
+	if wu, ok := w.(*avro.UnionSchema); ok {
+		return c.fromUnion(wu, r, path)
+	}
+	if logical(w) != logical(r) {
+		return nil, mismatch(path, "logical type changed (%s → %s)", logicalName(w), logicalName(r))
+	}
+	if w.Type() != r.Type() {
+		op, ok := promotion(w.Type(), r.Type())
+		if !ok {
+			return nil, mismatch(path, "type change %s→%s cannot be promoted", w.Type(), r.Type())
+		}
+		c.change(path, "%s promoted to %s", w.Type(), r.Type())
+		if op == opBytes {
+			return &avroNode{op: opBytes, minSize: 1}, nil
+		}
+		return &avroNode{op: op, minSize: nodeFor(w.Type()).minSize}, nil
+	}
+	switch w := w.(type) {
+	case *avro.RecordSchema:
+		return c.record(w, r.(*avro.RecordSchema), path)
+	case *avro.EnumSchema:
+		return c.enum(w, r.(*avro.EnumSchema), path)
+	case *avro.FixedSchema:
+		r := r.(*avro.FixedSchema)
+		if !namesMatch(w, r) {
+			return nil, mismatch(path, "fixed %s renamed to %s without an alias", w.FullName(), r.FullName())
+		}
+		if w.Size() != r.Size() {
+			return nil, mismatch(path, "fixed %s size changed (%d → %d)", r.FullName(), w.Size(), r.Size())
+		}
+		same := w.FullName() == r.FullName()
+		if !same {
+			c.change(path, "fixed %s read as %s", w.FullName(), r.FullName())
+		}
+		return &avroNode{op: opFixed, same: same, size: w.Size(), minSize: w.Size(), decimal: decimalOf(r)}, nil
+	case *avro.ArraySchema:
+		items, err := c.node(w.Items(), r.(*avro.ArraySchema).Items(), path+"[]")
+		if err != nil {
+			return nil, err
+		}
+		return &avroNode{op: opArray, same: true, elem: items, minSize: 1}, nil
+	case *avro.MapSchema:
+		values, err := c.node(w.Values(), r.(*avro.MapSchema).Values(), path+"{}")
+		if err != nil {
+			return nil, err
+		}
+		return &avroNode{op: opMap, same: true, elem: values, minSize: 1}, nil
+	}
+	if d := decimalOf(r); d != nil {
+		return &avroNode{op: opBytes, same: true, minSize: 1, decimal: d}, nil
+	}
+	if n := nodeFor(w.Type()); n != nil {
+		return n, nil
+	}
+	return nil, mismatch(path, "unsupported Avro type %s", w.Type())
+}
+
+func nodeFor(t avro.Type) *avroNode {
+	switch t {
+	case avro.Null:
+		return nodeNull
+	case avro.Boolean:
+		return nodeBool
+	case avro.Int:
+		return nodeInt
+	case avro.Long:
+		return nodeLong
+	case avro.Float:
+		return nodeFloat
+	case avro.Double:
+		return nodeDouble
+	case avro.String, avro.Bytes:
+		return nodeBytes
+	}
+	return nil
+}
+
+// promotion is the specification's list of writer types a reader type can
+// read.
+func promotion(w, r avro.Type) (avroOp, bool) {
+	switch {
+	case w == avro.Int && r == avro.Long:
+		return opIntToLong, true
+	case w == avro.Int && r == avro.Float:
+		return opIntToFloat, true
+	case w == avro.Int && r == avro.Double:
+		return opIntToDouble, true
+	case w == avro.Long && r == avro.Float:
+		return opLongToFloat, true
+	case w == avro.Long && r == avro.Double:
+		return opLongToDouble, true
+	case w == avro.Float && r == avro.Double:
+		return opFloatToDouble, true
+	case w == avro.String && r == avro.Bytes, w == avro.Bytes && r == avro.String:
+		return opBytes, true
+	}
+	return 0, false
+}
+
+// logical names a schema's logical type, with a decimal's precision and
+// scale, or is empty. Any change is incompatible: the specification lets a
+// reader ignore logical types, but reading timestamp-micros as
+// timestamp-millis, or a decimal at another scale, silently changes every
+// value.
+func logical(s avro.Schema) string {
+	lt, ok := s.(avro.LogicalTypeSchema)
+	if !ok || lt.Logical() == nil {
+		return ""
+	}
+	if d, ok := lt.Logical().(*avro.DecimalLogicalSchema); ok {
+		return fmt.Sprintf("decimal(%d,%d)", d.Precision(), d.Scale())
+	}
+	return string(lt.Logical().Type())
+}
+
+// logicalName is the logical type, or the type when there is none.
+func logicalName(s avro.Schema) string {
+	if l := logical(s); l != "" {
+		return l
+	}
+	return string(s.Type())
+}
+
+// namesMatch follows the specification: the unqualified names are equal, or
+// one of the reader's aliases is the writer's full name.
+func namesMatch(w, r avro.NamedSchema) bool {
+	return w.Name() == r.Name() || slices.Contains(r.Aliases(), w.FullName())
+}
+
+func describe(s avro.Schema) string {
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	return logicalName(s)
+}
+
+func (c *compiler) intoUnion(w avro.Schema, ru *avro.UnionSchema, path string) (*avroNode, error) {
+	wu, ok := w.(*avro.UnionSchema)
+	if !ok {
+		i, n, err := c.branch(w, ru, path)
+		if err != nil {
+			return nil, err
+		}
+		c.change(path, "%s widened to a union", describe(w))
+		return &avroNode{op: opToUnion, index: i, elem: n, minSize: n.minSize}, nil
+	}
+	u := &avroNode{op: opUnion, same: len(wu.Types()) == len(ru.Types()), minSize: 1}
+	for wi, wb := range wu.Types() {
+		ri, n, err := c.branch(wb, ru, path)
+		if err != nil {
+			return nil, err
+		}
+		if ri != wi {
+			u.same = false
+		}
+		u.branches = append(u.branches, unionBranch{index: ri, node: n})
+	}
+	if !u.same {
+		c.change(path, "union branches changed")
+	}
+	return u, nil
+}
+
+// branch picks the reader union branch for a writer type: the one of the
+// same type and name if there is one (and then its resolution, good or bad),
+// otherwise the first that resolves.
+func (c *compiler) branch(w avro.Schema, ru *avro.UnionSchema, path string) (int, *avroNode, error) {
+	w = deref(w)
+	for i, rb := range ru.Types() {
+		if sameType(w, deref(rb)) {
+			n, err := c.node(w, rb, path)
+			return i, n, err
+		}
+	}
+	for i, rb := range ru.Types() {
+		added, changes := len(c.added), len(c.changes)
+		n, err := c.node(w, rb, path)
+		if err == nil {
+			return i, n, nil
+		}
+		for _, k := range c.added[added:] {
+			delete(c.memo, k)
+		}
+		c.added, c.changes = c.added[:added], c.changes[:changes]
+	}
+	return 0, nil, mismatch(path, "union narrowed: %s matches no branch of the reader union", describe(w))
+}
+
+func sameType(w, r avro.Schema) bool {
+	if w.Type() != r.Type() || logical(w) != logical(r) {
+		return false
+	}
+	wn, ok := w.(avro.NamedSchema)
+	return !ok || wn.FullName() == r.(avro.NamedSchema).FullName()
+}
+
+func (c *compiler) fromUnion(wu *avro.UnionSchema, r avro.Schema, path string) (*avroNode, error) {
+	u := &avroNode{op: opUnion, minSize: 1}
+	for _, wb := range wu.Types() {
+		n, err := c.node(wb, r, path)
+		if err != nil {
+			if m, ok := err.(*avroMismatch); ok && m.path == path {
+				return nil, mismatch(path, "union narrowed to %s: writer branch %s: %s", describe(r), describe(deref(wb)), m.msg)
+			}
+			return nil, err
+		}
+		u.branches = append(u.branches, unionBranch{index: -1, node: n})
+	}
+	c.change(path, "union read as %s", describe(r))
+	return u, nil
+}
+
+func (c *compiler) record(w, r *avro.RecordSchema, path string) (*avroNode, error) {
+	if !namesMatch(w, r) {
+		return nil, mismatch(path, "record %s renamed to %s without an alias", w.FullName(), r.FullName())
+	}
+	key := [2]avro.Schema{w, r}
+	if n, ok := c.memo[key]; ok {
+		return n, nil
+	}
+	n := &avroNode{op: opRecord, name: r.Name(), inOrder: true}
+	c.memo[key] = n
+	c.added = append(c.added, key)
+
+	base := path
+	if base == "" {
+		base = r.Name()
+	}
+	if w.FullName() != r.FullName() {
+		c.change(path, "record %s read as %s", w.FullName(), r.FullName())
+	}
+	wf, rf := w.Fields(), r.Fields()
+	source := make([]int, len(wf)) // the reader field of each writer field
+	for i := range source {
+		source[i] = -1
+	}
+	n.readers = make([]readerField, len(rf))
+	for i, f := range rf {
+		j := writerField(wf, f)
+		fpath := base + "." + f.Name()
+		if j < 0 {
+			if !f.HasDefault() {
+				return nil, mismatch("", "field %s added without a default", fpath)
+			}
+			def, err := appendDefault(nil, f.Type(), f.Default())
+			if err != nil {
+				return nil, mismatch(fpath, "default does not fit the field's type: %v", err)
+			}
+			n.readers[i].def = def
+			c.change("", "field %s added with a default", fpath)
+			continue
+		}
+		if source[j] >= 0 {
+			return nil, mismatch("", "fields %s and %s both read writer field %s", rf[source[j]].Name(), f.Name(), wf[j].Name())
+		}
+		source[j] = i
+		n.readers[i].fromWriter = true
+		if wf[j].Name() != f.Name() {
+			c.change("", "field %s.%s renamed to %s", base, wf[j].Name(), f.Name())
+		}
+	}
+	n.same = w.FullName() == r.FullName() && len(wf) == len(rf)
+	last := -1
+	for j, f := range wf {
+		out := source[j]
+		var fn *avroNode
+		var err error
+		if out < 0 {
+			c.change("", "field %s.%s removed", base, f.Name())
+			fn, err = c.node(f.Type(), f.Type(), base+"."+f.Name())
+		} else {
+			fn, err = c.node(f.Type(), rf[out].Type(), base+"."+rf[out].Name())
+			if out < last {
+				n.inOrder = false
+			}
+			last = out
+		}
+		if err != nil {
+			return nil, err
+		}
+		n.same = n.same && out == j && f.Name() == rf[j].Name()
+		n.fields = append(n.fields, fieldStep{name: f.Name(), node: fn, out: out})
+		n.minSize += fn.minSize
+	}
+	if !n.inOrder {
+		c.change("", "fields of %s reordered", base)
+	}
+	return n, nil
+}
+
+// writerField finds the writer field a reader field reads: the one of the
+// same name, else one named by the reader field's aliases.
+func writerField(wf []*avro.Field, f *avro.Field) int {
+	if i := slices.IndexFunc(wf, func(w *avro.Field) bool { return w.Name() == f.Name() }); i >= 0 {
+		return i
+	}
+	return slices.IndexFunc(wf, func(w *avro.Field) bool { return slices.Contains(f.Aliases(), w.Name()) })
+}
+
+func (c *compiler) enum(w, r *avro.EnumSchema, path string) (*avroNode, error) {
+	if !namesMatch(w, r) {
+		return nil, mismatch(path, "enum %s renamed to %s without an alias", w.FullName(), r.FullName())
+	}
+	n := &avroNode{op: opEnum, minSize: 1, symbols: make([]int32, len(w.Symbols()))}
+	rs := r.Symbols()
+	var removed []string
+	for i, s := range w.Symbols() {
+		j := slices.Index(rs, s)
+		if j < 0 {
+			if !r.HasDefault() {
+				return nil, mismatch(path, "enum symbol %s removed", s)
+			}
+			j = slices.Index(rs, r.Default())
+			removed = append(removed, s)
+		}
+		n.symbols[i] = int32(j)
+	}
+	n.same = w.FullName() == r.FullName() && slices.Equal(w.Symbols(), rs)
+	switch {
+	case len(removed) > 0:
+		c.change(path, "enum symbols %s removed, read as the default %s", strings.Join(removed, ", "), r.Default())
+	case !n.same:
+		c.change(path, "enum %s symbols changed", r.FullName())
+	}
+	return n, nil
+}

@@ -1,0 +1,145 @@
+package serializers
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Verdict is how a new serializer relates to the data an old one wrote, as
+// Flink's TypeSerializerSchemaCompatibility.
+type Verdict uint8
+
+const (
+	// CompatibleAsIs: the new serializer reads the old bytes unchanged.
+	CompatibleAsIs Verdict = iota + 1
+	// CompatibleAfterMigration: every old value can be rewritten for the
+	// new serializer (Migrator).
+	CompatibleAfterMigration
+	// Incompatible: some old values have no meaning for the new serializer.
+	Incompatible
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case CompatibleAsIs:
+		return "compatible as is"
+	case CompatibleAfterMigration:
+		return "compatible after migration"
+	case Incompatible:
+		return "incompatible"
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
+}
+
+// Compatibility is a verdict and, unless the verdict is CompatibleAsIs, why.
+type Compatibility struct {
+	Verdict Verdict
+	Reason  string
+}
+
+func (c Compatibility) String() string {
+	if c.Reason == "" {
+		return c.Verdict.String()
+	}
+	return c.Verdict.String() + ": " + c.Reason
+}
+
+var asIs = Compatibility{Verdict: CompatibleAsIs}
+
+func afterMigration(format string, args ...any) Compatibility {
+	return Compatibility{Verdict: CompatibleAfterMigration, Reason: fmt.Sprintf(format, args...)}
+}
+
+func incompatible(format string, args ...any) Compatibility {
+	return Compatibility{Verdict: Incompatible, Reason: fmt.Sprintf(format, args...)}
+}
+
+// worst keeps the worse verdict with its reason; on a tie, the first.
+func worst(a, b Compatibility) Compatibility {
+	if b.Verdict > a.Verdict {
+		return b
+	}
+	return a
+}
+
+func (c Compatibility) in(where string) Compatibility {
+	if c.Reason != "" {
+		c.Reason = where + ": " + c.Reason
+	}
+	return c
+}
+
+// Check says whether the serializer new can read what old wrote. For Avro
+// the reference is the specification's schema resolution, stricter on
+// logical types; a map's key must stay as is, since a key whose bytes
+// change would move or merge entries.
+func Check(old, new Snapshot) Compatibility {
+	return check(old, new, 1, 1)
+}
+
+func check(old, new Snapshot, oldDepth, newDepth int) Compatibility {
+	if err := checkShape(old, oldDepth); err != nil {
+		return incompatible("old serializer: %v", err)
+	}
+	if err := checkShape(new, newDepth); err != nil {
+		return incompatible("new serializer: %v", err)
+	}
+	switch {
+	case old.Kind == KindTTL && new.Kind != KindTTL:
+		return worst(afterMigration("TTL turned off"), check(old.Args[0], new, oldDepth+1, newDepth))
+	case new.Kind == KindTTL && old.Kind != KindTTL:
+		return worst(afterMigration("TTL turned on"), check(old, new.Args[0], oldDepth, newDepth+1))
+	case old.Kind != new.Kind:
+		return incompatible("serializer changed from %s to %s", old, new)
+	}
+	arg := func(i int) Compatibility { return check(old.Args[i], new.Args[i], oldDepth+1, newDepth+1) }
+	switch old.Kind {
+	case KindAvro:
+		return checkAvro(old.Schema, new.Schema)
+	case KindList:
+		return arg(0).in("list element")
+	case KindNullable:
+		return arg(0).in("nullable element")
+	case KindTTL:
+		return arg(0).in("ttl value")
+	case KindMap:
+		if k := arg(0); k.Verdict != CompatibleAsIs {
+			return incompatible("map key serializer changed: %s", k.Reason)
+		}
+		return arg(1).in("map value")
+	case KindTimer:
+		// Timers are ordered and hashed by their bytes: both parts stay.
+		for i, part := range []string{"key", "namespace"} {
+			if c := arg(i); c.Verdict != CompatibleAsIs {
+				return incompatible("timer %s serializer changed: %s", part, c.Reason)
+			}
+		}
+	}
+	return asIs
+}
+
+func checkAvro(old, new string) Compatibility {
+	w, _, err := parseAvroSchema(old)
+	if err != nil {
+		return incompatible("old %v", err)
+	}
+	r, _, err := parseAvroSchema(new)
+	if err != nil {
+		return incompatible("new %v", err)
+	}
+	p, err := compileAvro(w, r)
+	switch {
+	case err != nil:
+		return incompatible("%v", err)
+	case p.same:
+		return asIs
+	case len(p.changes) == 0:
+		return afterMigration("avro schema changed")
+	}
+	const shown = 3
+	reason := strings.Join(p.changes[:min(shown, len(p.changes))], "; ")
+	if len(p.changes) > shown {
+		reason += fmt.Sprintf("; and %d more changes", len(p.changes)-shown)
+	}
+	return afterMigration("%s", reason)
+}

@@ -1,0 +1,59 @@
+package serializers
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrEncode is wrapped by every error about a value that cannot be
+	// encoded: a Go value of the wrong type, a string that is not UTF-8, two
+	// map keys with the same encoding.
+	ErrEncode = errors.New("serializers: value cannot be encoded")
+	// ErrSnapshot is wrapped by every error about a snapshot that cannot be
+	// restored.
+	ErrSnapshot = errors.New("serializers: malformed snapshot")
+	// ErrIncompatible is wrapped by Migrator's error for a pair of serializers
+	// that Check finds incompatible.
+	ErrIncompatible = errors.New("serializers: incompatible serializers")
+)
+
+// valueError is an encode or decode error. Nesting adds context to msg
+// instead of wrapping, so that a value deep in a map in a list reads as one
+// message with one package prefix.
+type valueError struct {
+	sentinel error // ErrDecode or ErrEncode
+	msg      string
+	cause    error // an error from outside this package, if any
+}
+
+func (e *valueError) Error() string        { return e.sentinel.Error() + ": " + e.msg }
+func (e *valueError) Is(target error) bool { return target == e.sentinel }
+func (e *valueError) Unwrap() error        { return e.cause }
+
+func decodeErr(format string, args ...any) error {
+	return &valueError{sentinel: ErrDecode, msg: fmt.Sprintf(format, args...)}
+}
+
+func encodeErr(format string, args ...any) error {
+	return &valueError{sentinel: ErrEncode, msg: fmt.Sprintf(format, args...)}
+}
+
+// within says where err happened ("list element 3"). An error that is not
+// ours (from a caller's own Of[T]) is kept as the cause and classified as
+// sentinel.
+func within(err, sentinel error, format string, args ...any) error {
+	where := fmt.Sprintf(format, args...)
+	if ve, ok := err.(*valueError); ok {
+		return &valueError{sentinel: ve.sentinel, msg: where + ": " + ve.msg, cause: ve.cause}
+	}
+	return &valueError{sentinel: sentinel, msg: where + ": " + err.Error(), cause: err}
+}
+
+func wantBytes(kind Kind, want, got int) error {
+	return decodeErr("%s: want %d bytes, got %d", kind, want, got)
+}
+
+func snapshotErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrSnapshot, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,246 @@
+package serializers
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hamba/avro/v2"
+)
+
+func migrate(t *testing.T, old, new Snapshot, opts MigrateOptions, src []byte) []byte {
+	t.Helper()
+	m, err := Migrator(old, new, opts)
+	if err != nil {
+		t.Fatalf("Migrator(%v, %v): %v", old, new, err)
+	}
+	out, err := m([]byte("pre"), src)
+	if err != nil {
+		t.Fatalf("migrate %x: %v", src, err)
+	}
+	if !bytes.HasPrefix(out, []byte("pre")) {
+		t.Fatalf("migrate lost dst: %q", out)
+	}
+	return out[3:]
+}
+
+func TestMigrateAvro(t *testing.T) {
+	type v2Request struct {
+		RequestID    string `avro:"request_id"`
+		TenantID     string `avro:"tenant_id"`
+		Model        string `avro:"model"`
+		StartedTS    int64  `avro:"started_ts"`
+		PromptTokens int64  `avro:"prompt_tokens"`
+		Region       string `avro:"region"`
+	}
+	v2Schema := strings.Replace(openRequestSchema, `{"name": "prompt_tokens", "type": "int"}`,
+		`{"name": "prompt_tokens", "type": "long"}, {"name": "region", "type": "string", "default": "eu-west"}`, 1)
+	v1 := must[Of[OpenRequest]](t)(Avro[OpenRequest](openRequestSchema))
+	v2 := must[Of[v2Request]](t)(Avro[v2Request](v2Schema))
+	src := must[[]byte](t)(v1.Append(nil, sampleRequest))
+
+	out := migrate(t, v1.Snapshot(), v2.Snapshot(), MigrateOptions{}, src)
+	got := must[v2Request](t)(v2.Decode(out))
+	want := v2Request{"r-1093", "tenant-acme", "gpt", 1700000000000, 321, "eu-west"}
+	if got != want {
+		t.Fatalf("migrated to %+v, want %+v", got, want)
+	}
+	// Removing the field again, and reading the long back as... a long.
+	type v3Request struct {
+		RequestID    string `avro:"request_id"`
+		PromptTokens int64  `avro:"prompt_tokens"`
+	}
+	v3Schema := `{"type":"record","name":"OpenRequest","namespace":"com.x","fields":[
+		{"name":"prompt_tokens","type":"long"},{"name":"request_id","type":"string"}]}`
+	v3 := must[Of[v3Request]](t)(Avro[v3Request](v3Schema))
+	out3 := migrate(t, v2.Snapshot(), v3.Snapshot(), MigrateOptions{}, out)
+	if got := must[v3Request](t)(v3.Decode(out3)); got != (v3Request{"r-1093", 321}) {
+		t.Fatalf("fields removed and reordered: %+v", got)
+	}
+	if !bytes.Equal(out3, unhex(t, "8205 0c722d31303933")) {
+		t.Fatalf("reordered bytes %x", out3)
+	}
+}
+
+func TestMigratePrimitivePromotions(t *testing.T) {
+	for _, c := range []struct {
+		old, new, src, want string
+	}{
+		{`"int"`, `"long"`, "8205", "8205"},
+		{`"int"`, `"float"`, "03", "0000 00c0"}, // -2
+		{`"int"`, `"double"`, "04", "0000 0000 0000 0040"},
+		{`"long"`, `"double"`, "80a0abfef962", spacedHex(binary.LittleEndian.AppendUint64(nil, 0x4278bcfe56800000))},
+		{`"float"`, `"double"`, "0000c03f", "000000000000f83f"}, // 1.5
+		{`"string"`, `"bytes"`, "0478ff", "0478ff"},
+		{`["int","long"]`, `"long"`, "00 0a", "0a"}, // int branch 5
+		{`["int","long"]`, `"long"`, "02 0a", "0a"},
+		{`["int","float"]`, `["null","double"]`, "00 06", "02 0000000000000840"}, // 3 → double 3
+		{`"int"`, `["null","long"]`, "06", "02 06"},
+		{`{"type":"enum","name":"E","symbols":["A","B","C"]}`, `{"type":"enum","name":"E","symbols":["C","B"],"default":"B"}`, "00", "02"},
+		{`{"type":"enum","name":"E","symbols":["A","B","C"]}`, `{"type":"enum","name":"E","symbols":["C","B"],"default":"B"}`, "04", "00"},
+	} {
+		out := migrate(t, avroSnap(c.old), avroSnap(c.new), MigrateOptions{}, unhex(t, c.src))
+		if !bytes.Equal(out, unhex(t, c.want)) {
+			t.Errorf("%s → %s of %s: got %x, want %s", c.old, c.new, c.src, out, c.want)
+		}
+	}
+}
+
+// hamba's resolver refuses a writer union whose branches all promote to the
+// reader's type, though the specification and its own Compatible allow it.
+func TestMigrateUnionBranchPromotion(t *testing.T) {
+	w, r := avro.MustParse(`["int","long"]`), avro.MustParse(`"long"`)
+	if _, err := avro.NewSchemaCompatibility().Resolve(r, w); err == nil {
+		t.Log("hamba resolves this pair now")
+	}
+	type rec struct {
+		N int64 `avro:"n"`
+	}
+	old := avroSnap(`{"type":"record","name":"R","fields":[{"name":"n","type":["int","long"]}]}`)
+	newS := must[Of[rec]](t)(Avro[rec](`{"type":"record","name":"R","fields":[{"name":"n","type":"long"}]}`))
+	m := must[Migrate](t)(Migrator(old, newS.Snapshot(), MigrateOptions{}))
+	for src, want := range map[string]int64{"00 0a": 5, "02 feffffffffffffffff01": math.MaxInt64, "02 80808080808080808001": 1 << 62, "00 01": -1} {
+		out := must[[]byte](t)(m(nil, unhex(t, src)))
+		if got := must[rec](t)(newS.Decode(out)); got.N != want {
+			t.Errorf("%s → %d, want %d", src, got.N, want)
+		}
+	}
+}
+
+func TestMigrateTTL(t *testing.T) {
+	opts := MigrateOptions{Now: 1700000000000}
+	plain := must[[]byte](t)(String().Append(nil, "v"))
+	with := must[[]byte](t)(TTL(String()).Append(nil, TTLValue[string]{LastModified: 5, Value: "v"}))
+
+	on := migrate(t, String().Snapshot(), TTL(String()).Snapshot(), opts, plain)
+	if got := must[TTLValue[string]](t)(TTL(String()).Decode(on)); got != (TTLValue[string]{1700000000000, "v"}) {
+		t.Fatalf("TTL on: %+v", got)
+	}
+	if off := migrate(t, TTL(String()).Snapshot(), String().Snapshot(), opts, with); !bytes.Equal(off, plain) {
+		t.Fatalf("TTL off: %x", off)
+	}
+	// TTL on and an Avro migration at once; and a kept timestamp.
+	ints := avroSnap(`"int"`)
+	longs := avroSnap(`"long"`)
+	ttl := func(s Snapshot) Snapshot { return Snapshot{Kind: KindTTL, Args: []Snapshot{s}} }
+	if out := migrate(t, ints, ttl(longs), opts, []byte{0x0a}); !bytes.Equal(out, unhex(t, "0000018bcfe56800 0a")) {
+		t.Fatalf("TTL on with promotion: %x", out)
+	}
+	if out := migrate(t, ttl(ints), ttl(longs), opts, unhex(t, "0000000000000007 0a")); !bytes.Equal(out, unhex(t, "0000000000000007 0a")) {
+		t.Fatalf("TTL kept: %x", out)
+	}
+	m := must[Migrate](t)(Migrator(TTL(String()).Snapshot(), String().Snapshot(), opts))
+	if _, err := m(nil, []byte{1, 2, 3}); !errors.Is(err, ErrDecode) {
+		t.Fatalf("short TTL value: %v", err)
+	}
+}
+
+func TestMigrateComposites(t *testing.T) {
+	ints, longs := avroSnap(`"int"`), avroSnap(`"long"`)
+	list := func(e Snapshot) Snapshot { return Snapshot{Kind: KindList, Args: []Snapshot{e}} }
+	mapOf := func(k, v Snapshot) Snapshot { return Snapshot{Kind: KindMap, Args: []Snapshot{k, v}} }
+	nullable := func(e Snapshot) Snapshot { return Snapshot{Kind: KindNullable, Args: []Snapshot{e}} }
+	str := String().Snapshot()
+
+	// A record whose encoding grows past 127 bytes, so the frame length
+	// grows a byte.
+	bigOld := avroSnap(`{"type":"record","name":"R","fields":[{"name":"s","type":"string"}]}`)
+	bigNew := avroSnap(`{"type":"record","name":"R","fields":[{"name":"s","type":"string"},{"name":"pad","type":"string","default":"` + strings.Repeat("p", 130) + `"}]}`)
+
+	for _, c := range []struct {
+		name     string
+		old, new Snapshot
+		src      string
+		want     string
+	}{
+		{"list", list(ints), list(longs), "02 01 0a 01 0b", "02 01 0a 01 0b"},
+		{"empty list", list(ints), list(longs), "00", "00"},
+		{"map values", mapOf(str, ints), mapOf(str, longs), "02 01 61 01 02 01 62 01 04", "02 01 61 01 02 01 62 01 04"},
+		{"empty map", mapOf(str, ints), mapOf(str, longs), "00", "00"},
+		{"nullable null", nullable(ints), nullable(longs), "00", "00"},
+		{"nullable", nullable(ints), nullable(longs), "01 0a", "01 0a"},
+		{"growing frame", list(bigOld), list(bigNew), "01 02 0278", "01 8601 0278 8402" + strings.Repeat("70", 130)},
+	} {
+		out := migrate(t, c.old, c.new, MigrateOptions{}, unhex(t, c.src))
+		if !bytes.Equal(out, unhex(t, c.want)) {
+			t.Errorf("%s: got %x, want %s", c.name, out, c.want)
+		}
+	}
+	m := must[Migrate](t)(Migrator(mapOf(str, ints), mapOf(str, longs), MigrateOptions{}))
+	for _, bad := range []string{"02 01 62 01 02 01 61 01 04", "01 01 61 01 ff", "01 01 61 01 0a 00", "05"} {
+		if _, err := m(nil, unhex(t, bad)); !errors.Is(err, ErrDecode) {
+			t.Errorf("map %s: %v", bad, err)
+		}
+	}
+}
+
+func TestMigratorRefusesIncompatibleAndCopiesAsIs(t *testing.T) {
+	if _, err := Migrator(Int64().Snapshot(), String().Snapshot(), MigrateOptions{}); !errors.Is(err, ErrIncompatible) ||
+		!strings.Contains(err.Error(), "serializer changed from int64 to string") {
+		t.Fatalf("incompatible: %v", err)
+	}
+	m := must[Migrate](t)(Migrator(Int64().Snapshot(), Int64().Snapshot(), MigrateOptions{}))
+	if out := must[[]byte](t)(m([]byte{9}, []byte{1, 2})); !bytes.Equal(out, []byte{9, 1, 2}) {
+		t.Fatalf("as is: %x", out)
+	}
+}
+
+// For every Avro pair Check calls compatible after migration, the migration
+// of random writer data matches hamba's decode with the resolved schema and
+// encode with the reader's, except where hamba cannot serve as the oracle.
+func TestMigrateMatchesHambaResolver(t *testing.T) {
+	hambaCannot := map[string]string{
+		"union branches promote":            "Resolve refuses: union type must be unique",
+		"union branches promote into union": "Resolve refuses: union type must be unique",
+		"recursive schema evolved":          "Resolve recurses until the stack overflows",
+		"union widened":                     "a resolved generic union decodes without its branch name, which the encoder refuses",
+		"value into union":                  "a resolved generic union decodes without its branch name, which the encoder refuses",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	compared := 0
+	for _, c := range avroCompatCases() {
+		if c.verdict != CompatibleAfterMigration || hambaCannot[c.name] != "" {
+			continue
+		}
+		w := must[avro.Schema](t)(avro.ParseWithCache(c.old.Schema, "", &avro.SchemaCache{}))
+		r := must[avro.Schema](t)(avro.ParseWithCache(c.new.Schema, "", &avro.SchemaCache{}))
+		resolved, err := avro.NewSchemaCompatibility().Resolve(r, w)
+		if err != nil {
+			t.Errorf("%s: hamba cannot resolve: %v", c.name, err)
+			continue
+		}
+		m := must[Migrate](t)(Migrator(c.old, c.new, MigrateOptions{}))
+		reader := must[Of[any]](t)(AvroGeneric(c.new.Schema))
+		for range 20 {
+			src := randomDatum(rng, nil, w, 0)
+			ours, err := m(nil, src)
+			if err != nil {
+				t.Fatalf("%s: migrate %x: %v", c.name, src, err)
+			}
+			var v any
+			if err := avroAPI.Unmarshal(resolved, src, &v); err != nil {
+				t.Fatalf("%s: hamba decode of %x: %v", c.name, src, err)
+			}
+			want, err := reader.Append(nil, v)
+			if err != nil {
+				t.Fatalf("%s: encoding hamba's %#v: %v", c.name, v, err)
+			}
+			if !bytes.Equal(ours, want) {
+				got, _ := reader.Decode(ours)
+				t.Fatalf("%s: from %x\n ours  %x %#v\n hamba %x %#v", c.name, src, ours, got, want, v)
+			}
+			if back, err := reader.Decode(ours); err != nil || !reflect.DeepEqual(back, v) {
+				t.Fatalf("%s: ours decodes to %#v, %v; hamba's value %#v", c.name, back, err, v)
+			}
+		}
+		compared++
+	}
+	if compared < 20 {
+		t.Fatalf("only %d pairs compared", compared)
+	}
+}

@@ -1,0 +1,149 @@
+package snapshotfmt
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/ttl"
+)
+
+// benchState is about 100,000 small map entries with TTL, like
+// SessionFeatures' category-counts: 10,000 users with 10 categories each,
+// in the key groups of a max parallelism of 128.
+func benchState() (*savepoint.Metadata, []segData) {
+	week := ttl.New(7 * 24 * time.Hour)
+	meta := &savepoint.Metadata{Operators: []savepoint.Operator{{
+		UID: "features", Parallelism: 2, MaxParallelism: 128,
+		KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
+		States: []savepoint.KeyedState{{
+			Name: "category-counts", Kind: savepoint.Map, Namespace: snap(serializers.KindVoid),
+			MapKey: snap(serializers.KindString), Value: snap(serializers.KindInt64), TTL: &week,
+		}},
+	}}}
+	byKG := map[int][]string{}
+	for i := range 10_000 {
+		k := fmt.Sprintf("user-%07d", i)
+		kg := keygroup.Of([]byte(k), 128)
+		byKG[kg] = append(byKG[kg], k)
+	}
+	var data []segData
+	for _, kg := range slices.Sorted(maps.Keys(byKG)) {
+		keys := byKG[kg]
+		slices.Sort(keys)
+		sd := segData{op: 0, ref: 0, kg: kg}
+		for i, k := range keys {
+			for c := range 10 {
+				v := append(ts(int64(1_700_000_000_000+i*1000+c)), ts(int64(i*c))...)
+				sd.entries = append(sd.entries, savepoint.Entry{Key: []byte(k), MapKey: []byte(fmt.Sprintf("category-%02d", c)), Value: v})
+			}
+		}
+		data = append(data, sd)
+	}
+	return meta, data
+}
+
+func benchWrite(b *testing.B, meta *savepoint.Metadata, data []segData, opts Options) *memDir {
+	ctx := context.Background()
+	d := newMemDir()
+	w, err := NewWriter(d, meta, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := w.CreateDataFile(ctx, "data-000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sd := range data {
+		s, err := f.Segment(sd.op, sd.ref, sd.kg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range sd.entries {
+			if err := s.Add(&sd.entries[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Finish(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// rawBytes is the size of the serialized entries before compression: what
+// MB/s is measured against.
+func rawBytes(b *testing.B, d *memDir) int64 {
+	r, err := Open(context.Background(), d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, seg := range r.Segments(0) {
+		n += int64(seg.Bytes)
+	}
+	return n
+}
+
+var benchCodecs = []struct {
+	name string
+	opts Options
+}{{"none", Options{}}, {"zstd", Options{Compression: CodecZstd}}}
+
+func BenchmarkWrite(b *testing.B) {
+	meta, data := benchState()
+	for _, c := range benchCodecs {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(rawBytes(b, benchWrite(b, meta, data, c.opts)))
+			b.ReportAllocs()
+			for b.Loop() {
+				benchWrite(b, meta, data, c.opts)
+			}
+		})
+	}
+}
+
+func BenchmarkRead(b *testing.B) {
+	meta, data := benchState()
+	ctx := context.Background()
+	for _, c := range benchCodecs {
+		b.Run(c.name, func(b *testing.B) {
+			d := benchWrite(b, meta, data, c.opts)
+			b.SetBytes(rawBytes(b, d))
+			r, err := Open(ctx, d)
+			if err != nil {
+				b.Fatal(err)
+			}
+			segs := r.Segments(0)
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				for _, seg := range segs {
+					it := r.Entries(ctx, seg)
+					for it.Next() {
+						n++
+					}
+					if err := it.Err(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if n != 100_000 {
+					b.Fatalf("read %d entries", n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100_000), "ns/entry")
+		})
+	}
+}

@@ -1,0 +1,212 @@
+package snapshotfmt
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// Codec is the compression of a block's payload.
+type Codec uint8
+
+const (
+	CodecNone Codec = 0
+	CodecZstd Codec = 1
+)
+
+// A block is: u8 codec, u32 stored length, u32 raw length, the payload, and
+// a CRC over all of it.
+const (
+	blockHeaderLen = 9
+	blockCRCLen    = 4
+	blockOverhead  = blockHeaderLen + blockCRCLen
+
+	// maxBlockRaw bounds what a reader allocates for one block.
+	maxBlockRaw = 256 << 20
+	// maxZstdExpansion is more than any zstd frame can expand: its smallest
+	// block (a 3-byte header and one byte, run-length encoded) yields at most
+	// 128 KiB. A raw length above it cannot be honest, so it is refused
+	// before anything is allocated for it.
+	maxZstdExpansion = 32 << 10
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// zstdDecoder is shared: DecodeAll is safe for concurrent use, and its cap
+// limit stops the output at the raw length the block declares.
+var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+	return zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(0),
+		zstd.WithDecoderMaxMemory(maxBlockRaw),
+		zstd.WithDecoderMaxWindow(maxBlockRaw),
+		zstd.WithDecodeAllCapLimit(true))
+})
+
+// newZstdEncoder returns an encoder with fixed settings, so that the same
+// payload always compresses to the same bytes. One goroutine: a data file's
+// blocks are compressed in order by the goroutine that writes them.
+func newZstdEncoder() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil,
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		// The block CRC already covers the compressed bytes.
+		zstd.WithEncoderCRC(false))
+}
+
+// sealBlock turns blk, which holds blockHeaderLen reserved bytes and then the
+// raw payload, into a complete block. It compresses with enc (when not nil)
+// into scratch if that is smaller, and returns the block's bytes, which alias
+// blk or scratch.
+func sealBlock(blk, scratch []byte, enc *zstd.Encoder) (block, newScratch []byte) {
+	raw := blk[blockHeaderLen:]
+	out, codec := blk, CodecNone
+	if enc != nil {
+		scratch = enc.EncodeAll(raw, append(scratch[:0], blk[:blockHeaderLen]...))
+		if len(scratch)-blockHeaderLen < len(raw) {
+			out, codec = scratch, CodecZstd
+		}
+	}
+	out[0] = byte(codec)
+	binary.BigEndian.PutUint32(out[1:], uint32(len(out)-blockHeaderLen))
+	binary.BigEndian.PutUint32(out[5:], uint32(len(raw)))
+	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	if codec == CodecZstd {
+		scratch = out
+	}
+	return out, scratch
+}
+
+// readAhead is how much of a segment a blockReader reads at once, so that a
+// segment of small blocks costs one read per 64 KiB rather than two per
+// block.
+const readAhead = 64 << 10
+
+// blockReader reads the blocks of one segment in order. It reads the file in
+// windows; a block lies whole in the window while it is the current one.
+type blockReader struct {
+	f      storage.File
+	name   string
+	kg     int
+	pos    int64 // file offset of the next block
+	end    int64
+	win    []byte // file bytes from winAt on
+	winAt  int64
+	cur    []byte // the current block as stored: header, payload, CRC
+	raw    []byte // its decompressed payload, when compressed
+	codec  Codec
+	rawLen int
+}
+
+func newBlockReader(f storage.File, name string, seg *Segment) *blockReader {
+	return &blockReader{f: f, name: name, kg: seg.KeyGroup, pos: seg.Offset, end: seg.Offset + seg.Length}
+}
+
+func (br *blockReader) fail(off int64, err error) error { return at(br.name, br.kg, off, err) }
+
+// window returns n bytes of the file at br.pos, which the caller has checked
+// lie within the segment. Reading replaces the window, so it is called only
+// once the previous block is no longer used.
+func (br *blockReader) window(n int) ([]byte, error) {
+	if off := br.pos - br.winAt; br.pos >= br.winAt && off+int64(n) <= int64(len(br.win)) {
+		return br.win[off : off+int64(n)], nil
+	}
+	size := max(n, int(min(br.end-br.pos, readAhead)))
+	br.win, br.winAt = grow(br.win, size), br.pos
+	if err := readAt(br.f, br.name, br.kg, br.win, br.pos); err != nil {
+		br.win = br.win[:0]
+		return nil, err
+	}
+	return br.win[:n], nil
+}
+
+// next reads the next block and verifies its CRC and header. It returns
+// io.EOF when the segment ends exactly after the previous block.
+func (br *blockReader) next() error {
+	left := br.end - br.pos
+	if left == 0 {
+		return io.EOF
+	}
+	if left < blockOverhead {
+		return br.fail(br.pos, corruptf("truncated block: %d bytes left in the segment, a block takes at least %d", left, blockOverhead))
+	}
+	hdr, err := br.window(blockHeaderLen)
+	if err != nil {
+		return err
+	}
+	stored := int64(binary.BigEndian.Uint32(hdr[1:]))
+	if stored > left-blockOverhead {
+		return br.fail(br.pos+1, corruptf("block length %d beyond the %d bytes remaining in the segment", stored, left-blockOverhead))
+	}
+	total := blockOverhead + int(stored)
+	if br.cur, err = br.window(total); err != nil {
+		return err
+	}
+	if err := checkBlock(br.cur); err != nil {
+		return br.fail(br.pos, err)
+	}
+	br.codec = Codec(br.cur[0])
+	br.rawLen = int(binary.BigEndian.Uint32(br.cur[5:]))
+	br.pos += int64(total)
+	return nil
+}
+
+// blockAt is the file offset of the current block.
+func (br *blockReader) blockAt() int64 { return br.pos - int64(len(br.cur)) }
+
+func (br *blockReader) stored() []byte { return br.cur[blockHeaderLen : len(br.cur)-blockCRCLen] }
+
+// payload decompresses the current block if need be.
+func (br *blockReader) payload() ([]byte, error) {
+	if br.codec == CodecNone {
+		return br.stored(), nil
+	}
+	dec, err := zstdDecoder()
+	if err != nil {
+		return nil, err
+	}
+	br.raw = grow(br.raw, br.rawLen)
+	out, err := dec.DecodeAll(br.stored(), br.raw[:0:br.rawLen])
+	if err != nil {
+		return nil, br.fail(br.blockAt(), corruptf("zstd payload does not decompress: %v", err))
+	}
+	if len(out) != br.rawLen {
+		return nil, br.fail(br.blockAt(), corruptf("zstd payload decompresses to %d bytes, the block says %d", len(out), br.rawLen))
+	}
+	return out, nil
+}
+
+// checkBlock verifies a stored block's CRC and then its header.
+func checkBlock(b []byte) error {
+	body := b[:len(b)-blockCRCLen]
+	if want, got := binary.BigEndian.Uint32(b[len(body):]), crc32.Checksum(body, castagnoli); want != got {
+		return corruptf("block checksum mismatch: stored %08x, computed %08x", want, got)
+	}
+	stored := uint64(len(body) - blockHeaderLen)
+	raw := uint64(binary.BigEndian.Uint32(b[5:]))
+	switch codec := Codec(b[0]); {
+	case codec != CodecNone && codec != CodecZstd:
+		return corruptf("unknown block codec %d", codec)
+	case raw == 0:
+		return corruptf("empty block")
+	case raw > maxBlockRaw:
+		return corruptf("block raw length %d above the limit of %d", raw, maxBlockRaw)
+	case codec == CodecNone && raw != stored:
+		return corruptf("uncompressed block with raw length %d and stored length %d", raw, stored)
+	case codec == CodecZstd && raw > stored*maxZstdExpansion:
+		return corruptf("zstd block of %d bytes cannot expand to %d", stored, raw)
+	}
+	return nil
+}
+
+// grow returns a slice of length n, reusing b's array when it is large
+// enough. The contents are not kept.
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]byte, n)
+}

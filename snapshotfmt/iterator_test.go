@@ -1,0 +1,144 @@
+package snapshotfmt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stateproc/stateproc/savepoint"
+)
+
+// handmade is a savepoint of the example's metadata whose one segment
+// (state usd_total, or timer service event-time for ref 1) holds the given
+// block payloads, stored uncompressed with valid CRCs, so that the
+// iterator's checks below the CRC can be reached.
+func handmade(ref, kg int, stats savepoint.Stats, payloads ...[]byte) *memDir {
+	data := appendPreamble(nil, typeData)
+	raw := uint64(0)
+	for _, p := range payloads {
+		blk := append(make([]byte, blockHeaderLen), p...)
+		block, _ := sealBlock(blk, nil, nil)
+		data = append(data, block...)
+		raw += uint64(len(p))
+	}
+	stats.KeyGroup = kg
+	if stats.Bytes == 0 {
+		stats.Bytes = raw
+	}
+	seg := Segment{Stats: stats, Ref: ref, File: "data-000", Offset: preambleLen, Length: int64(len(data) - preambleLen)}
+	idx := &index{files: []dataFile{{"data-000", int64(len(data))}}, segments: [][]Segment{{seg}}}
+	d := newMemDir()
+	d.files["data-000"] = data
+	d.files[MetadataName] = metadataFile(encodeMetadataBody(exampleMeta(), idx))
+	return d
+}
+
+func record(key, ns []byte, items ...[]byte) []byte {
+	b := appendBytes(nil, key)
+	b = appendBytes(b, ns)
+	b = binary.AppendUvarint(b, uint64(len(items)))
+	for _, it := range items {
+		b = appendBytes(b, it)
+	}
+	return b
+}
+
+func timer(t int64, key []byte) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(t)^timerTimeBits)
+	b = appendBytes(b, key)
+	return appendBytes(b, nil)
+}
+
+func TestIteratorRejectsBadRecords(t *testing.T) {
+	k := keysIn(71, 2, 128)
+	v := func(t int64) []byte { return append(ts(t), 0, 0, 0, 0, 0, 0, 0, 1) }
+	one := savepoint.Stats{Keys: 1, Entries: 1, MinTimestamp: 5, MaxTimestamp: 5}
+	two := savepoint.Stats{Keys: 2, Entries: 2, MinTimestamp: 5, MaxTimestamp: 5}
+	first := int64(preambleLen + blockHeaderLen) // file offset of the first record
+	for _, tc := range []struct {
+		name string
+		d    *memDir
+		want string
+		off  int64
+	}{
+		{"keys out of order", handmade(0, 71, two, append(record(k[1], nil, v(5)), record(k[0], nil, v(5))...)),
+			"not after the previous one", first + int64(len(record(k[1], nil, v(5))))},
+		{"key repeats", handmade(0, 71, two, append(record(k[0], nil, v(5)), record(k[0], nil, v(5))...)),
+			"repeats in a value state", first + int64(len(record(k[0], nil, v(5))))},
+		{"key repeats across blocks", handmade(0, 71, two, record(k[0], nil, v(5)), record(k[0], nil, v(5))),
+			"repeats in a value state", first + int64(len(record(k[0], nil, v(5)))) + blockOverhead},
+		{"two values in a record", handmade(0, 71, two, record(k[0], nil, v(5), v(5))),
+			"with 2 items, want 1", first + int64(len(k[0])) + 2},
+		{"wrong key group", handmade(0, 72, one, record(k[0], nil, v(5))), "belongs to key group 71, not 72", first},
+		{"short TTL value", handmade(0, 71, one, record(k[0], nil, []byte{1, 2, 3})), "shorter than its 8-byte timestamp", first + int64(len(k[0])) + 3},
+		{"entries differ from the index", handmade(0, 71, savepoint.Stats{Keys: 1, Entries: 2, MinTimestamp: 5, MaxTimestamp: 5}, record(k[0], nil, v(5))),
+			"holds 1 entries, the index says 2", preambleLen},
+		{"timestamps differ from the index", handmade(0, 71, savepoint.Stats{Keys: 1, Entries: 1, MinTimestamp: 4, MaxTimestamp: 5}, record(k[0], nil, v(5))),
+			"timestamps run from 5 to 5, the index says 4 to 5", preambleLen},
+		{"bytes differ from the index", handmade(0, 71, savepoint.Stats{Keys: 1, Entries: 1, Bytes: 99, MinTimestamp: 5, MaxTimestamp: 5}, record(k[0], nil, v(5))),
+			fmt.Sprintf("holds %d raw bytes, the index says 99", len(record(k[0], nil, v(5)))), preambleLen},
+		{"truncated record", handmade(0, 71, one, record(k[0], nil, v(5))[:len(k[0])+6]),
+			"value: length 16 beyond the 2 bytes remaining", first + int64(len(k[0])) + 3},
+		{"timers out of order", handmade(1, 71, savepoint.Stats{Entries: 2, MinTimestamp: 5, MaxTimestamp: 6}, append(timer(6, k[0]), timer(5, k[0])...)),
+			"timers not strictly increasing", first + int64(len(timer(6, k[0])))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			r, err := Open(ctx, tc.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = r.Verify(ctx)
+			var e *Error
+			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &e) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Verify = %v, want ErrCorrupt saying %q", err, tc.want)
+			}
+			if e.File != "data-000" || e.KeyGroup != r.Segments(0)[0].KeyGroup || e.Offset != tc.off {
+				t.Fatalf("error at %s key group %d offset %d, want data-000 key group %d offset %d", e.File, e.KeyGroup, e.Offset, r.Segments(0)[0].KeyGroup, tc.off)
+			}
+		})
+	}
+}
+
+// A list record may continue in the next block, and only there.
+func TestListRecordsJoinAcrossBlocksOnly(t *testing.T) {
+	k := keysIn(3, 1, 16)[0]
+	meta := testMeta()
+	stats := savepoint.Stats{KeyGroup: 3, Keys: 1, Entries: 3}
+	build := func(payloads ...[]byte) *memDir {
+		data := appendPreamble(nil, typeData)
+		for _, p := range payloads {
+			block, _ := sealBlock(append(make([]byte, blockHeaderLen), p...), nil, nil)
+			data = append(data, block...)
+			stats.Bytes += uint64(len(p))
+		}
+		seg := Segment{Stats: stats, Ref: 1, File: "d", Offset: preambleLen, Length: int64(len(data) - preambleLen)}
+		idx := &index{files: []dataFile{{"d", int64(len(data))}}, segments: [][]Segment{{seg}, nil}}
+		d := newMemDir()
+		d.files["d"] = data
+		d.files[MetadataName] = metadataFile(encodeMetadataBody(meta, idx))
+		stats.Bytes = 0
+		return d
+	}
+	ctx := context.Background()
+	good := build(record(k, nil, []byte("a"), []byte("b")), record(k, nil, []byte("c")))
+	r, err := Open(ctx, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, r, 0)
+	if len(got) != 1 || len(got[0].entries) != 3 || string(got[0].entries[2].Value) != "c" {
+		t.Fatalf("joined list read as %+v", got)
+	}
+	bad := build(append(record(k, nil, []byte("a"), []byte("b")), record(k, nil, []byte("c"))...))
+	r, err = Open(ctx, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Verify(ctx); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "repeats within a block") {
+		t.Fatalf("a list record split inside a block: %v", err)
+	}
+}

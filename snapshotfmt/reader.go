@@ -1,0 +1,311 @@
+package snapshotfmt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"slices"
+	"sort"
+
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// Segment is where the entries of one state (or timer service) in one key
+// group lie, with the index's numbers about them.
+type Segment struct {
+	savepoint.Stats
+	// Operator is an index into Metadata().Operators.
+	Operator int
+	// Ref is an index into the operator's States, or len(States)+i for its
+	// timer service i.
+	Ref    int
+	File   string
+	Offset int64
+	Length int64
+}
+
+// Reader reads a savepoint whose metadata has been checked. Its methods may
+// be called from several goroutines at once, except Close.
+type Reader struct {
+	meta  *savepoint.Metadata
+	idx   *index
+	files map[string]storage.File
+}
+
+// Open reads and checks the metadata of the savepoint in dir: the preamble
+// first, then the CRC, then every structural rule of FORMAT.md. It opens the
+// data files and checks their sizes and preambles, but reads no segment.
+func Open(ctx context.Context, dir storage.Dir) (*Reader, error) {
+	f, err := dir.Open(ctx, MetadataName)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, at(MetadataName, -1, -1, notSavepointf("no %s in %s", MetadataName, dir.Location()))
+		}
+		return nil, at(MetadataName, -1, -1, err)
+	}
+	meta, idx, err := readMetadata(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{meta: meta, idx: idx, files: make(map[string]storage.File, len(idx.files))}
+	for _, df := range idx.files {
+		if err := r.openDataFile(ctx, dir, df); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
+	size := f.Size()
+	pre := make([]byte, min(size, preambleLen))
+	if err := readAt(f, MetadataName, -1, pre, 0); err != nil {
+		return nil, nil, err
+	}
+	version, err := checkMetadataPreamble(pre)
+	if err != nil {
+		return nil, nil, err
+	}
+	if size < metadataHeaderLen+crc32.Size {
+		return nil, nil, at(MetadataName, -1, size, corruptf("truncated: the file is %d bytes, a metadata file takes at least %d", size, metadataHeaderLen+crc32.Size))
+	}
+	var lenField [8]byte
+	if err := readAt(f, MetadataName, -1, lenField[:], preambleLen); err != nil {
+		return nil, nil, err
+	}
+	bodyLen := binary.BigEndian.Uint64(lenField[:])
+	// The length is checked against the file before anything is allocated
+	// for it; the CRC can only be checked once it has been read.
+	follows := uint64(size - metadataHeaderLen - crc32.Size)
+	if bodyLen > follows {
+		return nil, nil, at(MetadataName, -1, preambleLen, corruptf("truncated: body length %d beyond the %d bytes remaining in the file", bodyLen, follows))
+	}
+	if bodyLen < follows {
+		return nil, nil, at(MetadataName, -1, metadataHeaderLen+int64(bodyLen)+crc32.Size, corruptf("%d bytes of trailing garbage after the metadata", follows-bodyLen))
+	}
+	rest := make([]byte, size-preambleLen)
+	if err := readAt(f, MetadataName, -1, rest, preambleLen); err != nil {
+		return nil, nil, err
+	}
+	covered := rest[:len(rest)-crc32.Size]
+	if want, got := binary.BigEndian.Uint32(rest[len(covered):]), crc32.Checksum(covered, castagnoli); want != got {
+		return nil, nil, at(MetadataName, -1, size-crc32.Size, corruptf("metadata checksum mismatch: stored %08x, computed %08x", want, got))
+	}
+	return decodeMetadataBody(covered[8:], version)
+}
+
+func (r *Reader) openDataFile(ctx context.Context, dir storage.Dir, df dataFile) error {
+	f, err := dir.Open(ctx, df.name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return at(df.name, -1, -1, corruptf("data file named in the metadata is missing"))
+		}
+		return at(df.name, -1, -1, err)
+	}
+	r.files[df.name] = f
+	if size := f.Size(); size != df.size {
+		what := "truncated"
+		if size > df.size {
+			what = "trailing bytes"
+		}
+		return at(df.name, -1, min(size, df.size), corruptf("%s: the file is %d bytes, the metadata says %d", what, size, df.size))
+	}
+	pre := make([]byte, preambleLen)
+	if err := readAt(f, df.name, -1, pre, 0); err != nil {
+		return err
+	}
+	return checkDataPreamble(df.name, pre, r.meta.FormatVersion)
+}
+
+// readAt reads len(p) bytes at off; a short read means the file shrank or
+// lies about its size. kg is the key group the bytes belong to, or -1.
+func readAt(f storage.File, name string, kg int, p []byte, off int64) error {
+	n, err := f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return at(name, kg, off+int64(n), corruptf("truncated: the file ends after %d bytes", off+int64(n)))
+	}
+	return at(name, kg, off, err)
+}
+
+// Metadata returns the savepoint's model. Callers must not modify it.
+func (r *Reader) Metadata() *savepoint.Metadata { return r.meta }
+
+// Close closes the data files.
+func (r *Reader) Close() error {
+	var errs []error
+	for _, f := range r.files {
+		errs = append(errs, f.Close())
+	}
+	r.files = nil
+	return errors.Join(errs...)
+}
+
+// Segments returns the segments of operator op, sorted by (key group, ref).
+func (r *Reader) Segments(op int) []Segment {
+	if op < 0 || op >= len(r.idx.segments) {
+		return nil
+	}
+	return slices.Clone(r.idx.segments[op])
+}
+
+// StateSegments returns the segments of one state (or timer service) of
+// operator op in the key groups kgs, sorted by key group.
+func (r *Reader) StateSegments(op, ref int, kgs keygroup.Range) []Segment {
+	if op < 0 || op >= len(r.idx.segments) {
+		return nil
+	}
+	segs := r.idx.segments[op]
+	var out []Segment
+	for i := sort.Search(len(segs), func(i int) bool { return segs[i].KeyGroup >= kgs.Start }); i < len(segs) && segs[i].KeyGroup <= kgs.End; i++ {
+		if segs[i].Ref == ref {
+			out = append(out, segs[i])
+		}
+	}
+	return out
+}
+
+// Verify reads every segment of every operator through the iterator, and
+// so checks every block's CRC and every rule about the records. Open has
+// already checked the metadata, the data files' sizes and preambles, and
+// that the segments tile the data files. It returns the first error.
+func (r *Reader) Verify(ctx context.Context) error {
+	for op := range r.idx.segments {
+		for _, seg := range r.idx.segments[op] {
+			it := r.Entries(ctx, seg)
+			for it.Next() {
+			}
+			err := it.Err()
+			it.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ctxCheckEvery is how many entries an iterator reads between looks at its
+// context.
+const ctxCheckEvery = 4096
+
+// Iterator streams the entries of one segment. It holds one block in memory
+// at a time.
+type Iterator struct {
+	ctx   context.Context
+	seg   Segment
+	br    *blockReader
+	rr    *recordReader
+	entry savepoint.Entry
+	err   error
+	done  bool
+	n     int
+}
+
+// Entries returns an iterator over the entries of seg, which must come from
+// r's Segments or StateSegments.
+func (r *Reader) Entries(ctx context.Context, seg Segment) *Iterator {
+	it := &Iterator{ctx: ctx, seg: seg}
+	f, ok := r.files[seg.File]
+	switch {
+	case !ok:
+		it.err = fmt.Errorf("snapshotfmt: segment names file %q, which this savepoint does not have", seg.File)
+	case seg.Operator < 0 || seg.Operator >= len(r.meta.Operators):
+		it.err = fmt.Errorf("snapshotfmt: segment names operator %d, which this savepoint does not have", seg.Operator)
+	case seg.Ref < 0 || seg.Ref >= len(r.meta.Operators[seg.Operator].States)+len(r.meta.Operators[seg.Operator].Timers):
+		it.err = fmt.Errorf("snapshotfmt: segment names ref %d, which operator %d does not have", seg.Ref, seg.Operator)
+	case seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length:
+		it.err = fmt.Errorf("snapshotfmt: segment at offset %d, length %d, is not within %s", seg.Offset, seg.Length, seg.File)
+	}
+	if it.err != nil {
+		return it
+	}
+	it.br = newBlockReader(f, seg.File, &seg)
+	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Operator], seg.Ref, seg.KeyGroup))
+	return it
+}
+
+// Next advances to the next entry. It returns false at the end of the
+// segment or on an error, which Err then returns.
+func (it *Iterator) Next() bool {
+	if it.err != nil || it.done {
+		return false
+	}
+	for {
+		if it.rr.next(&it.entry) {
+			it.n++
+			if it.n%ctxCheckEvery == 0 {
+				if err := it.ctx.Err(); err != nil {
+					it.err = err
+					return false
+				}
+			}
+			return true
+		}
+		if off, err := it.rr.failure(); err != nil {
+			it.err = it.recordError(off, err)
+			return false
+		}
+		if err := it.ctx.Err(); err != nil {
+			it.err = err
+			return false
+		}
+		it.rr.endBlock()
+		err := it.br.next()
+		if err == io.EOF {
+			it.done = true
+			if err := it.rr.check(&it.seg.Stats); err != nil {
+				it.err = at(it.seg.File, it.seg.KeyGroup, it.seg.Offset, err)
+			}
+			return false
+		}
+		if err != nil {
+			it.err = err
+			return false
+		}
+		payload, err := it.br.payload()
+		if err != nil {
+			it.err = err
+			return false
+		}
+		it.rr.startBlock(payload)
+	}
+}
+
+// recordError locates an error in the records of the current block: at its
+// file offset when the block is stored uncompressed, else at the block.
+func (it *Iterator) recordError(off int, err error) error {
+	blockAt := it.br.blockAt()
+	if it.br.codec == CodecNone {
+		return at(it.seg.File, it.seg.KeyGroup, blockAt+blockHeaderLen+int64(off), err)
+	}
+	return at(it.seg.File, it.seg.KeyGroup, blockAt, &problem{
+		msg:  fmt.Sprintf("byte %d of the decompressed payload: %v", off, err),
+		kind: []error{ErrCorrupt},
+	})
+}
+
+// Entry returns the current entry. It and its slices are valid until the
+// next call of Next.
+func (it *Iterator) Entry() *savepoint.Entry { return &it.entry }
+
+// Err returns the error that ended the iteration, if any.
+func (it *Iterator) Err() error { return it.err }
+
+// Close releases the iterator's buffers. It does not close any file: those
+// belong to the Reader.
+func (it *Iterator) Close() error {
+	it.done = true
+	it.br, it.rr = nil, nil
+	return nil
+}

@@ -1,0 +1,471 @@
+package snapshotfmt
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+)
+
+// shape is what the records of one segment look like and which key group
+// their keys must hash to.
+type shape struct {
+	// kind is the state's kind, or 0 for a timer service.
+	kind savepoint.Kind
+	ttl  bool
+	hash keygroup.Hash
+	maxP int
+	kg   int
+}
+
+func shapeOf(op *savepoint.Operator, ref, kg int) shape {
+	s := shape{hash: op.KeyHash, maxP: op.MaxParallelism, kg: kg}
+	if ref < len(op.States) {
+		s.kind = op.States[ref].Kind
+		s.ttl = op.States[ref].TTL != nil
+	}
+	return s
+}
+
+func (s *shape) timers() bool { return s.kind == 0 }
+
+// timestamps reports whether the segment's stats carry min and max times.
+func (s *shape) timestamps() bool { return s.ttl || s.timers() }
+
+// checkKeyGroup checks that key belongs in the segment's key group: a key in
+// the wrong one would be invisible to whoever restores that key group.
+func (s *shape) checkKeyGroup(key []byte) error {
+	h, err := s.hash.Sum(key)
+	if err != nil {
+		return err
+	}
+	if kg := int(h % uint32(s.maxP)); kg != s.kg {
+		return fmt.Errorf("key %q belongs to key group %d, not %d", truncateKey(key), kg, s.kg)
+	}
+	return nil
+}
+
+// truncateKey keeps error messages short when keys are large.
+func truncateKey(k []byte) []byte {
+	if len(k) > 64 {
+		return k[:64]
+	}
+	return k
+}
+
+// compareKeyNamespace orders records: by key, then by namespace, each
+// compared as bytes.
+func compareKeyNamespace(k1, n1, k2, n2 []byte) int {
+	return cmp.Or(bytes.Compare(k1, k2), bytes.Compare(n1, n2))
+}
+
+func compareTimers(t1 int64, k1, n1 []byte, t2 int64, k2, n2 []byte) int {
+	return cmp.Or(cmp.Compare(t1, t2), compareKeyNamespace(k1, n1, k2, n2))
+}
+
+// timerTimeBits stores a timer's time with the sign bit flipped, so that
+// the bytes sort as the numbers do.
+const timerTimeBits = 1 << 63
+
+// counts accumulates what the index records about a segment.
+type counts struct {
+	keys, entries, bytes uint64
+	minTS, maxTS         int64
+}
+
+func (c *counts) timestamp(t int64) {
+	if c.entries == 0 {
+		c.minTS, c.maxTS = t, t
+		return
+	}
+	c.minTS = min(c.minTS, t)
+	c.maxTS = max(c.maxTS, t)
+}
+
+// recordReader decodes the records of one segment, a block at a time, and
+// checks every ordering and framing rule. It holds the last key, namespace
+// and map key across blocks, because a list or map record may continue in
+// the next block.
+type recordReader struct {
+	shape
+	d decoder
+	// key and ns are those of the current record; left counts its items
+	// not read yet.
+	key, ns []byte
+	left    uint64
+	// The previous item, for ordering. They alias the current block or,
+	// across a block boundary, carry.
+	lastKey, lastNs, lastMapKey []byte
+	lastTime                    int64
+	haveMapKey                  bool
+	carry                       [3][]byte
+	started                     bool // an item has been read
+	firstInBlock                bool
+	counts
+}
+
+func newRecordReader(s shape) *recordReader { return &recordReader{shape: s} }
+
+// endBlock is called before the buffer of the block just read is reused:
+// it keeps what the ordering checks still need.
+func (rr *recordReader) endBlock() {
+	rr.carry[0] = append(rr.carry[0][:0], rr.lastKey...)
+	rr.carry[1] = append(rr.carry[1][:0], rr.lastNs...)
+	rr.carry[2] = append(rr.carry[2][:0], rr.lastMapKey...)
+	rr.lastKey, rr.lastNs, rr.lastMapKey = rr.carry[0], rr.carry[1], rr.carry[2]
+}
+
+// startBlock begins the records of the next block's raw payload.
+func (rr *recordReader) startBlock(payload []byte) {
+	rr.d = decoder{buf: payload}
+	rr.firstInBlock = true
+	rr.counts.bytes += uint64(len(payload))
+}
+
+// next decodes the next item of the block into e. It returns false at the
+// end of the block or on an error, which rr.failure reports.
+func (rr *recordReader) next(e *savepoint.Entry) bool {
+	if rr.d.err != nil || rr.d.remaining() == 0 && rr.left == 0 {
+		return false
+	}
+	if rr.timers() {
+		return rr.nextTimer(e)
+	}
+	d := &rr.d
+	if rr.left == 0 && !rr.startRecord() {
+		return false
+	}
+	start := d.off
+	var mk []byte
+	if rr.kind == savepoint.Map {
+		mk = d.bytes("map key")
+		if d.err == nil && rr.haveMapKey && bytes.Compare(mk, rr.lastMapKey) <= 0 {
+			d.failf(start, "map keys not strictly increasing")
+		}
+		rr.lastMapKey, rr.haveMapKey = mk, true
+	}
+	valueAt := d.off
+	v := d.bytes("value")
+	if d.err == nil && rr.ttl {
+		if len(v) < 8 {
+			d.failf(valueAt, "TTL value of %d bytes, shorter than its 8-byte timestamp", len(v))
+		} else {
+			rr.timestamp(int64(binary.BigEndian.Uint64(v)))
+		}
+	}
+	if d.err != nil {
+		return false
+	}
+	rr.left--
+	rr.entries++
+	rr.started = true
+	*e = savepoint.Entry{Key: rr.key, Namespace: rr.ns, MapKey: mk, Value: v}
+	return true
+}
+
+func (rr *recordReader) startRecord() bool {
+	d := &rr.d
+	start := d.off
+	key := d.bytes("key")
+	ns := d.bytes("namespace")
+	countAt := d.off
+	n := d.count("item count")
+	if d.err != nil {
+		return false
+	}
+	if n == 0 {
+		d.failf(countAt, "record with no items")
+		return false
+	}
+	if rr.kind.SingleValue() && n != 1 {
+		d.failf(countAt, "%v state record with %d items, want 1", rr.kind, n)
+		return false
+	}
+	c := 1
+	if rr.started {
+		c = compareKeyNamespace(key, ns, rr.lastKey, rr.lastNs)
+	}
+	switch {
+	case c < 0:
+		d.failf(start, "record (key, namespace) not after the previous one")
+		return false
+	case c == 0 && rr.kind.SingleValue():
+		d.failf(start, "(key, namespace) repeats in a %v state", rr.kind)
+		return false
+	case c == 0 && !rr.firstInBlock:
+		// Only a block boundary may split the items of one (key, namespace).
+		d.failf(start, "(key, namespace) repeats within a block")
+		return false
+	}
+	if !rr.started || !bytes.Equal(key, rr.lastKey) {
+		if err := rr.checkKeyGroup(key); err != nil {
+			d.failf(start, "%v", err)
+			return false
+		}
+		rr.keys++
+	}
+	if c != 0 {
+		rr.haveMapKey = false
+	}
+	rr.key, rr.ns, rr.left = key, ns, uint64(n)
+	rr.lastKey, rr.lastNs = key, ns
+	rr.firstInBlock = false
+	return true
+}
+
+func (rr *recordReader) nextTimer(e *savepoint.Entry) bool {
+	d := &rr.d
+	start := d.off
+	t := int64(d.u64("timer time") ^ timerTimeBits)
+	key := d.bytes("timer key")
+	ns := d.bytes("timer namespace")
+	if d.err != nil {
+		return false
+	}
+	if rr.started && compareTimers(t, key, ns, rr.lastTime, rr.lastKey, rr.lastNs) <= 0 {
+		d.failf(start, "timers not strictly increasing by (time, key, namespace)")
+		return false
+	}
+	if !rr.started || !bytes.Equal(key, rr.lastKey) {
+		if err := rr.checkKeyGroup(key); err != nil {
+			d.failf(start, "%v", err)
+			return false
+		}
+	}
+	rr.timestamp(t)
+	rr.lastTime, rr.lastKey, rr.lastNs = t, key, ns
+	rr.entries++
+	rr.started = true
+	*e = savepoint.Entry{Key: key, Namespace: ns, Timestamp: t}
+	return true
+}
+
+// failure returns the error that stopped next, and the payload offset of
+// the field at fault.
+func (rr *recordReader) failure() (int, error) { return int(rr.d.errOff), rr.d.err }
+
+// check compares what the records held with the segment's index entry.
+func (rr *recordReader) check(want *savepoint.Stats) error {
+	got := rr.counts
+	switch {
+	case got.entries != want.Entries:
+		return corruptf("segment holds %d entries, the index says %d", got.entries, want.Entries)
+	case got.keys != want.Keys:
+		return corruptf("segment holds %d distinct keys, the index says %d", got.keys, want.Keys)
+	case got.bytes != want.Bytes:
+		return corruptf("segment holds %d raw bytes, the index says %d", got.bytes, want.Bytes)
+	case rr.timestamps() && (got.minTS != want.MinTimestamp || got.maxTS != want.MaxTimestamp):
+		return corruptf("segment timestamps run from %d to %d, the index says %d to %d", got.minTS, got.maxTS, want.MinTimestamp, want.MaxTimestamp)
+	}
+	return nil
+}
+
+// recordWriter encodes entries into block payloads, checking that they come
+// in the order the reader demands. It buffers at most one block plus one
+// item: the block's closed records in blk and the open record's items in rec,
+// whose header is written when the record closes and its count is known.
+type recordWriter struct {
+	shape
+	blockSize int
+	// emit receives a finished block: blockHeaderLen reserved bytes and
+	// then the raw payload. It may keep blk only until it returns.
+	emit func(blk []byte) error
+	blk  []byte
+	rec  []byte
+	// The open record's key and namespace (owned copies), and its item
+	// count; count 0 means no record is open. They are also the previous
+	// entry's, for ordering.
+	key, ns  []byte
+	count    int
+	lastMK   []byte
+	lastTime int64
+	started  bool
+	counts
+}
+
+func newRecordWriter(blockSize int, emit func([]byte) error) *recordWriter {
+	return &recordWriter{
+		blockSize: blockSize,
+		emit:      emit,
+		blk:       make([]byte, blockHeaderLen, blockHeaderLen+min(blockSize, 1<<20)+blockCRCLen),
+	}
+}
+
+// reset starts a new segment of the given shape, keeping the buffers.
+func (rw *recordWriter) reset(s shape) {
+	*rw = recordWriter{
+		shape:     s,
+		blockSize: rw.blockSize,
+		emit:      rw.emit,
+		blk:       rw.blk[:blockHeaderLen],
+		rec:       rw.rec[:0],
+		key:       rw.key[:0],
+		ns:        rw.ns[:0],
+		lastMK:    rw.lastMK[:0],
+	}
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func bytesLen(b []byte) int { return uvarintLen(uint64(len(b))) + len(b) }
+
+func recordHeaderLen(key, ns []byte, count int) int {
+	return bytesLen(key) + bytesLen(ns) + uvarintLen(uint64(count))
+}
+
+// add appends one entry. An entry that breaks a rule is refused with an
+// error and changes nothing; an error of emit is returned as is.
+func (rw *recordWriter) add(e *savepoint.Entry) error {
+	if rw.timers() {
+		return rw.addTimer(e)
+	}
+	switch {
+	case e.Timestamp != 0:
+		return fmt.Errorf("a %v state entry has a timer timestamp", rw.kind)
+	case rw.kind != savepoint.Map && e.MapKey != nil:
+		return fmt.Errorf("a %v state entry has a map key", rw.kind)
+	case rw.ttl && len(e.Value) < 8:
+		return fmt.Errorf("TTL state value of %d bytes, shorter than its 8-byte last-modified timestamp", len(e.Value))
+	}
+	c := 1
+	if rw.started {
+		c = compareKeyNamespace(e.Key, e.Namespace, rw.key, rw.ns)
+	}
+	switch {
+	case c < 0:
+		return fmt.Errorf("entry (key %q, namespace %q) comes before the previous one: entries must be sorted by key, then namespace", truncateKey(e.Key), truncateKey(e.Namespace))
+	case c == 0 && rw.kind.SingleValue():
+		return fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(e.Key), truncateKey(e.Namespace), rw.kind)
+	case c == 0 && rw.kind == savepoint.Map && bytes.Compare(e.MapKey, rw.lastMK) <= 0:
+		return fmt.Errorf("map key %q of key %q is not after the previous map key: map keys must be strictly increasing", truncateKey(e.MapKey), truncateKey(e.Key))
+	}
+	newKey := !rw.started || !bytes.Equal(e.Key, rw.key)
+	if newKey {
+		if err := rw.checkKeyGroup(e.Key); err != nil {
+			return err
+		}
+	}
+	itemLen := bytesLen(e.Value)
+	if rw.kind == savepoint.Map {
+		itemLen += bytesLen(e.MapKey)
+	}
+	if recordHeaderLen(e.Key, e.Namespace, 1)+itemLen > maxBlockRaw {
+		return fmt.Errorf("entry of %d bytes does not fit the %d-byte block limit", itemLen, maxBlockRaw)
+	}
+
+	if c == 0 {
+		grown := rw.payloadLen() - uvarintLen(uint64(rw.count)) + uvarintLen(uint64(rw.count+1)) + itemLen
+		if rw.count > 0 && grown > rw.blockSize {
+			if err := rw.flush(); err != nil {
+				return err
+			}
+		}
+	} else {
+		rw.closeRecord()
+		if len(rw.blk) > blockHeaderLen && rw.payloadLen()+recordHeaderLen(e.Key, e.Namespace, 1)+itemLen > rw.blockSize {
+			if err := rw.flush(); err != nil {
+				return err
+			}
+		}
+		rw.key = append(rw.key[:0], e.Key...)
+		rw.ns = append(rw.ns[:0], e.Namespace...)
+	}
+	if rw.kind == savepoint.Map {
+		rw.rec = appendBytes(rw.rec, e.MapKey)
+		rw.lastMK = append(rw.lastMK[:0], e.MapKey...)
+	}
+	rw.rec = appendBytes(rw.rec, e.Value)
+	rw.count++
+	if newKey {
+		rw.keys++
+	}
+	if rw.ttl {
+		rw.timestamp(int64(binary.BigEndian.Uint64(e.Value)))
+	}
+	rw.entries++
+	rw.started = true
+	return nil
+}
+
+func (rw *recordWriter) addTimer(e *savepoint.Entry) error {
+	switch {
+	case e.MapKey != nil || len(e.Value) > 0:
+		return fmt.Errorf("a timer entry has a map key or a value")
+	case rw.started && compareTimers(e.Timestamp, e.Key, e.Namespace, rw.lastTime, rw.key, rw.ns) <= 0:
+		return fmt.Errorf("timer (time %d, key %q, namespace %q) is not after the previous one: timers must be strictly increasing by time, key, namespace",
+			e.Timestamp, truncateKey(e.Key), truncateKey(e.Namespace))
+	}
+	if err := rw.checkKeyGroup(e.Key); err != nil {
+		return err
+	}
+	itemLen := 8 + bytesLen(e.Key) + bytesLen(e.Namespace)
+	if itemLen > maxBlockRaw {
+		return fmt.Errorf("timer of %d bytes does not fit the %d-byte block limit", itemLen, maxBlockRaw)
+	}
+	if len(rw.blk) > blockHeaderLen && rw.payloadLen()+itemLen > rw.blockSize {
+		if err := rw.flush(); err != nil {
+			return err
+		}
+	}
+	rw.blk = binary.BigEndian.AppendUint64(rw.blk, uint64(e.Timestamp)^timerTimeBits)
+	rw.blk = appendBytes(rw.blk, e.Key)
+	rw.blk = appendBytes(rw.blk, e.Namespace)
+	rw.lastTime = e.Timestamp
+	rw.key = append(rw.key[:0], e.Key...)
+	rw.ns = append(rw.ns[:0], e.Namespace...)
+	rw.timestamp(e.Timestamp)
+	rw.entries++
+	rw.started = true
+	return nil
+}
+
+// payloadLen is the raw length the current block would have if cut now.
+func (rw *recordWriter) payloadLen() int {
+	n := len(rw.blk) - blockHeaderLen
+	if rw.count > 0 {
+		n += recordHeaderLen(rw.key, rw.ns, rw.count) + len(rw.rec)
+	}
+	return n
+}
+
+func (rw *recordWriter) closeRecord() {
+	if rw.count == 0 {
+		return
+	}
+	rw.blk = appendBytes(rw.blk, rw.key)
+	rw.blk = appendBytes(rw.blk, rw.ns)
+	rw.blk = binary.AppendUvarint(rw.blk, uint64(rw.count))
+	rw.blk = append(rw.blk, rw.rec...)
+	rw.rec, rw.count = rw.rec[:0], 0
+}
+
+// flush closes the open record and emits the block, if it holds anything.
+func (rw *recordWriter) flush() error {
+	rw.closeRecord()
+	if len(rw.blk) == blockHeaderLen {
+		return nil
+	}
+	rw.counts.bytes += uint64(len(rw.blk) - blockHeaderLen)
+	err := rw.emit(rw.blk)
+	rw.blk = rw.blk[:blockHeaderLen]
+	return err
+}
+
+// stats returns the index entry's numbers after the last flush.
+func (rw *recordWriter) stats() savepoint.Stats {
+	s := savepoint.Stats{KeyGroup: rw.kg, Keys: rw.keys, Entries: rw.entries, Bytes: rw.counts.bytes}
+	if rw.timestamps() {
+		s.MinTimestamp, s.MaxTimestamp = rw.minTS, rw.maxTS
+	}
+	return s
+}
