@@ -1,0 +1,15 @@
+// Package statetest is the conformance suite that every keyed-state backend
+// passes, in the manner of restic's backend test suite: the semantics of each
+// primitive, TTL under every update type and visibility, timers, snapshots in
+// the canonical format, restore at other parallelisms, and, with RunCross,
+// that two backends are interchangeable down to the bytes of a savepoint.
+//
+// A backend's tests call it with a factory:
+//
+//	func TestConformance(t *testing.T) { statetest.Run(t, newBackend) }
+//	func TestCross(t *testing.T)       { statetest.RunCross(t, newHeap, newBackend) }
+//
+// Tests of an optional capability (state.IncrementalCleaner, state.Sweeper)
+// skip when the backend lacks it. The exported helpers write and read
+// savepoints for other tests of the engine.
+package statetest

@@ -1,0 +1,238 @@
+package statetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// TimerService is a timer service as a backend declares it with Timers.
+type TimerService struct {
+	Name      string
+	Namespace serializers.Serializer
+}
+
+// NewOperator describes a keyed operator as savepoint metadata records it,
+// with the murmur3 key hash. Refs follow the order of specs, then of timers.
+func NewOperator(uid string, parallelism, maxParallelism int, key serializers.Serializer, specs []*state.Spec, timers []TimerService) savepoint.Operator {
+	op := savepoint.Operator{
+		UID:            uid,
+		Name:           uid,
+		Parallelism:    parallelism,
+		MaxParallelism: maxParallelism,
+		KeyHash:        keygroup.Murmur3,
+		Key:            key.Snapshot(),
+	}
+	for _, s := range specs {
+		op.States = append(op.States, s.Model())
+	}
+	for _, ts := range timers {
+		op.Timers = append(op.Timers, savepoint.TimerService{Name: ts.Name, Namespace: ts.Namespace.Snapshot()})
+	}
+	return op
+}
+
+// NewMetadata returns the metadata of a savepoint of the single operator op,
+// taken at now.
+func NewMetadata(op savepoint.Operator, now int64) *savepoint.Metadata {
+	return &savepoint.Metadata{ID: 1, CreatedAt: now, Operators: []savepoint.Operator{op}}
+}
+
+// WriteSavepoint writes a savepoint into dir, which must not exist: each
+// backend snapshots itself, at now, as one subtask of meta.Operators[0],
+// into its own data file. It returns the savepoint opened.
+func WriteSavepoint(t testing.TB, dir string, meta *savepoint.Metadata, now int64, subtasks ...state.Backend) *snapshotfmt.Reader {
+	t.Helper()
+	ctx := context.Background()
+	staging, err := storage.Stage(dir, false)
+	must(t, err)
+	defer staging.Abort()
+	w, err := snapshotfmt.NewWriter(staging, meta, snapshotfmt.Options{})
+	must(t, err)
+	defer w.Abort()
+	for i, b := range subtasks {
+		f, err := w.CreateDataFile(ctx, fmt.Sprintf("subtask-%d", i))
+		must(t, err)
+		must(t, b.Snapshot(ctx, f, 0, &meta.Operators[0], now))
+		must(t, f.Close())
+	}
+	must(t, w.Finish(ctx))
+	return OpenSavepoint(t, dir)
+}
+
+// OpenSavepoint opens the savepoint in dir, verifies it, and closes it when
+// the test ends.
+func OpenSavepoint(t testing.TB, dir string) *snapshotfmt.Reader {
+	t.Helper()
+	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(dir))
+	must(t, err)
+	t.Cleanup(func() { r.Close() })
+	must(t, r.Verify(context.Background()))
+	return r
+}
+
+// Restore restores operator 0 of r into b, whose states must already be
+// declared.
+func Restore(t testing.TB, b state.Backend, r *snapshotfmt.Reader, opts state.RestoreOptions) {
+	t.Helper()
+	must(t, b.Restore(context.Background(), r, 0, opts))
+}
+
+// Segments returns the segments of operator op's state (or timer service)
+// ref in every key group.
+func Segments(r *snapshotfmt.Reader, op, ref int) []snapshotfmt.Segment {
+	return r.StateSegments(op, ref, keygroup.All(r.Metadata().Operators[op].MaxParallelism))
+}
+
+// Entries returns copies of the entries of operator op's state (or timer
+// service) ref, key group by key group.
+func Entries(t testing.TB, r *snapshotfmt.Reader, op, ref int) []savepoint.Entry {
+	t.Helper()
+	var out []savepoint.Entry
+	for _, seg := range Segments(r, op, ref) {
+		out = append(out, segmentEntries(t, r, seg)...)
+	}
+	return out
+}
+
+func segmentEntries(t testing.TB, r *snapshotfmt.Reader, seg snapshotfmt.Segment) []savepoint.Entry {
+	t.Helper()
+	var out []savepoint.Entry
+	it := r.Entries(context.Background(), seg)
+	defer it.Close()
+	for it.Next() {
+		e := it.Entry()
+		out = append(out, savepoint.Entry{
+			Key:       bytes.Clone(e.Key),
+			Namespace: bytes.Clone(e.Namespace),
+			MapKey:    bytes.Clone(e.MapKey),
+			Value:     bytes.Clone(e.Value),
+			Timestamp: e.Timestamp,
+		})
+	}
+	must(t, it.Err())
+	return out
+}
+
+// Count returns the number of entries the index records for operator op's
+// state (or timer service) ref, after checking it against the data.
+func Count(t testing.TB, r *snapshotfmt.Reader, op, ref int) int {
+	t.Helper()
+	var n uint64
+	for _, seg := range Segments(r, op, ref) {
+		n += seg.Entries
+	}
+	eq(t, "entries read", uint64(len(Entries(t, r, op, ref))), n)
+	return int(n)
+}
+
+// Dump lists every entry of operator op as a line of text, state by state
+// and key group by key group. Savepoints holding the same state give the
+// same dump, however their data files are cut.
+func Dump(t testing.TB, r *snapshotfmt.Reader, op int) []string {
+	t.Helper()
+	o := &r.Metadata().Operators[op]
+	var out []string
+	for ref := range len(o.States) + len(o.Timers) {
+		for _, seg := range Segments(r, op, ref) {
+			for _, e := range segmentEntries(t, r, seg) {
+				out = append(out, fmt.Sprintf("ref %d kg %d key %x ns %x mapkey %x value %x time %d",
+					ref, seg.KeyGroup, e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp))
+			}
+		}
+	}
+	return out
+}
+
+// SameDump fails the test unless the dumps are equal, naming the first
+// difference.
+func SameDump(t testing.TB, got, want []string) {
+	t.Helper()
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Fatalf("dump line %d:\n got %s\nwant %s", i, got[i], want[i])
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("dump has %d lines, want %d", len(got), len(want))
+	}
+}
+
+// SameFiles fails the test unless directories a and b hold the same files
+// with the same bytes.
+func SameFiles(t testing.TB, a, b string) {
+	t.Helper()
+	fa, fb := readDir(t, a), readDir(t, b)
+	for name, data := range fa {
+		other, ok := fb[name]
+		switch {
+		case !ok:
+			t.Fatalf("%s holds %s, %s does not", a, name, b)
+		case !bytes.Equal(data, other):
+			t.Fatalf("%s differs between %s and %s (%d and %d bytes)", name, a, b, len(data), len(other))
+		}
+	}
+	for name := range fb {
+		if _, ok := fa[name]; !ok {
+			t.Fatalf("%s holds %s, %s does not", b, name, a)
+		}
+	}
+}
+
+func readDir(t testing.TB, dir string) map[string][]byte {
+	t.Helper()
+	files := make(map[string][]byte)
+	names, err := storage.LocalDir(dir).List(context.Background())
+	must(t, err)
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		must(t, err)
+		files[name] = data
+	}
+	if len(files) == 0 {
+		t.Fatalf("%s holds no files", dir)
+	}
+	return files
+}
+
+// tempDir returns a path for a savepoint directory that does not exist yet.
+func tempDir(t testing.TB, name string) string {
+	return filepath.Join(t.TempDir(), name)
+}
+
+// snapshot writes a savepoint of f's backend at now.
+func snapshot(f *fixture, specs []*state.Spec, now int64) *snapshotfmt.Reader {
+	f.t.Helper()
+	op := NewOperator("op", 1, maxP, serializers.String(), specs, nil)
+	return WriteSavepoint(f.t, tempDir(f.t, "savepoint"), NewMetadata(op, now), now, f.b)
+}
+
+// counts returns the number of entries of each of the first n refs.
+func counts(t testing.TB, r *snapshotfmt.Reader, n int) []int {
+	t.Helper()
+	out := make([]int, n)
+	for ref := range out {
+		out[ref] = Count(t, r, 0, ref)
+	}
+	return out
+}
+
+// lastModified returns the TTL timestamp that prefixes a stored value.
+func lastModified(t testing.TB, value []byte) int64 {
+	t.Helper()
+	if len(value) < 8 {
+		t.Fatalf("a TTL value of %d bytes lacks its timestamp", len(value))
+	}
+	return int64(binary.BigEndian.Uint64(value))
+}
