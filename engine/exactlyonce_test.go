@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// failingCount fails once, when the shared counter reaches failAt.
+type failingCount struct {
+	windowCount
+	seen   *atomic.Int64
+	failAt int64
+}
+
+var errInjected = errors.New("injected failure")
+
+func (f *failingCount) ProcessElement(ctx *Context[string, windowResult], e testEvent) error {
+	if f.seen.Add(1) == f.failAt {
+		return errInjected
+	}
+	return f.windowCount.ProcessElement(ctx, e)
+}
+
+func failingJob(src testSource, p int, sink Sink[windowResult], seen *atomic.Int64, failAt int64) *Job {
+	j := NewJob("window-count", DefaultParallelism(p))
+	events := FromSource(j, slowSource{src}, Watermarks{Every: 16}, UID("events"))
+	keyed := KeyBy(events, func(e testEvent) string { return e.Key }, serializers.String())
+	counts := Process(keyed, func() KeyedProcessFunction[string, testEvent, windowResult] {
+		return &failingCount{seen: seen, failAt: failAt}
+	}, UID("count"), WithState(countDesc), MaxParallelism(128))
+	ToSink(counts, sink, UID("sink"))
+	return j
+}
+
+// slowSource sleeps now and then so that periodic checkpoints complete
+// while the job runs.
+type slowSource struct{ testSource }
+
+func (s slowSource) Open(split int, offset int64) (SplitReader[testEvent], error) {
+	r, err := s.testSource.Open(split, offset)
+	return &slowReader{r}, err
+}
+
+type slowReader struct{ SplitReader[testEvent] }
+
+func (r *slowReader) Next() (testEvent, int64, bool, error) {
+	e, ts, ok, err := r.SplitReader.Next()
+	if ok && e.TS%500 == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	return e, ts, ok, err
+}
+
+func readParts(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), partPrefix) {
+			if !e.IsDir() {
+				t.Errorf("uncommitted file %s left in the sink directory", e.Name())
+			}
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		f.Close()
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+func formatResult(r windowResult, _ int64) ([]byte, error) {
+	return fmt.Appendf(nil, "%s,%d,%d", r.Key, r.End, r.Count), nil
+}
+
+func TestExactlyOnceAcrossFailure(t *testing.T) {
+	src := testSource{splits: 4, n: 20000, keys: 53}
+	for _, backend := range []BackendKind{Heap, Pebble} {
+		t.Run(string(backend), func(t *testing.T) {
+			dir := t.TempDir()
+			var seen atomic.Int64
+			cleanOut := filepath.Join(dir, "clean")
+			if _, err := Run(context.Background(), failingJob(src, 2, NewFileSink(cleanOut, formatResult), &seen, -1), RunOptions{Backend: backend}); err != nil {
+				t.Fatal(err)
+			}
+			seen.Store(0)
+			failOut := filepath.Join(dir, "failing")
+			res, err := Run(context.Background(), failingJob(src, 2, NewFileSink(failOut, formatResult), &seen, 60000), RunOptions{
+				Backend: backend, CheckpointDir: filepath.Join(dir, "chk"), CheckpointInterval: 5 * time.Millisecond, MaxRestarts: 2,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Restarts != 1 {
+				t.Fatalf("restarts = %d, want 1", res.Restarts)
+			}
+			if res.LastCheckpoint == "" {
+				t.Fatal("no checkpoint completed, so the restart did not exercise recovery from one")
+			}
+			clean, failing := readParts(t, cleanOut), readParts(t, failOut)
+			if len(clean) == 0 || !slices.Equal(clean, failing) {
+				t.Fatalf("outputs differ: %d lines without failure, %d with", len(clean), len(failing))
+			}
+		})
+	}
+}
+
+func TestFailureWithoutRestartsIsReported(t *testing.T) {
+	var seen atomic.Int64
+	_, err := Run(context.Background(), failingJob(testSource{splits: 2, n: 1000, keys: 5}, 1, NewCollectSink[windowResult](), &seen, 10), RunOptions{})
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("err = %v, want the injected failure", err)
+	}
+}

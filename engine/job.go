@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// ErrBuild is wrapped by every error in a job graph.
+var ErrBuild = errors.New("engine: invalid job")
+
+// Job is a dataflow graph under construction. Its builder functions record
+// the first error and Validate reports it, so a job can be written as a
+// straight sequence of calls.
+type Job struct {
+	name    string
+	nodes   []*node
+	err     error
+	maxPar int
+	defPar int
+}
+
+// JobOption configures a Job.
+type JobOption func(*Job)
+
+// DefaultParallelism sets the parallelism of operators that do not set
+// their own.
+func DefaultParallelism(p int) JobOption { return func(j *Job) { j.defPar = p } }
+
+// DefaultMaxParallelism sets the max parallelism of keyed operators that do
+// not set their own; without it, it is derived from the parallelism as
+// keygroup.DefaultMaxParallelism does.
+func DefaultMaxParallelism(m int) JobOption { return func(j *Job) { j.maxPar = m } }
+
+// NewJob starts a job graph.
+func NewJob(name string, opts ...JobOption) *Job {
+	j := &Job{name: name, defPar: 1}
+	for _, o := range opts {
+		o(j)
+	}
+	return j
+}
+
+// Name returns the job's name.
+func (j *Job) Name() string { return j.name }
+
+func (j *Job) fail(format string, args ...any) {
+	if j.err == nil {
+		j.err = fmt.Errorf("%w: %s", ErrBuild, fmt.Sprintf(format, args...))
+	}
+}
+
+type nodeKind uint8
+
+const (
+	sourceNode nodeKind = iota + 1
+	keyedNode
+	sinkNode
+)
+
+// node is the type-erased part of an operator; the typed parts live in the
+// closures that build its subtasks.
+type node struct {
+	id             int
+	kind           nodeKind
+	uid, name      string
+	parallelism    int
+	maxParallelism int
+	// inputs[i] is the edge feeding input i: input 0 is the main input,
+	// input 1 the broadcast input of a broadcast-connected operator.
+	inputs  []*edge
+	outputs []*edge
+	key     serializers.Serializer
+	states  []state.Descriptor
+	bcast   []broadcastSpec
+	opState []operatorStateSpec
+	// stateful operators must have a uid.
+	stateful bool
+	run      func(t *task) error
+	// recover runs once per run with the restored elements of every
+	// subtask's first operator state (sinks).
+	recover func(saved [][]byte) error
+	// maxParallelismSet records that MaxParallelism was given explicitly,
+	// so that a restore may not change it.
+	maxParallelismSet bool
+}
+
+func (n *node) label() string {
+	if n.uid != "" {
+		return fmt.Sprintf("%q", n.uid)
+	}
+	return fmt.Sprintf("%s (no uid)", n.name)
+}
+
+type edgeKind uint8
+
+const (
+	forwardEdge edgeKind = iota + 1
+	rebalanceEdge
+	hashEdge
+	broadcastEdge
+)
+
+type edge struct {
+	from, to *node
+	kind     edgeKind
+	input    int
+	// channels builds the typed channels of the edge, [from subtask][to
+	// subtask], when the job runs.
+	channels func(capacity int) any
+	// keyBytes appends the serialized key of a record (hash edges); it is
+	// typed, hence any.
+	keyBytes any
+}
+
+func (j *Job) addNode(kind nodeKind, name string, opts []OperatorOption) *node {
+	n := &node{id: len(j.nodes), kind: kind, name: name}
+	for _, o := range opts {
+		o(n)
+	}
+	if n.parallelism == 0 {
+		n.parallelism = j.defPar
+	}
+	j.nodes = append(j.nodes, n)
+	return n
+}
+
+// OperatorOption configures an operator.
+type OperatorOption func(*node)
+
+// UID sets the operator's stable id: the name its state has in checkpoints
+// and savepoints. Every stateful operator needs one.
+func UID(uid string) OperatorOption { return func(n *node) { n.uid = uid } }
+
+// Name sets the operator's human-readable name.
+func Name(name string) OperatorOption { return func(n *node) { n.name = name } }
+
+// Parallelism sets the number of subtasks.
+func Parallelism(p int) OperatorOption { return func(n *node) { n.parallelism = p } }
+
+// MaxParallelism sets the number of key groups of a keyed operator.
+func MaxParallelism(m int) OperatorOption {
+	return func(n *node) { n.maxParallelism, n.maxParallelismSet = m, true }
+}
+
+// WithState declares the keyed states a process function uses. Handles can
+// only be obtained, in Open, for declared descriptors.
+func WithState(ds ...state.Descriptor) OperatorOption {
+	return func(n *node) { n.states = append(n.states, ds...) }
+}
+
+// Stream is a stream of records of type T.
+type Stream[T any] struct {
+	job  *Job
+	node *node
+}
+
+// KeyedStream is a stream partitioned by a key of type K.
+type KeyedStream[K, T any] struct {
+	in    Stream[T]
+	key   func(T) K
+	keySer serializers.Of[K]
+}
+
+// KeyBy partitions s by key: records with the same key go to the same
+// subtask, chosen through the key group of the key's serialized bytes.
+func KeyBy[K, T any](s Stream[T], key func(T) K, keySer serializers.Of[K]) KeyedStream[K, T] {
+	return KeyedStream[K, T]{in: s, key: key, keySer: keySer}
+}
+
+func connect[T any](from Stream[T], to *node, kind edgeKind, input int, keyBytes any) {
+	e := &edge{from: from.node, to: to, kind: kind, input: input, keyBytes: keyBytes}
+	e.channels = func(capacity int) any {
+		chans := make([][]chan *batch[T], e.from.parallelism)
+		for i := range chans {
+			chans[i] = make([]chan *batch[T], e.to.parallelism)
+			for k := range chans[i] {
+				chans[i][k] = make(chan *batch[T], capacity)
+			}
+		}
+		return chans
+	}
+	for len(to.inputs) <= input {
+		to.inputs = append(to.inputs, nil)
+	}
+	to.inputs[input] = e
+	from.node.outputs = append(from.node.outputs, e)
+}
+
+// keyEncoder returns the function that appends a record's key bytes.
+func keyEncoder[K, T any](ks KeyedStream[K, T]) func(dst []byte, v T) ([]byte, error) {
+	return func(dst []byte, v T) ([]byte, error) { return ks.keySer.Append(dst, ks.key(v)) }
+}
+
+// Validate checks the whole graph: uids present on stateful operators and
+// unique, parallelism within bounds, descriptor names unique per operator.
+func (j *Job) Validate() error {
+	if j.err != nil {
+		return j.err
+	}
+	uids := map[string]*node{}
+	for _, n := range j.nodes {
+		if n.stateful && n.uid == "" {
+			return fmt.Errorf("%w: stateful operator %s has no uid", ErrBuild, n.name)
+		}
+		if n.uid != "" {
+			if other, dup := uids[n.uid]; dup {
+				return fmt.Errorf("%w: uid %q used by both %s and %s", ErrBuild, n.uid, other.name, n.name)
+			}
+			uids[n.uid] = n
+		}
+		if n.kind == keyedNode {
+			if n.maxParallelism == 0 {
+				n.maxParallelism = j.maxPar
+			}
+			if n.maxParallelism == 0 {
+				n.maxParallelism = keygroup.DefaultMaxParallelism(n.parallelism)
+			}
+			if err := keygroup.Validate(n.parallelism, n.maxParallelism); err != nil {
+				return fmt.Errorf("%w: operator %s: %v", ErrBuild, n.label(), err)
+			}
+		} else if n.parallelism < 1 {
+			return fmt.Errorf("%w: operator %s: parallelism %d", ErrBuild, n.label(), n.parallelism)
+		}
+		names := map[string]bool{}
+		for _, d := range n.states {
+			s := d.Spec()
+			if err := s.Validate(); err != nil {
+				return fmt.Errorf("%w: operator %s: %v", ErrBuild, n.label(), err)
+			}
+			if names[s.Name] {
+				return fmt.Errorf("%w: operator %s declares state %q twice", ErrBuild, n.label(), s.Name)
+			}
+			names[s.Name] = true
+		}
+		for _, b := range n.bcast {
+			if names[b.name] {
+				return fmt.Errorf("%w: operator %s declares state %q twice", ErrBuild, n.label(), b.name)
+			}
+			names[b.name] = true
+		}
+		for _, e := range n.outputs {
+			if e.kind == forwardEdge && e.to.parallelism != n.parallelism {
+				return fmt.Errorf("%w: forward edge from %s (parallelism %d) to %s (parallelism %d)", ErrBuild, n.label(), n.parallelism, e.to.label(), e.to.parallelism)
+			}
+		}
+	}
+	return nil
+}

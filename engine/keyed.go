@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// sweepEvery is how many records a keyed subtask processes between two
+// steps of a backend's background TTL sweeper.
+const sweepEvery = 1024
+
+// keyedRunner runs one subtask of a keyed operator, with an optional
+// broadcast input of type B.
+type keyedRunner[K, IN, B, OUT any] struct {
+	keyOf       func(IN) K
+	keySer      serializers.Of[K]
+	fn          KeyedProcessFunction[K, IN, OUT]
+	onBroadcast func(*BroadcastContext[OUT], B) error
+
+	t       *task
+	out     *output[OUT]
+	ctx     *Context[K, OUT]
+	bctx    *BroadcastContext[OUT]
+	sweeper state.Sweeper
+	count   int
+}
+
+func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
+	k.t = t
+	k.out = newOutput[OUT](t)
+	et, err := t.backend.Timers(EventTimeTimers, serializers.Void())
+	if err != nil {
+		return err
+	}
+	pt, err := t.backend.Timers(ProcessingTimeTimers, serializers.Void())
+	if err != nil {
+		return err
+	}
+	k.ctx = &Context[K, OUT]{t: t, out: k.out, et: et, pt: pt}
+	k.bctx = &BroadcastContext[OUT]{t: t, out: k.out}
+	k.sweeper, _ = t.backend.(state.Sweeper)
+	if err := k.fn.Open(&OpenContext{t: t}); err != nil {
+		return t.errorf("open: %w", err)
+	}
+	if err := t.restoreKeyed(); err != nil {
+		return err
+	}
+	g := t.newGate()
+	addInputs[IN](t, g, 0)
+	if k.onBroadcast != nil {
+		addInputs[B](t, g, 1)
+	}
+	for {
+		ch, v, err := g.next()
+		if err != nil {
+			return err
+		}
+		if ch == notifyChannel {
+			continue
+		}
+		var ctl control
+		if g.chans[ch].input == 0 {
+			b := v.(*batch[IN])
+			if err := k.records(b.recs); err != nil {
+				return err
+			}
+			ctl = b.ctl
+		} else {
+			b := v.(*batch[B])
+			if err := k.broadcasts(b.recs); err != nil {
+				return err
+			}
+			ctl = b.ctl
+		}
+		if err := k.firePending(); err != nil {
+			return err
+		}
+		if ctl.kind == noControl {
+			continue
+		}
+		r := g.onControl(ch, ctl)
+		if r.watermarkAdvanced {
+			t.watermark = g.watermark
+			if err := k.fireEventTimers(g.watermark); err != nil {
+				return err
+			}
+			if err := k.out.control(control{kind: watermarkControl, watermark: g.watermark}); err != nil {
+				return err
+			}
+		}
+		if r.aligned != nil {
+			if err := t.snapshot(r.aligned); err != nil {
+				return err
+			}
+			if err := k.out.control(control{kind: barrierControl, barrier: r.aligned}); err != nil {
+				return err
+			}
+		}
+		if r.ended {
+			return k.out.control(control{kind: endControl})
+		}
+	}
+}
+
+func (k *keyedRunner[K, IN, B, OUT]) records(recs []record[IN]) error {
+	for i := range recs {
+		r := &recs[i]
+		if err := k.t.backend.SetCurrentKey(r.key); err != nil {
+			return k.t.errorf("%w", err)
+		}
+		k.ctx.key = k.keyOf(r.v)
+		k.ctx.ts = r.ts
+		k.t.clock.observe(r.ts)
+		if err := k.fn.ProcessElement(k.ctx, r.v); err != nil {
+			return k.t.errorf("process element: %w", err)
+		}
+		k.count++
+		if k.sweeper != nil && k.count%sweepEvery == 0 {
+			if _, err := k.sweeper.Sweep(k.t.clock.Now()); err != nil {
+				return k.t.errorf("ttl sweep: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (k *keyedRunner[K, IN, B, OUT]) broadcasts(recs []record[B]) error {
+	k.t.inBroadcast = true
+	defer func() { k.t.inBroadcast = false }()
+	for i := range recs {
+		k.bctx.ts = recs[i].ts
+		k.t.clock.observe(recs[i].ts)
+		if err := k.onBroadcast(k.bctx, recs[i].v); err != nil {
+			return k.t.errorf("process broadcast element: %w", err)
+		}
+	}
+	return nil
+}
+
+// fireEventTimers fires, in (time, key) order, every event-time timer up to
+// the watermark, including timers that the fired ones register.
+func (k *keyedRunner[K, IN, B, OUT]) fireEventTimers(upTo int64) error {
+	return k.fire(k.ctx.et, upTo, EventTime)
+}
+
+// firePending fires processing-time timers that the processing clock has
+// passed.
+func (k *keyedRunner[K, IN, B, OUT]) firePending() error {
+	return k.fire(k.ctx.pt, k.t.clock.processingTime(), ProcessingTime)
+}
+
+func (k *keyedRunner[K, IN, B, OUT]) fire(ts state.Timers, upTo int64, domain TimeDomain) error {
+	for {
+		tm, ok, err := ts.Pop(upTo)
+		if err != nil || !ok {
+			return err
+		}
+		if err := k.t.backend.SetCurrentKey(tm.Key); err != nil {
+			return k.t.errorf("timer: %w", err)
+		}
+		key, err := k.keySer.Decode(tm.Key)
+		if err != nil {
+			return k.t.errorf("timer key: %w", err)
+		}
+		k.ctx.key = key
+		k.ctx.ts = tm.Timestamp
+		k.t.clock.atTimer(tm.Timestamp)
+		if err := k.fn.OnTimer(k.ctx, TimerInfo{Timestamp: tm.Timestamp, Domain: domain}); err != nil {
+			return k.t.errorf("on timer: %w", err)
+		}
+	}
+}
+
+// addInputs adds to g the channels feeding input of t's subtask.
+func addInputs[T any](t *task, g *gate, input int) {
+	e := t.n.inputs[input]
+	chans := t.att.chans[e].([][]chan *batch[T])
+	for from := range chans {
+		if e.kind == forwardEdge && from != t.subtask {
+			continue
+		}
+		g.add(input, chans[from][t.subtask])
+	}
+}

@@ -1,0 +1,310 @@
+package pebblebackend
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// Defaults sized for a small machine with bounded memory: the block cache
+// dominates a read-heavy subtask, the memtables a write-heavy one (a restore).
+const (
+	DefaultCacheSize    = 64 << 20
+	DefaultMemTableSize = 16 << 20
+)
+
+// Options configures New.
+type Options struct {
+	// Dir is where the database lives. The caller owns the directory: it must
+	// not hold a database yet, and it is left in place by Close.
+	Dir            string
+	MaxParallelism int
+	// KeyGroups is the range of key groups the backend owns.
+	KeyGroups keygroup.Range
+
+	// Cache is a block cache shared with other backends of the process, so
+	// that several subtasks share one memory budget; nil gives this backend a
+	// cache of its own of CacheSize bytes (DefaultCacheSize when 0).
+	Cache     *pebble.Cache
+	CacheSize int64
+	// MemTableSize is the size of one memtable (DefaultMemTableSize when 0);
+	// at most two are held, one filling while the other is flushed.
+	MemTableSize uint64
+}
+
+// Backend is the Pebble state backend of one operator subtask. See the
+// package documentation for its key layout.
+type Backend struct {
+	db   *pebble.DB
+	maxP int
+	kgs  keygroup.Range
+
+	key    []byte // current key, as the key serializer wrote it
+	keyEsc []byte // current key, escaped
+	kg     int
+
+	states      []*stateInfo
+	stateByName map[string]*stateInfo
+	timers      []*timerService
+	timerByName map[string]*timerService
+
+	// scratch for building keys and values; a Backend is used by one
+	// goroutine at a time and Pebble copies what it is given.
+	kbuf, vbuf, mkbuf []byte
+}
+
+var (
+	_ state.Backend = (*Backend)(nil)
+	_ state.Sweeper = (*Backend)(nil)
+)
+
+// stateInfo is one registered state.
+type stateInfo struct {
+	b    *Backend
+	id   uint16
+	spec *state.Spec
+	// sweepCursor is the last key the sweeper examined; nil to start over.
+	sweepCursor []byte
+}
+
+// New opens a new database in opts.Dir.
+func New(opts Options) (*Backend, error) {
+	if err := keygroup.Validate(1, opts.MaxParallelism); err != nil {
+		return nil, fmt.Errorf("pebblebackend: %w", err)
+	}
+	if r := opts.KeyGroups; r.Len() == 0 || r.Start < 0 || r.End >= opts.MaxParallelism {
+		return nil, fmt.Errorf("pebblebackend: key groups %v are not a non-empty range below max parallelism %d", r, opts.MaxParallelism)
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("pebblebackend: no directory given")
+	}
+	po := &pebble.Options{
+		// State is recovered from snapshots, never from a log, as with
+		// Flink's RocksDB backend; a crash loses the database as a whole.
+		DisableWAL:         true,
+		ErrorIfExists:      true,
+		FormatMajorVersion: pebble.FormatNewest,
+		MemTableSize:       opts.MemTableSize,
+		Logger:             quietLogger{},
+		FS:                 noSyncFS{vfs.Default},
+	}
+	if po.MemTableSize == 0 {
+		po.MemTableSize = DefaultMemTableSize
+	}
+	if opts.Cache != nil {
+		po.Cache = opts.Cache
+	} else {
+		size := opts.CacheSize
+		if size == 0 {
+			size = DefaultCacheSize
+		}
+		c := pebble.NewCache(size)
+		// The database holds its own reference.
+		defer c.Unref()
+		po.Cache = c
+	}
+	// Value and map lookups are point reads, often of keys that do not
+	// exist: bloom filters keep those from touching data blocks, and index
+	// blocks large enough for a single-level index save a block per read.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].IndexBlockSize = 256 << 10
+	}
+	db, err := pebble.Open(opts.Dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("pebblebackend: open %s: %w", opts.Dir, err)
+	}
+	return &Backend{
+		db:          db,
+		maxP:        opts.MaxParallelism,
+		kgs:         opts.KeyGroups,
+		kg:          -1,
+		stateByName: make(map[string]*stateInfo),
+		timerByName: make(map[string]*timerService),
+	}, nil
+}
+
+func (b *Backend) KeyGroups() keygroup.Range { return b.kgs }
+func (b *Backend) MaxParallelism() int       { return b.maxP }
+func (b *Backend) CurrentKey() []byte        { return b.key }
+func (b *Backend) CurrentKeyGroup() int      { return b.kg }
+
+func (b *Backend) SetCurrentKey(key []byte) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	kg := keygroup.Of(key, b.maxP)
+	if !b.kgs.Contains(kg) {
+		return fmt.Errorf("pebblebackend: key %x is in key group %d, outside the owned %v", key, kg, b.kgs)
+	}
+	b.kg = kg
+	b.key = append(b.key[:0], key...)
+	b.keyEsc = appendEscaped(b.keyEsc[:0], key)
+	return nil
+}
+
+var (
+	errNoKey  = errors.New("pebblebackend: no current key (call SetCurrentKey first)")
+	errClosed = errors.New("pebblebackend: backend is closed")
+)
+
+// check reports a closed backend.
+func (b *Backend) check() error {
+	if b.db == nil {
+		return errClosed
+	}
+	return nil
+}
+
+// checkKey also reports a keyed access before SetCurrentKey.
+func (b *Backend) checkKey() error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if b.kg < 0 {
+		return errNoKey
+	}
+	return nil
+}
+
+// keyPrefix appends [kg][id][escaped current key].
+func (b *Backend) keyPrefix(dst []byte, id uint16) ([]byte, error) {
+	if err := b.checkKey(); err != nil {
+		return nil, err
+	}
+	dst = appendPrefix(dst, b.kg, id)
+	return append(dst, b.keyEsc...), nil
+}
+
+func (b *Backend) register(spec *state.Spec, ok bool, want string) (*stateInfo, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("pebblebackend: state %q of kind %s registered as %s state", spec.Name, spec.Kind, want)
+	}
+	if _, dup := b.stateByName[spec.Name]; dup {
+		return nil, fmt.Errorf("pebblebackend: state %q declared twice", spec.Name)
+	}
+	id, err := b.nextID()
+	if err != nil {
+		return nil, err
+	}
+	s := &stateInfo{b: b, id: id, spec: spec}
+	b.states = append(b.states, s)
+	b.stateByName[spec.Name] = s
+	return s, nil
+}
+
+// nextID hands out the u16 that prefixes a state's or timer service's keys,
+// in declaration order.
+func (b *Backend) nextID() (uint16, error) {
+	n := len(b.states) + len(b.timers)
+	if n > math.MaxUint16 {
+		return 0, fmt.Errorf("pebblebackend: more than %d states and timer services", math.MaxUint16+1)
+	}
+	return uint16(n), nil
+}
+
+func (b *Backend) RegisterValue(spec *state.Spec) (state.RawValue, error) {
+	s, err := b.register(spec, spec.Kind.SingleValue(), "a value")
+	if err != nil {
+		return nil, err
+	}
+	return valueStore{s}, nil
+}
+
+func (b *Backend) RegisterList(spec *state.Spec) (state.RawList, error) {
+	s, err := b.register(spec, spec.Kind == savepoint.List, "a list")
+	if err != nil {
+		return nil, err
+	}
+	return listStore{s}, nil
+}
+
+func (b *Backend) RegisterMap(spec *state.Spec) (state.RawMap, error) {
+	s, err := b.register(spec, spec.Kind == savepoint.Map, "a map")
+	if err != nil {
+		return nil, err
+	}
+	return mapStore{s}, nil
+}
+
+func (b *Backend) Timers(name string, ns serializers.Serializer) (state.Timers, error) {
+	if name == "" || ns == nil {
+		return nil, errors.New("pebblebackend: a timer service needs a name and a namespace serializer")
+	}
+	if _, dup := b.timerByName[name]; dup {
+		return nil, fmt.Errorf("pebblebackend: timer service %q declared twice", name)
+	}
+	id, err := b.nextID()
+	if err != nil {
+		return nil, err
+	}
+	t := newTimerService(b, id, name, ns)
+	b.timers = append(b.timers, t)
+	b.timerByName[name] = t
+	return t, nil
+}
+
+// Close closes the database; the directory stays for its owner to remove.
+func (b *Backend) Close() error {
+	if b.db == nil {
+		return nil
+	}
+	err := b.db.Close()
+	b.db = nil
+	return err
+}
+
+// get reads the value stored at key; the returned bytes are valid until the
+// closer is closed.
+func (b *Backend) get(key []byte, fn func(v []byte) error) (bool, error) {
+	v, closer, err := b.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	return true, fn(v)
+}
+
+// iter opens an iterator over the keys that start with prefix. The
+// iterator holds on to prefix: it must not change until the iterator is
+// closed.
+func (b *Backend) iter(prefix []byte) (*pebble.Iterator, error) {
+	return b.iterRange(prefix, prefixEnd(prefix))
+}
+
+// iterRange opens an iterator over [lower, upper).
+func (b *Backend) iterRange(lower, upper []byte) (*pebble.Iterator, error) {
+	return b.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+}
+
+// closeIter closes it and keeps the first error.
+func closeIter(it *pebble.Iterator, err *error) {
+	if cerr := it.Close(); *err == nil {
+		*err = cerr
+	}
+}
+
+// quietLogger drops Pebble's informational messages, which every backend
+// would otherwise print on open, and keeps its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+
+func (quietLogger) Errorf(format string, args ...any) { pebble.DefaultLogger.Errorf(format, args...) }
+
+func (quietLogger) Fatalf(format string, args ...any) { pebble.DefaultLogger.Fatalf(format, args...) }

@@ -1,0 +1,142 @@
+package pebblebackend
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/engine/state/statetest"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+const benchKeys = 100_000
+
+// benchValueState returns a backend with an int64 value for each of 100k
+// string keys, the shape of the heap backend's benchmarks, flushed so that
+// reads go through SSTs and the block cache as they do once state outgrows a
+// memtable.
+func benchValueState(b *testing.B) (*Backend, state.ValueState[int64], [][]byte) {
+	be, err := New(Options{Dir: b.TempDir(), MaxParallelism: 128, KeyGroups: keygroup.All(128)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Close() })
+	v, err := state.GetValue(be, nil, state.NewValue("v", serializers.Int64()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([][]byte, benchKeys)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("user-%06d", i))
+		if err := be.SetCurrentKey(keys[i]); err != nil {
+			b.Fatal(err)
+		}
+		if err := v.Update(int64(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := be.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return be, v, keys
+}
+
+func BenchmarkValueGet(b *testing.B) {
+	be, v, keys := benchValueState(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := be.SetCurrentKey(keys[i%len(keys)]); err != nil {
+			b.Fatal(err)
+		}
+		if _, ok, err := v.Value(); err != nil || !ok {
+			b.Fatalf("Value() = %v, %v", ok, err)
+		}
+		i++
+	}
+}
+
+func BenchmarkValueUpdate(b *testing.B) {
+	be, v, keys := benchValueState(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := be.SetCurrentKey(keys[i%len(keys)]); err != nil {
+			b.Fatal(err)
+		}
+		if err := v.Update(int64(i) + 1000); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// discardStaging is a storage.Staging that counts bytes and keeps none, so
+// that the benchmark measures the scan and the encoding, not the disk.
+type discardStaging struct{ n int64 }
+
+func (s *discardStaging) Create(context.Context, string) (io.WriteCloser, error) {
+	return nopCloser{countingWriter{&s.n}}, nil
+}
+func (s *discardStaging) Publish(context.Context) error { return nil }
+func (s *discardStaging) Abort() error                  { return nil }
+
+type countingWriter struct{ n *int64 }
+
+func (w countingWriter) Write(p []byte) (int, error) { *w.n += int64(len(p)); return len(p), nil }
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// BenchmarkSnapshot snapshots 100k int64 values and 10k maps of 10 entries
+// with TTL; MB/s counts the bytes of the data file.
+func BenchmarkSnapshot(b *testing.B) {
+	be, _, keys := benchValueState(b)
+	clock := state.NewManualClock(1_700_000_000_000)
+	md := state.NewMap("m", serializers.String(), serializers.Int64(), sweepTTL(0))
+	m, err := state.GetMap(be, clock, md)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < len(keys); i += 10 {
+		if err := be.SetCurrentKey(keys[i]); err != nil {
+			b.Fatal(err)
+		}
+		for j := 0; j < 10; j++ {
+			if err := m.Put(fmt.Sprintf("category-%d", j), int64(j)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	specs := []*state.Spec{be.states[0].spec, md.Spec()}
+	meta := statetest.NewMetadata(statetest.NewOperator("op", 1, 128, serializers.String(), specs, nil), clock.Now())
+	snapshot := func() int64 {
+		ctx := context.Background()
+		st := &discardStaging{}
+		w, err := snapshotfmt.NewWriter(st, meta, snapshotfmt.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := w.CreateDataFile(ctx, "data")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := be.Snapshot(ctx, f, 0, &meta.Operators[0], clock.Now()); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		return st.n
+	}
+	b.SetBytes(snapshot())
+	b.ReportAllocs()
+	for b.Loop() {
+		snapshot()
+	}
+}

@@ -1,0 +1,63 @@
+// Package pebblebackend is the Pebble (LSM) state backend of the engine: the
+// keyed state and timers of one operator subtask live as serialized bytes in
+// one Pebble database, so state can outgrow memory. It implements
+// state.Backend and state.Sweeper and behaves exactly as the heap backend
+// does, which the conformance suite in engine/state/statetest checks; the TTL
+// rules run above it, in package state.
+//
+// # Key layout
+//
+// Every key starts with the key group, so a key group is one contiguous
+// range of the database, then the id of a state or timer service (assigned
+// in declaration order; the two share one id space):
+//
+//	value, reducing, aggregating  [u16 kg][u16 id][key][namespace]
+//	list element                  [u16 kg][u16 id][key][namespace][u64 sequence]
+//	map entry                     [u16 kg][u16 id][key][namespace][map key]
+//	timer                         [u16 kg][u16 id][u64 time ^ 1<<63][key][namespace]
+//
+// Integers are big-endian. Key, namespace and map key are the serializers'
+// bytes in an order-preserving escape: each 0x00 byte is written 0x00 0xFF
+// and the component ends with 0x00 0x01. The terminator sorts below any
+// escaped byte, so a component sorts before the components it is a prefix
+// of, and consecutive components compare one by one. Pebble's byte order is
+// therefore the savepoint format's order, (key, namespace, map key) compared
+// component-wise, and timers sort by (time, key, namespace) because the time
+// comes first with its sign bit flipped.
+//
+// The value of a state key is the stored value exactly as the savepoint
+// format stores it: the serialized value, preceded for a TTL state by its
+// 8-byte big-endian last-modified time. Timer keys have empty values. List
+// sequences start at 0 and grow with each append; an append finds the last
+// sequence with a reverse seek instead of reading the list.
+//
+// # Snapshots and restore
+//
+// A snapshot of one (key group, state) is one range scan from a Pebble
+// snapshot, already in the format's order: keys are un-escaped and values
+// copied as stored, so the bytes equal those the heap backend writes. A
+// restore writes the entries back key group by key group, in ascending key
+// order, through batches of bounded size, copying values unless the state's
+// serializer needs a migration.
+//
+// # TTL cleanup
+//
+// Pebble has no compaction filter, so expired entries that nothing reads are
+// removed by Sweep: per TTL state with a sweep budget, a bounded number of
+// entries per call, resuming from a cursor over the owned key groups. Full
+// snapshots leave expired entries out for states that ask for it, reading
+// only the timestamp.
+//
+// # Durability and incremental checkpoints
+//
+// The write-ahead log is off: as with Flink's RocksDB backend, state after a
+// failure comes from the last snapshot, never from the local database, and
+// New refuses a directory that already holds one. For the same reason the
+// database's files are never synced. The intended path for the runtime's
+// incremental checkpoints is Pebble's DB.Checkpoint after a flush
+// (the memtable is not logged): it hard-links the immutable SST files, so
+// consecutive checkpoints share them and only new files are written. A
+// checkpoint must survive a crash, so that code will sync what it links;
+// reopening a checkpoint will need the state ids persisted beside it, since
+// here they follow declaration order.
+package pebblebackend

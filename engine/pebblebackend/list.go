@@ -1,0 +1,135 @@
+package pebblebackend
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/stateproc/stateproc/engine/state"
+)
+
+// listStore keeps one Pebble key per element, [kg][id][key][namespace][u64
+// sequence], so elements sort in list order and an append writes only the
+// new elements.
+type listStore struct{ s *stateInfo }
+
+const seqLen = 8
+
+// prefix returns [kg][id][key][namespace], in a fresh slice because
+// iterators hold on to their bounds.
+func (l listStore) prefix(ns []byte) ([]byte, error) {
+	p, err := l.s.b.keyPrefix(nil, l.s.id)
+	if err != nil {
+		return nil, err
+	}
+	return appendEscaped(p, ns), nil
+}
+
+func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
+	p, err := l.prefix(ns)
+	if err != nil {
+		return nil, err
+	}
+	it, err := l.s.b.iter(p)
+	if err != nil {
+		return nil, err
+	}
+	defer closeIter(it, &err)
+	for it.First(); it.Valid(); it.Next() {
+		c, err := l.s.decodeCell(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		cells = append(cells, c)
+	}
+	return cells, it.Error()
+}
+
+// lastSeq finds the sequence of the last element by a reverse seek, without
+// reading the list.
+func (l listStore) lastSeq(p []byte) (seq uint64, ok bool, err error) {
+	it, err := l.s.b.iter(p)
+	if err != nil {
+		return 0, false, err
+	}
+	defer closeIter(it, &err)
+	if !it.Last() {
+		return 0, false, it.Error()
+	}
+	k := it.Key()
+	if len(k) != len(p)+seqLen {
+		return 0, false, fmt.Errorf("%w: list element key of %d bytes", errKey, len(k))
+	}
+	return binary.BigEndian.Uint64(k[len(p):]), true, nil
+}
+
+func (l listStore) Append(ns []byte, cells ...state.Cell) error {
+	if len(cells) == 0 {
+		return nil
+	}
+	p, err := l.prefix(ns)
+	if err != nil {
+		return err
+	}
+	last, ok, err := l.lastSeq(p)
+	if err != nil {
+		return err
+	}
+	next := uint64(0)
+	if ok {
+		next = last + 1
+	}
+	return l.write(p, next, cells, nil)
+}
+
+// Replace overwrites sequences 0..n-1 and deletes the elements after them.
+// It uses point deletes rather than a range deletion: range tombstones sit in
+// the memtable and slow down every iterator created until the next flush,
+// and a list is replaced on every read of an OnReadAndWrite TTL state.
+func (l listStore) Replace(ns []byte, cells []state.Cell) error {
+	p, err := l.prefix(ns)
+	if err != nil {
+		return err
+	}
+	return l.write(p, 0, cells, binary.BigEndian.AppendUint64(p[:len(p):len(p)], uint64(len(cells))))
+}
+
+// write stores cells from sequence first on, and when staleFrom is set
+// deletes every element of the list from that key on.
+func (l listStore) write(p []byte, first uint64, cells []state.Cell, staleFrom []byte) error {
+	b := l.s.b
+	w := newBatchWriter(b.db)
+	for i, c := range cells {
+		var err error
+		if b.vbuf, err = l.s.appendCell(b.vbuf[:0], c); err != nil {
+			w.abort()
+			return err
+		}
+		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), first+uint64(i))
+		if err := w.set(b.kbuf, b.vbuf); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	if staleFrom != nil {
+		if err := deleteRange(b, w, staleFrom, prefixEnd(p)); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	return w.finish()
+}
+
+// deleteRange adds a point delete to w for every key in [lower, upper).
+func deleteRange(b *Backend, w *batchWriter, lower, upper []byte) (err error) {
+	it, err := b.iterRange(lower, upper)
+	if err != nil {
+		return err
+	}
+	defer closeIter(it, &err)
+	for it.First(); it.Valid(); it.Next() {
+		if err := w.delete(it.Key()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}

@@ -1,0 +1,162 @@
+package pebblebackend
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+func cellsOf(vs ...int64) []state.Cell {
+	cs := make([]state.Cell, len(vs))
+	for i, v := range vs {
+		cs[i] = state.Cell{Value: v}
+	}
+	return cs
+}
+
+func listValues(t *testing.T, l state.RawList, ns []byte) []int64 {
+	t.Helper()
+	cells, err := l.Get(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []int64
+	for _, c := range cells {
+		vs = append(vs, c.Value.(int64))
+	}
+	return vs
+}
+
+// listSeqs returns the sequence numbers stored for the current key's list
+// in namespace ns.
+func listSeqs(t *testing.T, b *Backend, l state.RawList, ns []byte) []uint64 {
+	t.Helper()
+	p, err := l.(listStore).prefix(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for _, k := range dbKeys(t, b, p) {
+		if len(k) != len(p)+seqLen {
+			t.Fatalf("list key %x has %d bytes after its prefix", k, len(k)-len(p))
+		}
+		seqs = append(seqs, binary.BigEndian.Uint64(k[len(p):]))
+	}
+	return seqs
+}
+
+func TestListAppendAndReplace(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, b, "k")
+	if got := listValues(t, l, nil); got != nil {
+		t.Fatalf("empty list reads %v", got)
+	}
+	steps := []struct {
+		name     string
+		do       func() error
+		want     []int64
+		wantSeqs []uint64
+	}{
+		{"append", func() error { return l.Append(nil, cellsOf(1, 2, 3)...) }, []int64{1, 2, 3}, []uint64{0, 1, 2}},
+		{"append more", func() error { return l.Append(nil, cellsOf(4, 5)...) }, []int64{1, 2, 3, 4, 5}, []uint64{0, 1, 2, 3, 4}},
+		{"replace shorter", func() error { return l.Replace(nil, cellsOf(9, 8)) }, []int64{9, 8}, []uint64{0, 1}},
+		{"append after replace", func() error { return l.Append(nil, cellsOf(7)...) }, []int64{9, 8, 7}, []uint64{0, 1, 2}},
+		{"replace longer", func() error { return l.Replace(nil, cellsOf(1, 2, 3, 4)) }, []int64{1, 2, 3, 4}, []uint64{0, 1, 2, 3}},
+		{"replace empty", func() error { return l.Replace(nil, nil) }, nil, nil},
+		{"append to cleared", func() error { return l.Append(nil, cellsOf(6)...) }, []int64{6}, []uint64{0}},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := listValues(t, l, nil); !slices.Equal(got, s.want) {
+			t.Fatalf("%s: list is %v, want %v", s.name, got, s.want)
+		}
+		if got := listSeqs(t, b, l, nil); !slices.Equal(got, s.wantSeqs) {
+			t.Fatalf("%s: sequences %v, want %v", s.name, got, s.wantSeqs)
+		}
+	}
+}
+
+// TestListAppendFindsLastAfterGap checks that an append continues after the
+// last element, not after the element count, when an element in the middle
+// is gone (as the sweeper leaves it).
+func TestListAppendFindsLastAfterGap(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, b, "k")
+	if err := l.Append(nil, cellsOf(1, 2, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := l.(listStore).prefix(nil)
+	if err := b.db.Delete(binary.BigEndian.AppendUint64(p, 1), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(nil, cellsOf(4)...); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listSeqs(t, b, l, nil), []uint64{0, 2, 3}; !slices.Equal(got, want) {
+		t.Fatalf("sequences %v, want %v", got, want)
+	}
+	if got, want := listValues(t, l, nil), []int64{1, 3, 4}; !slices.Equal(got, want) {
+		t.Fatalf("list is %v, want %v", got, want)
+	}
+}
+
+// TestListsAreIsolated uses keys and namespaces that are prefixes of each
+// other: the escape keeps their lists apart.
+func TestListsAreIsolated(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := b.RegisterList(state.NewList("other", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type slot struct {
+		key string
+		ns  []byte
+	}
+	slots := []slot{{"a", nil}, {"a\x00", nil}, {"a", []byte{0}}, {"a", []byte{0, 0}}, {"", nil}, {"ab", []byte("c")}}
+	for i, s := range slots {
+		setKey(t, b, s.key)
+		if err := l.Append(s.ns, cellsOf(int64(i), int64(i))...); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Append(s.ns, cellsOf(-1)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setKey(t, b, "a")
+	if err := l.Replace([]byte{0}, cellsOf(42)); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range slots {
+		setKey(t, b, s.key)
+		want := []int64{int64(i), int64(i)}
+		if s.key == "a" && slices.Equal(s.ns, []byte{0}) {
+			want = []int64{42}
+		}
+		if got := listValues(t, l, s.ns); !slices.Equal(got, want) {
+			t.Errorf("key %q ns %x: %v, want %v", s.key, s.ns, got, want)
+		}
+		if got := listValues(t, other, s.ns); !slices.Equal(got, []int64{-1}) {
+			t.Errorf("other state, key %q ns %x: %v", s.key, s.ns, got)
+		}
+	}
+}

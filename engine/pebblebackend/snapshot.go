@@ -1,0 +1,192 @@
+package pebblebackend
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// ctxCheckEvery is how many entries a long scan handles between checks of
+// its context.
+const ctxCheckEvery = 4096
+
+// snapshotUnit is one declared state or timer service with its ref in the
+// savepoint operator.
+type snapshotUnit struct {
+	ref    int
+	id     uint16
+	state  *stateInfo
+	timers *timerService
+}
+
+// units resolves the refs of every declared state and timer service in op,
+// in ascending ref order, the order segments are written in.
+func (b *Backend) units(op *savepoint.Operator) ([]snapshotUnit, error) {
+	var us []snapshotUnit
+	for _, s := range b.states {
+		ref, ok := state.Ref(op, s.spec.Name)
+		if !ok {
+			return nil, fmt.Errorf("pebblebackend: state %q is not in the savepoint's operator %q", s.spec.Name, op.UID)
+		}
+		us = append(us, snapshotUnit{ref: ref, id: s.id, state: s})
+	}
+	for _, t := range b.timers {
+		ref, ok := state.TimerRef(op, t.name)
+		if !ok {
+			return nil, fmt.Errorf("pebblebackend: timer service %q is not in the savepoint's operator %q", t.name, op.UID)
+		}
+		us = append(us, snapshotUnit{ref: ref, id: t.id, timers: t})
+	}
+	slices.SortFunc(us, func(a, b snapshotUnit) int { return cmp.Compare(a.ref, b.ref) })
+	return us, nil
+}
+
+// Snapshot streams every owned key group of every declared state and timer
+// service into f from one consistent view of the database. Each (key group,
+// state) is one range scan whose order is already the format's, and values
+// are copied as stored.
+func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, op int, meta *savepoint.Operator, now int64) (err error) {
+	if err := b.check(); err != nil {
+		return err
+	}
+	us, err := b.units(meta)
+	if err != nil {
+		return err
+	}
+	snap := b.db.NewSnapshot()
+	defer func() {
+		if cerr := snap.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	it, err := snap.NewIter(&pebble.IterOptions{
+		LowerBound: keyGroupStart(b.kgs.Start),
+		UpperBound: keyGroupStart(b.kgs.End + 1),
+	})
+	if err != nil {
+		return err
+	}
+	defer closeIter(it, &err)
+	sw := segmentScan{ctx: ctx, f: f, op: op, now: now, it: it}
+	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
+		for i := range us {
+			if err := sw.scan(kg, &us[i]); err != nil {
+				return fmt.Errorf("pebblebackend: snapshot of key group %d, ref %d: %w", kg, us[i].ref, err)
+			}
+		}
+	}
+	return nil
+}
+
+// segmentScan writes the segments of one snapshot; its buffers are reused
+// from entry to entry.
+type segmentScan struct {
+	ctx     context.Context
+	f       *snapshotfmt.DataFileWriter
+	op      int
+	now     int64
+	it      *pebble.Iterator
+	n       int
+	e       savepoint.Entry
+	key, ns []byte
+	mapKey  []byte
+}
+
+// scan writes one (key group, state) segment. The segment is opened at its
+// first entry, so an empty one is never written.
+func (sc *segmentScan) scan(kg int, u *snapshotUnit) (err error) {
+	p := appendPrefix(nil, kg, u.id)
+	var seg *snapshotfmt.SegmentWriter
+	defer func() {
+		if seg != nil {
+			if cerr := seg.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}()
+	for ok := sc.it.SeekGE(p); ok && bytes.HasPrefix(sc.it.Key(), p); ok = sc.it.Next() {
+		if sc.n++; sc.n%ctxCheckEvery == 0 {
+			if err := sc.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		keep, err := sc.entry(u, sc.it.Key()[prefixLen:])
+		if err != nil || !keep {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if seg == nil {
+			if seg, err = sc.f.Segment(sc.op, u.ref, kg); err != nil {
+				return err
+			}
+		}
+		if err := seg.Add(&sc.e); err != nil {
+			return err
+		}
+	}
+	return sc.it.Error()
+}
+
+// entry fills sc.e from the current key's suffix after [kg][id] and its
+// value, and reports whether the entry goes into the snapshot.
+func (sc *segmentScan) entry(u *snapshotUnit, suffix []byte) (bool, error) {
+	e := &sc.e
+	*e = savepoint.Entry{}
+	var err error
+	if u.timers != nil {
+		if len(suffix) < 8 {
+			return false, fmt.Errorf("%w: timer key of %d bytes", errKey, len(suffix))
+		}
+		e.Timestamp = readTime(suffix)
+		suffix = suffix[8:]
+	}
+	if sc.key, suffix, err = readEscaped(sc.key[:0], suffix); err != nil {
+		return false, err
+	}
+	if sc.ns, suffix, err = readEscaped(sc.ns[:0], suffix); err != nil {
+		return false, err
+	}
+	e.Key, e.Namespace = sc.key, sc.ns
+	if u.timers != nil {
+		return true, trailing(suffix, 0)
+	}
+	switch u.state.spec.Kind {
+	case savepoint.List:
+		err = trailing(suffix, seqLen)
+	case savepoint.Map:
+		if sc.mapKey, suffix, err = readEscaped(sc.mapKey[:0], suffix); err == nil {
+			e.MapKey = sc.mapKey
+			err = trailing(suffix, 0)
+		}
+	default:
+		err = trailing(suffix, 0)
+	}
+	if err != nil {
+		return false, err
+	}
+	if e.Value, err = sc.it.ValueAndErr(); err != nil {
+		return false, err
+	}
+	if t := u.state.spec.TTL; t != nil && t.CleanupFullSnapshot && u.state.expiredAt(e.Value, sc.now) {
+		return false, nil
+	}
+	return true, nil
+}
+
+// trailing checks that exactly n bytes follow the parsed components.
+func trailing(rest []byte, n int) error {
+	if len(rest) != n {
+		return fmt.Errorf("%w: %d trailing bytes, want %d", errKey, len(rest), n)
+	}
+	return nil
+}

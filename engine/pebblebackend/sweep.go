@@ -1,0 +1,114 @@
+package pebblebackend
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Sweep is the background TTL cleanup that Pebble's lack of a compaction
+// filter calls for: for each TTL state with a sweep budget it examines up to
+// that many entries, across the owned key groups, resuming after the entry
+// where the previous call stopped and wrapping around at the end, and deletes
+// those expired at now. No entry is examined twice in one call.
+func (b *Backend) Sweep(now int64) (int, error) {
+	if err := b.check(); err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, s := range b.states {
+		if s.spec.TTL == nil || s.spec.TTL.SweepBudget <= 0 {
+			continue
+		}
+		n, err := s.sweep(now)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func (s *stateInfo) sweep(now int64) (deleted int, err error) {
+	b := s.b
+	it, err := b.iterRange(keyGroupStart(b.kgs.Start), keyGroupStart(b.kgs.End+1))
+	if err != nil {
+		return 0, err
+	}
+	defer closeIter(it, &err)
+	w := newBatchWriter(b.db)
+	// The cursor is overwritten as the sweep moves on; start stays put.
+	start := bytes.Clone(s.sweepCursor)
+	wrapped := false
+	valid := s.seek(it, start)
+	for examined := 0; examined < s.spec.TTL.SweepBudget; {
+		if !valid {
+			if err := it.Error(); err != nil {
+				w.abort()
+				return 0, err
+			}
+			if wrapped || start == nil {
+				break
+			}
+			wrapped = true
+			valid = s.seek(it, nil)
+			continue
+		}
+		k := it.Key()
+		if wrapped && bytes.Compare(k, start) > 0 {
+			break
+		}
+		examined++
+		v, err := it.ValueAndErr()
+		if err != nil {
+			w.abort()
+			return 0, err
+		}
+		if s.expiredAt(v, now) {
+			if err := w.delete(k); err != nil {
+				w.abort()
+				return 0, err
+			}
+			deleted++
+		}
+		s.sweepCursor = append(s.sweepCursor[:0], k...)
+		valid = s.settle(it, it.Next())
+	}
+	return deleted, w.finish()
+}
+
+// seek positions it at the state's first key after the key after, or at its
+// first key when after is nil.
+func (s *stateInfo) seek(it *pebble.Iterator, after []byte) bool {
+	if after == nil {
+		return s.settle(it, it.SeekGE(appendPrefix(nil, s.b.kgs.Start, s.id)))
+	}
+	// after+0x00 is the smallest key greater than after.
+	return s.settle(it, it.SeekGE(append(bytes.Clone(after), 0)))
+}
+
+// settle moves it forward from where it stands (valid tells whether it
+// stands on a key) to the first key of this state, skipping other states by
+// seeking to this state's prefix in the same or the next key group.
+func (s *stateInfo) settle(it *pebble.Iterator, valid bool) bool {
+	for valid {
+		k := it.Key()
+		if len(k) < prefixLen {
+			valid = it.Next()
+			continue
+		}
+		kg, id := int(binary.BigEndian.Uint16(k)), binary.BigEndian.Uint16(k[2:])
+		switch {
+		case id == s.id:
+			return true
+		case id < s.id:
+			valid = it.SeekGE(appendPrefix(nil, kg, s.id))
+		case kg+1 > s.b.kgs.End:
+			return false
+		default:
+			valid = it.SeekGE(appendPrefix(nil, kg+1, s.id))
+		}
+	}
+	return false
+}

@@ -1,0 +1,157 @@
+package pebblebackend
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/ttl"
+)
+
+// stateKeys returns the database keys of state id, in database order.
+func stateKeys(t *testing.T, b *Backend, id uint16) [][]byte {
+	var out [][]byte
+	for _, k := range dbKeys(t, b, nil) {
+		if binary.BigEndian.Uint16(k[2:]) == id {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func sweepTTL(budget int) state.Option {
+	c := ttl.New(100 * time.Millisecond)
+	c.SweepBudget = budget
+	return state.WithTTL(c)
+}
+
+// TestSweepBudgetAndCursor follows the sweeper's cursor over 25 entries
+// with a budget of 10, among other states' keys in the same key groups: each
+// call examines 10 entries after the previous call's last one, wraps around
+// at the end, and never examines an entry twice in one call.
+func TestSweepBudgetAndCursor(t *testing.T) {
+	b := newTestBackend(t, 16, keygroup.All(16))
+	clock := state.NewManualClock(0)
+	plain, err := state.GetValue(b, clock, state.NewValue("plain", serializers.Int64()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	swept, err := state.GetValue(b, clock, state.NewValue("swept", serializers.Int64(), sweepTTL(10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noBudget, err := state.GetValue(b, clock, state.NewValue("no-budget", serializers.Int64(), sweepTTL(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 25; i++ {
+		setKey(t, b, fmt.Sprintf("key-%d", i))
+		for _, s := range []state.ValueState[int64]{plain, swept, noBudget} {
+			if err := s.Update(int64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const sweptID, noBudgetID = 1, 2
+	all := stateKeys(t, b, sweptID)
+	if len(all) != 25 {
+		t.Fatalf("%d keys for the swept state, want 25", len(all))
+	}
+
+	sweep := func(wantDeleted int, wantLeft [][]byte) {
+		t.Helper()
+		now := clock.Now()
+		n, err := b.Sweep(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != wantDeleted {
+			t.Fatalf("Sweep(%d) deleted %d, want %d", now, n, wantDeleted)
+		}
+		left := stateKeys(t, b, sweptID)
+		if len(left) != len(wantLeft) {
+			t.Fatalf("Sweep(%d) left %d entries, want %d", now, len(left), len(wantLeft))
+		}
+		for i := range left {
+			if !bytes.Equal(left[i], wantLeft[i]) {
+				t.Fatalf("Sweep(%d): entry %d is %x, want %x", now, i, left[i], wantLeft[i])
+			}
+		}
+	}
+	// Nothing has expired: two calls move the cursor over entries 0-9 and
+	// 10-19.
+	clock.Set(50)
+	sweep(0, all)
+	sweep(0, all)
+	// Everything has expired: the budget caps the deletions at 10, entries
+	// 20-24 and, after wrapping around, 0-4.
+	clock.Set(200)
+	sweep(10, all[5:20])
+	// The next call resumes after entry 4.
+	sweep(10, all[15:20])
+	// Entries 15-19, then the wrap finds only entries already examined.
+	sweep(5, nil)
+	sweep(0, nil)
+
+	if got := len(stateKeys(t, b, noBudgetID)); got != 25 {
+		t.Errorf("state without a sweep budget has %d entries left, want 25", got)
+	}
+	if got := len(stateKeys(t, b, 0)); got != 25 {
+		t.Errorf("state without TTL has %d entries left, want 25", got)
+	}
+}
+
+// TestSweepCollections checks that list elements and map entries expire one
+// by one: the sweeper deletes the expired ones and keeps the rest.
+func TestSweepCollections(t *testing.T) {
+	b := newTestBackend(t, 16, keygroup.All(16))
+	clock := state.NewManualClock(0)
+	l, err := state.GetList(b, clock, state.NewList("l", serializers.Int64(), sweepTTL(1000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := state.GetMap(b, clock, state.NewMap("m", serializers.String(), serializers.Int64(), sweepTTL(1000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		setKey(t, b, fmt.Sprintf("key-%d", i))
+		for j := 0; j < 4; j++ {
+			// Elements and entries 0 and 1 at time 0, 2 and 3 at time 60.
+			clock.Set(int64(j/2) * 60)
+			if err := l.Add(int64(j)); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Put(fmt.Sprint(j), int64(j)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clock.Set(120)
+	n, err := b.Sweep(clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 40 {
+		t.Fatalf("Sweep deleted %d entries, want 40", n)
+	}
+	for i := 0; i < 10; i++ {
+		setKey(t, b, fmt.Sprintf("key-%d", i))
+		got, err := l.Get()
+		if err != nil || len(got) != 2 || got[0] != 2 || got[1] != 3 {
+			t.Fatalf("list of key-%d is %v, %v; want [2 3]", i, got, err)
+		}
+		var keys []string
+		if err := m.Range(func(k string, _ int64) bool { keys = append(keys, k); return true }); err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 2 || keys[0] != "2" || keys[1] != "3" {
+			t.Fatalf("map of key-%d has keys %v, want [2 3]", i, keys)
+		}
+	}
+}

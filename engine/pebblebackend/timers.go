@@ -1,0 +1,250 @@
+package pebblebackend
+
+import (
+	"bytes"
+	"container/heap"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// timerService stores each timer as the empty-valued Pebble key
+// [kg][id][u64 time, sign bit flipped][key][namespace]: a (key, namespace,
+// time) is stored at most once, and a key group's timers sort in firing
+// order.
+//
+// As Flink's key-group-partitioned priority queue, it keeps in memory only
+// each key group's first timer and a heap of key groups ordered by it, so
+// that Earliest is O(1) and Pop reads one key group, never all of them.
+type timerService struct {
+	b    *Backend
+	id   uint16
+	name string
+	ns   serializers.Serializer
+
+	// heads[kg-Start] is the first timer of key group kg as the key suffix
+	// after [kg][id]; its bytes order as (time, key, namespace). nil when
+	// the key group has no timers.
+	heads [][]byte
+	// queue holds the key groups with timers, earliest head first.
+	queue kgQueue
+}
+
+var _ state.Timers = (*timerService)(nil)
+
+func newTimerService(b *Backend, id uint16, name string, ns serializers.Serializer) *timerService {
+	n := b.kgs.Len()
+	t := &timerService{b: b, id: id, name: name, ns: ns, heads: make([][]byte, n)}
+	t.queue = kgQueue{t: t, pos: make([]int, n)}
+	for i := range t.queue.pos {
+		t.queue.pos[i] = -1
+	}
+	return t
+}
+
+// timerKey builds [kg][id][time][key][namespace] for the current key in the
+// backend's key scratch; the suffix after [kg][id] is key[prefixLen:].
+func (t *timerService) timerKey(ns []byte, ts int64) ([]byte, error) {
+	b := t.b
+	if err := b.checkKey(); err != nil {
+		return nil, err
+	}
+	k := appendPrefix(b.kbuf[:0], b.kg, t.id)
+	k = appendTime(k, ts)
+	k = append(k, b.keyEsc...)
+	b.kbuf = appendEscaped(k, ns)
+	return b.kbuf, nil
+}
+
+func (t *timerService) Register(ns []byte, ts int64) error {
+	k, err := t.timerKey(ns, ts)
+	if err != nil {
+		return err
+	}
+	if err := t.b.db.Set(k, nil, pebble.NoSync); err != nil {
+		return err
+	}
+	kg := t.b.kg
+	if h := t.heads[kg-t.b.kgs.Start]; h == nil || bytes.Compare(k[prefixLen:], h) < 0 {
+		t.setHead(kg, bytes.Clone(k[prefixLen:]))
+	}
+	return nil
+}
+
+func (t *timerService) Delete(ns []byte, ts int64) error {
+	k, err := t.timerKey(ns, ts)
+	if err != nil {
+		return err
+	}
+	if err := t.b.db.Delete(k, pebble.NoSync); err != nil {
+		return err
+	}
+	kg := t.b.kg
+	if bytes.Equal(t.heads[kg-t.b.kgs.Start], k[prefixLen:]) {
+		return t.reload(kg, k)
+	}
+	return nil
+}
+
+func (t *timerService) Earliest() (int64, bool, error) {
+	if err := t.b.check(); err != nil {
+		return 0, false, err
+	}
+	if t.queue.Len() == 0 {
+		return 0, false, nil
+	}
+	return readTime(t.heads[t.queue.kgs[0]-t.b.kgs.Start]), true, nil
+}
+
+func (t *timerService) Pop(upTo int64) (state.Timer, bool, error) {
+	if err := t.b.check(); err != nil {
+		return state.Timer{}, false, err
+	}
+	if t.queue.Len() == 0 {
+		return state.Timer{}, false, nil
+	}
+	kg := t.queue.kgs[0]
+	head := t.heads[kg-t.b.kgs.Start]
+	timer, err := parseTimer(head)
+	if err != nil {
+		return state.Timer{}, false, fmt.Errorf("pebblebackend: timer service %q: %w", t.name, err)
+	}
+	if timer.Timestamp > upTo {
+		return state.Timer{}, false, nil
+	}
+	k := append(appendPrefix(t.b.kbuf[:0], kg, t.id), head...)
+	t.b.kbuf = k
+	if err := t.b.db.Delete(k, pebble.NoSync); err != nil {
+		return state.Timer{}, false, err
+	}
+	if err := t.reload(kg, k); err != nil {
+		return state.Timer{}, false, err
+	}
+	return timer, true, nil
+}
+
+// parseTimer splits the suffix [time][key][namespace] of a timer key into
+// fresh slices.
+func parseTimer(suffix []byte) (state.Timer, error) {
+	if len(suffix) < 8 {
+		return state.Timer{}, fmt.Errorf("%w: timer key of %d bytes", errKey, len(suffix))
+	}
+	tm := state.Timer{Timestamp: readTime(suffix)}
+	key, rest, err := readEscaped(nil, suffix[8:])
+	if err != nil {
+		return tm, err
+	}
+	ns, rest, err := readEscaped([]byte{}, rest)
+	if err != nil {
+		return tm, err
+	}
+	if len(rest) != 0 {
+		return tm, fmt.Errorf("%w: %d bytes after a timer's namespace", errKey, len(rest))
+	}
+	if key == nil {
+		key = []byte{}
+	}
+	tm.Key, tm.Namespace = key, ns
+	return tm, nil
+}
+
+// reload reads key group kg's first timer from the database after its head,
+// whose full key is removed, was deleted. Every other timer of kg sorts
+// after it, so the search starts there: from the start of kg it would step
+// again over the deletion tombstones of every timer that fired or was
+// deleted before, which the memtable keeps until it is flushed.
+func (t *timerService) reload(kg int, removed []byte) (err error) {
+	p := appendPrefix(nil, kg, t.id)
+	it, err := t.b.iterRange(bytes.Clone(removed), prefixEnd(p))
+	if err != nil {
+		return err
+	}
+	defer closeIter(it, &err)
+	return t.loadHead(it, kg)
+}
+
+// reloadAll reads the first timer of every owned key group, after a
+// restore, with one iterator.
+func (t *timerService) reloadAll() (err error) {
+	it, err := t.b.iterRange(keyGroupStart(t.b.kgs.Start), keyGroupStart(t.b.kgs.End+1))
+	if err != nil {
+		return err
+	}
+	defer closeIter(it, &err)
+	for kg := t.b.kgs.Start; kg <= t.b.kgs.End; kg++ {
+		if err := t.loadHead(it, kg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *timerService) loadHead(it *pebble.Iterator, kg int) error {
+	p := appendPrefix(nil, kg, t.id)
+	var head []byte
+	if it.SeekGE(p) && bytes.HasPrefix(it.Key(), p) {
+		head = bytes.Clone(it.Key()[prefixLen:])
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	t.setHead(kg, head)
+	return nil
+}
+
+// setHead records kg's first timer (nil for none) and repositions kg in the
+// queue.
+func (t *timerService) setHead(kg int, head []byte) {
+	i := kg - t.b.kgs.Start
+	t.heads[i] = head
+	q := &t.queue
+	switch at := q.pos[i]; {
+	case head == nil && at >= 0:
+		heap.Remove(q, at)
+	case head == nil:
+	case at >= 0:
+		heap.Fix(q, at)
+	default:
+		heap.Push(q, kg)
+	}
+}
+
+// kgQueue is a min-heap of key groups ordered by their first timer.
+type kgQueue struct {
+	t   *timerService
+	kgs []int
+	// pos[kg-Start] is kg's index in kgs, -1 when absent.
+	pos []int
+}
+
+func (q *kgQueue) Len() int { return len(q.kgs) }
+
+func (q *kgQueue) Less(i, j int) bool {
+	start := q.t.b.kgs.Start
+	c := bytes.Compare(q.t.heads[q.kgs[i]-start], q.t.heads[q.kgs[j]-start])
+	return c < 0 || (c == 0 && q.kgs[i] < q.kgs[j])
+}
+
+func (q *kgQueue) Swap(i, j int) {
+	q.kgs[i], q.kgs[j] = q.kgs[j], q.kgs[i]
+	start := q.t.b.kgs.Start
+	q.pos[q.kgs[i]-start] = i
+	q.pos[q.kgs[j]-start] = j
+}
+
+func (q *kgQueue) Push(x any) {
+	kg := x.(int)
+	q.pos[kg-q.t.b.kgs.Start] = len(q.kgs)
+	q.kgs = append(q.kgs, kg)
+}
+
+func (q *kgQueue) Pop() any {
+	n := len(q.kgs) - 1
+	kg := q.kgs[n]
+	q.kgs = q.kgs[:n]
+	q.pos[kg-q.t.b.kgs.Start] = -1
+	return kg
+}

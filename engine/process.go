@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// TimeDomain says which clock a timer runs on.
+type TimeDomain uint8
+
+const (
+	EventTime TimeDomain = iota + 1
+	ProcessingTime
+)
+
+// Timer services every keyed operator declares.
+const (
+	EventTimeTimers      = "event-time"
+	ProcessingTimeTimers = "processing-time"
+)
+
+// TimerInfo describes a timer that fired.
+type TimerInfo struct {
+	Timestamp int64
+	Domain    TimeDomain
+}
+
+// KeyedProcessFunction processes a keyed stream one record at a time, with
+// the record's key bound: its state handles and timers are scoped to it.
+// The runtime builds one instance per subtask.
+type KeyedProcessFunction[K, IN, OUT any] interface {
+	// Open obtains state handles, before any record and with no key bound.
+	Open(ctx *OpenContext) error
+	ProcessElement(ctx *Context[K, OUT], in IN) error
+	OnTimer(ctx *Context[K, OUT], t TimerInfo) error
+}
+
+// OpenContext is given to Open.
+type OpenContext struct{ t *task }
+
+// Subtask is the index of this subtask.
+func (c *OpenContext) Subtask() int { return c.t.subtask }
+
+// Parallelism is the operator's parallelism.
+func (c *OpenContext) Parallelism() int { return c.t.n.parallelism }
+
+func (c *OpenContext) declared(d state.Descriptor) error {
+	for _, x := range c.t.n.states {
+		if x == d {
+			c.t.opened[d] = true
+			return nil
+		}
+	}
+	return fmt.Errorf("engine: operator %s: state %q was not declared with WithState when the job was built", c.t.n.label(), d.Spec().Name)
+}
+
+// GetValue returns the handle of a declared value state.
+func GetValue[T any](c *OpenContext, d *state.ValueDescriptor[T]) (state.ValueState[T], error) {
+	if err := c.declared(d); err != nil {
+		return nil, err
+	}
+	return state.GetValue(c.t.backend, c.t.clock, d)
+}
+
+// GetList returns the handle of a declared list state.
+func GetList[T any](c *OpenContext, d *state.ListDescriptor[T]) (state.ListState[T], error) {
+	if err := c.declared(d); err != nil {
+		return nil, err
+	}
+	return state.GetList(c.t.backend, c.t.clock, d)
+}
+
+// GetMap returns the handle of a declared map state.
+func GetMap[K, V any](c *OpenContext, d *state.MapDescriptor[K, V]) (state.MapState[K, V], error) {
+	if err := c.declared(d); err != nil {
+		return nil, err
+	}
+	return state.GetMap(c.t.backend, c.t.clock, d)
+}
+
+// GetReducing returns the handle of a declared reducing state.
+func GetReducing[T any](c *OpenContext, d *state.ReducingDescriptor[T]) (state.ReducingState[T], error) {
+	if err := c.declared(d); err != nil {
+		return nil, err
+	}
+	return state.GetReducing(c.t.backend, c.t.clock, d)
+}
+
+// GetAggregating returns the handle of a declared aggregating state.
+func GetAggregating[IN, ACC, OUT any](c *OpenContext, d *state.AggregatingDescriptor[IN, ACC, OUT]) (state.AggregatingState[IN, OUT], error) {
+	if err := c.declared(d); err != nil {
+		return nil, err
+	}
+	return state.GetAggregating(c.t.backend, c.t.clock, d)
+}
+
+// Context is given to ProcessElement and OnTimer.
+type Context[K, OUT any] struct {
+	t   *task
+	out *output[OUT]
+	key K
+	ts  int64
+	et  state.Timers
+	pt  state.Timers
+}
+
+// Key is the key of the record (or timer) being processed.
+func (c *Context[K, OUT]) Key() K { return c.key }
+
+// Timestamp is the event time of the record, or the time of the timer.
+func (c *Context[K, OUT]) Timestamp() int64 { return c.ts }
+
+// Emit sends v downstream with the current timestamp.
+func (c *Context[K, OUT]) Emit(v OUT) error { return c.out.emit(v, c.ts) }
+
+// EmitAt sends v downstream with event time ts.
+func (c *Context[K, OUT]) EmitAt(v OUT, ts int64) error { return c.out.emit(v, ts) }
+
+// CurrentWatermark is the operator's event-time watermark.
+func (c *Context[K, OUT]) CurrentWatermark() int64 { return c.t.watermark }
+
+// CurrentProcessingTime is the processing time of this call.
+func (c *Context[K, OUT]) CurrentProcessingTime() int64 { return c.t.clock.Now() }
+
+// RegisterEventTimeTimer sets a timer for the current key that fires once
+// the watermark reaches ts. Registering the same time twice sets one timer.
+func (c *Context[K, OUT]) RegisterEventTimeTimer(ts int64) error { return c.et.Register(nil, ts) }
+
+// DeleteEventTimeTimer removes a timer of the current key.
+func (c *Context[K, OUT]) DeleteEventTimeTimer(ts int64) error { return c.et.Delete(nil, ts) }
+
+// RegisterProcessingTimeTimer sets a timer for the current key that fires
+// once processing time reaches ts.
+func (c *Context[K, OUT]) RegisterProcessingTimeTimer(ts int64) error { return c.pt.Register(nil, ts) }
+
+// DeleteProcessingTimeTimer removes a processing-time timer of the current
+// key.
+func (c *Context[K, OUT]) DeleteProcessingTimeTimer(ts int64) error { return c.pt.Delete(nil, ts) }
+
+// Process applies a keyed process function to a keyed stream. newFn builds
+// the function once per subtask. The operator declares its keyed states with
+// WithState and needs a UID.
+func Process[K, IN, OUT any](ks KeyedStream[K, IN], newFn func() KeyedProcessFunction[K, IN, OUT], opts ...OperatorOption) Stream[OUT] {
+	n := ks.in.job.addNode(keyedNode, "process", opts)
+	n.key = ks.keySer
+	n.stateful = true
+	connect(ks.in, n, hashEdge, 0, keyEncoder(ks))
+	n.run = func(t *task) error {
+		k := &keyedRunner[K, IN, struct{}, OUT]{keyOf: ks.key, keySer: ks.keySer, fn: newFn()}
+		return k.run(t)
+	}
+	return Stream[OUT]{job: ks.in.job, node: n}
+}
+
+// timerServices are the timer services of every keyed operator; both have
+// void namespaces.
+func timerServices() map[string]serializers.Serializer {
+	return map[string]serializers.Serializer{EventTimeTimers: serializers.Void(), ProcessingTimeTimers: serializers.Void()}
+}

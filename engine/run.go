@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stateproc/stateproc/engine/heapbackend"
+	"github.com/stateproc/stateproc/engine/pebblebackend"
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// BackendKind selects where keyed state lives.
+type BackendKind string
+
+const (
+	// Heap keeps Go values in memory.
+	Heap BackendKind = "heap"
+	// Pebble keeps serialized bytes in a Pebble LSM per subtask.
+	Pebble BackendKind = "pebble"
+)
+
+// RunOptions controls a run of a job.
+type RunOptions struct {
+	Backend BackendKind
+	// WorkDir holds the Pebble databases; a temporary directory when empty.
+	WorkDir string
+	// Clock is the processing-time clock. When nil, processing time is the
+	// event time of what is being processed, which keeps TTL timestamps and
+	// savepoints independent of scheduling.
+	Clock state.Clock
+
+	// RestoreFrom is a savepoint or checkpoint directory to start from.
+	RestoreFrom string
+	// AllowNonRestoredState drops state of the savepoint that no operator
+	// of the job claims, instead of failing.
+	AllowNonRestoredState bool
+
+	// CheckpointDir is the checkpoint root; with CheckpointInterval > 0 the
+	// job takes periodic checkpoints there and keeps the last
+	// RetainCheckpoints of them (default 2).
+	CheckpointDir      string
+	CheckpointInterval time.Duration
+	RetainCheckpoints  int
+	// MaxRestarts is how many times a failed run restarts from its last
+	// completed checkpoint.
+	MaxRestarts int
+
+	// StopAfter stops every source after that many records in all (dealt
+	// round-robin over its splits) instead of at the end of its input: a
+	// source position, so that a savepoint taken there is reproducible.
+	StopAfter int64
+	// Drain lets every event-time timer fire before a stop at StopAfter. A
+	// job that reaches the end of its input always drains.
+	Drain bool
+	// SavepointDir, when set, receives a savepoint when the job stops.
+	SavepointDir string
+
+	// Compression is the block compression of checkpoints and savepoints.
+	Compression snapshotfmt.Codec
+	// ChannelCapacity is the number of batches a channel buffers; 0 means 4.
+	ChannelCapacity int
+}
+
+// Result summarizes a run.
+type Result struct {
+	// Savepoint is the final savepoint's directory, if one was taken.
+	Savepoint string
+	// Checkpoints counts the checkpoints completed in the last attempt.
+	Checkpoints int
+	// LastCheckpoint is the directory of the latest completed checkpoint.
+	LastCheckpoint string
+	// Restarts counts the restarts after failures.
+	Restarts int
+}
+
+// errPermanent marks failures a restart cannot cure, such as a savepoint
+// the job cannot restore.
+type errPermanent struct{ error }
+
+func (e errPermanent) Unwrap() error { return e.error }
+
+func permanent(err error) error { return errPermanent{err} }
+
+// Run builds the job and runs it until its sources end or stop, restarting
+// from the last completed checkpoint after a failure.
+func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
+	if err := j.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Backend == "" {
+		opts.Backend = Heap
+	}
+	if opts.Backend != Heap && opts.Backend != Pebble {
+		return nil, fmt.Errorf("engine: unknown backend %q", opts.Backend)
+	}
+	if opts.RetainCheckpoints <= 0 {
+		opts.RetainCheckpoints = 2
+	}
+	if opts.ChannelCapacity <= 0 {
+		opts.ChannelCapacity = 4
+	}
+	if opts.SavepointDir != "" {
+		if _, err := os.Stat(opts.SavepointDir); err == nil {
+			return nil, fmt.Errorf("engine: savepoint target %s already exists", opts.SavepointDir)
+		}
+	}
+	if opts.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "stateproc-run-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		opts.WorkDir = dir
+	}
+	res := &Result{}
+	restoreFrom := opts.RestoreFrom
+	for attemptNo := 0; ; attemptNo++ {
+		att := &attempt{job: j, opts: &opts, number: attemptNo}
+		err := att.run(ctx, restoreFrom)
+		latest, _ := att.coordLatest()
+		if latest.path != "" && latest.id > 0 {
+			if opts.SavepointDir != "" && latest.path == opts.SavepointDir {
+				res.Savepoint = latest.path
+			} else {
+				res.LastCheckpoint = latest.path
+			}
+		}
+		res.Checkpoints = att.completedCount()
+		if err == nil {
+			return res, nil
+		}
+		var perm errPermanent
+		if ctx.Err() != nil || errors.As(err, &perm) || attemptNo >= opts.MaxRestarts {
+			return res, err
+		}
+		res.Restarts++
+		if res.LastCheckpoint != "" {
+			restoreFrom = res.LastCheckpoint
+		}
+	}
+}
+
+// attempt is one execution of the job graph.
+type attempt struct {
+	job     *Job
+	opts    *RunOptions
+	number  int
+	chans   map[*edge]any
+	tasks   []*task
+	coord   *coordinator
+	restore *restoreSource
+	store   checkpointStore
+	// ops lists the operators that savepoints hold, in job order.
+	ops []*node
+}
+
+func (a *attempt) coordLatest() (completed, <-chan struct{}) {
+	if a.coord == nil {
+		return completed{}, nil
+	}
+	return a.coord.lastCompleted()
+}
+
+func (a *attempt) completedCount() int {
+	if a.coord == nil {
+		return 0
+	}
+	a.coord.mu.Lock()
+	defer a.coord.mu.Unlock()
+	return a.coord.count
+}
+
+func (a *attempt) run(ctx context.Context, restoreFrom string) error {
+	for _, n := range a.job.nodes {
+		if n.uid != "" {
+			a.ops = append(a.ops, n)
+		}
+	}
+	firstID := uint64(1)
+	if restoreFrom != "" {
+		r, err := openRestore(ctx, a, restoreFrom)
+		if err != nil {
+			return permanent(err)
+		}
+		defer r.reader.Close()
+		a.restore = r
+		firstID = r.reader.Metadata().ID + 1
+	}
+	a.store = checkpointStore{compression: a.opts.Compression}
+	a.coord = newCoordinator(a, firstID)
+	a.chans = map[*edge]any{}
+	for _, n := range a.job.nodes {
+		for _, e := range n.outputs {
+			a.chans[e] = e.channels(a.opts.ChannelCapacity)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	var backends []state.Backend
+	defer func() {
+		for _, b := range backends {
+			b.Close()
+		}
+	}()
+	for _, n := range a.job.nodes {
+		if n.recover != nil {
+			if err := n.recover(a.restore.operatorStateOf(n, sinkStateName)); err != nil {
+				return err
+			}
+		}
+		for i := 0; i < n.parallelism; i++ {
+			t := &task{ctx: gctx, att: a, n: n, subtask: i, op: a.opIndex(n), clock: &taskClock{injected: a.opts.Clock},
+				watermark: MinWatermark, opened: map[state.Descriptor]bool{}, bcast: map[string]*broadcastStore{}}
+			if n.kind == sourceNode {
+				t.control = make(chan sourceCmd, 4)
+				a.coord.sources = append(a.coord.sources, t)
+			}
+			if n.kind == keyedNode {
+				b, err := a.newBackend(n, i)
+				if err != nil {
+					return err
+				}
+				backends = append(backends, b)
+				t.backend = b
+			}
+			if err := a.restore.operatorState(t); err != nil {
+				return err
+			}
+			a.tasks = append(a.tasks, t)
+		}
+	}
+	g.Go(func() error { return a.coord.run(gctx) })
+	for _, t := range a.tasks {
+		g.Go(func() error { return t.n.run(t) })
+	}
+	return g.Wait()
+}
+
+func (a *attempt) opIndex(n *node) int {
+	for i, o := range a.ops {
+		if o == n {
+			return i
+		}
+	}
+	return -1
+}
+
+func (a *attempt) newBackend(n *node, subtask int) (state.Backend, error) {
+	kgs := keygroup.ForSubtask(subtask, n.parallelism, n.maxParallelism)
+	switch a.opts.Backend {
+	case Pebble:
+		dir := filepath.Join(a.opts.WorkDir, fmt.Sprintf("attempt-%d", a.number), fmt.Sprintf("%s-%d", sanitize(n.uid), subtask))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		return pebblebackend.New(pebblebackend.Options{Dir: dir, MaxParallelism: n.maxParallelism, KeyGroups: kgs})
+	default:
+		return heapbackend.New(heapbackend.Options{MaxParallelism: n.maxParallelism, KeyGroups: kgs})
+	}
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// metadata describes the job's operators as savepoint id at time at; the
+// operator and broadcast state contents are filled in as subtasks
+// acknowledge.
+func (a *attempt) metadata(id uint64, at int64) *savepoint.Metadata {
+	m := &savepoint.Metadata{ID: id, CreatedAt: at}
+	for _, n := range a.ops {
+		m.Operators = append(m.Operators, n.model())
+	}
+	return m
+}
+
+// checkpointPath is where checkpoint id lives under the checkpoint root.
+func checkpointPath(root string, id uint64) string {
+	return filepath.Join(root, fmt.Sprintf("chk-%d", id))
+}
+
+// checkpointStore writes checkpoints and savepoints in the canonical format.
+type checkpointStore struct {
+	compression snapshotfmt.Codec
+}
+
+func (s checkpointStore) begin(_ context.Context, cp *checkpoint) (*snapshotfmt.Writer, error) {
+	if err := os.MkdirAll(filepath.Dir(cp.target), 0o755); err != nil {
+		return nil, err
+	}
+	st, err := storage.Stage(cp.target, false)
+	if err != nil {
+		return nil, err
+	}
+	w, err := snapshotfmt.NewWriter(st, cp.meta, snapshotfmt.Options{Compression: s.compression})
+	if err != nil {
+		st.Abort()
+		return nil, err
+	}
+	return w, nil
+}
+
+// retain deletes all but the newest keep checkpoints under root.
+func (s checkpointStore) retain(root string, keep int) error {
+	ids, err := listCheckpoints(root)
+	if err != nil {
+		return err
+	}
+	for len(ids) > keep {
+		if err := os.RemoveAll(checkpointPath(root, ids[0])); err != nil {
+			return err
+		}
+		ids = ids[1:]
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/stateproc/stateproc/savepoint"
+)
+
+// Sink writes a stream out of the job with exactly-once effect. What a
+// subtask writes between two checkpoints is one transaction: pre-committed
+// at the checkpoint's barrier, recorded in the checkpoint, and committed
+// only when the checkpoint completes. After a failure the job restarts from
+// the last completed checkpoint and Recover commits what that checkpoint
+// had pre-committed and throws away everything later.
+type Sink[T any] interface {
+	// Recover runs once per run, before any subtask starts, with the
+	// transactions the restored checkpoint recorded (none on a fresh start).
+	Recover(pending [][]byte) error
+	NewWriter(w WriterContext) (SinkWriter[T], error)
+}
+
+// WriterContext tells a sink writer where it runs. Together, Subtask and
+// Epoch name transactions uniquely and reproducibly: a run restored from
+// checkpoint n has epoch n, and every transaction an earlier run committed
+// was begun in an earlier epoch.
+type WriterContext struct {
+	Subtask int
+	Epoch   uint64
+}
+
+// SinkWriter is one subtask's writer.
+type SinkWriter[T any] interface {
+	Write(v T, eventTime int64) error
+	// PreCommit ends the current transaction and returns a handle from
+	// which Commit or Recover can finish it.
+	PreCommit() ([]byte, error)
+	// Commit makes a pre-committed transaction visible. It must be
+	// idempotent: after a failure it may run again.
+	Commit(txn []byte) error
+	Close() error
+}
+
+const sinkStateName = "pending-transactions"
+
+const pendingTxnSchema = `{"type":"record","name":"PendingTransaction","namespace":"stateproc.engine","fields":[
+ {"name":"checkpoint","type":"long"},
+ {"name":"txn","type":"bytes"}]}`
+
+type pendingTxn struct {
+	Checkpoint int64  `avro:"checkpoint"`
+	Txn        []byte `avro:"txn"`
+}
+
+var pendingTxnSerializer = mustAvro[pendingTxn](pendingTxnSchema)
+
+// ToSink ends s in sink. The sink keeps its pre-committed transactions in
+// operator state, so it needs a UID.
+func ToSink[T any](s Stream[T], sink Sink[T], opts ...OperatorOption) {
+	n := s.job.addNode(sinkNode, "sink", opts)
+	n.stateful = true
+	n.opState = append(n.opState, operatorStateSpec{name: sinkStateName, distribution: savepoint.Union, element: pendingTxnSerializer})
+	connect(s, n, forwardEdgeFor(s.node, n), 0, nil)
+	n.recover = func(saved [][]byte) error {
+		var txns [][]byte
+		for _, e := range saved {
+			p, err := pendingTxnSerializer.Decode(e)
+			if err != nil {
+				return fmt.Errorf("sink %s: restored transaction: %w", n.label(), err)
+			}
+			txns = append(txns, p.Txn)
+		}
+		return sink.Recover(txns)
+	}
+	n.run = func(t *task) error { return runSink(t, sink) }
+}
+
+// forwardEdgeFor connects operators of equal parallelism one to one and
+// spreads records round-robin otherwise.
+func forwardEdgeFor(from, to *node) edgeKind {
+	if from.parallelism == to.parallelism {
+		return forwardEdge
+	}
+	return rebalanceEdge
+}
+
+func runSink[T any](t *task, sink Sink[T]) error {
+	var epoch uint64
+	if t.att.restore != nil {
+		epoch = t.att.restore.reader.Metadata().ID
+	}
+	w, err := sink.NewWriter(WriterContext{Subtask: t.subtask, Epoch: epoch})
+	if err != nil {
+		return t.errorf("open sink: %w", err)
+	}
+	defer w.Close()
+	var pending []pendingTxn
+	t.snapshotOp = func(cp *checkpoint) (map[string][][]byte, error) {
+		txn, err := w.PreCommit()
+		if err != nil {
+			return nil, err
+		}
+		pending = append(pending, pendingTxn{Checkpoint: int64(cp.id), Txn: txn})
+		var list [][]byte
+		for _, p := range pending {
+			b, err := pendingTxnSerializer.Append(nil, p)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, b)
+		}
+		return map[string][][]byte{sinkStateName: list}, nil
+	}
+	commitUpTo := func(id uint64) error {
+		kept := pending[:0]
+		for _, p := range pending {
+			if uint64(p.Checkpoint) > id {
+				kept = append(kept, p)
+				continue
+			}
+			if err := w.Commit(p.Txn); err != nil {
+				return t.errorf("commit: %w", err)
+			}
+		}
+		pending = kept
+		return nil
+	}
+	latest, changed := t.att.coord.lastCompleted()
+	g := newGate(t.ctx, changed)
+	addInputs[T](t, g, 0)
+	var final uint64
+	for {
+		ch, v, err := g.next()
+		if err != nil {
+			return err
+		}
+		if ch == notifyChannel {
+			latest, changed = t.att.coord.lastCompleted()
+			g.setNotify(changed)
+			if err := commitUpTo(latest.id); err != nil {
+				return err
+			}
+			continue
+		}
+		b := v.(*batch[T])
+		for i := range b.recs {
+			if err := w.Write(b.recs[i].v, b.recs[i].ts); err != nil {
+				return t.errorf("write: %w", err)
+			}
+		}
+		if b.ctl.kind == noControl {
+			continue
+		}
+		r := g.onControl(ch, b.ctl)
+		if r.aligned != nil {
+			if err := t.snapshot(r.aligned); err != nil {
+				return err
+			}
+			if r.aligned.final {
+				final = r.aligned.id
+			}
+		}
+		if r.ended {
+			if final == 0 {
+				// A bounded job that ends without a savepoint commits
+				// everything it wrote.
+				txn, err := w.PreCommit()
+				if err != nil {
+					return t.errorf("pre-commit: %w", err)
+				}
+				pending = append(pending, pendingTxn{Txn: txn})
+				return commitUpTo(^uint64(0))
+			}
+			for latest.id < final {
+				select {
+				case <-changed:
+					latest, changed = t.att.coord.lastCompleted()
+				case <-t.ctx.Done():
+					return nil
+				}
+			}
+			return commitUpTo(latest.id)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// task is one subtask of one operator in one run attempt.
+type task struct {
+	ctx     context.Context
+	att     *attempt
+	n       *node
+	subtask int
+	// op is the operator's index in the savepoint metadata, -1 when the
+	// operator is not part of savepoints (stateless, no uid).
+	op      int
+	backend state.Backend
+	clock   *taskClock
+	// control carries the coordinator's commands to a source subtask.
+	control chan sourceCmd
+
+	watermark   int64
+	inBroadcast bool
+	opened      map[state.Descriptor]bool
+	bcast       map[string]*broadcastStore
+	// restoredOp holds, per operator state name, the elements this subtask
+	// gets from the savepoint it was restored from.
+	restoredOp map[string][][]byte
+	// snapshotOp returns the operator state of this subtask at a barrier.
+	snapshotOp func(cp *checkpoint) (map[string][][]byte, error)
+}
+
+func (t *task) errorf(format string, args ...any) error {
+	return fmt.Errorf("engine: operator %s subtask %d: %w", t.n.label(), t.subtask, fmt.Errorf(format, args...))
+}
+
+func (t *task) newGate() *gate {
+	return newGate(t.ctx, nil)
+}
+
+// restoreKeyed registers the declared states that Open did not ask for
+// (the savepoint may hold them) and loads this subtask's key groups.
+func (t *task) restoreKeyed() error {
+	for _, d := range t.n.states {
+		if t.opened[d] {
+			continue
+		}
+		spec := d.Spec()
+		var err error
+		switch spec.Kind {
+		case savepoint.List:
+			_, err = t.backend.RegisterList(spec)
+		case savepoint.Map:
+			_, err = t.backend.RegisterMap(spec)
+		default:
+			_, err = t.backend.RegisterValue(spec)
+		}
+		if err != nil {
+			return t.errorf("%w", err)
+		}
+	}
+	r := t.att.restore
+	if r == nil || r.ops[t.n] < 0 {
+		return nil
+	}
+	err := t.backend.Restore(t.ctx, r.reader, r.ops[t.n], state.RestoreOptions{
+		AllowNonRestoredState: t.att.opts.AllowNonRestoredState,
+		Now:                   r.reader.Metadata().CreatedAt,
+	})
+	if err != nil {
+		return permanent(t.errorf("restore: %w", err))
+	}
+	return nil
+}
+
+// snapshot writes this subtask's part of checkpoint cp and acknowledges it.
+func (t *task) snapshot(cp *checkpoint) error {
+	if t.op >= 0 {
+		if t.backend != nil {
+			f, err := cp.writer.CreateDataFile(t.ctx, dataFileName(t.op, t.subtask))
+			if err != nil {
+				return t.errorf("checkpoint %d: %w", cp.id, err)
+			}
+			if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], cp.time); err != nil {
+				return t.errorf("checkpoint %d: %w", cp.id, err)
+			}
+			if err := f.Close(); err != nil {
+				return t.errorf("checkpoint %d: %w", cp.id, err)
+			}
+		}
+		if err := t.snapshotOperatorState(cp); err != nil {
+			return t.errorf("checkpoint %d: %w", cp.id, err)
+		}
+	}
+	return t.att.coord.send(t.ctx, message{kind: ackMsg, task: t, id: cp.id})
+}
+
+func (t *task) snapshotOperatorState(cp *checkpoint) error {
+	var lists map[string][][]byte
+	if t.snapshotOp != nil {
+		var err error
+		if lists, err = t.snapshotOp(cp); err != nil {
+			return err
+		}
+	}
+	var bcast []savepoint.BroadcastState
+	if t.subtask == 0 {
+		// Every subtask holds the same broadcast state; the savepoint
+		// stores it once.
+		for _, spec := range t.n.bcast {
+			bs, err := t.bcast[spec.name].snapshot()
+			if err != nil {
+				return err
+			}
+			bcast = append(bcast, bs)
+		}
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if len(t.n.opState) > 0 {
+		subs := cp.opSubs[t.op]
+		if subs == nil {
+			subs = map[string][][][]byte{}
+			cp.opSubs[t.op] = subs
+		}
+		for _, spec := range t.n.opState {
+			s := subs[spec.name]
+			if s == nil {
+				s = make([][][]byte, t.n.parallelism)
+				subs[spec.name] = s
+			}
+			s[t.subtask] = lists[spec.name]
+		}
+	}
+	if bcast != nil {
+		cp.bcast[t.op] = bcast
+	}
+	return nil
+}
+
+// dataFileName names the file holding one subtask's keyed state: fixed by
+// position, so that the same job writes the same names.
+func dataFileName(op, subtask int) string {
+	return fmt.Sprintf("op%03d-%05d.data", op, subtask)
+}
+
+// operatorStateSpec declares non-keyed list state of an operator.
+type operatorStateSpec struct {
+	name         string
+	distribution savepoint.Distribution
+	element      serializers.Serializer
+}
+
+// redistribute hands out operator list state to the subtasks of a new run:
+// even-split concatenates every old subtask's list in order and gives each
+// new subtask a contiguous share; union gives every subtask everything.
+func redistribute(mode savepoint.Distribution, old [][][]byte, parallelism int) [][][]byte {
+	var all [][]byte
+	for _, l := range old {
+		all = append(all, l...)
+	}
+	out := make([][][]byte, parallelism)
+	for i := range out {
+		if mode == savepoint.Union {
+			out[i] = all
+			continue
+		}
+		lo, hi := i*len(all)/parallelism, (i+1)*len(all)/parallelism
+		out[i] = all[lo:hi]
+	}
+	return out
+}
