@@ -16,9 +16,9 @@ var ErrBuild = errors.New("engine: invalid job")
 // the first error and Validate reports it, so a job can be written as a
 // straight sequence of calls.
 type Job struct {
-	name    string
-	nodes   []*node
-	err     error
+	name   string
+	nodes  []*node
+	err    error
 	maxPar int
 	defPar int
 }
@@ -160,8 +160,8 @@ type Stream[T any] struct {
 
 // KeyedStream is a stream partitioned by a key of type K.
 type KeyedStream[K, T any] struct {
-	in    Stream[T]
-	key   func(T) K
+	in     Stream[T]
+	key    func(T) K
 	keySer serializers.Of[K]
 }
 
