@@ -23,15 +23,24 @@ type checkpoint struct {
 	// requested place) as opposed to a periodic checkpoint.
 	savepoint bool
 	// final is set when the job stops after it.
-	final  bool
-	target string
-	meta   *savepoint.Metadata
-	writer *snapshotfmt.Writer
+	final   bool
+	target  string
+	meta    *savepoint.Metadata
+	staging *countingStaging
+	writer  *snapshotfmt.Writer
 
 	mu     sync.Mutex
 	acks   int
 	bcast  map[int][]savepoint.BroadcastState
 	opSubs map[int]map[string][][][]byte
+	// incremental is set when Pebble subtasks write native checkpoints:
+	// for the periodic checkpoints of a Pebble job, never for a savepoint,
+	// which must be canonical and self-contained.
+	incremental bool
+	// native lists the Pebble subtasks' native checkpoints; shared counts
+	// the bytes they added to shared/ and reused the bytes they found there.
+	native         []nativeDB
+	shared, reused int64
 }
 
 type msgKind uint8
@@ -95,6 +104,7 @@ type coordinator struct {
 	mu      sync.Mutex
 	latest  completed
 	count   int
+	stats   []CheckpointStats
 	changed chan struct{}
 }
 
@@ -129,25 +139,26 @@ func (c *coordinator) lastCompleted() (completed, <-chan struct{}) {
 
 func (c *coordinator) run(ctx context.Context) error {
 	var tick <-chan time.Time
-	if d := c.att.opts.CheckpointInterval; d > 0 && c.att.opts.CheckpointDir != "" {
-		t := time.NewTicker(d)
-		defer t.Stop()
-		tick = t.C
-	}
-	defer func() {
-		if c.pending != nil {
-			c.pending.writer.Abort()
+	var now <-chan struct{}
+	if c.att.opts.CheckpointDir != "" {
+		if d := c.att.opts.CheckpointInterval; d > 0 {
+			t := time.NewTicker(d)
+			defer t.Stop()
+			tick = t.C
 		}
-	}()
+		now = c.att.opts.checkpointNow
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
-			if c.pending == nil && c.preparing == 0 && !c.finishing {
-				if err := c.prepare(ctx); err != nil {
-					return err
-				}
+			if err := c.maybePrepare(ctx); err != nil {
+				return err
+			}
+		case <-now:
+			if err := c.maybePrepare(ctx); err != nil {
+				return err
 			}
 		case m := <-c.msgs:
 			done, err := c.handle(ctx, m)
@@ -155,6 +166,16 @@ func (c *coordinator) run(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+}
+
+// abort discards the checkpoint in flight, if any. It runs once every
+// subtask has stopped: the checkpoint's writer must not be aborted while a
+// subtask still writes into it.
+func (c *coordinator) abort() {
+	if c.pending != nil {
+		c.pending.writer.Abort()
+		c.pending = nil
 	}
 }
 
@@ -210,8 +231,12 @@ func maxOf(m map[*task]int64) int64 {
 	return t
 }
 
-// prepare starts a periodic checkpoint by pausing the sources.
-func (c *coordinator) prepare(ctx context.Context) error {
+// maybePrepare starts a periodic checkpoint by pausing the sources, unless
+// one is in flight or the job is finishing.
+func (c *coordinator) maybePrepare(ctx context.Context) error {
+	if c.pending != nil || c.preparing != 0 || c.finishing {
+		return nil
+	}
 	c.preparing = c.nextID
 	c.nextID++
 	return c.command(ctx, sourceCmd{kind: prepareCmd, id: c.preparing})
@@ -254,7 +279,7 @@ func (c *coordinator) command(ctx context.Context, cmd sourceCmd) error {
 }
 
 func (c *coordinator) newCheckpoint(ctx context.Context, id uint64, at int64, isSavepoint, final bool) (*checkpoint, error) {
-	cp := &checkpoint{id: id, time: at, savepoint: isSavepoint, final: final,
+	cp := &checkpoint{id: id, time: at, savepoint: isSavepoint, final: final, incremental: !isSavepoint && c.att.opts.Backend == Pebble,
 		bcast: map[int][]savepoint.BroadcastState{}, opSubs: map[int]map[string][][][]byte{}}
 	if isSavepoint {
 		cp.target = c.att.opts.SavepointDir
@@ -262,11 +287,9 @@ func (c *coordinator) newCheckpoint(ctx context.Context, id uint64, at int64, is
 		cp.target = checkpointPath(c.att.opts.CheckpointDir, id)
 	}
 	cp.meta = c.att.metadata(id, at)
-	w, err := c.att.store.begin(ctx, cp)
-	if err != nil {
+	if err := c.att.store.begin(ctx, cp); err != nil {
 		return nil, fmt.Errorf("engine: checkpoint %d: %w", id, err)
 	}
-	cp.writer = w
 	c.pending = cp
 	return cp, nil
 }
@@ -287,17 +310,23 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	for op, bs := range cp.bcast {
 		cp.meta.Operators[op].BroadcastStates = bs
 	}
+	if err := cp.writeManifest(ctx); err != nil {
+		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
+	}
 	if err := cp.writer.Finish(ctx); err != nil {
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
 	}
 	if !cp.savepoint {
-		if err := c.att.store.retain(c.att.opts.CheckpointDir, c.att.opts.RetainCheckpoints); err != nil {
+		if err := c.att.store.retain(c.att.opts.RetainCheckpoints); err != nil {
 			return err
 		}
 	}
 	c.mu.Lock()
 	c.latest = completed{id: cp.id, path: cp.target}
 	c.count++
+	if !cp.savepoint {
+		c.stats = append(c.stats, CheckpointStats{ID: cp.id, Path: cp.target, Written: cp.staging.written.Load() + cp.shared, Reused: cp.reused})
+	}
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()

@@ -8,4 +8,69 @@
 //
 // Keyed state itself lives in package state and its backends; the savepoint
 // byte layout in package snapshotfmt.
+//
+// # Savepoints and checkpoints
+//
+// A savepoint (RunOptions.SavepointDir, taken when the job stops) is always
+// canonical and self-contained: a directory in the snapshotfmt layout, the
+// toolkit's input, whatever the backend.
+//
+// Checkpoints (RunOptions.CheckpointDir and CheckpointInterval) are the
+// engine's own. The checkpoint root holds one directory per retained
+// checkpoint and, for Pebble jobs, shared/: immutable files that several
+// checkpoints reference. Every name a checkpoint records is relative to the
+// root, so a root can be moved as a whole.
+//
+//	<root>/
+//	  shared/
+//	    count-0-3f9a1c2b7d4e5f60-000007.sst   <uid>-<subtask>-<db id>-<Pebble's file name>
+//	    count-0-3f9a1c2b7d4e5f60-000012.sst
+//	    count-1-9b0e44d2a1c37f85-000009.sst
+//	  chk-7/
+//	    _metadata                  canonical: operators, states, serializers,
+//	                               operator and broadcast state
+//	    _incremental.json          the Pebble subtasks' native checkpoints
+//	    op001-00000/MANIFEST-000001        operator 1, subtask 0
+//	    op001-00000/OPTIONS-000003
+//	    op001-00000/marker.manifest.000001.MANIFEST-000001
+//	    ...
+//	    op001-00001/...
+//	  chk-8/
+//	    ...
+//
+// A heap job's checkpoints are canonical, like savepoints: their keyed
+// state is in data files (op001-00000.data) beside _metadata. On Pebble, the
+// periodic checkpoints are incremental: each keyed subtask flushes its
+// database and takes a native checkpoint of it (pebblebackend's
+// Backend.Checkpoint). Its sstables and blob files, which never change once
+// written, go to shared/ under a name that is stable for the database's
+// whole life and unique across databases; a file that an earlier checkpoint
+// of the same database put there is referenced, not written again, and a
+// new one is hard linked from the database where the file systems allow it
+// and copied otherwise, then synced. The database's small files (MANIFEST,
+// OPTIONS, markers) are copied into chk-<id>/op<op>-<subtask>/.
+// _incremental.json lists, per subtask, its database's key groups and state
+// ids (pebblebackend.Keyspace) and every file with its path, size and
+// CRC-32C. Everything else is in the canonical _metadata and data files
+// beside it. A checkpoint after a small change thus writes the new sstables
+// and a few kilobytes, not the state (Result.CheckpointStats says how many
+// bytes each wrote); compaction does rewrite files now and then, and the
+// checkpoint after it writes what compaction wrote.
+//
+// Publication is atomic: a checkpoint is staged beside its target and
+// renamed into place once every subtask has acknowledged, and a subtask
+// acknowledges only after its shared files and the shared/ directory are
+// synced. After each checkpoint, retention keeps the newest
+// RetainCheckpoints checkpoint directories and deletes every shared file
+// that none of them references.
+//
+// Restoring from an incremental checkpoint (RunOptions.RestoreFrom naming a
+// chk-<id> directory, or the restart after a failure) checks each listed
+// file's size and checksum, naming the file that is missing or damaged,
+// links (or copies) each database's files into the attempt's work
+// directory, opens them read-only, and reads them as savepoint entries: the
+// checkpoint restores, as a savepoint does, at another parallelism and into
+// either backend. Unlike a savepoint, it keeps the entries that
+// full-snapshot TTL cleanup would have dropped, as the running database
+// did, and TTL applies to them on read as it did there.
 package engine

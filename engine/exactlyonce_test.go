@@ -118,6 +118,9 @@ func TestExactlyOnceAcrossFailure(t *testing.T) {
 			if res.LastCheckpoint == "" {
 				t.Fatal("no checkpoint completed, so the restart did not exercise recovery from one")
 			}
+			if _, err := os.Stat(filepath.Join(res.LastCheckpoint, incrementalName)); (err == nil) != (backend == Pebble) {
+				t.Fatalf("checkpoint %s: incremental manifest: %v; want one exactly on Pebble", res.LastCheckpoint, err)
+			}
 			clean, failing := readParts(t, cleanOut), readParts(t, failOut)
 			if len(clean) == 0 || !slices.Equal(clean, failing) {
 				t.Fatalf("outputs differ: %d lines without failure, %d with", len(clean), len(failing))

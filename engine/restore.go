@@ -3,38 +3,56 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
-	"sort"
-	"strconv"
-	"strings"
+	"path/filepath"
+	"sync"
 
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // restoreSource is the savepoint or checkpoint a run starts from, matched
 // with the job's operators by uid.
 type restoreSource struct {
-	reader *snapshotfmt.Reader
+	src savepoint.Source
+	// release frees what only the restore of keyed state reads (the
+	// databases of an incremental checkpoint); close frees everything.
+	release, close func() error
 	// ops maps each operator of the job to its index in the savepoint, or
 	// -1 when the savepoint does not hold it.
 	ops map[*node]int
+
+	mu sync.Mutex
+	// restoring counts the keyed subtasks that have not restored yet; the
+	// last one calls release.
+	restoring int
+}
+
+// restored is called by each keyed subtask once it has restored.
+func (r *restoreSource) restored() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.restoring--; r.restoring == 0 {
+		return r.release()
+	}
+	return nil
 }
 
 // ErrRestore is wrapped by errors about a savepoint that does not fit the
 // job.
 var ErrRestore = fmt.Errorf("engine: cannot restore")
 
-func openRestore(ctx context.Context, a *attempt, dir string) (*restoreSource, error) {
-	r, err := snapshotfmt.Open(ctx, storage.LocalDir(dir))
-	if err != nil {
+func openRestore(ctx context.Context, a *attempt, dir string) (_ *restoreSource, err error) {
+	rs := &restoreSource{ops: map[*node]int{}}
+	if rs.src, rs.release, rs.close, err = openSource(ctx, dir, filepath.Join(a.dir(), "restore")); err != nil {
 		return nil, err
 	}
-	rs := &restoreSource{reader: r, ops: map[*node]int{}}
-	meta := r.Metadata()
+	defer func() {
+		if err != nil {
+			rs.close()
+		}
+	}()
+	meta := rs.src.Metadata()
 	claimed := map[int]bool{}
 	for _, n := range a.job.nodes {
 		rs.ops[n] = -1
@@ -46,7 +64,6 @@ func openRestore(ctx context.Context, a *attempt, dir string) (*restoreSource, e
 				rs.ops[n] = i
 				claimed[i] = true
 				if err := checkOperator(n, &meta.Operators[i]); err != nil {
-					r.Close()
 					return nil, err
 				}
 			}
@@ -54,7 +71,6 @@ func openRestore(ctx context.Context, a *attempt, dir string) (*restoreSource, e
 	}
 	for i := range meta.Operators {
 		if !claimed[i] && !a.opts.AllowNonRestoredState {
-			r.Close()
 			return nil, fmt.Errorf("%w: %w: operator %q of the savepoint is not in the job (allow non-restored state to drop it)", ErrRestore, state.ErrNotRestored, meta.Operators[i].UID)
 		}
 	}
@@ -97,7 +113,7 @@ func (r *restoreSource) savedOperator(n *node) *savepoint.Operator {
 	if r == nil || r.ops[n] < 0 {
 		return nil
 	}
-	return &r.reader.Metadata().Operators[r.ops[n]]
+	return &r.src.Metadata().Operators[r.ops[n]]
 }
 
 // operatorStateOf returns every element of n's operator state name, over
@@ -154,24 +170,4 @@ func (r *restoreSource) operatorState(t *task) error {
 		}
 	}
 	return nil
-}
-
-// listCheckpoints returns the ids of the checkpoints under root, ascending.
-func listCheckpoints(root string) ([]uint64, error) {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return nil, err
-	}
-	var ids []uint64
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "chk-") {
-			continue
-		}
-		id, err := strconv.ParseUint(strings.TrimPrefix(e.Name(), "chk-"), 10, 64)
-		if err == nil {
-			ids = append(ids, id)
-		}
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids, nil
 }

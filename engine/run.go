@@ -16,7 +16,6 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // BackendKind selects where keyed state lives.
@@ -47,7 +46,8 @@ type RunOptions struct {
 
 	// CheckpointDir is the checkpoint root; with CheckpointInterval > 0 the
 	// job takes periodic checkpoints there and keeps the last
-	// RetainCheckpoints of them (default 2).
+	// RetainCheckpoints of them (default 2). The package documentation
+	// describes the layout; on Pebble the checkpoints are incremental.
 	CheckpointDir      string
 	CheckpointInterval time.Duration
 	RetainCheckpoints  int
@@ -69,6 +69,11 @@ type RunOptions struct {
 	Compression snapshotfmt.Codec
 	// ChannelCapacity is the number of batches a channel buffers; 0 means 4.
 	ChannelCapacity int
+
+	// checkpointNow triggers a checkpoint, as the interval does, each time
+	// it delivers (and no checkpoint is in flight): tests place checkpoints
+	// where they need them.
+	checkpointNow <-chan struct{}
 }
 
 // Result summarizes a run.
@@ -81,6 +86,22 @@ type Result struct {
 	LastCheckpoint string
 	// Restarts counts the restarts after failures.
 	Restarts int
+	// CheckpointStats describes the periodic checkpoints completed in every
+	// attempt, in order.
+	CheckpointStats []CheckpointStats
+}
+
+// CheckpointStats says what one periodic checkpoint wrote.
+type CheckpointStats struct {
+	ID   uint64
+	Path string
+	// Written is the bytes the checkpoint added to the checkpoint root:
+	// every file in its directory and the shared files it added, whether
+	// hard linked from a database or copied.
+	Written int64
+	// Reused is the bytes of the shared files it references that earlier
+	// checkpoints had written.
+	Reused int64
 }
 
 // errPermanent marks failures a restart cannot cure, such as a savepoint
@@ -136,6 +157,7 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 			}
 		}
 		res.Checkpoints = att.completedCount()
+		res.CheckpointStats = append(res.CheckpointStats, att.checkpointStats()...)
 		if err == nil {
 			return res, nil
 		}
@@ -159,7 +181,7 @@ type attempt struct {
 	tasks   []*task
 	coord   *coordinator
 	restore *restoreSource
-	store   checkpointStore
+	store   *checkpointStore
 	// ops lists the operators that savepoints hold, in job order.
 	ops []*node
 }
@@ -180,6 +202,15 @@ func (a *attempt) completedCount() int {
 	return a.coord.count
 }
 
+func (a *attempt) checkpointStats() []CheckpointStats {
+	if a.coord == nil {
+		return nil
+	}
+	a.coord.mu.Lock()
+	defer a.coord.mu.Unlock()
+	return a.coord.stats
+}
+
 func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	for _, n := range a.job.nodes {
 		if n.uid != "" {
@@ -192,11 +223,11 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 		if err != nil {
 			return permanent(err)
 		}
-		defer r.reader.Close()
+		defer r.close()
 		a.restore = r
-		firstID = r.reader.Metadata().ID + 1
+		firstID = r.src.Metadata().ID + 1
 	}
-	a.store = checkpointStore{compression: a.opts.Compression}
+	a.store = newCheckpointStore(a.opts, a.dir())
 	a.coord = newCoordinator(a, firstID)
 	a.chans = map[*edge]any{}
 	for _, n := range a.job.nodes {
@@ -231,6 +262,9 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 				}
 				backends = append(backends, b)
 				t.backend = b
+				if a.restore != nil {
+					a.restore.restoring++
+				}
 			}
 			if err := a.restore.operatorState(t); err != nil {
 				return err
@@ -242,7 +276,16 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	for _, t := range a.tasks {
 		g.Go(func() error { return t.n.run(t) })
 	}
-	return g.Wait()
+	err := g.Wait()
+	a.coord.abort()
+	return err
+}
+
+// dir is the attempt's directory in the work directory: its databases,
+// the native checkpoints it makes of them, and the checkpoint it restores
+// from.
+func (a *attempt) dir() string {
+	return filepath.Join(a.opts.WorkDir, fmt.Sprintf("attempt-%d", a.number))
 }
 
 func (a *attempt) opIndex(n *node) int {
@@ -258,7 +301,7 @@ func (a *attempt) newBackend(n *node, subtask int) (state.Backend, error) {
 	kgs := keygroup.ForSubtask(subtask, n.parallelism, n.maxParallelism)
 	switch a.opts.Backend {
 	case Pebble:
-		dir := filepath.Join(a.opts.WorkDir, fmt.Sprintf("attempt-%d", a.number), fmt.Sprintf("%s-%d", sanitize(n.uid), subtask))
+		dir := filepath.Join(a.dir(), fmt.Sprintf("%s-%d", sanitize(n.uid), subtask))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -291,41 +334,8 @@ func (a *attempt) metadata(id uint64, at int64) *savepoint.Metadata {
 
 // checkpointPath is where checkpoint id lives under the checkpoint root.
 func checkpointPath(root string, id uint64) string {
-	return filepath.Join(root, fmt.Sprintf("chk-%d", id))
+	return filepath.Join(root, checkpointName(id))
 }
 
-// checkpointStore writes checkpoints and savepoints in the canonical format.
-type checkpointStore struct {
-	compression snapshotfmt.Codec
-}
-
-func (s checkpointStore) begin(_ context.Context, cp *checkpoint) (*snapshotfmt.Writer, error) {
-	if err := os.MkdirAll(filepath.Dir(cp.target), 0o755); err != nil {
-		return nil, err
-	}
-	st, err := storage.Stage(cp.target, false)
-	if err != nil {
-		return nil, err
-	}
-	w, err := snapshotfmt.NewWriter(st, cp.meta, snapshotfmt.Options{Compression: s.compression})
-	if err != nil {
-		st.Abort()
-		return nil, err
-	}
-	return w, nil
-}
-
-// retain deletes all but the newest keep checkpoints under root.
-func (s checkpointStore) retain(root string, keep int) error {
-	ids, err := listCheckpoints(root)
-	if err != nil {
-		return err
-	}
-	for len(ids) > keep {
-		if err := os.RemoveAll(checkpointPath(root, ids[0])); err != nil {
-			return err
-		}
-		ids = ids[1:]
-	}
-	return nil
-}
+// checkpointName is the name of checkpoint id's directory in the root.
+func checkpointName(id uint64) string { return fmt.Sprintf("chk-%d", id) }

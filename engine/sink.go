@@ -86,7 +86,7 @@ func forwardEdgeFor(from, to *node) edgeKind {
 func runSink[T any](t *task, sink Sink[T]) error {
 	var epoch uint64
 	if t.att.restore != nil {
-		epoch = t.att.restore.reader.Metadata().ID
+		epoch = t.att.restore.src.Metadata().ID
 	}
 	w, err := sink.NewWriter(WriterContext{Subtask: t.subtask, Epoch: epoch})
 	if err != nil {

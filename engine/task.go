@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -64,15 +65,20 @@ func (t *task) restoreKeyed() error {
 		}
 	}
 	r := t.att.restore
-	if r == nil || r.ops[t.n] < 0 {
+	if r == nil {
 		return nil
 	}
-	err := t.backend.Restore(t.ctx, r.reader, r.ops[t.n], state.RestoreOptions{
-		AllowNonRestoredState: t.att.opts.AllowNonRestoredState,
-		Now:                   r.reader.Metadata().CreatedAt,
-	})
-	if err != nil {
-		return permanent(t.errorf("restore: %w", err))
+	if r.ops[t.n] >= 0 {
+		err := t.backend.Restore(t.ctx, r.src, r.ops[t.n], state.RestoreOptions{
+			AllowNonRestoredState: t.att.opts.AllowNonRestoredState,
+			Now:                   r.src.Metadata().CreatedAt,
+		})
+		if err != nil {
+			return permanent(t.errorf("restore: %w", err))
+		}
+	}
+	if err := r.restored(); err != nil {
+		return t.errorf("restore: %w", err)
 	}
 	return nil
 }
@@ -81,14 +87,7 @@ func (t *task) restoreKeyed() error {
 func (t *task) snapshot(cp *checkpoint) error {
 	if t.op >= 0 {
 		if t.backend != nil {
-			f, err := cp.writer.CreateDataFile(t.ctx, dataFileName(t.op, t.subtask))
-			if err != nil {
-				return t.errorf("checkpoint %d: %w", cp.id, err)
-			}
-			if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], cp.time); err != nil {
-				return t.errorf("checkpoint %d: %w", cp.id, err)
-			}
-			if err := f.Close(); err != nil {
+			if err := t.snapshotKeyed(cp); err != nil {
 				return t.errorf("checkpoint %d: %w", cp.id, err)
 			}
 		}
@@ -97,6 +96,22 @@ func (t *task) snapshot(cp *checkpoint) error {
 		}
 	}
 	return t.att.coord.send(t.ctx, message{kind: ackMsg, task: t, id: cp.id})
+}
+
+// snapshotKeyed writes the keyed state: natively into an incremental
+// checkpoint, into a canonical data file otherwise.
+func (t *task) snapshotKeyed(cp *checkpoint) error {
+	if b, ok := t.backend.(*pebblebackend.Backend); ok && cp.incremental {
+		return t.snapshotNative(cp, b)
+	}
+	f, err := cp.writer.CreateDataFile(t.ctx, dataFileName(t.op, t.subtask))
+	if err != nil {
+		return err
+	}
+	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], cp.time); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func (t *task) snapshotOperatorState(cp *checkpoint) error {

@@ -22,6 +22,8 @@ type Stats struct {
 // namespace); for list states one per element, in list order; for map states
 // one per map entry, in map-key byte order; for timer services one per timer.
 type Entry struct {
+	// KeyGroup is the key group of Key, which the entry is stored under.
+	KeyGroup  int
 	Key       []byte
 	Namespace []byte
 	// MapKey is set for map states only.

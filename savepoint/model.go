@@ -73,6 +73,18 @@ func (o *Operator) TimerService(name string) (*TimerService, bool) {
 	return nil, false
 }
 
+// RefName returns the name of the state or timer service that ref
+// designates: an index into States, or len(States)+i for timer service i.
+func (o *Operator) RefName(ref int) (string, bool) {
+	switch {
+	case ref >= 0 && ref < len(o.States):
+		return o.States[ref].Name, true
+	case ref >= len(o.States) && ref < len(o.States)+len(o.Timers):
+		return o.Timers[ref-len(o.States)].Name, true
+	}
+	return "", false
+}
+
 // Kind is the primitive of a keyed state.
 type Kind uint8
 

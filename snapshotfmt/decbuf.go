@@ -121,6 +121,24 @@ func (d *decoder) count(what string) int {
 	return int(n)
 }
 
+// short reads a length-prefixed byte string in the common case, a one-byte
+// length that fits in what remains, and is small enough to be inlined into
+// the per-entry loops. In every other case, an earlier error included (an
+// error consumes the buffer), it reads nothing and returns false: the
+// caller then calls bytes, which checks everything and says what is wrong.
+func (d *decoder) short() ([]byte, bool) {
+	off := d.off
+	if off >= len(d.buf) {
+		return nil, false
+	}
+	n := int(d.buf[off])
+	if n >= 0x80 || n >= len(d.buf)-off {
+		return nil, false
+	}
+	d.off = off + 1 + n
+	return d.buf[off+1 : off+1+n : off+1+n], true
+}
+
 // bytes reads a length-prefixed byte string. The result aliases the buffer
 // and has no spare capacity, so appending to it cannot overwrite what
 // follows.

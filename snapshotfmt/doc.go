@@ -10,7 +10,8 @@
 // does that for a whole savepoint. NewWriter stages a new savepoint: entries
 // are added segment by segment into data files, unchanged segments can be
 // copied from another savepoint as opaque bytes, and Finish writes the
-// metadata last and publishes the directory in one step.
+// metadata last and publishes the directory in one step. Reader.Source
+// presents a savepoint as the layout-independent savepoint.Source.
 //
 // Every length read from a file is checked against the bytes that remain
 // before anything is allocated for it, so corrupt or hostile input gets an

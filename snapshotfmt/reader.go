@@ -151,6 +151,32 @@ func (r *Reader) Close() error {
 	return errors.Join(errs...)
 }
 
+// DataFiles returns the names of the data files the metadata lists, sorted,
+// including those that hold no segment: a rewrite that keeps the layout
+// keeps them too.
+func (r *Reader) DataFiles() []string {
+	names := make([]string, len(r.idx.files))
+	for i, f := range r.idx.files {
+		names[i] = f.name
+	}
+	return names
+}
+
+// SegmentCodec returns the codec of the first block of seg, which tells a
+// rewrite whether the savepoint was written with compression on. The block
+// is not verified: the codec byte is only a hint here.
+func (r *Reader) SegmentCodec(seg Segment) (Codec, error) {
+	f, ok := r.files[seg.File]
+	if !ok || seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length {
+		return 0, fmt.Errorf("snapshotfmt: segment at %s offset %d length %d is not in the savepoint", seg.File, seg.Offset, seg.Length)
+	}
+	var b [1]byte
+	if err := readAt(f, seg.File, seg.KeyGroup, b[:], seg.Offset); err != nil {
+		return 0, err
+	}
+	return Codec(b[0]), nil
+}
+
 // Segments returns the segments of operator op, sorted by (key group, ref).
 func (r *Reader) Segments(op int) []Segment {
 	if op < 0 || op >= len(r.idx.segments) {
@@ -243,6 +269,7 @@ func (it *Iterator) Next() bool {
 	}
 	for {
 		if it.rr.next(&it.entry) {
+			it.entry.KeyGroup = it.seg.KeyGroup
 			it.n++
 			if it.n%ctxCheckEvery == 0 {
 				if err := it.ctx.Err(); err != nil {

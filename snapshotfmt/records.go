@@ -141,14 +141,20 @@ func (rr *recordReader) next(e *savepoint.Entry) bool {
 	start := d.off
 	var mk []byte
 	if rr.kind == savepoint.Map {
-		mk = d.bytes("map key")
+		var ok bool
+		if mk, ok = d.short(); !ok {
+			mk = d.bytes("map key")
+		}
 		if d.err == nil && rr.haveMapKey && bytes.Compare(mk, rr.lastMapKey) <= 0 {
 			d.failf(start, "map keys not strictly increasing")
 		}
 		rr.lastMapKey, rr.haveMapKey = mk, true
 	}
 	valueAt := d.off
-	v := d.bytes("value")
+	v, ok := d.short()
+	if !ok {
+		v = d.bytes("value")
+	}
 	if d.err == nil && rr.ttl {
 		if len(v) < 8 {
 			d.failf(valueAt, "TTL value of %d bytes, shorter than its 8-byte timestamp", len(v))
@@ -162,7 +168,9 @@ func (rr *recordReader) next(e *savepoint.Entry) bool {
 	rr.left--
 	rr.entries++
 	rr.started = true
-	*e = savepoint.Entry{Key: rr.key, Namespace: rr.ns, MapKey: mk, Value: v}
+	// Field by field: assigning a composite literal through the pointer
+	// goes through a temporary and cost a sixth of the time per entry.
+	e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp = rr.key, rr.ns, mk, v, 0
 	return true
 }
 
@@ -239,7 +247,7 @@ func (rr *recordReader) nextTimer(e *savepoint.Entry) bool {
 	rr.lastTime, rr.lastKey, rr.lastNs = t, key, ns
 	rr.entries++
 	rr.started = true
-	*e = savepoint.Entry{Key: key, Namespace: ns, Timestamp: t}
+	e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp = key, ns, nil, nil, t
 	return true
 }
 

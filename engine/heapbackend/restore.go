@@ -9,17 +9,16 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // Restore reads the owned key groups of every state and timer service that
 // state.PlanRestore matches with a declared one. Entries are streamed one at
-// a time from the reader; only the decoded state stays in memory.
-func (b *Backend) Restore(ctx context.Context, r *snapshotfmt.Reader, op int, opts state.RestoreOptions) error {
+// a time from the source; only the decoded state stays in memory.
+func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opts state.RestoreOptions) error {
 	if b.closed {
 		return errClosed
 	}
-	meta := r.Metadata()
+	meta := src.Metadata()
 	if op < 0 || op >= len(meta.Operators) {
 		return fmt.Errorf("heapbackend: restore: no operator %d in a savepoint of %d operators", op, len(meta.Operators))
 	}
@@ -52,22 +51,22 @@ func (b *Backend) Restore(ctx context.Context, r *snapshotfmt.Reader, op int, op
 				return nil
 			}
 		}
-		for _, seg := range r.StateSegments(op, p.Ref, b.kgs) {
-			if err := b.restoreSegment(ctx, r, seg, add); err != nil {
-				return fmt.Errorf("heapbackend: restore of operator %q %s, key group %d: %w", o.UID, what, seg.KeyGroup, err)
-			}
+		if err := b.restoreState(src.Entries(ctx, op, p.Ref, b.kgs), add); err != nil {
+			return fmt.Errorf("heapbackend: restore of operator %q %s: %w", o.UID, what, err)
 		}
 	}
 	return nil
 }
 
-func (b *Backend) restoreSegment(ctx context.Context, r *snapshotfmt.Reader, seg snapshotfmt.Segment, add func(gi int, e *savepoint.Entry) error) error {
-	gi := seg.KeyGroup - b.kgs.Start
-	it := r.Entries(ctx, seg)
+func (b *Backend) restoreState(it savepoint.EntryIterator, add func(gi int, e *savepoint.Entry) error) error {
 	defer it.Close()
 	for it.Next() {
-		if err := add(gi, it.Entry()); err != nil {
-			return err
+		e := it.Entry()
+		if !b.kgs.Contains(e.KeyGroup) {
+			return fmt.Errorf("the source gave an entry of key group %d, outside the requested %v", e.KeyGroup, b.kgs)
+		}
+		if err := add(e.KeyGroup-b.kgs.Start, e); err != nil {
+			return fmt.Errorf("key group %d: %w", e.KeyGroup, err)
 		}
 	}
 	return it.Err()

@@ -47,6 +47,8 @@ type Backend struct {
 	db   *pebble.DB
 	maxP int
 	kgs  keygroup.Range
+	// instance names the database in its checkpoints.
+	instance string
 
 	key    []byte // current key, as the key serializer wrote it
 	keyEsc []byte // current key, escaped
@@ -119,6 +121,10 @@ func New(opts Options) (*Backend, error) {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		po.Levels[i].IndexBlockSize = 256 << 10
 	}
+	instance, err := newInstanceID()
+	if err != nil {
+		return nil, err
+	}
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("pebblebackend: open %s: %w", opts.Dir, err)
@@ -127,6 +133,7 @@ func New(opts Options) (*Backend, error) {
 		db:          db,
 		maxP:        opts.MaxParallelism,
 		kgs:         opts.KeyGroups,
+		instance:    instance,
 		kg:          -1,
 		stateByName: make(map[string]*stateInfo),
 		timerByName: make(map[string]*timerService),

@@ -48,16 +48,22 @@
 // snapshots leave expired entries out for states that ask for it, reading
 // only the timestamp.
 //
-// # Durability and incremental checkpoints
+// # Durability and native checkpoints
 //
 // The write-ahead log is off: as with Flink's RocksDB backend, state after a
 // failure comes from the last snapshot, never from the local database, and
 // New refuses a directory that already holds one. For the same reason the
-// database's files are never synced. The intended path for the runtime's
-// incremental checkpoints is Pebble's DB.Checkpoint after a flush
-// (the memtable is not logged): it hard-links the immutable SST files, so
-// consecutive checkpoints share them and only new files are written. A
-// checkpoint must survive a crash, so that code will sync what it links;
-// reopening a checkpoint will need the state ids persisted beside it, since
-// here they follow declaration order.
+// database's files are never synced.
+//
+// Checkpoint makes the native checkpoint that the runtime's incremental
+// checkpoints are built from: it flushes the memtable (which no log holds),
+// then Pebble's DB.Checkpoint hard-links the immutable sstables and copies
+// the small files, so consecutive checkpoints share their unchanged
+// sstables. Nothing is synced there; whoever keeps the files syncs them
+// where they land. Because state ids follow declaration order, a checkpoint
+// comes with its Keyspace (key groups and the id of every state and timer
+// service), which CheckpointReader needs to turn the keys back into
+// savepoint entries; a CheckpointSet reads the checkpoints of all of an
+// operator's subtasks as one, so a checkpoint restores at any parallelism
+// and into either backend.
 package pebblebackend

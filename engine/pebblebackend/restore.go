@@ -12,22 +12,22 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
-// Restore loads the owned key groups of operator op of r into the database,
-// which is expected to hold nothing yet for the restored states. Entries
-// arrive in the format's order, which is the database's order within a
-// (key group, state); segments are taken key group by key group and, within
-// one, by state id, so the whole restore writes keys in ascending order and
-// flushes produce sstables that do not overlap, which compaction can move
-// down a level without rewriting them. Writes go through batches of bounded
-// size, and values are copied as they are unless the plan converts them.
-func (b *Backend) Restore(ctx context.Context, r *snapshotfmt.Reader, op int, opts state.RestoreOptions) error {
+// Restore loads the owned key groups of operator op of src into the
+// database, which is expected to hold nothing yet for the restored states.
+// Entries arrive key group by key group in the format's order, which is the
+// database's order within a (key group, state); the restore takes one key
+// group at a time from every state's iterator in ascending state id order,
+// so the whole restore writes keys in ascending order and flushes produce
+// sstables that do not overlap, which compaction can move down a level
+// without rewriting them. Writes go through batches of bounded size, and
+// values are copied as they are unless the plan converts them.
+func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opts state.RestoreOptions) (err error) {
 	if err := b.check(); err != nil {
 		return err
 	}
-	meta := r.Metadata()
+	meta := src.Metadata()
 	if op < 0 || op >= len(meta.Operators) {
 		return fmt.Errorf("pebblebackend: restore: the savepoint has no operator %d", op)
 	}
@@ -50,18 +50,27 @@ func (b *Backend) Restore(ctx context.Context, r *snapshotfmt.Reader, op int, op
 	if err != nil {
 		return err
 	}
-	units := b.restoreUnits(r, op, plan)
+	units := b.restoreUnits(ctx, src, op, plan)
+	defer func() {
+		for _, u := range units {
+			if cerr := u.it.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}()
 	w := newBatchWriter(b.db)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for _, u := range units {
-			if len(u.segs) == 0 || u.segs[0].KeyGroup != kg {
-				continue
-			}
-			if err := b.restoreSegment(ctx, r, u.segs[0], u, w); err != nil {
+			if err := b.restoreKeyGroup(kg, u, w); err != nil {
 				w.abort()
 				return fmt.Errorf("pebblebackend: restore of operator %q, key group %d, ref %d: %w", sop.UID, kg, u.p.Ref, err)
 			}
-			u.segs = u.segs[1:]
+		}
+	}
+	for _, u := range units {
+		if u.valid {
+			w.abort()
+			return fmt.Errorf("pebblebackend: restore of operator %q, ref %d: the source gave an entry of key group %d, outside the requested %v", sop.UID, u.p.Ref, u.it.Entry().KeyGroup, b.kgs)
 		}
 	}
 	if err := w.finish(); err != nil {
@@ -77,77 +86,88 @@ func (b *Backend) Restore(ctx context.Context, r *snapshotfmt.Reader, op int, op
 	return nil
 }
 
-// restoreUnit is one planned state or timer service with its segments in
-// the owned key groups that are still to be restored.
+// restoreUnit is one planned state or timer service with the iterator over
+// its entries in the owned key groups; valid says whether the iterator
+// stands on an entry not restored yet.
 type restoreUnit struct {
-	p    *state.Restored
-	id   uint16
-	kind savepoint.Kind // zero for a timer service
-	segs []snapshotfmt.Segment
+	p     *state.Restored
+	id    uint16
+	kind  savepoint.Kind // zero for a timer service
+	it    savepoint.EntryIterator
+	valid bool
+	// seq numbers the elements of the list being restored: a list's elements
+	// get sequences 0, 1, ... per (key, namespace), which the entries bring
+	// one run after another.
+	seq             uint64
+	prevKey, prevNS []byte
+	listStarted     bool
 }
 
 // restoreUnits returns the plan's units in ascending state id order, the
-// database order within a key group.
-func (b *Backend) restoreUnits(r *snapshotfmt.Reader, op int, plan []state.Restored) []*restoreUnit {
+// database order within a key group, each positioned on its first entry.
+func (b *Backend) restoreUnits(ctx context.Context, src savepoint.Source, op int, plan []state.Restored) []*restoreUnit {
 	units := make([]*restoreUnit, len(plan))
 	for i := range plan {
-		u := &restoreUnit{p: &plan[i], segs: r.StateSegments(op, plan[i].Ref, b.kgs)}
+		u := &restoreUnit{p: &plan[i], it: src.Entries(ctx, op, plan[i].Ref, b.kgs)}
 		if s := plan[i].Spec; s != nil {
 			st := b.stateByName[s.Name]
 			u.id, u.kind = st.id, st.spec.Kind
 		} else {
 			u.id = b.timerByName[plan[i].Timers].id
 		}
+		u.valid = u.it.Next()
 		units[i] = u
 	}
 	slices.SortFunc(units, func(a, b *restoreUnit) int { return cmp.Compare(a.id, b.id) })
 	return units
 }
 
-func (b *Backend) restoreSegment(ctx context.Context, r *snapshotfmt.Reader, seg snapshotfmt.Segment, u *restoreUnit, w *batchWriter) (err error) {
-	it := r.Entries(ctx, seg)
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
+// restoreKeyGroup writes the entries of u in key group kg and leaves u on
+// the first entry of a later key group, or at its end.
+func (b *Backend) restoreKeyGroup(kg int, u *restoreUnit, w *batchWriter) error {
+	for ; u.valid; u.valid = u.it.Next() {
+		e := u.it.Entry()
+		if e.KeyGroup < kg {
+			return fmt.Errorf("the source gave an entry of key group %d after key group %d", e.KeyGroup, kg)
 		}
-	}()
-	// A list's elements get sequences 0, 1, ... per (key, namespace), which
-	// the entries of one segment bring one run after another.
-	var seq uint64
-	var prevKey, prevNS []byte
-	first := true
-	for it.Next() {
-		e := it.Entry()
-		k := appendPrefix(b.kbuf[:0], seg.KeyGroup, u.id)
-		if u.p.Spec == nil {
-			k = appendTime(k, e.Timestamp)
+		if e.KeyGroup > kg {
+			return nil
 		}
-		k = appendEscaped(k, e.Key)
-		k = appendEscaped(k, e.Namespace)
-		switch u.kind {
-		case savepoint.List:
-			if first || !bytes.Equal(prevKey, e.Key) || !bytes.Equal(prevNS, e.Namespace) {
-				seq = 0
-				prevKey = append(prevKey[:0], e.Key...)
-				prevNS = append(prevNS[:0], e.Namespace...)
-				first = false
-			}
-			k = binary.BigEndian.AppendUint64(k, seq)
-			seq++
-		case savepoint.Map:
-			k = appendEscaped(k, e.MapKey)
-		}
-		b.kbuf = k
-		v := e.Value
-		if u.p.Convert != nil {
-			if b.vbuf, err = u.p.Convert(b.vbuf[:0], e.Value); err != nil {
-				return err
-			}
-			v = b.vbuf
-		}
-		if err := w.set(k, v); err != nil {
+		if err := b.restoreEntry(u, e, w); err != nil {
 			return err
 		}
 	}
-	return it.Err()
+	return u.it.Err()
+}
+
+func (b *Backend) restoreEntry(u *restoreUnit, e *savepoint.Entry, w *batchWriter) error {
+	k := appendPrefix(b.kbuf[:0], e.KeyGroup, u.id)
+	if u.p.Spec == nil {
+		k = appendTime(k, e.Timestamp)
+	}
+	k = appendEscaped(k, e.Key)
+	k = appendEscaped(k, e.Namespace)
+	switch u.kind {
+	case savepoint.List:
+		if !u.listStarted || !bytes.Equal(u.prevKey, e.Key) || !bytes.Equal(u.prevNS, e.Namespace) {
+			u.seq = 0
+			u.prevKey = append(u.prevKey[:0], e.Key...)
+			u.prevNS = append(u.prevNS[:0], e.Namespace...)
+			u.listStarted = true
+		}
+		k = binary.BigEndian.AppendUint64(k, u.seq)
+		u.seq++
+	case savepoint.Map:
+		k = appendEscaped(k, e.MapKey)
+	}
+	b.kbuf = k
+	v := e.Value
+	if u.p.Convert != nil {
+		var err error
+		if b.vbuf, err = u.p.Convert(b.vbuf[:0], e.Value); err != nil {
+			return err
+		}
+		v = b.vbuf
+	}
+	return w.set(k, v)
 }

@@ -89,15 +89,13 @@ func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, o
 // segmentScan writes the segments of one snapshot; its buffers are reused
 // from entry to entry.
 type segmentScan struct {
-	ctx     context.Context
-	f       *snapshotfmt.DataFileWriter
-	op      int
-	now     int64
-	it      *pebble.Iterator
-	n       int
-	e       savepoint.Entry
-	key, ns []byte
-	mapKey  []byte
+	ctx context.Context
+	f   *snapshotfmt.DataFileWriter
+	op  int
+	now int64
+	it  *pebble.Iterator
+	n   int
+	dec entryDecoder
 }
 
 // scan writes one (key group, state) segment. The segment is opened at its
@@ -112,81 +110,33 @@ func (sc *segmentScan) scan(kg int, u *snapshotUnit) (err error) {
 			}
 		}
 	}()
+	kind := savepoint.Kind(0)
+	if u.state != nil {
+		kind = u.state.spec.Kind
+	}
 	for ok := sc.it.SeekGE(p); ok && bytes.HasPrefix(sc.it.Key(), p); ok = sc.it.Next() {
 		if sc.n++; sc.n%ctxCheckEvery == 0 {
 			if err := sc.ctx.Err(); err != nil {
 				return err
 			}
 		}
-		keep, err := sc.entry(u, sc.it.Key()[prefixLen:])
-		if err != nil || !keep {
-			if err != nil {
-				return err
+		e, err := sc.dec.decode(kind, sc.it)
+		if err != nil {
+			return err
+		}
+		if u.state != nil {
+			if t := u.state.spec.TTL; t != nil && t.CleanupFullSnapshot && u.state.expiredAt(e.Value, sc.now) {
+				continue
 			}
-			continue
 		}
 		if seg == nil {
 			if seg, err = sc.f.Segment(sc.op, u.ref, kg); err != nil {
 				return err
 			}
 		}
-		if err := seg.Add(&sc.e); err != nil {
+		if err := seg.Add(e); err != nil {
 			return err
 		}
 	}
 	return sc.it.Error()
-}
-
-// entry fills sc.e from the current key's suffix after [kg][id] and its
-// value, and reports whether the entry goes into the snapshot.
-func (sc *segmentScan) entry(u *snapshotUnit, suffix []byte) (bool, error) {
-	e := &sc.e
-	*e = savepoint.Entry{}
-	var err error
-	if u.timers != nil {
-		if len(suffix) < 8 {
-			return false, fmt.Errorf("%w: timer key of %d bytes", errKey, len(suffix))
-		}
-		e.Timestamp = readTime(suffix)
-		suffix = suffix[8:]
-	}
-	if sc.key, suffix, err = readEscaped(sc.key[:0], suffix); err != nil {
-		return false, err
-	}
-	if sc.ns, suffix, err = readEscaped(sc.ns[:0], suffix); err != nil {
-		return false, err
-	}
-	e.Key, e.Namespace = sc.key, sc.ns
-	if u.timers != nil {
-		return true, trailing(suffix, 0)
-	}
-	switch u.state.spec.Kind {
-	case savepoint.List:
-		err = trailing(suffix, seqLen)
-	case savepoint.Map:
-		if sc.mapKey, suffix, err = readEscaped(sc.mapKey[:0], suffix); err == nil {
-			e.MapKey = sc.mapKey
-			err = trailing(suffix, 0)
-		}
-	default:
-		err = trailing(suffix, 0)
-	}
-	if err != nil {
-		return false, err
-	}
-	if e.Value, err = sc.it.ValueAndErr(); err != nil {
-		return false, err
-	}
-	if t := u.state.spec.TTL; t != nil && t.CleanupFullSnapshot && u.state.expiredAt(e.Value, sc.now) {
-		return false, nil
-	}
-	return true, nil
-}
-
-// trailing checks that exactly n bytes follow the parsed components.
-func trailing(rest []byte, n int) error {
-	if len(rest) != n {
-		return fmt.Errorf("%w: %d trailing bytes, want %d", errKey, len(rest), n)
-	}
-	return nil
 }

@@ -39,10 +39,10 @@ type Backend interface {
 	// describes the operator as meta. States with full-snapshot cleanup leave
 	// out entries expired at now.
 	Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, op int, meta *savepoint.Operator, now int64) error
-	// Restore loads the owned key groups of operator op of r. Every state
-	// and timer service in the savepoint must be declared first, unless
-	// opts allows dropping it.
-	Restore(ctx context.Context, r *snapshotfmt.Reader, op int, opts RestoreOptions) error
+	// Restore loads the owned key groups of operator op of src, a savepoint
+	// or checkpoint of any layout. Every state and timer service in it must
+	// be declared first, unless opts allows dropping it.
+	Restore(ctx context.Context, src savepoint.Source, op int, opts RestoreOptions) error
 
 	Close() error
 }

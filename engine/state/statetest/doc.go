@@ -9,6 +9,9 @@
 //	func TestConformance(t *testing.T) { statetest.Run(t, newBackend) }
 //	func TestCross(t *testing.T)       { statetest.RunCross(t, newHeap, newBackend) }
 //
+// RunCheckpoint checks a backend's own checkpoint layout against the
+// canonical savepoint: the same entries, restorable into any backend.
+//
 // Tests of an optional capability (state.IncrementalCleaner, state.Sweeper)
 // skip when the backend lacks it. The exported helpers write and read
 // savepoints for other tests of the engine.

@@ -90,7 +90,7 @@ func rescale(t *testing.T, newBackend Factory, maxParallelism int, keySer serial
 		t.Run(fmt.Sprintf("Parallelism%d", p), func(t *testing.T) {
 			dst := subtasks(t, newBackend, j, p, maxParallelism, clock)
 			for _, s := range dst {
-				Restore(t, s.f.b, r, state.RestoreOptions{Now: now})
+				Restore(t, s.f.b, r.Source(), state.RestoreOptions{Now: now})
 			}
 			for i, k := range keys {
 				dst[owner(k, p, maxParallelism)].check(i, k)

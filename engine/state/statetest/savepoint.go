@@ -82,11 +82,11 @@ func OpenSavepoint(t testing.TB, dir string) *snapshotfmt.Reader {
 	return r
 }
 
-// Restore restores operator 0 of r into b, whose states must already be
+// Restore restores operator 0 of src into b, whose states must already be
 // declared.
-func Restore(t testing.TB, b state.Backend, r *snapshotfmt.Reader, opts state.RestoreOptions) {
+func Restore(t testing.TB, b state.Backend, src savepoint.Source, opts state.RestoreOptions) {
 	t.Helper()
-	must(t, b.Restore(context.Background(), r, 0, opts))
+	must(t, b.Restore(context.Background(), src, 0, opts))
 }
 
 // Segments returns the segments of operator op's state (or timer service)
@@ -142,15 +142,24 @@ func Count(t testing.TB, r *snapshotfmt.Reader, op, ref int) int {
 // same dump, however their data files are cut.
 func Dump(t testing.TB, r *snapshotfmt.Reader, op int) []string {
 	t.Helper()
-	o := &r.Metadata().Operators[op]
+	return DumpSource(t, r.Source(), op)
+}
+
+// DumpSource is Dump for a savepoint or checkpoint of any layout: sources
+// holding the same state give the same dump.
+func DumpSource(t testing.TB, src savepoint.Source, op int) []string {
+	t.Helper()
+	o := &src.Metadata().Operators[op]
 	var out []string
 	for ref := range len(o.States) + len(o.Timers) {
-		for _, seg := range Segments(r, op, ref) {
-			for _, e := range segmentEntries(t, r, seg) {
-				out = append(out, fmt.Sprintf("ref %d kg %d key %x ns %x mapkey %x value %x time %d",
-					ref, seg.KeyGroup, e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp))
-			}
+		it := src.Entries(context.Background(), op, ref, keygroup.All(o.MaxParallelism))
+		for it.Next() {
+			e := it.Entry()
+			out = append(out, fmt.Sprintf("ref %d kg %d key %x ns %x mapkey %x value %x time %d",
+				ref, e.KeyGroup, e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp))
 		}
+		must(t, it.Err())
+		must(t, it.Close())
 	}
 	return out
 }

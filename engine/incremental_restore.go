@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/stateproc/stateproc/engine/pebblebackend"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// openSource opens the savepoint or checkpoint in dir. The native
+// databases of an incremental checkpoint are materialized in work; release
+// closes them and removes work, closeAll does that and closes the rest.
+func openSource(ctx context.Context, dir, work string) (src savepoint.Source, release, closeAll func() error, err error) {
+	dir = filepath.Clean(dir) // its parent is the checkpoint root
+	r, err := snapshotfmt.Open(ctx, storage.LocalDir(dir))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, ok, err := readManifest(dir)
+	if err != nil {
+		r.Close()
+		return nil, nil, nil, err
+	}
+	if !ok {
+		return r.Source(), func() error { return nil }, r.Close, nil
+	}
+	cs, err := openCheckpoint(ctx, r, m, dir, work)
+	if err != nil {
+		r.Close()
+		return nil, nil, nil, err
+	}
+	return cs, cs.closeNative, cs.Close, nil
+}
+
+// checkpointSource is an incremental checkpoint as a savepoint.Source: the
+// keyed state of the operators that have native databases comes from them,
+// everything else from the canonical part.
+type checkpointSource struct {
+	canonical *snapshotfmt.Reader
+	native    map[int]pebblebackend.CheckpointSet
+	work      string
+}
+
+// openCheckpoint materializes every native database of m, the manifest of
+// the checkpoint in dir, in a directory of its own under work (the files
+// under their database's names, hard linked from the checkpoint root where
+// possible) after checking each file's size and checksum, and opens them.
+func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *incrementalManifest, dir, work string) (_ *checkpointSource, err error) {
+	cs := &checkpointSource{canonical: r, native: map[int]pebblebackend.CheckpointSet{}, work: work}
+	readers := map[int][]*pebblebackend.CheckpointReader{}
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, rs := range readers {
+			for _, rd := range rs {
+				rd.Close()
+			}
+		}
+		cs.closeNative()
+	}()
+	meta := r.Metadata()
+	for _, db := range m.Databases {
+		op := operatorIndex(meta, db.Operator)
+		if op < 0 {
+			return nil, fmt.Errorf("%w: %s: a database of operator %q, which the metadata does not list", ErrCorruptCheckpoint, dir, db.Operator)
+		}
+		dbDir := filepath.Join(work, nativeDirName(op, db.Subtask))
+		if err := materialize(ctx, filepath.Dir(dir), dbDir, db.Files); err != nil {
+			return nil, err
+		}
+		rd, err := pebblebackend.OpenCheckpoint(dbDir, db.Keyspace)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: operator %q subtask %d: %v", ErrCorruptCheckpoint, dir, db.Operator, db.Subtask, err)
+		}
+		readers[op] = append(readers[op], rd)
+	}
+	for op, rs := range readers {
+		o := &meta.Operators[op]
+		set, err := pebblebackend.NewCheckpointSet(rs...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: operator %q: %v", ErrCorruptCheckpoint, dir, o.UID, err)
+		}
+		delete(readers, op)
+		cs.native[op] = set
+		if set.MaxParallelism() != o.MaxParallelism {
+			return nil, fmt.Errorf("%w: %s: operator %q has max parallelism %d, its databases %d", ErrCorruptCheckpoint, dir, o.UID, o.MaxParallelism, set.MaxParallelism())
+		}
+	}
+	return cs, nil
+}
+
+func operatorIndex(meta *savepoint.Metadata, uid string) int {
+	for i := range meta.Operators {
+		if meta.Operators[i].UID == uid {
+			return i
+		}
+	}
+	return -1
+}
+
+// materialize puts the files of one native database into dir under their
+// database names. A file that is missing or does not match its size and
+// checksum is an error that names it.
+func materialize(ctx context.Context, root, dir string, files []nativeFile) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		src := filepath.Join(root, filepath.FromSlash(f.Path))
+		info, err := os.Stat(src)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%w: %s is missing", ErrCorruptCheckpoint, src)
+		case err != nil:
+			return err
+		case info.Size() != f.Size:
+			return fmt.Errorf("%w: %s is %d bytes, the checkpoint lists %d", ErrCorruptCheckpoint, src, info.Size(), f.Size)
+		}
+		crc, err := linkOrCopy(src, filepath.Join(dir, f.Name), false)
+		if err != nil {
+			return fmt.Errorf("engine: %s: %w", src, err)
+		}
+		if crc != f.CRC32C {
+			return fmt.Errorf("%w: %s: checksum mismatch: listed %08x, computed %08x", ErrCorruptCheckpoint, src, f.CRC32C, crc)
+		}
+	}
+	return nil
+}
+
+func (cs *checkpointSource) Metadata() *savepoint.Metadata { return cs.canonical.Metadata() }
+
+func (cs *checkpointSource) Entries(ctx context.Context, op, ref int, kgs keygroup.Range) savepoint.EntryIterator {
+	if cs.native == nil {
+		return savepoint.Failed(errors.New("engine: the checkpoint's databases are closed"))
+	}
+	set, ok := cs.native[op]
+	if !ok {
+		return cs.canonical.Source().Entries(ctx, op, ref, kgs)
+	}
+	name, ok := cs.Metadata().Operators[op].RefName(ref)
+	if !ok {
+		return savepoint.Failed(fmt.Errorf("engine: operator %q has no state or timer service %d", cs.Metadata().Operators[op].UID, ref))
+	}
+	return set.Entries(ctx, name, kgs)
+}
+
+// Close closes the databases and the canonical part, and removes the
+// materialized files.
+func (cs *checkpointSource) Close() error {
+	return errors.Join(cs.closeNative(), cs.canonical.Close())
+}
+
+func (cs *checkpointSource) closeNative() error {
+	var errs []error
+	for _, set := range cs.native {
+		errs = append(errs, set.Close())
+	}
+	cs.native = nil
+	return errors.Join(append(errs, os.RemoveAll(cs.work))...)
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"github.com/stateproc/stateproc/engine/pebblebackend"
+)
+
+// snapshotNative is the part of a Pebble subtask in an incremental
+// checkpoint: a native checkpoint of its database, whose immutable files go
+// to shared/ (only those that no earlier checkpoint of the attempt put
+// there) and whose small files go to the checkpoint's directory. The shared
+// files are synced before the subtask acknowledges, so they are durable
+// before the checkpoint that references them is published.
+func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
+	s := t.att.store
+	tmp := filepath.Join(s.work, fmt.Sprintf("%s-%d.chk-%d", sanitize(t.n.uid), t.subtask, cp.id))
+	native, err := b.Checkpoint(tmp)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	db := nativeDB{Operator: t.n.uid, Subtask: t.subtask, DB: native.DB, Keyspace: native.Keyspace}
+	dir := nativeDirName(t.op, t.subtask)
+	var shared, reused int64
+	for _, f := range native.Files {
+		src := filepath.Join(tmp, f.Name)
+		if !f.Immutable {
+			name := path.Join(dir, f.Name)
+			size, crc, err := copyToStaging(t.ctx, cp.staging, src, name)
+			if err != nil {
+				return err
+			}
+			db.Files = append(db.Files, nativeFile{Name: f.Name, Path: path.Join(checkpointName(cp.id), name), Size: size, CRC32C: crc})
+			continue
+		}
+		nf, added, err := s.share(src, f, sharedName(t.n.uid, t.subtask, native.DB, f.Name))
+		if err != nil {
+			return err
+		}
+		if added {
+			shared += f.Size
+		} else {
+			reused += f.Size
+		}
+		db.Files = append(db.Files, nf)
+	}
+	if shared > 0 {
+		if err := syncDir(filepath.Join(s.root, sharedDir)); err != nil {
+			return err
+		}
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.native = append(cp.native, db)
+	cp.shared += shared
+	cp.reused += reused
+	return nil
+}
+
+// share returns the shared file rel for the immutable file src, writing it
+// unless this attempt already did; added says whether it did.
+func (s *checkpointStore) share(src string, f pebblebackend.CheckpointFile, rel string) (nf nativeFile, added bool, err error) {
+	s.mu.Lock()
+	known, ok := s.published[rel]
+	s.mu.Unlock()
+	if ok {
+		if known.Size != f.Size {
+			return nf, false, fmt.Errorf("engine: immutable file %s was %d bytes and is now %d", src, known.Size, f.Size)
+		}
+		return known, false, nil
+	}
+	dst := filepath.Join(s.root, filepath.FromSlash(rel))
+	crc, err := linkOrCopy(src, dst, true)
+	if err != nil {
+		return nf, false, fmt.Errorf("engine: publishing %s: %w", dst, err)
+	}
+	nf = nativeFile{Name: f.Name, Path: rel, Size: f.Size, CRC32C: crc}
+	s.mu.Lock()
+	s.published[rel] = nf
+	s.mu.Unlock()
+	return nf, true, nil
+}
+
+// copyToStaging copies the file src into the staged checkpoint directory
+// as name, which the staging syncs, and returns its size and CRC-32C.
+func copyToStaging(ctx context.Context, st *countingStaging, src, name string) (int64, uint32, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer in.Close()
+	out, err := st.Create(ctx, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(io.MultiWriter(out, h), in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine: copying %s: %w", src, err)
+	}
+	return n, h.Sum32(), nil
+}
+
+// writeManifest writes the list of an incremental checkpoint's native
+// databases into its directory, in job order; a checkpoint without any
+// gets none.
+func (cp *checkpoint) writeManifest(ctx context.Context) error {
+	if len(cp.native) == 0 {
+		return nil
+	}
+	m := &incrementalManifest{Version: incrementalVersion, Databases: slices.Clone(cp.native)}
+	uids := map[string]int{}
+	for i, op := range cp.meta.Operators {
+		uids[op.UID] = i
+	}
+	slices.SortFunc(m.Databases, func(a, b nativeDB) int {
+		if d := uids[a.Operator] - uids[b.Operator]; d != 0 {
+			return d
+		}
+		return a.Subtask - b.Subtask
+	})
+	b, err := encodeManifest(m)
+	if err != nil {
+		return err
+	}
+	out, err := cp.staging.Create(ctx, incrementalName)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(b); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// retain deletes all but the newest keep checkpoints under the root, then
+// the shared files that no remaining checkpoint references: those of the
+// deleted checkpoints that compaction has since replaced, and those that an
+// aborted checkpoint left behind. It runs between checkpoints, when no
+// subtask is adding shared files.
+func (s *checkpointStore) retain(keep int) error {
+	ids, err := listCheckpoints(s.root)
+	if err != nil {
+		return err
+	}
+	for len(ids) > keep {
+		if err := os.RemoveAll(checkpointPath(s.root, ids[0])); err != nil {
+			return err
+		}
+		ids = ids[1:]
+	}
+	referenced := map[string]bool{}
+	for _, id := range ids {
+		m, ok, err := readManifest(checkpointPath(s.root, id))
+		if err != nil {
+			// Without every reference, no shared file is known to be unused.
+			return fmt.Errorf("engine: retention: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		for _, db := range m.Databases {
+			for _, f := range db.Files {
+				referenced[f.Path] = true
+			}
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(s.root, sharedDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := path.Join(sharedDir, e.Name())
+		if referenced[name] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.root, filepath.FromSlash(name))); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		delete(s.published, name)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// listCheckpoints returns the ids of the checkpoints under root, ascending.
+func listCheckpoints(root string) ([]uint64, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var ids []uint64
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "chk-") {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimPrefix(e.Name(), "chk-"), 10, 64)
+		if err == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
