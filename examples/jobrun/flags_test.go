@@ -1,0 +1,60 @@
+package jobrun
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stateproc/stateproc/engine"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+func parse(t *testing.T, args ...string) *Common {
+	t.Helper()
+	var c Common
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// Without -stop-after the run stops at the end of the input, where a
+// savepoint keeps its timers unless -drain is given.
+func TestOptionsStopAtTheEndOfTheInput(t *testing.T) {
+	opts, err := parse(t, "-backend", "pebble", "-compression", "zstd", "-savepoint", "sp").Options(1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.StopAfter != 1234 || opts.Drain || opts.Backend != engine.Pebble || opts.Compression != snapshotfmt.CodecZstd || opts.SavepointDir != "sp" {
+		t.Errorf("options: %+v", opts)
+	}
+	opts, err = parse(t, "-stop-after", "100", "-drain", "-checkpoints", "chk", "-checkpoint-interval", "2s", "-restore", "r", "-allow-non-restored-state").Options(1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.StopAfter != 100 || !opts.Drain || opts.CheckpointDir != "chk" || opts.CheckpointInterval != 2*time.Second || opts.RestoreFrom != "r" || !opts.AllowNonRestoredState {
+		t.Errorf("options: %+v", opts)
+	}
+}
+
+func TestOptionsRefuseBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-backend", "rocksdb"},
+		{"-compression", "snappy"},
+		{"-parallelism", "0"},
+		{"-parallelism", "4", "-max-parallelism", "2"},
+		{"-stop-after", "-1"},
+		{"-stop-after", "2000"},
+		{"-checkpoints", "chk", "-checkpoint-interval", "0s"},
+		{"-max-restarts", "-1"},
+	} {
+		if _, err := parse(t, args...).Options(1000); !errors.Is(err, ErrUsage) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+}
