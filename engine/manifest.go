@@ -14,12 +14,18 @@ func (j *Job) Manifest() (savepoint.Manifest, error) {
 		return savepoint.Manifest{}, err
 	}
 	var ops []savepoint.Operator
+	var nodes []*node
 	for _, n := range j.nodes {
 		if n.uid != "" {
 			ops = append(ops, n.model())
+			nodes = append(nodes, n)
 		}
 	}
-	return savepoint.NewManifest(j.name, ops), nil
+	m := savepoint.NewManifest(j.name, ops)
+	for i, n := range nodes {
+		m.Operators[i].MaxParallelismSet = n.maxParallelismSet
+	}
+	return m, nil
 }
 
 // model describes n as the savepoint metadata records it, with empty

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/serializers"
 )
 
 // restoreSource is the savepoint or checkpoint a run starts from, matched
@@ -53,59 +53,37 @@ func openRestore(ctx context.Context, a *attempt, dir string) (_ *restoreSource,
 		}
 	}()
 	meta := rs.src.Metadata()
-	claimed := map[int]bool{}
+	var declared []compat.Declared
 	for _, n := range a.job.nodes {
-		rs.ops[n] = -1
-		if n.uid == "" {
-			continue
-		}
-		for i := range meta.Operators {
-			if meta.Operators[i].UID == n.uid {
-				rs.ops[n] = i
-				claimed[i] = true
-				if err := checkOperator(n, &meta.Operators[i]); err != nil {
-					return nil, err
-				}
-			}
+		if n.uid != "" {
+			declared = append(declared, compat.Declared{Operator: n.model(), MaxParallelismSet: n.maxParallelismSet})
 		}
 	}
-	for i := range meta.Operators {
-		if !claimed[i] && !a.opts.AllowNonRestoredState {
-			return nil, fmt.Errorf("%w: %w: operator %q of the savepoint is not in the job (allow non-restored state to drop it)", ErrRestore, state.ErrNotRestored, meta.Operators[i].UID)
+	// The same decisions as stateproc check, on the whole job before any
+	// task starts.
+	for _, f := range compat.CheckJob(meta, declared, compat.Options{AllowNonRestoredState: a.opts.AllowNonRestoredState}) {
+		if err := state.Refusal(&f); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrRestore, err)
+		}
+	}
+	for _, n := range a.job.nodes {
+		rs.ops[n] = -1
+		for i := range meta.Operators {
+			if n.uid != "" && meta.Operators[i].UID == n.uid {
+				rs.ops[n] = i
+				adoptMaxParallelism(n, &meta.Operators[i])
+			}
 		}
 	}
 	return rs, nil
 }
 
-// checkOperator verifies that a savepoint operator can be restored into n:
-// same key serializer, same max parallelism unless the job left it unset,
-// and a parallelism the key groups allow.
-func checkOperator(n *node, saved *savepoint.Operator) error {
-	if n.kind != keyedNode {
-		if saved.Keyed() {
-			return fmt.Errorf("%w: operator %q is keyed in the savepoint but not in the job", ErrRestore, n.uid)
-		}
-		return nil
-	}
-	if !saved.Keyed() {
-		if len(saved.States) > 0 {
-			return fmt.Errorf("%w: operator %q is not keyed in the savepoint", ErrRestore, n.uid)
-		}
-		return nil
-	}
-	if c := serializers.Check(saved.Key, n.key.Snapshot()); c.Verdict != serializers.CompatibleAsIs {
-		return fmt.Errorf("%w: %w: operator %q: key serializer changed: %s", ErrRestore, state.ErrIncompatible, n.uid, c.Reason)
-	}
-	if n.maxParallelism != saved.MaxParallelism {
-		if n.maxParallelismSet {
-			return fmt.Errorf("%w: operator %q: the savepoint has max parallelism %d, the job %d (rewrite it with stateproc rescale)", ErrRestore, n.uid, saved.MaxParallelism, n.maxParallelism)
-		}
+// adoptMaxParallelism gives a keyed operator that left its max parallelism
+// unset the savepoint's, which compat.CheckJob has found it can run at.
+func adoptMaxParallelism(n *node, saved *savepoint.Operator) {
+	if n.kind == keyedNode && saved.Keyed() {
 		n.maxParallelism = saved.MaxParallelism
 	}
-	if n.parallelism > n.maxParallelism {
-		return fmt.Errorf("%w: operator %q: parallelism %d above max parallelism %d", ErrRestore, n.uid, n.parallelism, n.maxParallelism)
-	}
-	return nil
 }
 
 // savedOperator returns n's operator in the savepoint, if any.
@@ -145,25 +123,19 @@ func (r *restoreSource) operatorState(t *task) error {
 		return nil
 	}
 	t.restoredOp = map[string][][]byte{}
+	// openRestore has checked the serializers and what is not restored.
 	for _, spec := range t.n.opState {
 		for _, s := range op.OperatorStates {
-			if s.Name != spec.name {
-				continue
+			if s.Name == spec.name {
+				t.restoredOp[s.Name] = redistribute(spec.distribution, s.Subtasks, t.n.parallelism)[t.subtask]
 			}
-			if c := serializers.Check(s.Element, spec.element.Snapshot()); c.Verdict != serializers.CompatibleAsIs {
-				return permanent(t.errorf("operator state %q: %s", s.Name, c.Reason))
-			}
-			t.restoredOp[s.Name] = redistribute(spec.distribution, s.Subtasks, t.n.parallelism)[t.subtask]
 		}
 	}
 	for i := range op.BroadcastStates {
 		saved := &op.BroadcastStates[i]
 		store, ok := t.bcast[saved.Name]
 		if !ok {
-			if t.att.opts.AllowNonRestoredState {
-				continue
-			}
-			return permanent(t.errorf("%w: broadcast state %q", state.ErrNotRestored, saved.Name))
+			continue
 		}
 		if err := store.restore(saved); err != nil {
 			return permanent(t.errorf("%w", err))

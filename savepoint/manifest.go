@@ -22,15 +22,18 @@ type Manifest struct {
 
 // ManifestOperator is one operator of a manifest.
 type ManifestOperator struct {
-	UID            string                 `json:"uid"`
-	Name           string                 `json:"name"`
-	Parallelism    int                    `json:"parallelism"`
-	MaxParallelism int                    `json:"maxParallelism"`
-	Key            *serializers.Snapshot  `json:"key,omitempty"`
-	States         []ManifestState        `json:"states,omitempty"`
-	Timers         []ManifestTimerService `json:"timers,omitempty"`
-	OperatorStates []ManifestOpState      `json:"operatorStates,omitempty"`
-	Broadcast      []ManifestBroadcast    `json:"broadcastStates,omitempty"`
+	UID            string `json:"uid"`
+	Name           string `json:"name"`
+	Parallelism    int    `json:"parallelism"`
+	MaxParallelism int    `json:"maxParallelism"`
+	// MaxParallelismSet says that the job fixed MaxParallelism; otherwise
+	// it is the default, and a restore adopts the savepoint's.
+	MaxParallelismSet bool                   `json:"maxParallelismSet,omitempty"`
+	Key               *serializers.Snapshot  `json:"key,omitempty"`
+	States            []ManifestState        `json:"states,omitempty"`
+	Timers            []ManifestTimerService `json:"timers,omitempty"`
+	OperatorStates    []ManifestOpState      `json:"operatorStates,omitempty"`
+	Broadcast         []ManifestBroadcast    `json:"broadcastStates,omitempty"`
 }
 
 // ManifestState is one keyed state descriptor.

@@ -1,6 +1,7 @@
 package serializers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,13 @@ import (
 // The plan works on bytes, not on Go values: hamba's resolver accepts some
 // pairs the specification refuses (logical type changes) and refuses some it
 // allows (a writer union whose branches all promote to the reader's type).
+//
+// The specification signals an error only when a datum is read: a writer
+// union branch that no reader type matches makes the values that use it
+// unreadable, not the schema. The plan keeps such a branch as an
+// opUnreadable node, so that data which does not use it migrates, and lists
+// it in unreadable. A writer type none of whose values can be read is
+// refused when the plan is compiled.
 type avroPlan struct {
 	root *avroNode
 	// same: writer and reader have the same Parsing Canonical Form (and the
@@ -27,6 +35,8 @@ type avroPlan struct {
 	hasMap bool
 	// changes says, for a plan that is not same, what differs.
 	changes []string
+	// unreadable says which writer union branches have no reading.
+	unreadable []string
 }
 
 type avroOp uint8
@@ -52,6 +62,7 @@ const (
 	opLongToFloat
 	opLongToDouble
 	opFloatToDouble
+	opUnreadable // a writer union branch that the reader cannot read: msg says why
 )
 
 type avroNode struct {
@@ -74,6 +85,7 @@ type avroNode struct {
 	fields   []fieldStep   // opRecord, in writer order
 	readers  []readerField // opRecord, in reader order
 	inOrder  bool          // opRecord: writer fields arrive in reader order
+	msg      string        // opUnreadable
 }
 
 type unionBranch struct {
@@ -107,6 +119,8 @@ var (
 type avroMismatch struct {
 	path string // where: OpenRequest.prompt_tokens; empty at the top
 	msg  string
+	// noBranch: the writer type matches no branch of a reader union.
+	noBranch bool
 }
 
 func (e *avroMismatch) Error() string {
@@ -126,7 +140,7 @@ func compileAvro(writer, reader avro.Schema) (*avroPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &avroPlan{root: root, same: true, changes: c.changes}
+	p := &avroPlan{root: root, same: true, changes: c.changes, unreadable: c.unreadable}
 	seen := map[*avroNode]bool{}
 	var walk func(n *avroNode)
 	walk = func(n *avroNode) {
@@ -152,10 +166,11 @@ type compiler struct {
 	// memo holds the records compiled or being compiled, by (writer,
 	// reader): recursive schemas refer back to them.
 	memo map[[2]avro.Schema]*avroNode
-	// added and changes are logs that a failed union branch trial rolls
-	// back.
-	added   [][2]avro.Schema
-	changes []string
+	// added, changes and unreadable are logs that a failed union branch
+	// trial rolls back.
+	added      [][2]avro.Schema
+	changes    []string
+	unreadable []string
 }
 
 func (c *compiler) change(path, format string, args ...any) {
@@ -325,15 +340,25 @@ func (c *compiler) intoUnion(w avro.Schema, ru *avro.UnionSchema, path string) (
 		return &avroNode{op: opToUnion, index: i, elem: n, minSize: n.minSize}, nil
 	}
 	u := &avroNode{op: opUnion, same: len(wu.Types()) == len(ru.Types()), minSize: 1}
+	readable := 0
 	for wi, wb := range wu.Types() {
 		ri, n, err := c.branch(wb, ru, path)
+		if m, ok := err.(*avroMismatch); ok && m.noBranch {
+			u.same = false
+			u.branches = append(u.branches, unionBranch{index: -1, node: c.unreadableBranch(m)})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		if ri != wi {
 			u.same = false
 		}
+		readable++
 		u.branches = append(u.branches, unionBranch{index: ri, node: n})
+	}
+	if readable == 0 {
+		return nil, mismatch(path, "union narrowed: no branch of the writer union matches the reader union")
 	}
 	if !u.same {
 		c.change(path, "union branches changed")
@@ -341,9 +366,18 @@ func (c *compiler) intoUnion(w avro.Schema, ru *avro.UnionSchema, path string) (
 	return u, nil
 }
 
+// unreadableBranch stands for a writer union branch that nothing in the
+// reader matches: the values that use it fail to migrate, with m (whose
+// path the transcoder's error gives by itself).
+func (c *compiler) unreadableBranch(m *avroMismatch) *avroNode {
+	c.unreadable = append(c.unreadable, m.Error())
+	return &avroNode{op: opUnreadable, msg: m.msg}
+}
+
 // branch picks the reader union branch for a writer type: the one of the
 // same type and name if there is one (and then its resolution, good or bad),
-// otherwise the first that resolves.
+// otherwise the first that matches and resolves. When branches match but
+// none resolves, the first one's error says why.
 func (c *compiler) branch(w avro.Schema, ru *avro.UnionSchema, path string) (int, *avroNode, error) {
 	w = deref(w)
 	for i, rb := range ru.Types() {
@@ -352,18 +386,39 @@ func (c *compiler) branch(w avro.Schema, ru *avro.UnionSchema, path string) (int
 			return i, n, err
 		}
 	}
+	var first error
 	for i, rb := range ru.Types() {
-		added, changes := len(c.added), len(c.changes)
+		if !matches(w, deref(rb)) {
+			continue
+		}
+		added, changes, unreadable := len(c.added), len(c.changes), len(c.unreadable)
 		n, err := c.node(w, rb, path)
 		if err == nil {
 			return i, n, nil
 		}
+		first = cmp.Or(first, err)
 		for _, k := range c.added[added:] {
 			delete(c.memo, k)
 		}
-		c.added, c.changes = c.added[:added], c.changes[:changes]
+		c.added, c.changes, c.unreadable = c.added[:added], c.changes[:changes], c.unreadable[:unreadable]
 	}
-	return 0, nil, mismatch(path, "union narrowed: %s matches no branch of the reader union", describe(w))
+	if first != nil {
+		return 0, nil, first
+	}
+	return 0, nil, &avroMismatch{path: path, msg: fmt.Sprintf("union narrowed: %s matches no branch of the reader union", describe(w)), noBranch: true}
+}
+
+// matches is the specification's first test of resolution: the types are
+// the same or promote, and named types have matching names. Schemas that
+// match may still fail to resolve (a field added without a default); those
+// that do not match cannot read any value.
+func matches(w, r avro.Schema) bool {
+	if w.Type() != r.Type() {
+		_, ok := promotion(w.Type(), r.Type())
+		return ok
+	}
+	wn, ok := w.(avro.NamedSchema)
+	return !ok || namesMatch(wn, r.(avro.NamedSchema))
 }
 
 func sameType(w, r avro.Schema) bool {
@@ -376,15 +431,22 @@ func sameType(w, r avro.Schema) bool {
 
 func (c *compiler) fromUnion(wu *avro.UnionSchema, r avro.Schema, path string) (*avroNode, error) {
 	u := &avroNode{op: opUnion, minSize: 1}
+	var first error
 	for _, wb := range wu.Types() {
+		if wb := deref(wb); !matches(wb, r) {
+			narrowed := &avroMismatch{path: path, msg: fmt.Sprintf("union narrowed to %s: writer branch %s cannot be read", describe(r), describe(wb))}
+			first = cmp.Or(first, error(narrowed))
+			u.branches = append(u.branches, unionBranch{index: -1, node: c.unreadableBranch(narrowed)})
+			continue
+		}
 		n, err := c.node(wb, r, path)
 		if err != nil {
-			if m, ok := err.(*avroMismatch); ok && m.path == path {
-				return nil, mismatch(path, "union narrowed to %s: writer branch %s: %s", describe(r), describe(deref(wb)), m.msg)
-			}
 			return nil, err
 		}
 		u.branches = append(u.branches, unionBranch{index: -1, node: n})
+	}
+	if !slices.ContainsFunc(u.branches, func(b unionBranch) bool { return b.node.op != opUnreadable }) {
+		return nil, first
 	}
 	c.change(path, "union read as %s", describe(r))
 	return u, nil

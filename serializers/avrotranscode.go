@@ -246,6 +246,8 @@ func (t *transcoder) run(n *avroNode, depth int) error {
 		} else {
 			t.appendFloat(false, float64(v))
 		}
+	case opUnreadable:
+		return &valueError{sentinel: ErrUnreadable, msg: n.msg}
 	case opFloatToDouble:
 		b, err := t.take(4, "float")
 		if err != nil {

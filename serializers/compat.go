@@ -2,6 +2,7 @@ package serializers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +36,12 @@ func (v Verdict) String() string {
 type Compatibility struct {
 	Verdict Verdict
 	Reason  string
+	// DataDependent qualifies CompatibleAfterMigration: some values the old
+	// serializer can write have no reading in the new one (a union branch
+	// the new schema removed), so whether the data migrates is known only
+	// by reading it. The migration of such a value fails with
+	// ErrUnreadable.
+	DataDependent bool
 }
 
 func (c Compatibility) String() string {
@@ -54,10 +61,15 @@ func incompatible(format string, args ...any) Compatibility {
 	return Compatibility{Verdict: Incompatible, Reason: fmt.Sprintf(format, args...)}
 }
 
-// worst keeps the worse verdict with its reason; on a tie, the first.
+// worst keeps the worse verdict with its reason. Two migrations make one,
+// with both reasons: the second may be the one that depends on the data.
 func worst(a, b Compatibility) Compatibility {
-	if b.Verdict > a.Verdict {
+	switch {
+	case b.Verdict > a.Verdict:
 		return b
+	case b.Verdict == CompatibleAfterMigration && a.Verdict == CompatibleAfterMigration:
+		a.Reason += "; " + b.Reason
+		a.DataDependent = a.DataDependent || b.DataDependent
 	}
 	return a
 }
@@ -133,13 +145,18 @@ func checkAvro(old, new string) Compatibility {
 		return incompatible("%v", err)
 	case p.same:
 		return asIs
-	case len(p.changes) == 0:
+	case len(p.changes) == 0 && len(p.unreadable) == 0:
 		return afterMigration("avro schema changed")
 	}
+	// The changes that make the migration depend on the data come first,
+	// so that they are among those shown.
+	changes := slices.Concat(p.unreadable, p.changes)
 	const shown = 3
-	reason := strings.Join(p.changes[:min(shown, len(p.changes))], "; ")
-	if len(p.changes) > shown {
-		reason += fmt.Sprintf("; and %d more changes", len(p.changes)-shown)
+	reason := strings.Join(changes[:min(shown, len(changes))], "; ")
+	if len(changes) > shown {
+		reason += fmt.Sprintf("; and %d more changes", len(changes)-shown)
 	}
-	return afterMigration("%s", reason)
+	c := afterMigration("%s", reason)
+	c.DataDependent = len(p.unreadable) > 0
+	return c
 }

@@ -110,5 +110,9 @@
 // with a reason. Avro follows the specification's schema resolution, except
 // that any change of logical type, or of a decimal's precision or scale, is
 // incompatible. Migrator rewrites values for pairs that are compatible after
-// migration.
+// migration. As in the specification, a writer union branch that the reader
+// has no match for fails only the values that use it: such a pair is
+// compatible after migration with DataDependent set, and the migration of
+// such a value fails with ErrUnreadable; whether a savepoint can migrate is
+// then known only by reading its values.
 package serializers

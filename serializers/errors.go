@@ -16,13 +16,18 @@ var (
 	// ErrIncompatible is wrapped by Migrator's error for a pair of serializers
 	// that Check finds incompatible.
 	ErrIncompatible = errors.New("serializers: incompatible serializers")
+	// ErrUnreadable is wrapped by a Migrate error about a well-formed value
+	// that the new serializer has no reading of: it uses a union branch the
+	// new Avro schema removed. Only pairs whose Compatibility is
+	// DataDependent fail so.
+	ErrUnreadable = errors.New("serializers: value has no reading in the new serializer")
 )
 
 // valueError is an encode or decode error. Nesting adds context to msg
 // instead of wrapping, so that a value deep in a map in a list reads as one
 // message with one package prefix.
 type valueError struct {
-	sentinel error // ErrDecode or ErrEncode
+	sentinel error // ErrDecode, ErrEncode or ErrUnreadable
 	msg      string
 	cause    error // an error from outside this package, if any
 }

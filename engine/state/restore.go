@@ -3,7 +3,10 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 )
@@ -33,76 +36,50 @@ type Restored struct {
 }
 
 // PlanRestore matches the states and timer services of a savepoint operator
-// with the declared ones by name, and checks each pair with the serializers'
-// compatibility rules. States the job declares but the savepoint lacks start
+// with the declared ones by name, and decides each pair as compat does for
+// stateproc check. States the job declares but the savepoint lacks start
 // empty and are not listed. timers maps each declared timer service to its
 // namespace serializer.
 func PlanRestore(op *savepoint.Operator, declared []*Spec, timers map[string]serializers.Serializer, opts RestoreOptions) ([]Restored, error) {
-	byName := make(map[string]*Spec, len(declared))
-	for _, s := range declared {
-		byName[s.Name] = s
+	states := make([]savepoint.KeyedState, len(declared))
+	for i, s := range declared {
+		states[i] = s.Model()
+	}
+	services := make([]savepoint.TimerService, 0, len(timers))
+	for _, name := range slices.Sorted(maps.Keys(timers)) {
+		services = append(services, savepoint.TimerService{Name: name, Namespace: timers[name].Snapshot()})
 	}
 	var plan []Restored
-	for i := range op.States {
-		saved := &op.States[i]
-		spec, ok := byName[saved.Name]
-		if !ok {
-			if opts.AllowNonRestoredState {
-				continue
-			}
-			return nil, fmt.Errorf("%w: operator %q state %q", ErrNotRestored, op.UID, saved.Name)
-		}
-		conv, err := planState(op.UID, saved, spec, opts.Now)
-		if err != nil {
+	for _, f := range compat.CheckKeyed(op, states, services, compat.Options{AllowNonRestoredState: opts.AllowNonRestoredState}) {
+		if err := Refusal(&f); err != nil {
 			return nil, err
 		}
-		plan = append(plan, Restored{Ref: i, Spec: spec, Convert: conv})
-	}
-	for i, t := range op.Timers {
-		ns, ok := timers[t.Name]
-		if !ok {
-			if opts.AllowNonRestoredState {
-				continue
-			}
-			return nil, fmt.Errorf("%w: operator %q timer service %q", ErrNotRestored, op.UID, t.Name)
+		if f.Saved < 0 || f.Declared < 0 {
+			continue // new, or dropped
 		}
-		if c := serializers.Check(t.Namespace, ns.Snapshot()); c.Verdict != serializers.CompatibleAsIs {
-			return nil, fmt.Errorf("%w: operator %q timer service %q: namespace serializer changed: %s", ErrIncompatible, op.UID, t.Name, c.Reason)
+		if f.What == compat.TimerService {
+			plan = append(plan, Restored{Ref: len(op.States) + f.Saved, Timers: f.Name})
+			continue
 		}
-		plan = append(plan, Restored{Ref: len(op.States) + i, Timers: t.Name})
+		conv, err := compat.Converter(&op.States[f.Saved], &states[f.Declared], opts.Now)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrIncompatible, f.Where(), err)
+		}
+		plan = append(plan, Restored{Ref: f.Saved, Spec: declared[f.Declared], Convert: conv})
 	}
 	return plan, nil
 }
 
-func planState(uid string, saved *savepoint.KeyedState, spec *Spec, now int64) (serializers.Migrate, error) {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: operator %q state %q: %s", ErrIncompatible, uid, saved.Name, fmt.Sprintf(format, args...))
+// Refusal returns the error that stops a restore on f, or nil when f lets
+// the restore go on.
+func Refusal(f *compat.Finding) error {
+	switch {
+	case f.Verdict != compat.Incompatible:
+		return nil
+	case f.Unclaimed:
+		return fmt.Errorf("%w: %s", ErrNotRestored, f.Where())
 	}
-	if saved.Kind != spec.Kind {
-		return nil, fail("state kind changed from %s to %s", saved.Kind, spec.Kind)
-	}
-	want := spec.Model()
-	if c := serializers.Check(saved.Namespace, want.Namespace); c.Verdict != serializers.CompatibleAsIs {
-		return nil, fail("namespace serializer changed: %s", c.Reason)
-	}
-	if spec.Kind == savepoint.Map {
-		if c := serializers.Check(saved.MapKey, want.MapKey); c.Verdict != serializers.CompatibleAsIs {
-			return nil, fail("map key serializer changed: %s", c.Reason)
-		}
-	}
-	from, to := saved.StoredValue(), want.StoredValue()
-	switch c := serializers.Check(from, to); c.Verdict {
-	case serializers.CompatibleAsIs:
-		return nil, nil
-	case serializers.CompatibleAfterMigration:
-		m, err := serializers.Migrator(from, to, serializers.MigrateOptions{Now: now})
-		if err != nil {
-			return nil, fail("%v", err)
-		}
-		return m, nil
-	default:
-		return nil, fail("%s", c.Reason)
-	}
+	return fmt.Errorf("%w: %s: %s", ErrIncompatible, f.Where(), f.Reason)
 }
 
 // Ref returns the ref of the named state in a savepoint operator.
