@@ -1,0 +1,359 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+type dumpOptions struct {
+	output    string
+	operator  string
+	state     string
+	key       string
+	keyGroups string
+	limit     int
+	raw       bool
+	now       string
+}
+
+func newDumpCmd() *cobra.Command {
+	var o dumpOptions
+	cmd := &cobra.Command{
+		Use:   "dump SAVEPOINT --operator UID --state NAME",
+		Short: "Print the entries of one state, decoded, as JSON lines",
+		Long: `Dump prints the entries of one state of one operator, decoded with the
+serializers stored in the savepoint, one JSON object per line:
+
+  keyed state     key, namespace (unless void), map_key (map states) or index
+                  (list states), value, and for TTL states ttl_last_modified
+                  and expired (at --now, by the TTL rule)
+  timer service   key, namespace (unless void), timestamp
+  operator state  subtask, index, value
+  broadcast state key, value
+
+--key reads only the key group of that key and prints only its entries: a
+string key as is, numbers as numbers, bytes as hex, an Avro key as JSON.
+--raw prints the stored bytes as hex instead of decoding them. Byte strings
+in decoded values are hex too.`,
+		Example: `  stateproc dump ./sp-42 --operator features --state category-counts --limit 10
+  stateproc dump ./sp-42 --operator features --state category-counts --key user-1093
+  stateproc dump ./sp-42 --operator features --state session-end --key-groups 0-15
+  stateproc dump ./sp-42 --operator source --state offsets
+  stateproc dump ./sp-42 --operator features --state session --raw | head`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDump(cmd.Context(), o, args, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	// Dump's natural output is JSON lines, so unlike the other commands its
+	// default is json.
+	f.StringVarP(&o.output, "output", "o", outputJSON, "output format: json (one object per line) or table")
+	f.StringVar(&o.operator, "operator", "", "`uid` of the operator")
+	f.StringVar(&o.state, "state", "", "`name` of a keyed state, timer service, operator state or broadcast state")
+	f.StringVar(&o.key, "key", "", "print only this `key` (reads only its key group)")
+	f.StringVar(&o.keyGroups, "key-groups", "", "print only key groups `A-B` (or one key group A)")
+	f.IntVar(&o.limit, "limit", 0, "stop after `N` entries (0: no limit)")
+	f.BoolVar(&o.raw, "raw", false, "print stored bytes as hex instead of decoding")
+	f.StringVar(&o.now, "now", "", "`time` for expired, RFC 3339 or epoch ms (default: the savepoint's creation time)")
+	cmd.MarkFlagRequired("operator")
+	cmd.MarkFlagRequired("state")
+	return cmd
+}
+
+func runDump(ctx context.Context, o dumpOptions, args []string, out io.Writer) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if o.limit < 0 {
+		return usagef("--limit must be 0 or more, not %d", o.limit)
+	}
+	r, err := openSavepoint(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	m := r.Metadata()
+	opIdx, err := findOperator(m, o.operator)
+	if err != nil {
+		return err
+	}
+	op := &m.Operators[opIdx]
+	ref, err := findState(op, o.state)
+	if err != nil {
+		return err
+	}
+	now := m.CreatedAt
+	if o.now != "" {
+		if now, err = parseTime(o.now); err != nil {
+			return err
+		}
+	}
+	sink := newDumpSink(out, o.output, o.limit)
+	switch {
+	case ref.Operator != nil:
+		if o.key != "" || o.keyGroups != "" {
+			return usagef("--key and --key-groups apply to keyed state; %q is operator state", o.state)
+		}
+		err = dumpOperatorState(ref.Operator, o.raw, sink)
+	case ref.Broadcast != nil:
+		if o.keyGroups != "" {
+			return usagef("--key-groups applies to keyed state; %q is broadcast state", o.state)
+		}
+		err = dumpBroadcast(ref.Broadcast, o, sink)
+	default:
+		err = dumpKeyed(ctx, r, opIdx, ref, o, now, sink)
+	}
+	// What was printed before an error is still written: it shows how far
+	// the dump got.
+	closeErr := sink.close()
+	if err != nil && !errors.Is(err, errLimit) {
+		return err
+	}
+	return closeErr
+}
+
+// dumpKeyed prints a keyed state or timer service, reading only the
+// segments of the key groups asked for.
+func dumpKeyed(ctx context.Context, r *snapshotfmt.Reader, opIdx int, ref stateRef, o dumpOptions, now int64, sink *dumpSink) error {
+	op := &r.Metadata().Operators[opIdx]
+	var dec *savepoint.Decoder
+	var err error
+	if ref.Keyed != nil {
+		dec, err = savepoint.NewDecoder(op, ref.Keyed)
+	} else {
+		dec, err = savepoint.NewTimerDecoder(op, ref.Timers)
+	}
+	if err != nil {
+		// The snapshots were checked when the metadata was read; one that
+		// still cannot be restored makes the savepoint unreadable here.
+		return metadataCorrupt("a serializer snapshot cannot be restored", err)
+	}
+	kgs := keygroup.All(op.MaxParallelism)
+	if o.keyGroups != "" {
+		if kgs, err = parseKeyGroups(o.keyGroups, op.MaxParallelism); err != nil {
+			return err
+		}
+	}
+	var key []byte
+	if o.key != "" {
+		if key, err = encodeKeyArg(dec.Key(), o.key); err != nil {
+			return err
+		}
+		h, err := op.KeyHash.Sum(key)
+		if err != nil {
+			return err
+		}
+		kg := int(h % uint32(op.MaxParallelism))
+		if !kgs.Contains(kg) {
+			return nil
+		}
+		kgs = keygroup.Range{Start: kg, End: kg}
+	}
+	p := dumpPrinter{sink: sink, dec: dec, raw: o.raw, now: now, state: ref.Keyed, voidNS: isVoid(ref)}
+	for _, seg := range r.StateSegments(opIdx, ref.Ref, kgs) {
+		if err := p.segment(r, r.Entries(ctx, seg), seg, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isVoid(ref stateRef) bool {
+	if ref.Keyed != nil {
+		return ref.Keyed.Namespace.Kind == serializers.KindVoid
+	}
+	return ref.Timers.Namespace.Kind == serializers.KindVoid
+}
+
+// dumpPrinter turns the entries of a keyed state or timer service into
+// output lines.
+type dumpPrinter struct {
+	sink   *dumpSink
+	dec    *savepoint.Decoder
+	raw    bool
+	now    int64
+	state  *savepoint.KeyedState // nil for timers
+	voidNS bool
+	// The previous entry's key and namespace, to number list elements.
+	prevKey, prevNS []byte
+	havePrev        bool
+	index           int
+}
+
+// segment prints the entries of one segment, or only those of key when it
+// is set.
+func (p *dumpPrinter) segment(r *snapshotfmt.Reader, it *snapshotfmt.Iterator, seg snapshotfmt.Segment, key []byte) error {
+	defer it.Close()
+	p.havePrev = false
+	for n := uint64(0); it.Next(); n++ {
+		e := it.Entry()
+		if key != nil && !bytes.Equal(e.Key, key) {
+			// State records are sorted by key: once past it, it is done.
+			// Timers are sorted by time and need the whole segment.
+			if p.state != nil && bytes.Compare(e.Key, key) > 0 {
+				return nil
+			}
+			continue
+		}
+		if err := p.entry(e); err != nil {
+			if isDecodeErr(err) {
+				return undecodable(r.Metadata(), seg, n, err)
+			}
+			return err
+		}
+	}
+	return it.Err()
+}
+
+func (p *dumpPrinter) entry(e *savepoint.Entry) error {
+	list := p.state != nil && p.state.Kind == savepoint.List
+	if list {
+		if p.havePrev && bytes.Equal(e.Key, p.prevKey) && bytes.Equal(e.Namespace, p.prevNS) {
+			p.index++
+		} else {
+			p.index, p.havePrev = 0, true
+			p.prevKey = append(p.prevKey[:0], e.Key...)
+			p.prevNS = append(p.prevNS[:0], e.Namespace...)
+		}
+	}
+	var f fields
+	if p.raw {
+		f.add("key", hex.EncodeToString(e.Key))
+		if !p.voidNS {
+			f.add("namespace", hex.EncodeToString(e.Namespace))
+		}
+		switch {
+		case p.state == nil:
+			f.add("timestamp", e.Timestamp)
+		case p.state.Kind == savepoint.Map:
+			f.add("map_key", hex.EncodeToString(e.MapKey))
+		case list:
+			f.add("index", p.index)
+		}
+		if p.state != nil {
+			f.add("value", hex.EncodeToString(e.Value))
+		}
+		return p.sink.line(f)
+	}
+	d, err := p.dec.Decode(e)
+	if err != nil {
+		return err
+	}
+	f.add("key", jsonValue(d.Key))
+	if !p.voidNS {
+		f.add("namespace", jsonValue(d.Namespace))
+	}
+	switch {
+	case p.state == nil:
+		f.add("timestamp", d.Timestamp)
+		return p.sink.line(f)
+	case p.state.Kind == savepoint.Map:
+		f.add("map_key", jsonValue(d.MapKey))
+	case list:
+		f.add("index", p.index)
+	}
+	f.add("value", jsonValue(d.Value))
+	if d.HasTTL {
+		f.add("ttl_last_modified", d.LastModified)
+		f.add("expired", p.state.TTL.Expired(d.LastModified, p.now))
+	}
+	return p.sink.line(f)
+}
+
+func dumpOperatorState(s *savepoint.OperatorState, raw bool, sink *dumpSink) error {
+	ser, err := serializers.Restore(s.Element)
+	if err != nil {
+		return metadataCorrupt(fmt.Sprintf("operator state %q", s.Name), err)
+	}
+	for sub, elems := range s.Subtasks {
+		for i, b := range elems {
+			f := fields{}
+			f.add("subtask", sub)
+			f.add("index", i)
+			v, err := decodeOrHex(ser, b, raw)
+			if err != nil {
+				return metadataCorrupt(fmt.Sprintf("operator state %q subtask %d element %d", s.Name, sub, i), err)
+			}
+			f.add("value", v)
+			if err := sink.line(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) error {
+	keySer, err := serializers.Restore(s.Key)
+	if err != nil {
+		return metadataCorrupt(fmt.Sprintf("broadcast state %q", s.Name), err)
+	}
+	valSer, err := serializers.Restore(s.Value)
+	if err != nil {
+		return metadataCorrupt(fmt.Sprintf("broadcast state %q", s.Name), err)
+	}
+	var only []byte
+	if o.key != "" {
+		if only, err = encodeKeyArg(keySer, o.key); err != nil {
+			return err
+		}
+	}
+	for i, e := range s.Entries {
+		if only != nil && !bytes.Equal(e.Key, only) {
+			continue
+		}
+		k, err := decodeOrHex(keySer, e.Key, o.raw)
+		if err != nil {
+			return metadataCorrupt(fmt.Sprintf("broadcast state %q entry %d: key", s.Name, i), err)
+		}
+		v, err := decodeOrHex(valSer, e.Value, o.raw)
+		if err != nil {
+			return metadataCorrupt(fmt.Sprintf("broadcast state %q entry %d: value", s.Name, i), err)
+		}
+		var f fields
+		f.add("key", k)
+		f.add("value", v)
+		if err := sink.line(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isDecodeErr(err error) bool { return errors.Is(err, serializers.ErrDecode) }
+
+func decodeOrHex(ser serializers.Serializer, b []byte, raw bool) (any, error) {
+	if raw {
+		return hex.EncodeToString(b), nil
+	}
+	v, err := ser.DecodeAny(b)
+	return jsonValue(v), err
+}
+
+// parseKeyGroups reads --key-groups: A-B or A, within the max parallelism.
+func parseKeyGroups(s string, maxParallelism int) (keygroup.Range, error) {
+	from, to, isRange := strings.Cut(s, "-")
+	a, errA := strconv.Atoi(from)
+	b, errB := a, error(nil)
+	if isRange {
+		b, errB = strconv.Atoi(to)
+	}
+	if errA != nil || errB != nil || a < 0 || b < a || b >= maxParallelism {
+		return keygroup.Range{}, usagef("--key-groups %q: want A-B with 0 <= A <= B < %d (the max parallelism)", s, maxParallelism)
+	}
+	return keygroup.Range{Start: a, End: b}, nil
+}

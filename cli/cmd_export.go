@@ -1,0 +1,317 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/stateproc/stateproc/export"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/storage"
+)
+
+type exportOptions struct {
+	out          string
+	force        bool
+	format       string
+	compression  string
+	operator     string
+	state        string
+	keyGroups    string
+	now          string
+	maxRows      int64
+	rowGroupRows int
+	output       string
+}
+
+func newExportCmd() *cobra.Command {
+	var o exportOptions
+	cmd := &cobra.Command{
+		Use:   "export SAVEPOINT --out DIR",
+		Short: "Write the state of a savepoint as Parquet (or Arrow, or JSON lines) datasets",
+		Long: `Export writes one dataset per state: DIR/<operator uid>/<state name>/part-*.parquet,
+for keyed states, timer services, operator states and broadcast states alike, so
+that DuckDB, Spark or pyarrow read a state with one glob:
+
+  SELECT * FROM read_parquet('DIR/session-features/category-counts/*.parquet')
+
+Columns are typed from the serializer snapshots in the savepoint, without the
+job's code:
+
+  keyed state      key_group, key, namespace (window_start and window_end for
+                   windows; none when void), map_key (map states), index (list
+                   states), value, ttl_last_modified (TTL states) and, with
+                   --now, expired (by the TTL rule at that time)
+  timer service    key_group, key, namespace, timestamp
+  operator state   subtask, index, value
+  broadcast state  key, value
+
+An Avro record becomes a struct, an array a list, a map a map, a union with
+null a nullable column and any other union a struct of nullable branches, an
+enum a dictionary-encoded string, timestamp-millis a timestamp and a decimal a
+decimal. Files are zstd-compressed; a state is split into files of at most
+--max-rows-per-file rows that are written on every core at once. Every file
+records the savepoint id, the operator, the state and its serializer snapshots
+as key-value metadata.
+
+The export is written to a temporary directory beside DIR and renamed when it
+is complete: DIR holds a whole export or nothing. DIR must not exist or be
+empty, unless --force replaces it. A type with no Arrow mapping fails the
+export before anything is written; leave its state out with --operator and
+--state. --key-groups exports part of the keyed state and leaves out operator
+and broadcast state, which belong to no key group.`,
+		Example: `  stateproc export ./sp-42 --out ./sp-42-parquet
+  stateproc export ./sp-42 --out ./features --operator session-features --state category-counts
+  stateproc export ./sp-42 --out ./sp-42-parquet --now 2026-01-07T00:00:00Z --force
+  stateproc export ./sp-42 --out ./sp-42-json --format jsonl --key-groups 0-15`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExport(cmd.Context(), o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.out, "out", "", "`directory` to write the datasets into")
+	f.BoolVar(&o.force, "force", false, "replace --out if it exists")
+	f.StringVar(&o.format, "format", string(export.Parquet), "file format: parquet, arrow (IPC files) or jsonl")
+	f.StringVar(&o.compression, "compression", string(export.Zstd), "compression of parquet and arrow files: zstd or none")
+	f.StringVar(&o.operator, "operator", "", "export only the operator with this `uid`")
+	f.StringVar(&o.state, "state", "", "export only the state with this `name` (needs --operator)")
+	f.StringVar(&o.keyGroups, "key-groups", "", "export only key groups `A-B` (or one key group A) of keyed state")
+	f.StringVar(&o.now, "now", "", "add the expired column to TTL states, at this `time` (RFC 3339 or epoch ms)")
+	f.Int64Var(&o.maxRows, "max-rows-per-file", export.DefaultMaxRowsPerFile, "split states into files of at most `N` rows (0: one file per state)")
+	f.IntVar(&o.rowGroupRows, "row-group-rows", export.DefaultRowGroupRows, "`N` rows per Parquet row group or Arrow record batch")
+	addOutputFlag(cmd, &o.output)
+	cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func runExport(ctx context.Context, o exportOptions, args []string, out, stderr io.Writer) error {
+	opts, err := o.check()
+	if err != nil {
+		return err
+	}
+	r, err := openSavepoint(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	m := r.Metadata()
+	if err := o.resolve(m, &opts); err != nil {
+		return err
+	}
+	if err := checkTarget(args[0], o.out); err != nil {
+		return err
+	}
+	// An empty directory holds nothing to lose: it is replaced as if with
+	// --force.
+	staging, err := storage.Stage(o.out, o.force || isEmptyDir(o.out))
+	if err != nil {
+		return err
+	}
+	bar := newRowProgress(stderr)
+	if bar != nil {
+		opts.Progress = bar.update
+	}
+	summary, err := export.Run(ctx, export.SnapshotSource(r), staging, opts)
+	bar.done(err)
+	if err != nil {
+		staging.Abort()
+		switch {
+		case errors.Is(err, serializers.ErrDecode):
+			return &undecodableValue{msg: "a stored value does not decode", err: err}
+		case errors.Is(err, export.ErrUnmappable):
+			return fmt.Errorf("%w; export the other states with --operator and --state", err)
+		}
+		return err
+	}
+	if err := staging.Publish(ctx); err != nil {
+		staging.Abort()
+		return err
+	}
+	return printExport(out, o, summary)
+}
+
+// check reads the flags that need no savepoint.
+func (o exportOptions) check() (export.Options, error) {
+	opts := export.Options{
+		Format:         export.Format(o.format),
+		Compression:    export.Compression(o.compression),
+		Operator:       o.operator,
+		State:          o.state,
+		MaxRowsPerFile: o.maxRows,
+		RowGroupRows:   o.rowGroupRows,
+	}
+	if err := checkOutput(o.output); err != nil {
+		return opts, err
+	}
+	switch {
+	case o.out == "":
+		return opts, usagef("--out is required")
+	case opts.Format != export.Parquet && opts.Format != export.Arrow && opts.Format != export.JSONL:
+		return opts, usagef("--format must be parquet, arrow or jsonl, not %q", o.format)
+	case opts.Compression != export.Zstd && opts.Compression != export.Uncompressed:
+		return opts, usagef("--compression must be zstd or none, not %q", o.compression)
+	case o.state != "" && o.operator == "":
+		return opts, usagef("--state needs --operator: state names are per operator")
+	case o.maxRows < 0:
+		return opts, usagef("--max-rows-per-file must be 0 or more, not %d", o.maxRows)
+	case o.rowGroupRows < 1:
+		return opts, usagef("--row-group-rows must be 1 or more, not %d", o.rowGroupRows)
+	}
+	if o.maxRows == 0 {
+		opts.MaxRowsPerFile = -1
+	}
+	if o.now != "" {
+		now, err := parseTime(o.now)
+		if err != nil {
+			return opts, err
+		}
+		opts.Now = &now
+	}
+	return opts, nil
+}
+
+// resolve checks --operator, --state and --key-groups against the
+// savepoint, with the same messages as dump.
+func (o exportOptions) resolve(m *savepoint.Metadata, opts *export.Options) error {
+	maxP := 0
+	for i := range m.Operators {
+		if m.Operators[i].Keyed() {
+			maxP = max(maxP, m.Operators[i].MaxParallelism)
+		}
+	}
+	if o.operator != "" {
+		i, err := findOperator(m, o.operator)
+		if err != nil {
+			return err
+		}
+		op := &m.Operators[i]
+		maxP = op.MaxParallelism
+		if o.state != "" {
+			ref, err := findState(op, o.state)
+			if err != nil {
+				return err
+			}
+			if o.keyGroups != "" && ref.Keyed == nil && ref.Timers == nil {
+				return usagef("--key-groups applies to keyed state; %q is operator or broadcast state", o.state)
+			}
+		}
+	}
+	if o.keyGroups == "" {
+		return nil
+	}
+	if maxP == 0 {
+		return usagef("--key-groups: the savepoint has no keyed operator")
+	}
+	kgs, err := parseKeyGroups(o.keyGroups, maxP)
+	if err != nil {
+		return err
+	}
+	opts.KeyGroups = &kgs
+	return nil
+}
+
+// checkTarget refuses a target inside the savepoint, the savepoint itself,
+// or a directory that holds it (which --force would replace): an export
+// never writes into its input.
+func checkTarget(savepointDir, target string) error {
+	sp, err := filepath.Abs(savepointDir)
+	if err != nil {
+		return err
+	}
+	t, err := filepath.Abs(target)
+	if err != nil {
+		return err
+	}
+	switch {
+	case within(sp, t):
+		return usagef("--out %s is inside the savepoint %s, which export never modifies", target, savepointDir)
+	case within(t, sp):
+		return usagef("--out %s holds the savepoint %s, which export never modifies", target, savepointDir)
+	}
+	return nil
+}
+
+// within reports whether path is dir or lies below it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// isEmptyDir reports whether path is an existing, empty directory.
+// Anything else that exists there, a file included, Stage refuses
+// without --force.
+func isEmptyDir(path string) bool {
+	entries, err := os.ReadDir(path)
+	return err == nil && len(entries) == 0
+}
+
+// rowProgress draws a progress bar of rows on stderr when it is a
+// terminal. The export learns the total once it has planned its files, so
+// the bar is made at the first update.
+type rowProgress struct {
+	stderr io.Writer
+	once   sync.Once
+	bar    *progressbar.ProgressBar
+}
+
+func newRowProgress(stderr io.Writer) *rowProgress {
+	if !stderrIsTerminal(stderr) {
+		return nil
+	}
+	return &rowProgress{stderr: stderr}
+}
+
+func (p *rowProgress) update(written, total int64) {
+	p.once.Do(func() {
+		p.bar = progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(p.stderr),
+			progressbar.OptionSetDescription("export"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish())
+	})
+	p.bar.Set64(written)
+}
+
+func (p *rowProgress) done(err error) {
+	if p == nil || p.bar == nil {
+		return
+	}
+	if err == nil {
+		p.bar.Finish()
+	}
+	p.bar.Exit()
+}
+
+// exportReport is what export prints with --output json.
+type exportReport struct {
+	Out    string `json:"out"`
+	Format string `json:"format"`
+	*export.Summary
+}
+
+func printExport(out io.Writer, o exportOptions, s *export.Summary) error {
+	if o.output == outputJSON {
+		return writeJSON(out, exportReport{Out: o.out, Format: o.format, Summary: s})
+	}
+	t := newTable(out, "DATASET", "KIND", "ROWS", "FILES", "SIZE")
+	for _, d := range s.Datasets {
+		t.Append(d.Dir, d.Kind, fmt.Sprint(d.Rows), fmt.Sprint(d.Files), humanBytes(float64(d.Bytes)))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(out, "%d rows in %d files (%s) under %s\n", s.Rows, s.Files, humanBytes(float64(s.Bytes)), o.out)
+	return err
+}

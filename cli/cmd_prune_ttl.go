@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateproc/stateproc/prune"
+)
+
+type pruneOptions struct {
+	rewriteFlags
+	now string
+	ttl []string
+}
+
+func newPruneTTLCmd() *cobra.Command {
+	var o pruneOptions
+	cmd := &cobra.Command{
+		Use:   "prune-ttl SAVEPOINT --out DST",
+		Short: "Write a copy of a savepoint without the entries whose TTL has expired",
+		Long: `Prune-ttl writes a new savepoint without every value, list element and map
+entry that is expired at --now under the TTL rule the engine applies: an entry
+last modified at t with TTL d is expired when t + d <= now. The TTL of each
+state is the one recorded in the savepoint; --ttl overrides it for one state
+(repeat it for several). A key left with no entry in a state leaves nothing
+behind. Timers and states without TTL are copied unchanged.
+
+Only the framing and the 8-byte last-modified time in front of each value are
+read; no value is decoded. Segments with nothing expired are copied as opaque
+bytes, segments with everything expired are dropped unread. The new savepoint
+keeps the input's layout: its data files and index are those the engine writes
+with full-snapshot cleanup at the same time. Its metadata records in its
+lineage which savepoint it came from and what was pruned.
+
+It prints, per state with TTL, the entries before, dropped and after.
+
+The input is never modified. The output is written to a temporary directory
+beside --out, synced and renamed; an existing --out is refused (exit 2) unless
+--force. --dry-run reads the savepoint, prints the same report and writes
+nothing.`,
+		Example: `  stateproc prune-ttl ./savepoints/sp-42 --out ./savepoints/sp-42-pruned
+  stateproc prune-ttl ./savepoints/sp-42 --now 2026-11-29T06:00:00Z --out ./pruned
+  stateproc prune-ttl ./savepoints/sp-42 --ttl assemble/open=30m --ttl features/category-counts=3d --out ./pruned
+  stateproc prune-ttl ./savepoints/sp-42 --dry-run -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPruneTTL(cmd.Context(), o, args, cmd.OutOrStdout())
+		},
+	}
+	addRewriteFlags(cmd, &o.rewriteFlags)
+	cmd.Flags().StringVar(&o.now, "now", "", "`time` at which entries are judged, RFC 3339 or epoch ms (default: the savepoint's creation time)")
+	cmd.Flags().StringArrayVar(&o.ttl, "ttl", nil, "override the TTL of one state: `UID/STATE=DURATION` (7d, 36h, 90m); repeatable")
+	return cmd
+}
+
+func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writer) error {
+	overrides := map[string]time.Duration{}
+	for _, s := range o.ttl {
+		name, dur, ok := strings.Cut(s, "=")
+		if !ok || !strings.Contains(name, "/") {
+			return usagef("--ttl %q: want UID/STATE=DURATION", s)
+		}
+		d, err := parseDuration(dur)
+		if err != nil {
+			return err
+		}
+		overrides[name] = d
+	}
+	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0])
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	now := r.Metadata().CreatedAt
+	if o.now != "" {
+		if now, err = parseTime(o.now); err != nil {
+			return err
+		}
+	}
+	rep, err := prune.Run(ctx, r, args[0], prune.Options{Now: now, TTL: overrides}, o.options())
+	if err != nil {
+		return rewriteError(err)
+	}
+	if o.output == outputJSON {
+		return writeJSON(out, struct {
+			Savepoint string `json:"savepoint"`
+			Out       string `json:"out,omitempty"`
+			*prune.Report
+		}{args[0], o.out, rep})
+	}
+	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "prune-ttl", "Pruned", args[0]))
+	fmt.Fprintf(out, "Expired at %s:\n", formatTime(now))
+	t := newTable(out, "OPERATOR", "STATE", "TTL", "BEFORE", "DROPPED", "AFTER")
+	for _, s := range rep.States {
+		ttl := formatMillis(s.TTLMillis)
+		if s.Overridden {
+			ttl += " (--ttl)"
+		}
+		if err := t.Append(s.Operator, s.State, ttl, s.Before, s.Dropped, s.After); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/maphash"
+	"slices"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// stateScan is what a scan learns about one state or timer service beyond
+// the index.
+type stateScan struct {
+	sizes sizeHist
+	// ages is set for TTL states.
+	ages *ageHist
+	// maxTimersPerKey is for timer services.
+	maxTimersPerKey uint64
+}
+
+func (s *stateScan) merge(o *stateScan) {
+	s.sizes.merge(&o.sizes)
+	if o.ages != nil {
+		s.ages.merge(o.ages)
+	}
+	s.maxTimersPerKey = max(s.maxTimersPerKey, o.maxTimersPerKey)
+}
+
+// scanResult holds, per operator and ref (its states, then its timer
+// services), what the scan found, and the heaviest keys when asked for.
+type scanResult struct {
+	states             [][]stateScan
+	byEntries, byBytes *topKeys
+}
+
+func newScanResult(m *savepoint.Metadata, now int64, top int) *scanResult {
+	sc := &scanResult{states: make([][]stateScan, len(m.Operators))}
+	for i := range m.Operators {
+		op := &m.Operators[i]
+		sc.states[i] = make([]stateScan, len(op.States)+len(op.Timers))
+		for ref := range op.States {
+			if c := op.States[ref].TTL; c != nil {
+				sc.states[i][ref].ages = newAgeHist(c.Millis(), now)
+			}
+		}
+	}
+	if top > 0 {
+		sc.byEntries, sc.byBytes = newTopKeys(top, byEntries), newTopKeys(top, byBytes)
+	}
+	return sc
+}
+
+func (sc *scanResult) merge(o *scanResult) {
+	for op := range sc.states {
+		for ref := range sc.states[op] {
+			sc.states[op][ref].merge(&o.states[op][ref])
+		}
+	}
+	if sc.byEntries != nil {
+		sc.byEntries.merge(o.byEntries)
+		sc.byBytes.merge(o.byBytes)
+	}
+}
+
+// entryIter is what a scan needs of a segment's entries. snapshotfmt's
+// Iterator is one; a reader of another layout can provide its own.
+type entryIter interface {
+	Next() bool
+	Entry() *savepoint.Entry
+	Err() error
+}
+
+// segmentScanner scans segments into one worker's scanResult. It keeps
+// buffers across segments so that the scan allocates nothing per entry.
+type segmentScanner struct {
+	m      *savepoint.Metadata
+	res    *scanResult
+	curKey []byte
+	// timerKeys holds a hash of the key of every timer of a segment.
+	timerKeys []uint64
+	seed      maphash.Seed
+}
+
+func newSegmentScanner(m *savepoint.Metadata, now int64, top int) *segmentScanner {
+	return &segmentScanner{m: m, res: newScanResult(m, now, top), seed: maphash.MakeSeed()}
+}
+
+// scanSavepoint walks every segment on every core. The iterator checks each
+// segment's records against the index (entries, distinct keys, bytes, TTL
+// and timer time bounds), so a mismatch ends the scan as corruption.
+func scanSavepoint(ctx context.Context, r *snapshotfmt.Reader, segs []snapshotfmt.Segment, now int64, top int,
+	progress *progressbar.ProgressBar) (*scanResult, error) {
+	m := r.Metadata()
+	workers := workerCount()
+	scanners := make([]*segmentScanner, workers)
+	for w := range scanners {
+		scanners[w] = newSegmentScanner(m, now, top)
+	}
+	err := walkSegments(ctx, segs, workers, progress, func(ctx context.Context, w int, seg snapshotfmt.Segment) error {
+		it := r.Entries(ctx, seg)
+		defer it.Close()
+		return scanners[w].segment(seg.Operator, seg.Ref, it)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range scanners[1:] {
+		scanners[0].res.merge(s.res)
+	}
+	return scanners[0].res, nil
+}
+
+// segment scans the entries of one (state, key group) of operator op.
+func (s *segmentScanner) segment(op, ref int, it entryIter) error {
+	o := &s.m.Operators[op]
+	st := &s.res.states[op][ref]
+	if ref >= len(o.States) {
+		return s.timerSegment(st, it)
+	}
+	ttlOn := o.States[ref].TTL != nil
+	top := s.res.byEntries != nil
+	cur := hotKey{op: op, ref: ref}
+	for it.Next() {
+		e := it.Entry()
+		v := e.Value
+		if ttlOn {
+			// The iterator has checked that a TTL value holds its timestamp.
+			st.ages.add(int64(binary.BigEndian.Uint64(v)))
+			v = v[8:]
+		}
+		st.sizes.add(len(v))
+		if !top {
+			continue
+		}
+		// Keys are sorted within a segment and a key lives in one key
+		// group, so a key is complete when the next one starts.
+		if cur.entries == 0 || !bytes.Equal(e.Key, s.curKey) {
+			s.offer(cur)
+			s.curKey = append(s.curKey[:0], e.Key...)
+			cur.key, cur.entries, cur.bytes = s.curKey, 0, 0
+		}
+		cur.entries++
+		cur.bytes += uint64(len(e.MapKey) + len(e.Value))
+	}
+	if top {
+		s.offer(cur)
+	}
+	return it.Err()
+}
+
+func (s *segmentScanner) offer(k hotKey) {
+	if k.entries == 0 {
+		return
+	}
+	s.res.byEntries.offer(k)
+	s.res.byBytes.offer(k)
+}
+
+// timerSegment finds the most timers one key has. Timers are sorted by
+// time, not by key, so the keys are gathered for the segment (one key
+// group) and sorted. They are gathered as 64-bit hashes, which costs no
+// allocation per timer; two keys whose hashes collide would be counted as
+// one, a chance of about one in 40 million for a key group with a million
+// keys.
+func (s *segmentScanner) timerSegment(st *stateScan, it entryIter) error {
+	s.timerKeys = s.timerKeys[:0]
+	for it.Next() {
+		s.timerKeys = append(s.timerKeys, maphash.Bytes(s.seed, it.Entry().Key))
+	}
+	st.maxTimersPerKey = max(st.maxTimersPerKey, longestRun(s.timerKeys))
+	return it.Err()
+}
+
+// longestRun sorts hs and returns the length of its longest run of equal
+// values.
+func longestRun(hs []uint64) uint64 {
+	slices.Sort(hs)
+	var longest, run uint64
+	for i := range hs {
+		if i > 0 && hs[i] == hs[i-1] {
+			run++
+		} else {
+			run = 1
+		}
+		longest = max(longest, run)
+	}
+	return longest
+}

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// writeTables prints the report as titled tables, leaving out sections
+// that have no rows.
+func (rep *inspectReport) writeTables(w io.Writer) error {
+	sp := rep.Savepoint
+	fmt.Fprintf(w, "Savepoint %s\n  format version %d, id %d, created %s\n", sp.Path, sp.FormatVersion, sp.ID, sp.Created)
+	for _, l := range sp.Lineage {
+		fmt.Fprintf(w, "  lineage: %s\n", l)
+	}
+	sections := []func(io.Writer) error{
+		rep.operatorTable, rep.stateTable, rep.sizeTable, rep.ttlTable, rep.ageTable,
+		rep.timerTable, rep.operatorStateTable, rep.hotKeyTables,
+	}
+	for _, s := range sections {
+		if err := s(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func section(w io.Writer, title string, header ...any) *tableSection {
+	return &tableSection{w: w, title: title, header: header}
+}
+
+// tableSection buffers rows so that a section without any prints nothing.
+type tableSection struct {
+	w      io.Writer
+	title  string
+	header []any
+	rows   [][]any
+}
+
+func (s *tableSection) add(cells ...any) { s.rows = append(s.rows, cells) }
+
+func (s *tableSection) render() error {
+	if len(s.rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(s.w, "\n%s\n", s.title)
+	// The headers are written as they should read: tablewriter's automatic
+	// formatting would turn P50 into "P 50" and 0-25% into "0 - 25 %".
+	t := newTable(s.w)
+	t.Options(tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header(s.header...)
+	for _, r := range s.rows {
+		if err := t.Append(r...); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func (rep *inspectReport) operatorTable(w io.Writer) error {
+	s := section(w, "Operators", "UID", "NAME", "PARALLELISM", "MAX PARALLELISM", "KEY", "BYTES", "ON DISK")
+	for _, o := range rep.Operators {
+		s.add(o.UID, o.Name, o.Parallelism, o.MaxParallelism, orDash(o.KeyType), humanBytes(float64(o.Bytes)), humanBytes(float64(o.StoredBytes)))
+	}
+	return s.render()
+}
+
+func (rep *inspectReport) stateTable(w io.Writer) error {
+	s := section(w, "Keyed states", "OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "VALUE", "TTL")
+	for _, st := range rep.States {
+		value := st.ValueType
+		if st.MapKeyType != "" {
+			value = st.MapKeyType + " -> " + st.ValueType
+		}
+		ttl := "-"
+		if st.TTL != nil {
+			ttl = st.TTL.TTL
+		}
+		s.add(st.Operator, st.Name, st.Kind, st.KeyType, st.NamespaceType, value, ttl)
+	}
+	return s.render()
+}
+
+func (rep *inspectReport) sizeTable(w io.Writer) error {
+	s := section(w, "State sizes", "OPERATOR", "STATE", "KEYS", "ENTRIES", "BYTES", "BYTES/ENTRY",
+		"VALUE P50", "VALUE P99", "VALUE MAX", "KEY GROUPS", "SKEW")
+	for _, st := range rep.States {
+		p50, p99, pmax := "-", "-", "-"
+		if st.ValueSize != nil {
+			p50, p99, pmax = strconv.Itoa(st.ValueSize.P50), strconv.Itoa(st.ValueSize.P99), strconv.Itoa(st.ValueSize.Max)
+		}
+		s.add(st.Operator, st.Name, st.Keys, st.Entries, humanBytes(float64(st.Bytes)),
+			fmt.Sprintf("%.1f", st.BytesPerEntry), p50, p99, pmax, st.KeyGroups, fmt.Sprintf("%.2f", st.Skew))
+	}
+	return s.render()
+}
+
+func (rep *inspectReport) ttlTable(w io.Writer) error {
+	s := section(w, "TTL", "OPERATOR", "STATE", "TTL", "UPDATE", "VISIBILITY", "CLEANUP", "OLDEST MODIFIED", "NEWEST MODIFIED")
+	for _, st := range rep.States {
+		t := st.TTL
+		if t == nil {
+			continue
+		}
+		var cleanup []string
+		if t.CleanupFullSnapshot {
+			cleanup = append(cleanup, "full snapshot")
+		}
+		if t.CleanupIncremental > 0 {
+			cleanup = append(cleanup, fmt.Sprintf("incremental %d", t.CleanupIncremental))
+		}
+		if t.SweepBudget > 0 {
+			cleanup = append(cleanup, fmt.Sprintf("sweep %d", t.SweepBudget))
+		}
+		s.add(st.Operator, st.Name, t.TTL, t.Update, t.Visibility, orDash(strings.Join(cleanup, ", ")),
+			optTime(t.OldestModified), optTime(t.NewestModified))
+	}
+	return s.render()
+}
+
+func (rep *inspectReport) ageTable(w io.Writer) error {
+	s := section(w, "TTL ages at "+formatTime(rep.Now)+" (share of the TTL)", "OPERATOR", "STATE", "TTL",
+		"0-25%", "25-50%", "50-75%", "75-100%", "100-200%", ">=200%", "FUTURE", "EXPIRED")
+	for _, st := range rep.States {
+		if st.Ages == nil {
+			continue
+		}
+		row := []any{st.Operator, st.Name, st.TTL.TTL}
+		for _, b := range st.Ages.Buckets {
+			row = append(row, b.Entries)
+		}
+		s.add(append(row, st.Ages.Future, st.Ages.Expired)...)
+	}
+	return s.render()
+}
+
+func (rep *inspectReport) timerTable(w io.Writer) error {
+	s := section(w, "Timers", "OPERATOR", "TIMER SERVICE", "NAMESPACE", "TIMERS", "EARLIEST", "LATEST", "MAX PER KEY")
+	for _, t := range rep.Timers {
+		perKey := "-"
+		if t.MaxPerKey != nil {
+			perKey = strconv.FormatUint(*t.MaxPerKey, 10)
+		}
+		s.add(t.Operator, t.Name, t.NamespaceType, t.Timers, optTime(t.Earliest), optTime(t.Latest), perKey)
+	}
+	return s.render()
+}
+
+func (rep *inspectReport) operatorStateTable(w io.Writer) error {
+	s := section(w, "Operator and broadcast state", "OPERATOR", "STATE", "DISTRIBUTION", "TYPE", "ENTRIES", "BYTES")
+	for _, o := range rep.OperatorStates {
+		s.add(o.Operator, o.Name, o.Distribution, o.Type, o.Entries, humanBytes(float64(o.Bytes)))
+	}
+	return s.render()
+}
+
+func (rep *inspectReport) hotKeyTables(w io.Writer) error {
+	if rep.TopKeys == nil {
+		return nil
+	}
+	for _, l := range []struct {
+		title string
+		keys  []hotKeyInfo
+	}{{"Heaviest keys by entries", rep.TopKeys.ByEntries}, {"Heaviest keys by bytes", rep.TopKeys.ByBytes}} {
+		s := section(w, l.title, "#", "OPERATOR", "STATE", "KEY", "ENTRIES", "BYTES")
+		for i, k := range l.keys {
+			s.add(i+1, k.Operator, k.State, cellText(k.Key), k.Entries, humanBytes(float64(k.Bytes)))
+		}
+		if err := s.render(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func optTime(ms *int64) string {
+	if ms == nil {
+		return "-"
+	}
+	return formatTime(*ms)
+}

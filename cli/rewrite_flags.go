@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateproc/stateproc/rewrite"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// rewriteFlags are the flags every command that writes a savepoint has.
+type rewriteFlags struct {
+	out    string
+	force  bool
+	dryRun bool
+	output string
+}
+
+func addRewriteFlags(cmd *cobra.Command, f *rewriteFlags) {
+	cmd.Flags().StringVar(&f.out, "out", "", "`directory` to write the new savepoint to (required unless --dry-run)")
+	cmd.Flags().BoolVar(&f.force, "force", false, "replace --out if it exists")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print what would change and write nothing")
+	addOutputFlag(cmd, &f.output)
+}
+
+// check validates the flags before anything is opened.
+func (f *rewriteFlags) check() error {
+	if err := checkOutput(f.output); err != nil {
+		return err
+	}
+	if f.out == "" && !f.dryRun {
+		return usagef("--out is required (or --dry-run)")
+	}
+	return nil
+}
+
+func (f *rewriteFlags) options() rewrite.Options {
+	return rewrite.Options{Out: f.out, Force: f.force, DryRun: f.dryRun}
+}
+
+// openRewriteInput opens the input of a rewrite.
+func openRewriteInput(ctx context.Context, f *rewriteFlags, path string) (*snapshotfmt.Reader, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return openSavepoint(ctx, path)
+}
+
+// rewriteError maps a rewrite's refusal, found before anything was
+// written, to a usage error (exit 2).
+func rewriteError(err error) error {
+	if errors.Is(err, rewrite.ErrRefused) {
+		return &UsageError{Err: err}
+	}
+	return err
+}
+
+// rewriteHeading is the first line of a rewrite's table output: done says
+// what was done to the input ("Pruned", "Removed operator x from"), command
+// names it for a dry run.
+func rewriteHeading(f *rewriteFlags, command, done, input string) string {
+	if f.dryRun {
+		return "Dry run of " + command + " on " + input + ": nothing was written."
+	}
+	return done + " " + input + " into " + f.out + "."
+}

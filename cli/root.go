@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// Exit codes of the stateproc command.
+const (
+	ExitOK           = 0
+	ExitFailure      = 1
+	ExitUsage        = 2
+	ExitIncompatible = 3
+	ExitBadInput     = 4
+)
+
+// UsageError is a mistake in how a command was called.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ErrIncompatible is wrapped by errors that end a command with exit code 3.
+var ErrIncompatible = errors.New("incompatible")
+
+// ExitCode maps an error to the command's exit code.
+func ExitCode(err error) int {
+	var u *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &u), errors.Is(err, storage.ErrExists):
+		return ExitUsage
+	case errors.Is(err, ErrIncompatible):
+		return ExitIncompatible
+	case errors.Is(err, snapshotfmt.ErrNotSavepoint), errors.Is(err, snapshotfmt.ErrCorrupt),
+		errors.Is(err, snapshotfmt.ErrNewerVersion), errors.Is(err, snapshotfmt.ErrUnsupportedVersion):
+		return ExitBadInput
+	}
+	return ExitFailure
+}
+
+// hint is a second line printed under an error, telling what to do.
+func hint(err error) string {
+	var u *UsageError
+	switch {
+	case errors.As(err, &u):
+		return "run with --help for usage"
+	case errors.Is(err, storage.ErrExists):
+		return "choose another target or pass --force"
+	case errors.Is(err, snapshotfmt.ErrNewerVersion):
+		return "use a newer stateproc to read this savepoint"
+	case errors.Is(err, snapshotfmt.ErrNotSavepoint):
+		return "point at a savepoint directory (the one holding _metadata)"
+	case errors.Is(err, snapshotfmt.ErrCorrupt):
+		return "the savepoint is damaged; stateproc verify tells where"
+	}
+	return ""
+}
+
+// NewRoot returns the stateproc command with every subcommand.
+func NewRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "stateproc",
+		Short:         "Inspect, export and rewrite stateproc savepoints without the job's code",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	root.AddCommand(subcommands()...)
+	return root
+}
+
+// subcommands lists every command; each lives in a cmd_<name>.go file.
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{
+		newInspectCmd(), newDumpCmd(), newVerifyCmd(), newSizeCmd(),
+		newExportCmd(),
+		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(),
+		newCheckCmd(), newMigrateCmd(),
+	}
+}
+
+// Main runs stateproc with args and returns the exit code. Errors go to
+// stderr as one line, with a hint when there is one.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if isCobraUsage(err) {
+		err = &UsageError{Err: err}
+	}
+	fmt.Fprintf(stderr, "stateproc: %v\n", err)
+	if h := hint(err); h != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", h)
+	}
+	return ExitCode(err)
+}
+
+// isCobraUsage recognizes cobra's own argument and command errors, which
+// it does not type.
+func isCobraUsage(err error) bool {
+	var u *UsageError
+	if errors.As(err, &u) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand", "invalid argument", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stderrIsTerminal reports whether progress output may be drawn.
+func stderrIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f.Fd())
+}

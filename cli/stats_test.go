@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stateproc/stateproc/savepoint"
+)
+
+func TestSizePercentiles(t *testing.T) {
+	var h sizeHist
+	// 1..100: the nearest-rank p50 is the 50th value, p99 the 99th.
+	for s := 1; s <= 100; s++ {
+		h.add(s)
+	}
+	for _, c := range []struct {
+		p    float64
+		want int
+	}{{50, 50}, {99, 99}, {100, 100}, {0, 1}, {1, 1}, {1.5, 2}} {
+		if got := h.percentile(c.p); got != c.want {
+			t.Errorf("p%v of 1..100 = %d, want %d", c.p, got, c.want)
+		}
+	}
+	if h.max != 100 || h.n != 100 {
+		t.Errorf("max %d n %d, want 100 100", h.max, h.n)
+	}
+}
+
+func TestSizePercentilesLarge(t *testing.T) {
+	// Sizes beyond the array go to the map; the ranks run across both:
+	// {8 x 3, 5000, 70000}: p50 is the 3rd of 5 values (8), p80 the 4th
+	// (5000), p99 the 5th (70000).
+	var a, b sizeHist
+	a.add(8)
+	a.add(5000)
+	b.add(8)
+	b.add(8)
+	b.add(70000)
+	a.merge(&b)
+	for _, c := range []struct {
+		p    float64
+		want int
+	}{{50, 8}, {60, 8}, {61, 5000}, {80, 5000}, {99, 70000}} {
+		if got := a.percentile(c.p); got != c.want {
+			t.Errorf("p%v = %d, want %d", c.p, got, c.want)
+		}
+	}
+	if a.max != 70000 || a.n != 5 {
+		t.Errorf("max %d n %d, want 70000 5", a.max, a.n)
+	}
+	var empty sizeHist
+	if got := empty.percentile(50); got != 0 {
+		t.Errorf("p50 of nothing = %d, want 0", got)
+	}
+}
+
+func TestSkew(t *testing.T) {
+	st := func(entries ...uint64) []savepoint.Stats {
+		var out []savepoint.Stats
+		for i, e := range entries {
+			out = append(out, savepoint.Stats{KeyGroup: i, Entries: e})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		stats []savepoint.Stats
+		maxP  int
+		want  float64
+	}{
+		// Four key groups of 10 at max parallelism 4: a perfect spread.
+		{st(10, 10, 10, 10), 4, 1},
+		// 40 entries over 128 key groups, mean 0.3125; the largest holds 25.
+		{st(25, 5, 5, 5), 128, 80},
+		// Everything in one key group of 128.
+		{st(7), 128, 128},
+		{nil, 128, 0},
+	} {
+		if got := skew(c.stats, c.maxP); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("skew(%v, %d) = %v, want %v", c.stats, c.maxP, got, c.want)
+		}
+	}
+}
+
+func TestAgeBuckets(t *testing.T) {
+	const now = 1_000_000_000
+	const ttlMs = 400 // bounds at 100, 200, 300, 400, 800
+	h := newAgeHist(ttlMs, now)
+	if want := [...]int64{100, 200, 300, 400, 800}; h.bounds != want {
+		t.Fatalf("bounds %v, want %v", h.bounds, want)
+	}
+	for _, age := range []int64{0, 99, 100, 250, 399, 400, 799, 800, 5000, -1} {
+		h.add(now - age)
+	}
+	// [0,100): 0, 99; [100,200): 100; [200,300): 250; [300,400): 399;
+	// [400,800): 400, 799; >= 800: 800, 5000; future: -1.
+	if want := [...]uint64{2, 1, 1, 1, 2, 2}; h.counts != want {
+		t.Errorf("counts %v, want %v", h.counts, want)
+	}
+	if h.future != 1 {
+		t.Errorf("future %d, want 1", h.future)
+	}
+	// ttl.Expired: lastModified + 400 <= now, so ages 400 and beyond.
+	if h.expired != 4 {
+		t.Errorf("expired %d, want 4", h.expired)
+	}
+	from, to := h.bucket(5)
+	if from != 800 || to != -1 {
+		t.Errorf("last bucket [%d, %d), want [800, open)", from, to)
+	}
+	o := newAgeHist(ttlMs, now)
+	o.add(now - 150)
+	h.merge(o)
+	if h.counts[1] != 2 {
+		t.Errorf("after merge, bucket 1 holds %d, want 2", h.counts[1])
+	}
+}
+
+func TestAgeBucketsExtremeTimes(t *testing.T) {
+	h := newAgeHist(math.MaxInt64, 0)
+	for i := 1; i < len(h.bounds); i++ {
+		if h.bounds[i] < h.bounds[i-1] {
+			t.Errorf("bounds out of order for the largest TTL: %v", h.bounds)
+		}
+	}
+	h.add(math.MinInt64)
+	h.add(math.MaxInt64)
+	if want := [...]uint64{0, 0, 0, 0, 0, 1}; h.counts != want || h.future != 1 {
+		t.Errorf("extreme times: counts %v future %d, want %v and 1", h.counts, h.future, want)
+	}
+	if got := satSub(math.MinInt64, 1); got != math.MinInt64 {
+		t.Errorf("satSub(min, 1) = %d", got)
+	}
+	if got := satSub(math.MaxInt64, -1); got != math.MaxInt64 {
+		t.Errorf("satSub(max, -1) = %d", got)
+	}
+	if got := satSub(5, 7); got != -2 {
+		t.Errorf("satSub(5, 7) = %d", got)
+	}
+}
+
+func TestLongestRun(t *testing.T) {
+	for _, c := range []struct {
+		in   []uint64
+		want uint64
+	}{{nil, 0}, {[]uint64{5}, 1}, {[]uint64{3, 1, 3, 2, 3, 1}, 3}, {[]uint64{1, 2, 3}, 1}} {
+		if got := longestRun(c.in); got != c.want {
+			t.Errorf("longestRun(%v) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+func TestFormatMillis(t *testing.T) {
+	for ms, want := range map[int64]string{
+		0: "0s", 604_800_000: "7d", 151_200_000: "1d18h", 5_400_000: "1h30m", 1500: "1s500ms", -60_000: "-1m",
+	} {
+		if got := formatMillis(ms); got != want {
+			t.Errorf("formatMillis(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+// Package export writes the state of a savepoint as datasets of Parquet (or
+// Arrow IPC, or JSON lines) files, typed from the serializer snapshots the
+// savepoint carries, so that DuckDB, Spark or pyarrow read state without the
+// job's code. It reads through Source, the layout-independent model of
+// package savepoint, and writes into a storage.Staging that its caller
+// publishes when Run succeeds.
+//
+// # Layout
+//
+// One directory per keyed state, timer service, operator state and
+// broadcast state, named by the operator's uid and the state's name:
+//
+//	DIR/<operator uid>/<state name>/part-00000.parquet
+//	DIR/<operator uid>/<state name>/part-00001.parquet
+//	...
+//
+// A state is cut into files of at most Options.MaxRowsPerFile rows, which
+// several cores write at once; in name order the files hold the rows in the
+// savepoint's order (key group, then key, namespace and map key, list
+// elements in list order; timers by time within a key group). A state
+// without entries still has one file, with its columns and no rows. Names
+// are escaped to one safe path element each: bytes other than letters,
+// digits, '-', '_', '.' and '~' become %XX, as do a leading '.' or '_'
+// (hidden files to most readers).
+//
+// # Columns
+//
+//	keyed state      key_group int32, key, namespace, map_key (map states),
+//	                 index int32 (list states: the element's position), value,
+//	                 ttl_last_modified (TTL states), expired (TTL states,
+//	                 with Options.Now)
+//	timer service    key_group int32, key, namespace, timestamp
+//	operator state   subtask int32, index int32, value
+//	broadcast state  key, value
+//
+// A void namespace has no column; a window namespace is two columns,
+// window_start and window_end. expired is ttl.Expired of the entry's
+// last-modified time at Options.Now. Timestamps that the savepoint stores
+// (TTL, timers, windows, the timestamp serializer) are instants in
+// milliseconds: timestamp[ms, UTC].
+//
+// Serializer kinds map to Arrow types as follows (non-null unless said):
+//
+//	bool, int32, int64      bool, int32, int64
+//	float32, float64        float32, float64
+//	string, bytes           utf8, binary
+//	timestamp               timestamp[ms, UTC]
+//	void                    null
+//	window                  struct<start, end timestamp[ms, UTC]>
+//	nullable<T>             T, nullable
+//	list<T>                 list<T>
+//	map<K, V>               map<K, V> (K must not be nullable)
+//	ttl<T> (nested)         struct<last_modified timestamp[ms, UTC], value T>
+//	timer (nested)          no mapping
+//	avro                    by the writer schema, below
+//
+// Avro types map as follows:
+//
+//	null                          null
+//	boolean, int, long            bool, int32, int64
+//	float, double                 float32, float64
+//	string (uuid too)             utf8 (checked to be UTF-8)
+//	bytes                         binary
+//	fixed(n)                      fixed_size_binary(n)
+//	enum                          dictionary<int32, utf8>, the symbols in order
+//	record                        struct, one field per field
+//	array<T>                      list<T>
+//	map<T>                        map<utf8, T>
+//	union [null, T], [T]          T, nullable with null
+//	union of nulls only           null
+//	any other union               struct with one nullable field per non-null
+//	                              branch, named by the branch's type name (or
+//	                              full name if two share a name); the null
+//	                              branch makes the struct null
+//	date                          date32
+//	time-millis, time-micros      time32[ms], time64[us]
+//	timestamp-millis, -micros     timestamp[ms, UTC], timestamp[us, UTC]
+//	local-timestamp-millis, -micros timestamp[ms], timestamp[us]
+//	decimal(p, s), p <= 38        decimal128(p, s)
+//	decimal(p, s), p <= 76        decimal256(p, s)
+//	duration (fixed 12)           struct<months, days, milliseconds uint32>
+//
+// A record that contains itself, a record with no fields, a fixed of size
+// 0 and a decimal of more than 76 digits have no mapping: Run refuses the
+// export before writing anything, with an error wrapping ErrUnmappable that
+// names the state and the place in its type.
+//
+// Avro values are decoded from their binary encoding straight into Arrow
+// builders by a plan compiled once per schema, never through generic Go
+// values; every length and count is checked against the bytes that remain.
+// A value that does not decode fails the export with an error wrapping
+// serializers.ErrDecode that names the state, key group and entry.
+//
+// # Files
+//
+// Parquet files are zstd-compressed with row groups of
+// Options.RowGroupRows rows (fewer when the input bytes of a row group
+// reach 64 MiB). Each column's encoding suits state data (see encodings in
+// parquet.go): key and map_key, sorted, are stored as prefix deltas, other
+// strings with a dictionary, integers and timestamps as bit-packed deltas.
+// Every file records as key-value metadata stateproc.savepoint_id,
+// stateproc.operator, stateproc.state, stateproc.kind, and
+// stateproc.serializers (the serializer snapshots as JSON), plus
+// stateproc.now for the expired column; the same goes into the schema
+// metadata of Arrow files. Memory is bounded by a row group per worker,
+// whatever the size of the state.
+package export

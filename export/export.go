@@ -1,0 +1,405 @@
+package export
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxRowsPerFile splits large states into files that several
+	// cores write at once, and that readers can split between them.
+	DefaultMaxRowsPerFile = 1 << 20
+	// DefaultRowGroupRows is about what DuckDB and Spark write.
+	DefaultRowGroupRows = 128 << 10
+	// rowGroupBytes cuts a row group early when its input is large, so
+	// that memory stays bounded when values are: a row group is what an
+	// export holds in memory per worker.
+	rowGroupBytes = 64 << 20
+)
+
+// Options says what to export and how.
+type Options struct {
+	// Format is Parquet unless set.
+	Format Format
+	// Compression is Zstd unless set; JSONL is never compressed.
+	Compression Compression
+	// Operator, if set, exports that operator's states only; State, if
+	// set, only the states of that name.
+	Operator, State string
+	// KeyGroups, if set, exports only those key groups of keyed states and
+	// timers, and leaves out operator and broadcast state.
+	KeyGroups *keygroup.Range
+	// Now, if set, adds the expired column to TTL states: whether each
+	// entry is expired at that time (epoch milliseconds) by ttl.Expired.
+	Now *int64
+	// MaxRowsPerFile is DefaultMaxRowsPerFile if 0; negative means no
+	// limit.
+	MaxRowsPerFile int64
+	// RowGroupRows is DefaultRowGroupRows if 0.
+	RowGroupRows int
+	// Workers is the number of files written at once: GOMAXPROCS if 0.
+	Workers int
+	// Progress, if set, is called after each row group with the rows
+	// written so far and the rows to write. Workers call it at once.
+	Progress func(written, total int64)
+}
+
+// Summary describes what an export wrote.
+type Summary struct {
+	Datasets []DatasetSummary `json:"datasets"`
+	Rows     int64            `json:"rows"`
+	Files    int              `json:"files"`
+	Bytes    int64            `json:"bytes"`
+}
+
+// DatasetSummary describes one dataset of an export.
+type DatasetSummary struct {
+	Operator string `json:"operator"`
+	State    string `json:"state"`
+	// Kind is the keyed state's kind (value, list, map, reducing,
+	// aggregating), or timers, operator or broadcast.
+	Kind string `json:"kind"`
+	// Dir is the dataset's directory, relative to the export's.
+	Dir   string `json:"dir"`
+	Rows  int64  `json:"rows"`
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Run writes the datasets that o selects from src into out, one directory
+// per dataset. It does not publish out: the caller publishes it when Run
+// succeeds and aborts it when Run fails, so that no partial export is ever
+// where a reader would take it for a whole one.
+//
+// Every type is mapped before anything is written: a state with a type that
+// has no Arrow mapping fails the export with an error wrapping
+// ErrUnmappable. A value that does not decode fails it with an error
+// wrapping serializers.ErrDecode.
+func Run(ctx context.Context, src Source, out storage.Staging, o Options) (*Summary, error) {
+	o.defaults()
+	if !o.Format.valid() {
+		return nil, fmt.Errorf("export: unknown format %q", o.Format)
+	}
+	if o.Compression != Zstd && o.Compression != Uncompressed {
+		return nil, fmt.Errorf("export: unknown compression %q", o.Compression)
+	}
+	datasets, err := selectDatasets(src, &o)
+	if err != nil {
+		return nil, err
+	}
+	var parts []*part
+	for _, ds := range datasets {
+		ds.count(src, o.KeyGroups)
+		parts = append(parts, ds.parts(o.MaxRowsPerFile)...)
+	}
+	x := &exporter{src: src, out: out, opts: o,
+		wo: writerOptions{format: o.Format, compression: o.Compression, rowGroupRows: o.RowGroupRows}}
+	for _, ds := range datasets {
+		x.total += ds.rows
+	}
+	if err := x.run(ctx, parts, o.Workers); err != nil {
+		return nil, err
+	}
+	s := &Summary{}
+	for _, ds := range datasets {
+		d := DatasetSummary{Operator: ds.op.UID, State: ds.name, Kind: ds.kind, Dir: ds.dir, Rows: ds.rows}
+		for _, p := range parts {
+			if p.ds == ds {
+				d.Files++
+				d.Bytes += p.bytes
+			}
+		}
+		s.Datasets = append(s.Datasets, d)
+		s.Rows += d.Rows
+		s.Files += d.Files
+		s.Bytes += d.Bytes
+	}
+	return s, nil
+}
+
+func (o *Options) defaults() {
+	if o.Format == "" {
+		o.Format = Parquet
+	}
+	if o.Compression == "" || o.Format == JSONL {
+		o.Compression = Zstd
+	}
+	switch {
+	case o.MaxRowsPerFile == 0:
+		o.MaxRowsPerFile = DefaultMaxRowsPerFile
+	case o.MaxRowsPerFile < 0:
+		o.MaxRowsPerFile = 0
+	}
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = DefaultRowGroupRows
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+}
+
+type exporter struct {
+	src     Source
+	out     storage.Staging
+	opts    Options
+	wo      writerOptions
+	total   int64
+	written atomic.Int64
+}
+
+// wrote counts rows written, for Options.Progress.
+func (x *exporter) wrote(rows int) {
+	n := x.written.Add(int64(rows))
+	if x.opts.Progress != nil {
+		x.opts.Progress(n, x.total)
+	}
+}
+
+// run writes the parts on the workers, longest first, each worker taking
+// the next part when it is done with one, so that they finish close
+// together. Which worker writes a part does not change the part's bytes.
+func (x *exporter) run(ctx context.Context, parts []*part, workers int) error {
+	queue := slices.Clone(parts)
+	slices.SortStableFunc(queue, func(a, b *part) int { return cmp.Compare(b.rows, a.rows) })
+	g, ctx := errgroup.WithContext(ctx)
+	var next atomic.Int64
+	for range min(workers, len(queue)) {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(queue) {
+					return nil
+				}
+				if err := x.writePart(ctx, queue[i]); err != nil {
+					return err
+				}
+			}
+		})
+	}
+	return g.Wait()
+}
+
+// writePart writes one file and records its size in p.
+func (x *exporter) writePart(ctx context.Context, p *part) error {
+	name := p.name(x.opts.Format)
+	f, err := x.out.Create(ctx, name)
+	if err != nil {
+		return fmt.Errorf("export: %s: %w", name, err)
+	}
+	cw := &countingWriter{w: f}
+	err = x.fillPart(ctx, p, name, cw)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("export: %s: %w", name, cerr)
+	}
+	p.bytes = cw.n
+	return err
+}
+
+func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writer) error {
+	ds := p.ds
+	schema := arrow.NewSchema(ds.layout.arrowFields(), &ds.metadata)
+	fw, err := x.wo.newFileWriter(w, schema)
+	if err != nil {
+		return fmt.Errorf("export: %s: %w", name, err)
+	}
+	rb := array.NewRecordBuilder(memAlloc, schema)
+	defer rb.Release()
+	b := &batcher{name: name, rb: rb, rows: ds.layout.bind(rb), fw: fw, maxRows: min(x.opts.RowGroupRows, int(max(p.rows, 1))), wrote: x.wrote}
+	b.rb.Reserve(b.maxRows)
+	switch {
+	case ds.opState != nil:
+		err = x.operatorRows(p, b)
+	case ds.broadcast != nil:
+		err = x.broadcastRows(p, b)
+	default:
+		err = x.keyedRows(ctx, p, b)
+	}
+	if err == nil {
+		err = b.flush(true)
+	}
+	if cerr := fw.close(); err == nil && cerr != nil {
+		err = fmt.Errorf("export: %s: %w", name, cerr)
+	}
+	return err
+}
+
+// keyedRows appends the rows of a keyed state or timer part: entry skip of
+// its first key group onwards.
+func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher) error {
+	ds := p.ds
+	list := ds.state != nil && ds.state.Kind == savepoint.List
+	left := p.rows
+	skip := p.skip
+	var prevKey, prevNs []byte
+	for i := p.first; left > 0 && i < len(ds.index); i++ {
+		st := ds.index[i]
+		it := x.src.Entries(ctx, ds.opIdx, ds.ref, st.KeyGroup)
+		var n uint64 // entries read from this key group
+		var index int32
+		for left > 0 && it.Next() {
+			e := it.Entry()
+			if list {
+				if n > 0 && bytes.Equal(e.Key, prevKey) && bytes.Equal(e.Namespace, prevNs) {
+					index++
+				} else {
+					index = 0
+					prevKey = append(prevKey[:0], e.Key...)
+					prevNs = append(prevNs[:0], e.Namespace...)
+				}
+			}
+			n++
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if err := b.rows.keyed(st.KeyGroup, e, index); err != nil {
+				it.Close()
+				return x.undecodable(ds, st.KeyGroup, n-1, err)
+			}
+			left--
+			if err := b.added(len(e.Key) + len(e.Namespace) + len(e.MapKey) + len(e.Value)); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		// A key group read to its end is checked against its index by the
+		// iterator's last Next.
+		more := n == st.Entries && it.Next()
+		err := it.Err()
+		it.Close()
+		switch {
+		case err != nil:
+			return err
+		case more, left > 0 && n < st.Entries:
+			return fmt.Errorf("export: operator %q %s %q: key group %d: the data holds other than the %d entries the index says: %w",
+				ds.op.UID, ds.what(), ds.name, st.KeyGroup, st.Entries, snapshotfmt.ErrCorrupt)
+		}
+	}
+	return nil
+}
+
+func (x *exporter) operatorRows(p *part, b *batcher) error {
+	row := int64(0)
+	for sub, elems := range p.ds.opState.Subtasks {
+		for i, elem := range elems {
+			if row >= p.start && row < p.start+p.rows {
+				if err := b.rows.operatorElement(sub, i, elem); err != nil {
+					return fmt.Errorf("export: operator %q %s %q: subtask %d element %d: %w", p.ds.op.UID, p.ds.what(), p.ds.name, sub, i, err)
+				}
+				if err := b.added(len(elem)); err != nil {
+					return err
+				}
+			}
+			row++
+		}
+	}
+	return nil
+}
+
+func (x *exporter) broadcastRows(p *part, b *batcher) error {
+	for i, e := range p.ds.broadcast.Entries[p.start : p.start+p.rows] {
+		if err := b.rows.broadcastEntry(e); err != nil {
+			return fmt.Errorf("export: operator %q %s %q: entry %d: %w", p.ds.op.UID, p.ds.what(), p.ds.name, int(p.start)+i, err)
+		}
+		if err := b.added(len(e.Key) + len(e.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undecodable locates a value that does not decode: the entry's number
+// within its key group's segment of the state.
+func (x *exporter) undecodable(ds *dataset, kg int, n uint64, err error) error {
+	return fmt.Errorf("export: operator %q %s %q: key group %d: entry %d: %w", ds.op.UID, ds.what(), ds.name, kg, n, err)
+}
+
+// batcher collects rows into a record batch, and writes it as a row group
+// when it holds enough rows or input bytes.
+type batcher struct {
+	name     string
+	rb       *array.RecordBuilder
+	rows     *rowWriter
+	fw       fileWriter
+	maxRows  int
+	n, bytes int
+	wrote    func(rows int)
+}
+
+// added counts a row just appended, of size input bytes.
+func (b *batcher) added(size int) error {
+	b.n++
+	b.bytes += size
+	if b.n >= b.maxRows || b.bytes >= rowGroupBytes {
+		return b.flush(false)
+	}
+	return nil
+}
+
+// flush writes the rows appended so far as a row group; last says no more
+// will follow.
+func (b *batcher) flush(last bool) error {
+	if b.n == 0 {
+		return nil
+	}
+	// Builders start over empty: reserving a batch's rows, and as many
+	// bytes of strings as the last batch had, spares them growing by
+	// doubling, a copy each time.
+	fields := b.rb.Fields()
+	data := make([]int, len(fields))
+	for i, f := range fields {
+		if d, ok := f.(dataReserver); ok {
+			data[i] = d.DataLen()
+		}
+	}
+	rec := b.rb.NewRecordBatch()
+	defer rec.Release()
+	n := b.n
+	b.n, b.bytes = 0, 0
+	if !last {
+		b.rb.Reserve(b.maxRows)
+		for i, f := range fields {
+			if d, ok := f.(dataReserver); ok {
+				d.ReserveData(data[i])
+			}
+		}
+	}
+	if err := b.fw.write(rec); err != nil {
+		return fmt.Errorf("export: %s: %w", b.name, err)
+	}
+	b.wrote(n)
+	return nil
+}
+
+// dataReserver is a builder of strings or bytes.
+type dataReserver interface {
+	DataLen() int
+	ReserveData(n int)
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

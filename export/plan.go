@@ -1,0 +1,254 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+)
+
+// Dataset kinds besides the keyed state kinds (value, list, map, reducing,
+// aggregating).
+const (
+	KindTimers    = "timers"
+	KindOperator  = "operator"
+	KindBroadcast = "broadcast"
+)
+
+// dataset is one directory of files: a keyed state, a timer service, an
+// operator state or a broadcast state of one operator.
+type dataset struct {
+	opIdx int
+	op    *savepoint.Operator
+	name  string
+	kind  string
+	dir   string
+	// ref is the keyed state's or timer service's ref in the data.
+	ref       int
+	state     *savepoint.KeyedState
+	timers    *savepoint.TimerService
+	opState   *savepoint.OperatorState
+	broadcast *savepoint.BroadcastState
+	layout    *layout
+	// metadata is what every file of the dataset records about where its
+	// rows come from.
+	metadata arrow.Metadata
+	// index lists the key groups read, for keyed states and timers.
+	index []savepoint.Stats
+	rows  int64
+}
+
+// part is one file: rows [first row, first row + rows) of its dataset, in
+// the order the savepoint stores them. For keyed states and timers the
+// first row is entry skip of index[first].
+type part struct {
+	ds    *dataset
+	seq   int
+	first int
+	skip  uint64
+	start int64
+	rows  int64
+	// bytes is the size of the file, once written.
+	bytes int64
+}
+
+func (p *part) name(f Format) string {
+	return path.Join(p.ds.dir, fmt.Sprintf("part-%05d.%s", p.seq, f.extension()))
+}
+
+// selectDatasets lists the datasets that o asks for, each with its layout
+// compiled, in the order of the metadata. A state whose types have no Arrow
+// mapping fails the whole export here, before anything is written.
+func selectDatasets(src Source, o *Options) ([]*dataset, error) {
+	m := src.Metadata()
+	var out []*dataset
+	foundOp, foundState := o.Operator == "", o.State == ""
+	for opIdx := range m.Operators {
+		op := &m.Operators[opIdx]
+		if o.Operator != "" && op.UID != o.Operator {
+			continue
+		}
+		foundOp = true
+		var all []*dataset
+		for i := range op.States {
+			st := &op.States[i]
+			all = append(all, &dataset{opIdx: opIdx, op: op, name: st.Name, kind: st.Kind.String(), ref: i, state: st})
+		}
+		for i := range op.Timers {
+			t := &op.Timers[i]
+			all = append(all, &dataset{opIdx: opIdx, op: op, name: t.Name, kind: KindTimers, ref: len(op.States) + i, timers: t})
+		}
+		// Operator and broadcast state belong to no key group.
+		if o.KeyGroups == nil {
+			for i := range op.OperatorStates {
+				s := &op.OperatorStates[i]
+				all = append(all, &dataset{opIdx: opIdx, op: op, name: s.Name, kind: KindOperator, opState: s})
+			}
+			for i := range op.BroadcastStates {
+				s := &op.BroadcastStates[i]
+				all = append(all, &dataset{opIdx: opIdx, op: op, name: s.Name, kind: KindBroadcast, broadcast: s})
+			}
+		}
+		dirs := map[string]*dataset{}
+		for _, ds := range all {
+			if o.State != "" && ds.name != o.State {
+				continue
+			}
+			foundState = true
+			ds.dir = escapeName(op.UID) + "/" + escapeName(ds.name)
+			if other, ok := dirs[ds.dir]; ok {
+				return nil, fmt.Errorf("export: operator %q has a %s and a %s both named %q, whose datasets would share a directory", op.UID, other.what(), ds.what(), ds.name)
+			}
+			dirs[ds.dir] = ds
+			if err := ds.compile(m.ID, o.Now); err != nil {
+				return nil, fmt.Errorf("export: operator %q %s %q: %w", op.UID, ds.what(), ds.name, err)
+			}
+			out = append(out, ds)
+		}
+	}
+	switch {
+	case !foundOp:
+		return nil, fmt.Errorf("export: no operator %q in the savepoint", o.Operator)
+	case !foundState:
+		return nil, fmt.Errorf("export: no state %q to export in operator %q", o.State, o.Operator)
+	}
+	return out, nil
+}
+
+// what says what the dataset is, for messages.
+func (ds *dataset) what() string {
+	switch {
+	case ds.timers != nil:
+		return "timer service"
+	case ds.opState != nil:
+		return "operator state"
+	case ds.broadcast != nil:
+		return "broadcast state"
+	}
+	return "state"
+}
+
+// compile maps the dataset's serializers to its columns and writes down
+// its metadata.
+func (ds *dataset) compile(id uint64, now *int64) error {
+	var err error
+	switch {
+	case ds.state != nil:
+		ds.layout, err = keyedLayout(ds.op, ds.state, nil, now)
+	case ds.timers != nil:
+		ds.layout, err = keyedLayout(ds.op, nil, ds.timers, now)
+	case ds.opState != nil:
+		ds.layout, err = operatorStateLayout(ds.opState)
+	default:
+		ds.layout, err = broadcastLayout(ds.broadcast)
+	}
+	if err != nil {
+		return err
+	}
+	return ds.describe(id, now)
+}
+
+// describe sets the metadata of the dataset's files: Parquet key-value
+// metadata, Arrow schema metadata.
+func (ds *dataset) describe(id uint64, now *int64) error {
+	snaps := map[string]any{}
+	switch {
+	case ds.state != nil:
+		snaps["key"], snaps["namespace"], snaps["value"] = ds.op.Key, ds.state.Namespace, ds.state.Value
+		if ds.state.Kind == savepoint.Map {
+			snaps["mapKey"] = ds.state.MapKey
+		}
+		if ds.state.TTL != nil {
+			snaps["ttlMillis"] = ds.state.TTL.Millis()
+		}
+	case ds.timers != nil:
+		snaps["key"], snaps["namespace"] = ds.op.Key, ds.timers.Namespace
+	case ds.opState != nil:
+		snaps["element"] = ds.opState.Element
+	default:
+		snaps["key"], snaps["value"] = ds.broadcast.Key, ds.broadcast.Value
+	}
+	js, err := json.Marshal(snaps)
+	if err != nil {
+		return fmt.Errorf("serializer snapshots: %w", err)
+	}
+	keys := []string{"stateproc.savepoint_id", "stateproc.operator", "stateproc.state", "stateproc.kind", "stateproc.serializers"}
+	values := []string{strconv.FormatUint(id, 10), ds.op.UID, ds.name, ds.kind, string(js)}
+	if now != nil && ds.state != nil && ds.state.TTL != nil {
+		keys = append(keys, "stateproc.now")
+		values = append(values, strconv.FormatInt(*now, 10))
+	}
+	ds.metadata = arrow.NewMetadata(keys, values)
+	return nil
+}
+
+// count finds the rows of ds: from the index for keyed data, from the
+// metadata for the rest.
+func (ds *dataset) count(src Source, kgs *keygroup.Range) {
+	switch {
+	case ds.opState != nil:
+		for _, sub := range ds.opState.Subtasks {
+			ds.rows += int64(len(sub))
+		}
+	case ds.broadcast != nil:
+		ds.rows = int64(len(ds.broadcast.Entries))
+	default:
+		r := keygroup.All(ds.op.MaxParallelism)
+		if kgs != nil {
+			r = r.Intersect(*kgs)
+		}
+		if r.Len() > 0 {
+			ds.index = src.Index(ds.opIdx, ds.ref, r)
+		}
+		for _, s := range ds.index {
+			ds.rows += int64(s.Entries)
+		}
+	}
+}
+
+// parts cuts ds into files of at most maxRows rows (0: no limit), each
+// starting where the previous one ends, so that the files of a dataset in
+// name order hold its rows in the savepoint's order. A dataset without rows
+// still gets one (empty) file, so that readers find its columns.
+func (ds *dataset) parts(maxRows int64) []*part {
+	if maxRows <= 0 {
+		maxRows = max(ds.rows, 1)
+	}
+	var out []*part
+	seg, segStart := 0, int64(0) // the index entry holding row start, and its first row
+	for start := int64(0); start < ds.rows || len(out) == 0; start += maxRows {
+		p := &part{ds: ds, seq: len(out), start: start, rows: min(maxRows, ds.rows-start)}
+		for ds.index != nil && seg < len(ds.index) && segStart+int64(ds.index[seg].Entries) <= start {
+			segStart += int64(ds.index[seg].Entries)
+			seg++
+		}
+		p.first, p.skip = seg, uint64(start-segStart)
+		out = append(out, p)
+	}
+	return out
+}
+
+// escapeName makes a uid or state name one safe directory name: letters,
+// digits, '-', '_', '.' and '~' stay, every other byte becomes %XX, and so
+// does a leading '.' or '_', which readers take for hidden files. '=' is
+// escaped too: readers take name=value directories for Hive partitions.
+func escapeName(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		safe := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '~' ||
+			(c == '.' || c == '_') && i > 0
+		if safe {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
+}

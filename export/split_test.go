@@ -1,0 +1,113 @@
+package export_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/stateproc/stateproc/export"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// listSavepoint has a list state whose lists are long enough to be split
+// across files: ten users with 1 to 10 elements each.
+func listSavepoint(t *testing.T) string {
+	b := newBuilder(savepoint.Operator{
+		UID: "op", Name: "Op", Parallelism: 1, MaxParallelism: 4, KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
+		States: []savepoint.KeyedState{{Name: "items", Kind: savepoint.List, Namespace: void, Value: snap(serializers.KindInt64)}},
+	})
+	for u := range 10 {
+		for i := range u + 1 {
+			b.add(0, 0, savepoint.Entry{Key: fmt.Appendf(nil, "user-%d", u), Value: i64(int64(100*u + i))})
+		}
+	}
+	return b.write(t)
+}
+
+// TestMaxRowsPerFile cuts a list state into files of 7 rows: the files,
+// in name order, hold the same rows as one file does, list indexes
+// continuing across files, and row groups hold at most RowGroupRows rows.
+func TestMaxRowsPerFile(t *testing.T) {
+	sp := listSavepoint(t)
+	whole, _ := exportTo(t, sp, export.Options{MaxRowsPerFile: -1})
+	split, s := exportTo(t, sp, export.Options{MaxRowsPerFile: 7, RowGroupRows: 3})
+	if d := s.Datasets[0]; d.Rows != 55 || d.Files != 8 {
+		t.Errorf("summary %+v, want 55 rows in 8 files", d)
+	}
+	files, _ := filepath.Glob(filepath.Join(split, "op/items/*.parquet"))
+	for i, f := range files {
+		r, err := file.OpenParquetFile(f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(min(7, 55-7*i))
+		if got := r.NumRows(); got != want {
+			t.Errorf("%s: %d rows, want %d", filepath.Base(f), got, want)
+		}
+		for g := range r.NumRowGroups() {
+			if n := r.MetaData().RowGroup(g).NumRows(); n > 3 {
+				t.Errorf("%s: row group of %d rows", filepath.Base(f), n)
+			}
+		}
+		r.Close()
+	}
+	q := "SELECT key_group, key, index, value FROM read_parquet('%s', filename = true, file_row_number = true) ORDER BY filename, file_row_number"
+	a := openDuck(t, whole).rows(fmt.Sprintf(q, filepath.Join(whole, "op/items/*.parquet")))
+	b := openDuck(t, split).rows(fmt.Sprintf(q, filepath.Join(split, "op/items/*.parquet")))
+	if !slices.EqualFunc(a, b, slices.Equal) {
+		t.Errorf("split rows differ from whole:\n%v\n%v", b, a)
+	}
+	for _, r := range a {
+		if want := fmt.Sprint(100*atoi(t, strings.TrimPrefix(r[1], "user-")) + atoi(t, r[2])); r[3] != want {
+			t.Errorf("%v: index does not match the element", r)
+		}
+	}
+}
+
+func TestFilters(t *testing.T) {
+	sp := typesSavepoint(t)
+	// One state.
+	out, s := exportTo(t, sp, export.Options{Operator: "types", State: "events"})
+	if got := fileNames(t, out); !slices.Equal(got, []string{"types/events/part-00000.parquet"}) {
+		t.Errorf("--state: files %v", got)
+	}
+	if len(s.Datasets) != 1 || s.Datasets[0].Rows != 4 || s.Datasets[0].Kind != "list" {
+		t.Errorf("--state: summary %+v", s.Datasets)
+	}
+	// Key groups: the keyed data of those key groups, no operator or
+	// broadcast state.
+	kg := keygroup.Of([]byte("alice"), 128)
+	out, s = exportTo(t, sp, export.Options{KeyGroups: &keygroup.Range{Start: kg, End: kg}})
+	d := openDuck(t, out)
+	if got := d.one("SELECT string_agg(DISTINCT key, ',') FROM {types/events}"); got != "alice" {
+		t.Errorf("key groups: keys %s", got)
+	}
+	for _, ds := range s.Datasets {
+		if ds.Kind == export.KindOperator || ds.Kind == export.KindBroadcast {
+			t.Errorf("key groups: exported %s", ds.Dir)
+		}
+	}
+}
+
+// TestNames: uids and state names become one safe directory name each.
+func TestNames(t *testing.T) {
+	b := newBuilder(savepoint.Operator{
+		UID: "../up/a=b", Name: "Op", Parallelism: 1, MaxParallelism: 128, KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
+		States: []savepoint.KeyedState{
+			{Name: ".hidden", Kind: savepoint.Value, Namespace: void, Value: snap(serializers.KindInt64)},
+			{Name: "_meta état", Kind: savepoint.Value, Namespace: void, Value: snap(serializers.KindInt64)},
+		},
+	})
+	b.add(0, 0, savepoint.Entry{Key: []byte("k"), Value: i64(1)})
+	out, _ := exportTo(t, b.write(t), export.Options{})
+	want := []string{"%2E.%2Fup%2Fa%3Db/%2Ehidden/part-00000.parquet", "%2E.%2Fup%2Fa%3Db/%5Fmeta%20%C3%A9tat/part-00000.parquet"}
+	if got := fileNames(t, out); !slices.Equal(got, want) {
+		t.Errorf("files %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,196 @@
+package prune
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stateproc/stateproc/rewrite"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/ttl"
+)
+
+// Options say what is expired.
+type Options struct {
+	// Now is the time, in epoch milliseconds, at which entries are judged.
+	Now int64
+	// TTL overrides the recorded TTL of states, by "uid/state".
+	TTL map[string]time.Duration
+	// Workers is how many files are rewritten at once; 0 means one per core.
+	Workers int
+}
+
+// StateReport is what pruning did to one TTL state.
+type StateReport struct {
+	Operator   string        `json:"operator"`
+	State      string        `json:"state"`
+	TTL        time.Duration `json:"-"`
+	TTLMillis  int64         `json:"ttl_millis"`
+	Overridden bool          `json:"overridden"`
+	Before     uint64        `json:"before"`
+	Dropped    uint64        `json:"dropped"`
+	After      uint64        `json:"after"`
+}
+
+// Report lists every state with TTL, in operator and state order.
+type Report struct {
+	Now    int64         `json:"now"`
+	DryRun bool          `json:"dry_run"`
+	States []StateReport `json:"states"`
+}
+
+// prunedState is a TTL state to prune: the TTL that applies, and its line
+// in the report.
+type prunedState struct {
+	millis int64
+	line   int
+}
+
+// Run prunes src, the savepoint read from input, into out.Out.
+func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Options, out rewrite.Options) (*Report, error) {
+	m := src.Metadata()
+	rep := &Report{Now: opts.Now, DryRun: out.DryRun}
+	states, err := resolve(m, opts.TTL, rep)
+	if err != nil {
+		return nil, err
+	}
+	plans := rewrite.SameLayout(src, func(seg snapshotfmt.Segment) (rewrite.SegmentPlan, bool) {
+		p := rewrite.SegmentPlan{Src: seg, Op: seg.Operator, Ref: seg.Ref}
+		if s, ok := states[[2]int{seg.Operator, seg.Ref}]; ok {
+			decide(&p, s.millis, opts.Now)
+		}
+		return p, true
+	})
+	meta := rewrite.DeriveMetadata(input, m, describe(rep))
+	if !out.DryRun {
+		if out.Writer, err = rewrite.WriterOptions(src); err != nil {
+			return nil, err
+		}
+		out.Need = segmentBytes(plans)
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	err = rewrite.Execute(ctx, src, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
+		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, workers)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, fp := range plans {
+		for _, p := range fp.Segments {
+			if s, ok := states[[2]int{p.Src.Operator, p.Src.Ref}]; ok {
+				rep.States[s.line].Before += p.Src.Entries
+				rep.States[s.line].After += p.Kept
+			}
+		}
+	}
+	for i := range rep.States {
+		rep.States[i].Dropped = rep.States[i].Before - rep.States[i].After
+	}
+	return rep, nil
+}
+
+// decide settles a segment of a TTL state from the index's times where it
+// can: the rule is monotonic in the last-modified time, so if the oldest
+// entry is alive every entry is, and if the newest is expired every one is.
+func decide(p *rewrite.SegmentPlan, millis, now int64) {
+	switch {
+	case !ttl.Expired(p.Src.MinTimestamp, millis, now):
+	case ttl.Expired(p.Src.MaxTimestamp, millis, now):
+		p.Drop = true
+	default:
+		p.Keep = func(e *savepoint.Entry) bool {
+			// The reader has checked that a TTL value holds its 8-byte time.
+			return !ttl.Expired(int64(binary.BigEndian.Uint64(e.Value)), millis, now)
+		}
+	}
+}
+
+// resolve lists every TTL state with the TTL that applies, checks the
+// overrides, and adds a line per state to the report.
+func resolve(m *savepoint.Metadata, overrides map[string]time.Duration, rep *Report) (map[[2]int]prunedState, error) {
+	for name, d := range overrides {
+		uid, state, ok := strings.Cut(name, "/")
+		if !ok {
+			return nil, rewrite.Refusef("--ttl %q: want UID/STATE=DURATION", name)
+		}
+		op, found := m.Operator(uid)
+		if !found {
+			return nil, rewrite.Refusef("--ttl %q: no operator %q in the savepoint", name, uid)
+		}
+		s, found := op.State(state)
+		switch {
+		case !found:
+			return nil, rewrite.Refusef("--ttl %q: operator %q has no keyed state %q", name, uid, state)
+		case s.TTL == nil:
+			return nil, rewrite.Refusef("--ttl %q: state %q has no TTL, so its values carry no last-modified time to judge", name, state)
+		case d < time.Millisecond:
+			return nil, rewrite.Refusef("--ttl %q: a TTL is at least a millisecond", name)
+		}
+	}
+	states := map[[2]int]prunedState{}
+	for oi := range m.Operators {
+		op := &m.Operators[oi]
+		for ref := range op.States {
+			s := &op.States[ref]
+			if s.TTL == nil {
+				continue
+			}
+			d, over := overrides[op.UID+"/"+s.Name]
+			if !over {
+				d = s.TTL.TTL
+			}
+			states[[2]int{oi, ref}] = prunedState{millis: d.Milliseconds(), line: len(rep.States)}
+			rep.States = append(rep.States, StateReport{Operator: op.UID, State: s.Name, TTL: d, TTLMillis: d.Milliseconds(), Overridden: over})
+		}
+	}
+	return states, nil
+}
+
+// describe is the lineage entry: the time, and each state with its TTL.
+func describe(rep *Report) string {
+	var parts []string
+	for _, s := range rep.States {
+		p := fmt.Sprintf("%s/%s (TTL %s", s.Operator, s.State, shortDuration(s.TTL))
+		if s.Overridden {
+			p += ", overridden"
+		}
+		parts = append(parts, p+")")
+	}
+	sort.Strings(parts)
+	what := "no TTL state"
+	if len(parts) > 0 {
+		what = "expired entries of " + strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("prune-ttl at %s dropped %s", time.UnixMilli(rep.Now).UTC().Format("2006-01-02T15:04:05.000Z"), what)
+}
+
+func segmentBytes(plans []rewrite.FilePlan) int64 {
+	var n int64
+	for _, fp := range plans {
+		for _, p := range fp.Segments {
+			n += p.Src.Length
+		}
+	}
+	return n
+}
+
+// shortDuration drops the zero minutes and seconds of whole hours and
+// minutes: 1h rather than 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	s, _ = strings.CutSuffix(s, "m0s")
+	if strings.HasSuffix(s, "h0") {
+		s = s[:len(s)-1]
+	} else if !strings.HasSuffix(s, "s") {
+		s += "m"
+	}
+	return s
+}

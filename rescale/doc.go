@@ -1,0 +1,57 @@
+// Package rescale implements `stateproc rescale`: a rewrite of a savepoint
+// to a new max parallelism, moving every keyed entry (state values, list
+// elements, map entries and timers) to the key group its key bytes hash to
+// under the new max parallelism, without the job's code.
+//
+// # Algorithm
+//
+// A key group under max parallelism M holds the keys whose hash h has
+// h mod M = g; under M' the same key belongs to h mod M'. Every input
+// segment (one state in one old key group) is already sorted by (key,
+// namespace), and all of a key's entries lie in one old key group, so the
+// entries of a new key group are a mix of disjoint sorted runs, one per
+// contributing old key group. The rewrite works in two phases:
+//
+//  1. Partition. Workers stream the old segments (each segment read once,
+//     in any order) and append each entry, framed in a small spill encoding
+//     that carries its new key group and state, to the spill file of its
+//     bucket: a bucket is a range of new key groups within one new
+//     subtask, sized from the index to fit a sort chunk (there are at most
+//     256, so beyond a few gigabytes a bucket takes several chunks), and
+//     each worker has its own file per bucket, so the entries of one (key,
+//     namespace) stay contiguous and in order.
+//  2. Sort and write. For each new subtask, one data file in the engine's
+//     layout, its buckets are taken in order; a bucket's entries are read
+//     in chunks that fit the memory budget, and each chunk's groups (the
+//     entries of one key group, state, key and namespace, kept together so
+//     list order and map-key order need no comparison) are put in order by
+//     (key group, state, key, namespace), or (key group, timer service,
+//     time, key, namespace) for timers: a counting sort by key group and
+//     state, then a merge of the ascending runs each (key group, state)
+//     already consists of, one per contributing input segment. A bucket
+//     that fits in one chunk is written straight from memory; a larger one
+//     is written as sorted runs that a k-way merge (in several passes when
+//     there are more runs than its fan-in) combines, breaking ties by run
+//     order, which keeps the pieces of a group split between chunks in
+//     order.
+//
+// The output is what the engine would have written at the new max
+// parallelism: the same data files, byte for byte, when the input came
+// from the engine.
+//
+// # Memory
+//
+// Memory does not depend on the size of the savepoint: the partition phase
+// holds one input block per worker and a bounded write buffer per bucket
+// file; the sort phase holds one chunk per worker (Options.Memory split
+// among them) plus, in a merge, one read buffer per run. A single entry
+// larger than a chunk grows that chunk to hold it, so beyond the fixed
+// budget memory is bounded by the largest single value (which the format
+// bounds by its 256 MiB block limit).
+//
+// Operators whose max parallelism does not change are copied as opaque
+// bytes in the input's layout, with only their parallelism changed in the
+// metadata if asked; non-keyed operators are carried over as they are.
+// The output does not depend on the number of workers or the memory
+// budget.
+package rescale

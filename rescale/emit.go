@@ -1,0 +1,69 @@
+package rescale
+
+import (
+	"fmt"
+
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// segmentSink writes sorted groups as segments of one output data file: a
+// new segment at every change of (key group, ref), which the sort order
+// makes ascending, as the format and the engine's layout want.
+type segmentSink struct {
+	f      *snapshotfmt.DataFileWriter
+	op     int
+	shapes []refShape
+	sw     *snapshotfmt.SegmentWriter
+	kg     int
+	ref    int
+	e      savepoint.Entry
+	// entries counts what was written, by ref.
+	entries []uint64
+}
+
+func newSegmentSink(f *snapshotfmt.DataFileWriter, op int, shapes []refShape) *segmentSink {
+	return &segmentSink{f: f, op: op, shapes: shapes, entries: make([]uint64, len(shapes))}
+}
+
+func (s *segmentSink) group(h *header) error {
+	if s.sw == nil || h.kg != s.kg || h.ref != s.ref {
+		if err := s.close(); err != nil {
+			return err
+		}
+		sw, err := s.f.Segment(s.op, h.ref, h.kg)
+		if err != nil {
+			return err
+		}
+		s.sw, s.kg, s.ref = sw, h.kg, h.ref
+	}
+	s.e = savepoint.Entry{KeyGroup: h.kg, Key: h.key, Namespace: h.ns}
+	if !s.shapes[h.ref].timer {
+		return nil
+	}
+	s.e.Timestamp = h.time
+	return s.add()
+}
+
+func (s *segmentSink) item(mk, v []byte) error {
+	s.e.MapKey, s.e.Value = mk, v
+	return s.add()
+}
+
+func (s *segmentSink) add() error {
+	if err := s.sw.Add(&s.e); err != nil {
+		return fmt.Errorf("rescale: %w", err)
+	}
+	s.entries[s.ref]++
+	return nil
+}
+
+// close ends the open segment, if any.
+func (s *segmentSink) close() error {
+	if s.sw == nil {
+		return nil
+	}
+	err := s.sw.Close()
+	s.sw = nil
+	return err
+}

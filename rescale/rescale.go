@@ -1,0 +1,230 @@
+package rescale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stateproc/stateproc/rewrite"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// OperatorReport says what a rescale does to one operator.
+type OperatorReport struct {
+	UID                  string `json:"uid"`
+	Keyed                bool   `json:"keyed"`
+	Action               Action `json:"action"`
+	MaxParallelismBefore int    `json:"max_parallelism_before"`
+	MaxParallelism       int    `json:"max_parallelism"`
+	ParallelismBefore    int    `json:"parallelism_before"`
+	Parallelism          int    `json:"parallelism"`
+	// Segments, Entries and Bytes are the operator's data in the input's
+	// index: what is moved when it is re-bucketed.
+	Segments int    `json:"segments"`
+	Entries  uint64 `json:"entries"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// Report lists every operator of the savepoint.
+type Report struct {
+	DryRun    bool             `json:"dry_run"`
+	Operators []OperatorReport `json:"operators"`
+}
+
+// Run rescales src, the savepoint read from input, into out.Out.
+func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Options, out rewrite.Options) (*Report, error) {
+	m := src.Metadata()
+	plans, err := plan(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	meta := rewrite.DeriveMetadata(input, m, describe(plans))
+	for _, p := range plans {
+		meta.Operators[p.index] = p.outputOperator()
+	}
+	kept := rewrite.SameLayout(src, func(seg snapshotfmt.Segment) (rewrite.SegmentPlan, bool) {
+		if plans[seg.Operator].action == Rebucketed {
+			return rewrite.SegmentPlan{}, false
+		}
+		return rewrite.SegmentPlan{Src: seg, Op: seg.Operator, Ref: seg.Ref}, true
+	})
+	newFiles := map[int][]string{}
+	for _, p := range plans {
+		if p.action == Rebucketed {
+			newFiles[p.index] = newFileNames(p.index, p.parallelism, p.maxP, &kept)
+		}
+	}
+	rep := report(src, plans, out.DryRun)
+	if !out.DryRun {
+		if out.Writer, err = rewrite.WriterOptions(src); err != nil {
+			return nil, err
+		}
+		out.Need = need(src, plans, kept, opts.SpillDir == "")
+	}
+	err = rewrite.Execute(ctx, src, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
+		if o == nil {
+			return nil
+		}
+		if err := rewrite.WriteFiles(ctx, src, o.Writer(), kept, opts.workers()); err != nil {
+			return err
+		}
+		for i := range plans {
+			if plans[i].action != Rebucketed {
+				continue
+			}
+			dir, err := spillDir(o, opts.SpillDir)
+			if err != nil {
+				return err
+			}
+			err = rebucket(ctx, src, o.Writer(), &plans[i], newFiles[i], dir, opts.workers(), opts.memory())
+			if opts.SpillDir != "" {
+				os.RemoveAll(dir)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// spillDir creates the directory one operator's spill files go to.
+func spillDir(o *rewrite.Output, under string) (string, error) {
+	if under == "" {
+		return o.TempDir()
+	}
+	return os.MkdirTemp(under, storage.TempPrefix+"rescale-")
+}
+
+// rebucket moves every entry of one operator to its new key group and
+// writes the operator's new data files, one per new subtask.
+func rebucket(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, p *opPlan, names []string, dir string, workers, memory int) error {
+	writers := min(workers, p.parallelism)
+	sortBudget := max(minSortBudget, memory/writers)
+	// A bucket should fit half a sort chunk (half the budget holds data),
+	// leaving room for skew between key groups; the spill encoding takes
+	// about the raw size of the entries.
+	var raw uint64
+	for _, s := range src.Segments(p.index) {
+		raw += s.Bytes
+	}
+	bk := newBucketing(p.maxP, p.parallelism, int(raw/uint64(sortBudget/4))+1)
+	spills, err := partition(ctx, src, p, bk, dir, workers, memory/2)
+	if err != nil {
+		return err
+	}
+	sh := shapes(p.from)
+	written := make([][]uint64, writers)
+	g, ctx := errgroup.WithContext(ctx)
+	var next atomic.Int64
+	for wk := range writers {
+		srt := newSorter(sh, sortBudget, dir, fmt.Sprintf("sort%02d", wk))
+		written[wk] = make([]uint64, len(sh))
+		g.Go(func() error {
+			for {
+				s := int(next.Add(1) - 1)
+				if s >= p.parallelism {
+					return nil
+				}
+				n, err := writeSubtask(ctx, w, p.index, sh, names[s], bk, s, spills, srt)
+				if err != nil {
+					return err
+				}
+				for ref := range n {
+					written[wk][ref] += n[ref]
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	// Every entry read must have been written once: a cheap check that no
+	// bucket was lost on the way.
+	want := segmentEntries(src, p.index, len(sh))
+	for ref := range want {
+		var got uint64
+		for _, n := range written {
+			got += n[ref]
+		}
+		if got != want[ref] {
+			return fmt.Errorf("rescale: operator %q ref %d: wrote %d entries, read %d", p.from.UID, ref, got, want[ref])
+		}
+	}
+	return nil
+}
+
+// writeSubtask writes the data file of one new subtask from its buckets,
+// removing each bucket's spill files once they are written.
+func writeSubtask(ctx context.Context, w *snapshotfmt.Writer, op int, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srt *sorter) ([]uint64, error) {
+	f, err := w.CreateDataFile(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	sink := newSegmentSink(f, op, sh)
+	for _, b := range bk.ofSubtask(s) {
+		paths, size := spills.ofBucket(b)
+		err = srt.sortBucket(ctx, paths, size, bk.buckets[b].kgs, sink)
+		for _, p := range paths {
+			os.Remove(p)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if cerr := sink.close(); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return sink.entries, err
+}
+
+func report(src *snapshotfmt.Reader, plans []opPlan, dryRun bool) *Report {
+	rep := &Report{DryRun: dryRun}
+	for _, p := range plans {
+		r := OperatorReport{UID: p.from.UID, Keyed: p.from.Keyed(), Action: p.action,
+			MaxParallelismBefore: p.from.MaxParallelism, MaxParallelism: p.maxP,
+			ParallelismBefore: p.from.Parallelism, Parallelism: p.parallelism}
+		for _, s := range src.Segments(p.index) {
+			r.Segments++
+			r.Entries += s.Entries
+			r.Bytes += s.Length
+		}
+		rep.Operators = append(rep.Operators, r)
+	}
+	return rep
+}
+
+// need estimates the bytes written beside the target: the output, about
+// the input's size, and the spill files of re-bucketed operators, about
+// their raw size, when they go there too.
+func need(src *snapshotfmt.Reader, plans []opPlan, kept []rewrite.FilePlan, spillBeside bool) int64 {
+	var n int64
+	for _, fp := range kept {
+		for _, s := range fp.Segments {
+			n += s.Src.Length
+		}
+	}
+	for _, p := range plans {
+		if p.action != Rebucketed {
+			continue
+		}
+		for _, s := range src.Segments(p.index) {
+			n += s.Length
+			if spillBeside {
+				n += int64(s.Bytes)
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,28 @@
+// Package rewrite holds the rules that every command writing a savepoint
+// follows (rescale, prune-ttl, operator remove and rename, and later
+// migrate), so that each command states only what it changes:
+//
+//   - The input is opened read-only and never modified; a target that is the
+//     input, lies inside it or contains it is refused.
+//   - Everything that can be checked is checked before anything is written:
+//     the request (ErrRefused), the target (storage.ErrExists unless forced)
+//     and the free space beside it.
+//   - Output goes to a staging directory beside the target, is synced and
+//     renamed into place (storage.Stage), so a killed run leaves at the
+//     target either nothing or a complete savepoint.
+//   - Temporary directories, staging and spill alike, are named
+//     storage.TempPrefix + target name + "-" + digits. One rewrite at a time
+//     may write a given target: it holds a lock file beside the target
+//     (TempPrefix + name + ".lock") for the whole run, and under that lock it
+//     removes the temporary directories that killed runs for the same target
+//     left behind. Such a directory is never a savepoint: the CLI refuses to
+//     open one.
+//   - A segment a rewrite does not change is copied as opaque bytes; a
+//     segment it filters is streamed entry by entry into the same place, so
+//     the layout (file names, segment order) stays that of the input.
+//   - The output's metadata records, in Lineage, which savepoint it came
+//     from and what the rewrite did.
+//
+// A dry run performs the checks and the reading that a report needs, and
+// writes nothing, not even a lock file.
+package rewrite

@@ -1,0 +1,53 @@
+package rewrite
+
+import (
+	"context"
+	"slices"
+
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// Execute runs one rewrite of the savepoint src read from input into a new
+// savepoint with metadata meta: it creates the output (see Create), calls
+// fill with its writer, and commits. With opts.DryRun, it checks the target
+// if one is given and calls fill with a nil output, which must then write
+// nothing.
+func Execute(ctx context.Context, src *snapshotfmt.Reader, input string, meta *savepoint.Metadata, opts Options,
+	fill func(ctx context.Context, o *Output) error) error {
+	if opts.DryRun {
+		if opts.Out != "" {
+			if err := CheckTarget(input, opts.Out, opts.Force); err != nil {
+				return err
+			}
+		}
+		return fill(ctx, nil)
+	}
+	o, err := Create(input, meta, opts)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	if err := fill(ctx, o); err != nil {
+		return err
+	}
+	return o.Commit(ctx)
+}
+
+// DeriveMetadata returns the metadata of a rewrite's output: the input's,
+// with its own copy of the operator list (each operator a copy that may be
+// changed; their states are shared and must not be), and the lineage
+// extended with did.
+func DeriveMetadata(input string, in *savepoint.Metadata, did string) *savepoint.Metadata {
+	out := *in
+	out.Operators = slices.Clone(in.Operators)
+	out.Lineage = Lineage(input, in, did)
+	return &out
+}
+
+// WriterOptions returns the block options for rewriting src: the default
+// block size, and the input's compression.
+func WriterOptions(src *snapshotfmt.Reader) (snapshotfmt.Options, error) {
+	c, err := Codec(src)
+	return snapshotfmt.Options{Compression: c}, err
+}

@@ -1,0 +1,142 @@
+package rewrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// Options say where and how a rewrite writes.
+type Options struct {
+	// Out is the target directory; Force replaces it if it exists.
+	Out   string
+	Force bool
+	// DryRun writes nothing: the target is checked when Out is set, and the
+	// rewrite reads what its report needs.
+	DryRun bool
+	// Writer configures the blocks the rewrite encodes; copied segments keep
+	// theirs. See Codec for keeping the input's compression.
+	Writer snapshotfmt.Options
+	// Need is an estimate of the bytes the rewrite writes beside the target
+	// (output and spill files); Create refuses to start when the file
+	// system has less free. Zero skips the check.
+	Need int64
+}
+
+// Output is the destination of one rewrite while it is written: the
+// target's lock, the staging directory and the savepoint writer.
+type Output struct {
+	target    string
+	lock      *targetLock
+	staging   storage.Staging
+	w         *snapshotfmt.Writer
+	temps     []string
+	committed bool
+	// Removed lists the temporary directories of killed earlier runs that
+	// Create deleted.
+	Removed []string
+}
+
+// Create checks the target, takes its lock, removes what killed runs into
+// it left behind, and stages a new savepoint with metadata meta. input is
+// the input savepoint's directory. Close must be called in every case.
+func Create(input string, meta *savepoint.Metadata, opts Options) (*Output, error) {
+	if err := CheckTarget(input, opts.Out, opts.Force); err != nil {
+		return nil, err
+	}
+	target := filepath.Clean(opts.Out)
+	base := filepath.Base(target)
+	lock, err := lockTarget(filepath.Join(filepath.Dir(target), storage.TempPrefix+base+".lock"))
+	if err != nil {
+		return nil, err
+	}
+	o := &Output{target: target, lock: lock}
+	if o.Removed, err = removeStale(target); err != nil {
+		o.Close()
+		return nil, err
+	}
+	// The target is checked again under the lock: a run that finished in
+	// the meantime may have created it.
+	if err := CheckTarget(input, opts.Out, opts.Force); err != nil {
+		o.Close()
+		return nil, err
+	}
+	if free, ok := freeBytes(filepath.Dir(target)); ok && opts.Need > 0 && free < opts.Need {
+		o.Close()
+		return nil, fmt.Errorf("rewrite: %s has %s free, the rewrite needs about %s", filepath.Dir(target), sizeString(free), sizeString(opts.Need))
+	}
+	if o.staging, err = storage.Stage(target, opts.Force); err != nil {
+		o.Close()
+		return nil, err
+	}
+	if o.w, err = snapshotfmt.NewWriter(o.staging, meta, opts.Writer); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// Writer is the writer of the staged savepoint; nil for the nil Output of
+// a dry run.
+func (o *Output) Writer() *snapshotfmt.Writer {
+	if o == nil {
+		return nil
+	}
+	return o.w
+}
+
+// TempDir creates a directory for spill files beside the target, named
+// like a staging directory so that a killed run's is removed by the next
+// run into the same target. Close removes it.
+func (o *Output) TempDir() (string, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(o.target), storage.TempPrefix+filepath.Base(o.target)+"-")
+	if err != nil {
+		return "", err
+	}
+	o.temps = append(o.temps, dir)
+	return dir, nil
+}
+
+// Commit writes the metadata and publishes the savepoint at the target.
+func (o *Output) Commit(ctx context.Context) error {
+	if err := o.w.Finish(ctx); err != nil {
+		return err
+	}
+	o.committed = true
+	return nil
+}
+
+// Close aborts the savepoint unless it was committed, removes the spill
+// directories and releases the lock.
+func (o *Output) Close() error {
+	var errs []error
+	if o.w != nil && !o.committed {
+		errs = append(errs, o.w.Abort())
+	} else if o.w == nil && o.staging != nil {
+		errs = append(errs, o.staging.Abort())
+	}
+	for _, d := range o.temps {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	if o.lock != nil {
+		errs = append(errs, o.lock.release())
+		o.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,148 @@
+package rewrite
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/stateproc/stateproc/storage"
+)
+
+// ErrRefused is wrapped by the errors of a request that cannot succeed,
+// found before anything is written: an unknown operator or state, a
+// parameter out of range, a target that would overwrite the input. The CLI
+// maps it to its usage exit code.
+var ErrRefused = errors.New("rewrite: refused")
+
+// ErrBusy is returned when another rewrite holds the target's lock.
+var ErrBusy = errors.New("rewrite: another stateproc is writing this target")
+
+func refusef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
+}
+
+// Refusef returns an error wrapping ErrRefused, for the checks that the
+// commands built on this package make themselves.
+func Refusef(format string, args ...any) error { return refusef(format, args...) }
+
+// CheckTarget refuses a target that cannot receive the output of a rewrite
+// of input: the input itself, a place inside it (the output would modify
+// the input's directory), or a directory containing it (--force would
+// delete the input with the old target); and, without force, any path that
+// exists. It writes nothing, so dry runs call it too.
+func CheckTarget(input, target string, force bool) error {
+	if target == "" {
+		return refusef("no target given")
+	}
+	in, err := resolve(input)
+	if err != nil {
+		return err
+	}
+	out, err := resolve(target)
+	if err != nil {
+		return err
+	}
+	switch {
+	case in == out:
+		return refusef("the target %s is the input savepoint: a rewrite never modifies its input", target)
+	case within(out, in):
+		return refusef("the target %s lies inside the input savepoint %s", target, input)
+	case within(in, out):
+		return refusef("the target %s contains the input savepoint %s", target, input)
+	case isTemp(filepath.Base(out)):
+		return refusef("the target %s has the name of a temporary directory (%s*)", target, storage.TempPrefix)
+	}
+	if _, err := os.Lstat(target); err == nil && !force {
+		return fmt.Errorf("%w: %s (use --force to replace it)", storage.ErrExists, target)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if st, err := os.Stat(filepath.Dir(out)); err != nil {
+		return refusef("the target's directory: %v", err)
+	} else if !st.IsDir() {
+		return refusef("the target's parent %s is not a directory", filepath.Dir(out))
+	}
+	return nil
+}
+
+// resolve returns an absolute path with the symbolic links of its existing
+// part resolved, so that two spellings of one directory compare equal.
+func resolve(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	// Resolve the longest existing prefix; what does not exist yet cannot
+	// be a link.
+	rest := ""
+	for cur := abs; ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// within reports whether p lies strictly inside dir.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// IsTempName reports whether a directory name is that of a staging or spill
+// directory, which is never a savepoint even when it holds a _metadata.
+func IsTempName(name string) bool { return isTemp(name) }
+
+func isTemp(name string) bool { return strings.HasPrefix(name, storage.TempPrefix) }
+
+// staleFor reports whether name, an entry of the target's directory, is a
+// temporary directory of a rewrite into target: the prefix, the target's
+// name, a dash and the digits os.MkdirTemp appends, and for the old target
+// that a forced publish moves aside, ".old". Other targets' directories,
+// including those of a target whose own name continues after a dash, do not
+// match, since their suffix is not all digits.
+func staleFor(name, targetBase string) bool {
+	rest, ok := strings.CutPrefix(name, storage.TempPrefix+targetBase+"-")
+	if !ok {
+		return false
+	}
+	rest = strings.TrimSuffix(rest, ".old")
+	if rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// removeStale deletes the temporary directories that earlier runs into
+// target left behind when they were killed. The caller holds the target's
+// lock, so no live run owns them. It returns their names.
+func removeStale(target string) ([]string, error) {
+	dir, base := filepath.Dir(target), filepath.Base(target)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range entries {
+		if !staleFor(e.Name(), base) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return removed, fmt.Errorf("rewrite: removing %s, left by an earlier run: %w", e.Name(), err)
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, nil
+}

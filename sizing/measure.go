@@ -1,0 +1,120 @@
+package sizing
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// MeasureOptions controls MeasureSavepoint.
+type MeasureOptions struct {
+	// Now is the time TTL ages are taken at, in epoch milliseconds.
+	Now int64
+	// SampleBytes bounds the savepoint bytes read per state; 0 reads
+	// every entry. A larger state is measured on its first key groups.
+	SampleBytes int64
+	// Operator restricts the measurement to one operator uid.
+	Operator string
+	// TempDir holds the Pebble databases the samples are loaded into; ""
+	// means the system's temporary directory.
+	TempDir string
+}
+
+// MeasureSavepoint measures every keyed state and timer service of the
+// savepoint r (source names it in the report). From the index it takes the
+// keys, entries and bytes of every key group; it streams the entries of a
+// sample to split the bytes of an entry, evaluate the heap model, age the
+// TTL entries and count timers per key; and it loads the same sample into
+// a real Pebble backend to measure the bytes on disk.
+//
+// The sample is the key groups from 0 up to SampleBytes of data. Keys are
+// spread over key groups by a hash, so the first key groups are as good a
+// sample as any, and a whole key group is what a backend restores.
+func MeasureSavepoint(ctx context.Context, r *snapshotfmt.Reader, source string, opts MeasureOptions) (*Job, error) {
+	meta := r.Metadata()
+	job := &Job{Source: source, Now: opts.Now}
+	pm := &pebbleMeter{tempDir: opts.TempDir, now: opts.Now}
+	for i := range meta.Operators {
+		op := &meta.Operators[i]
+		if !op.Keyed() || (opts.Operator != "" && op.UID != opts.Operator) {
+			continue
+		}
+		o := Operator{UID: op.UID, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
+		for ref := range len(op.States) + len(op.Timers) {
+			st, err := measureState(ctx, r, i, ref, opts, pm)
+			if err != nil {
+				return nil, fmt.Errorf("sizing: operator %q: %w", op.UID, err)
+			}
+			o.States = append(o.States, *st)
+		}
+		job.Operators = append(job.Operators, o)
+	}
+	return job, nil
+}
+
+// describe returns the state with its name, kind, TTL and heap shape.
+func describe(op *savepoint.Operator, ref int) (*State, error) {
+	var err error
+	if ref >= len(op.States) {
+		st := &State{Name: op.Timers[ref-len(op.States)].Name, Kind: kindTimers}
+		st.heap, err = newHeapShape(kindTimers, nil, nil)
+		return st, err
+	}
+	ks := &op.States[ref]
+	st := &State{Name: ks.Name, Kind: ks.Kind.String(), TTL: ks.TTL}
+	st.ValueCollection = ks.Kind.SingleValue() && (ks.Value.Kind == serializers.KindList || ks.Value.Kind == serializers.KindMap)
+	var mapKey *serializers.Snapshot
+	if ks.Kind == savepoint.Map {
+		mapKey = &ks.MapKey
+	}
+	if st.heap, err = newHeapShape(st.Kind, mapKey, &ks.Value); err != nil {
+		return nil, fmt.Errorf("state %q: %w", ks.Name, err)
+	}
+	return st, nil
+}
+
+func measureState(ctx context.Context, r *snapshotfmt.Reader, opIdx, ref int, opts MeasureOptions, pm *pebbleMeter) (*State, error) {
+	op := &r.Metadata().Operators[opIdx]
+	st, err := describe(op, ref)
+	if err != nil {
+		return nil, err
+	}
+	st.KeyGroups = make([]KeyGroup, op.MaxParallelism)
+	segs := r.StateSegments(opIdx, ref, keygroup.All(op.MaxParallelism))
+	sample := &Sample{WithData: len(segs)}
+	var sampled int64
+	for _, seg := range segs {
+		st.KeyGroups[seg.KeyGroup] = KeyGroup{Keys: float64(seg.Keys), Entries: float64(seg.Entries),
+			Bytes: float64(seg.Bytes), Stored: float64(seg.Length)}
+		sample.Of += seg.Entries
+		if opts.SampleBytes <= 0 || sampled < opts.SampleBytes {
+			sample.KeyGroups++
+			sample.Entries += seg.Entries
+			sampled += int64(seg.Bytes)
+		}
+	}
+	st.Sample = sample
+	if len(segs) == 0 {
+		st.PebbleFrom = "measured"
+		return st, nil
+	}
+	t := newTally(st.Kind, st.TTL, opts.Now, st.heap)
+	for _, seg := range segs[:sample.KeyGroups] {
+		if err := t.segment(ctx, r, seg); err != nil {
+			return nil, err
+		}
+	}
+	t.finish(st, float64(sample.Of))
+	kgs := keygroup.Range{Start: 0, End: segs[sample.KeyGroups-1].KeyGroup}
+	onDisk, err := pm.measure(ctx, r, opIdx, ref, kgs)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: measuring on Pebble: %w", st.Kind, st.Name, err)
+	}
+	st.PebblePerByte = onDisk / float64(sampled)
+	st.PebbleFrom = "measured"
+	return st, nil
+}

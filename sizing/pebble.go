@@ -1,0 +1,126 @@
+package sizing
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/stateproc/stateproc/engine/pebblebackend"
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// pebbleMeter measures what states take on disk in the engine's own Pebble
+// backend: it restores a sample into a fresh database in a temporary
+// directory, compacts it, and reads the size of its sstables.
+//
+// Every sstable carries about a kilobyte that does not depend on its
+// entries (footer, properties, index and filter headers). A subtask's
+// database holds few large files, so that overhead vanishes there, while a
+// sample of a small state fits in one small file and would be dominated by
+// it: the meter measures it once, as the size of a database holding one
+// tiny entry, and takes it off every file it measures.
+type pebbleMeter struct {
+	tempDir string
+	now     int64
+	// perFile is the fixed overhead of an sstable, once measured.
+	perFile *float64
+}
+
+// measure returns the bytes on disk of the key groups kgs of state (or
+// timer service) ref of operator op, less the sstables' fixed overhead.
+func (m *pebbleMeter) measure(ctx context.Context, r *snapshotfmt.Reader, op, ref int, kgs keygroup.Range) (float64, error) {
+	perFile, err := m.fileOverhead(ctx)
+	if err != nil {
+		return 0, err
+	}
+	o := &r.Metadata().Operators[op]
+	size, files, err := m.load(ctx, o.MaxParallelism, kgs, func(b *pebblebackend.Backend) error {
+		if err := declare(b, o, ref); err != nil {
+			return err
+		}
+		return b.Restore(ctx, r.Source(), op, state.RestoreOptions{AllowNonRestoredState: true, Now: m.now})
+	})
+	return max(0, size-files*perFile), err
+}
+
+func (m *pebbleMeter) fileOverhead(ctx context.Context) (float64, error) {
+	if m.perFile != nil {
+		return *m.perFile, nil
+	}
+	size, _, err := m.load(ctx, 1, keygroup.All(1), func(b *pebblebackend.Backend) error {
+		v, err := state.GetValue(b, nil, state.NewValue("calibration", serializers.Bytes()))
+		if err != nil {
+			return err
+		}
+		if err := b.SetCurrentKey([]byte("k")); err != nil {
+			return err
+		}
+		return v.Update([]byte{1})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("calibrating: %w", err)
+	}
+	m.perFile = &size
+	return size, nil
+}
+
+// load opens a backend for key groups kgs in a new temporary directory,
+// lets fill put data in it, and returns the compacted size and file count.
+func (m *pebbleMeter) load(ctx context.Context, maxP int, kgs keygroup.Range, fill func(*pebblebackend.Backend) error) (size, files float64, err error) {
+	dir, err := os.MkdirTemp(m.tempDir, "stateproc-size-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	b, err := pebblebackend.New(pebblebackend.Options{Dir: filepath.Join(dir, "db"), MaxParallelism: maxP, KeyGroups: kgs})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer b.Close()
+	if err := fill(b); err != nil {
+		return 0, 0, err
+	}
+	bytes, n, err := b.CompactedSize(ctx)
+	return float64(bytes), float64(n), err
+}
+
+// declare registers state (or timer service) ref of op with b, with
+// serializers restored from the savepoint's snapshots, so that a restore
+// reads it and nothing else.
+func declare(b *pebblebackend.Backend, op *savepoint.Operator, ref int) error {
+	if ref >= len(op.States) {
+		ts := &op.Timers[ref-len(op.States)]
+		ns, err := serializers.Restore(ts.Namespace)
+		if err != nil {
+			return err
+		}
+		_, err = b.Timers(ts.Name, ns)
+		return err
+	}
+	ks := &op.States[ref]
+	spec := &state.Spec{Name: ks.Name, Kind: ks.Kind, TTL: ks.TTL}
+	var err error
+	if spec.Namespace, err = serializers.Restore(ks.Namespace); err != nil {
+		return err
+	}
+	if spec.Value, err = serializers.Restore(ks.Value); err != nil {
+		return err
+	}
+	switch {
+	case ks.Kind == savepoint.Map:
+		if spec.MapKey, err = serializers.Restore(ks.MapKey); err != nil {
+			return err
+		}
+		_, err = b.RegisterMap(spec)
+	case ks.Kind == savepoint.List:
+		_, err = b.RegisterList(spec)
+	default:
+		_, err = b.RegisterValue(spec)
+	}
+	return err
+}
