@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -43,7 +44,7 @@ func BenchmarkInspectScan(b *testing.B) {
 		}
 		entries[[2]int{0, 1}] = append(entries[[2]int{0, 1}], savepoint.Entry{Key: key, Timestamp: demoNow + int64(u)})
 	}
-	if err := writeSavepoint(dir, meta, entries, snapshotfmt.Options{}); err != nil {
+	if err := sptest.Write(dir, meta, entries, snapshotfmt.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

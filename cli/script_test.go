@@ -1,18 +1,14 @@
 package cli_test
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -106,11 +103,11 @@ func cmdMksavepoint(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	dir := ts.MkAbs(args[0])
 	if !badIndex {
-		ts.Check(writeSavepoint(dir, meta, entries, opts))
+		ts.Check(sptest.Write(dir, meta, entries, opts))
 		return
 	}
 	good := dir + ".good"
-	ts.Check(writeSavepoint(good, meta, entries, opts))
+	ts.Check(sptest.Write(good, meta, entries, opts))
 	ts.Check(copyMiscounted(good, dir))
 	ts.Check(os.RemoveAll(good))
 }
@@ -323,69 +320,4 @@ func demoEntries() map[[2]int][]savepoint.Entry {
 	add(1, 0, savepoint.Entry{Key: i64(42), Value: i64(1_500_000)})
 	add(1, 0, savepoint.Entry{Key: i64(7), Value: i64(250_000)})
 	return e
-}
-
-// writeSavepoint writes a savepoint to dir, sorting each segment's entries
-// as the format demands.
-func writeSavepoint(dir string, meta *savepoint.Metadata, entries map[[2]int][]savepoint.Entry, opts snapshotfmt.Options) error {
-	ctx := context.Background()
-	staging, err := storage.Stage(dir, false)
-	if err != nil {
-		return err
-	}
-	w, err := snapshotfmt.NewWriter(staging, meta, opts)
-	if err != nil {
-		staging.Abort()
-		return err
-	}
-	if err := writeSegments(ctx, w, meta, entries); err != nil {
-		w.Abort()
-		return err
-	}
-	return w.Finish(ctx)
-}
-
-func writeSegments(ctx context.Context, w *snapshotfmt.Writer, meta *savepoint.Metadata, entries map[[2]int][]savepoint.Entry) error {
-	f, err := w.CreateDataFile(ctx, "data-000")
-	if err != nil {
-		return err
-	}
-	type segKey struct{ op, kg, ref int }
-	segs := map[segKey][]savepoint.Entry{}
-	for k, es := range entries {
-		op := &meta.Operators[k[0]]
-		for _, e := range es {
-			sk := segKey{k[0], keygroup.Of(e.Key, op.MaxParallelism), k[1]}
-			segs[sk] = append(segs[sk], e)
-		}
-	}
-	keys := slices.SortedFunc(maps.Keys(segs), func(a, b segKey) int {
-		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(a.kg, b.kg), cmp.Compare(a.ref, b.ref))
-	})
-	for _, k := range keys {
-		es := segs[k]
-		if k.ref >= len(meta.Operators[k.op].States) {
-			slices.SortStableFunc(es, func(a, b savepoint.Entry) int {
-				return cmp.Or(cmp.Compare(a.Timestamp, b.Timestamp), bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace))
-			})
-		} else {
-			// Stable, so list elements keep their order.
-			slices.SortStableFunc(es, func(a, b savepoint.Entry) int {
-				return cmp.Or(bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace), bytes.Compare(a.MapKey, b.MapKey))
-			})
-		}
-		sw, err := f.Segment(k.op, k.ref, k.kg)
-		if err != nil {
-			return err
-		}
-		for i := range es {
-			if err := sw.Add(&es[i]); err != nil {
-				return err
-			}
-		}
-		if err := sw.Close(); err != nil {
-			return err
-		}
-	}
-	return f.Close()
 }

@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/serializers"
 )
 
@@ -179,43 +179,9 @@ func TestSavepointsAreDeterministic(t *testing.T) {
 			}
 			dirs = append(dirs, sp)
 		}
-		a, b := readDir(t, dirs[0]), readDir(t, dirs[1])
-		if len(a) == 0 || !mapsEqual(a, b) {
-			for k := range a {
-				if a[k] != b[k] {
-					t.Errorf("parallelism %d: file %s differs", p, k)
-				}
-			}
+		sptest.SameFiles(t, dirs[0], dirs[1])
+		if t.Failed() {
 			t.Fatalf("parallelism %d: two runs gave different savepoints", p)
 		}
 	}
-}
-
-func readDir(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = string(b)
-	}
-	return out
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

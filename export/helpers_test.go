@@ -1,13 +1,10 @@
 package export_test
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +15,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/stateproc/stateproc/export"
-	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -26,7 +23,7 @@ import (
 )
 
 // builder collects the entries of a savepoint by (operator, ref) and writes
-// it with snapshotfmt's writer, sorting each segment as the format wants.
+// it with sptest.Write.
 type builder struct {
 	meta    *savepoint.Metadata
 	entries map[[2]int][]savepoint.Entry
@@ -43,60 +40,7 @@ func (b *builder) add(op, ref int, e savepoint.Entry) {
 func (b *builder) write(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sp")
-	ctx := context.Background()
-	staging, err := storage.Stage(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := snapshotfmt.NewWriter(staging, b.meta, snapshotfmt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := w.CreateDataFile(ctx, "data-000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type segKey struct{ op, kg, ref int }
-	segs := map[segKey][]savepoint.Entry{}
-	for k, es := range b.entries {
-		op := &b.meta.Operators[k[0]]
-		for _, e := range es {
-			sk := segKey{k[0], keygroup.Of(e.Key, op.MaxParallelism), k[1]}
-			segs[sk] = append(segs[sk], e)
-		}
-	}
-	keys := slices.SortedFunc(maps.Keys(segs), func(a, b segKey) int {
-		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(a.kg, b.kg), cmp.Compare(a.ref, b.ref))
-	})
-	for _, k := range keys {
-		es := segs[k]
-		// Stable, so that list elements keep their order.
-		if k.ref >= len(b.meta.Operators[k.op].States) {
-			slices.SortStableFunc(es, func(a, b savepoint.Entry) int {
-				return cmp.Or(cmp.Compare(a.Timestamp, b.Timestamp), bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace))
-			})
-		} else {
-			slices.SortStableFunc(es, func(a, b savepoint.Entry) int {
-				return cmp.Or(bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace), bytes.Compare(a.MapKey, b.MapKey))
-			})
-		}
-		sw, err := f.Segment(k.op, k.ref, k.kg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range es {
-			if err := sw.Add(&es[i]); err != nil {
-				t.Fatalf("operator %d ref %d key group %d: %v", k.op, k.ref, k.kg, err)
-			}
-		}
-		if err := sw.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Finish(ctx); err != nil {
+	if err := sptest.Write(dir, b.meta, b.entries, snapshotfmt.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/internal/spgen"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/operators"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
 func setup(t *testing.T) (string, *snapshotfmt.Reader) {
@@ -22,20 +22,7 @@ func setup(t *testing.T) (string, *snapshotfmt.Reader) {
 	if err := spgen.Write(in, spgen.Config{Seed: 1, Users: 500, Accounts: 50, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000}); err != nil {
 		t.Fatal(err)
 	}
-	return in, open(t, in)
-}
-
-func open(t *testing.T, dir string) *snapshotfmt.Reader {
-	t.Helper()
-	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	if err := r.Verify(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return in, sptest.Open(t, in)
 }
 
 func read(t *testing.T, path string) []byte {
@@ -60,7 +47,7 @@ func TestRemove(t *testing.T) {
 	if rep.KeyedStates != 4 || rep.TimerServices != 1 || rep.Entries == 0 {
 		t.Fatalf("report %+v", rep)
 	}
-	o := open(t, out)
+	o := sptest.Open(t, out)
 	m := o.Metadata()
 	if len(m.Operators) != 2 || m.Operators[0].UID != "source" || m.Operators[1].UID != "accounts" {
 		t.Fatalf("operators %+v", m.Operators)
@@ -85,7 +72,7 @@ func TestRename(t *testing.T) {
 	if _, err := operators.Rename(context.Background(), r, in, "accounts", "billing", rewrite.Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	o := open(t, out)
+	o := sptest.Open(t, out)
 	if _, ok := o.Metadata().Operator("billing"); !ok {
 		t.Fatal("no operator billing")
 	}

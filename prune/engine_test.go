@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/stateproc/stateproc/engine/heapbackend"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/prune"
 	"github.com/stateproc/stateproc/rewrite"
@@ -160,7 +160,7 @@ func TestPruneMatchesFullSnapshotCleanup(t *testing.T) {
 			now := t0
 			snapshot(t, kind, raw, false, now, tc.codec)
 			snapshot(t, kind, cleaned, true, now, tc.codec)
-			r := open(t, raw)
+			r := sptest.Open(t, raw)
 			rep, err := prune.Run(context.Background(), r, raw, prune.Options{Now: now}, rewrite.Options{Out: pruned})
 			if err != nil {
 				t.Fatal(err)
@@ -175,11 +175,11 @@ func TestPruneMatchesFullSnapshotCleanup(t *testing.T) {
 			if dropped == 0 || kept == 0 {
 				t.Fatalf("%d entries dropped, %d kept: the test proves nothing", dropped, kept)
 			}
-			a, b := dataFiles(t, pruned), dataFiles(t, cleaned)
+			a, b := sptest.DataFiles(t, pruned), sptest.DataFiles(t, cleaned)
 			if !maps.EqualFunc(a, b, bytes.Equal) {
 				t.Fatalf("data files differ: %v vs %v", slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
 			}
-			pa, pb := open(t, pruned), open(t, cleaned)
+			pa, pb := sptest.Open(t, pruned), sptest.Open(t, cleaned)
 			if sa, sb := pa.Segments(0), pb.Segments(0); !slices.Equal(sa, sb) {
 				t.Fatalf("indexes differ: %d segments vs %d", len(sa), len(sb))
 			}
@@ -200,38 +200,4 @@ func TestPruneMatchesFullSnapshotCleanup(t *testing.T) {
 			}
 		})
 	}
-}
-
-func open(t *testing.T, dir string) *snapshotfmt.Reader {
-	t.Helper()
-	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	if err := r.Verify(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// dataFiles returns the bytes of every file of dir but the metadata.
-func dataFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Name() == snapshotfmt.MetadataName {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = b
-	}
-	return out
 }

@@ -11,37 +11,13 @@ import (
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway"
+	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway/gatewaytest"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/prune"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/ttl"
 )
-
-func runGateway(t *testing.T, cfg gateway.Config, sinks gateway.Sinks, opts engine.RunOptions) {
-	t.Helper()
-	src, err := gateway.NewSource(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := gateway.Build(cfg, src, src.Prices(), sinks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.Run(context.Background(), j, opts); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func sorted[T any](vs ...[]T) []string {
-	var out []string
-	for _, v := range vs {
-		for _, x := range v {
-			out = append(out, fmt.Sprintf("%+v", x))
-		}
-	}
-	slices.SortFunc(out, cmp.Compare)
-	return out
-}
 
 // keyedEntry is an entry of a keyed state, rendered for comparison, with
 // what its first 8 bytes say, which is its last-modified time in a TTL
@@ -55,26 +31,8 @@ type keyedEntry struct {
 func keyedEntries(t *testing.T, r *snapshotfmt.Reader, uid, name string) []keyedEntry {
 	t.Helper()
 	var out []keyedEntry
-	m := r.Metadata()
-	for oi := range m.Operators {
-		op := &m.Operators[oi]
-		if op.UID != uid {
-			continue
-		}
-		for _, seg := range r.Segments(oi) {
-			if seg.Ref >= len(op.States) || op.States[seg.Ref].Name != name {
-				continue
-			}
-			it := r.Entries(context.Background(), seg)
-			for it.Next() {
-				e := it.Entry()
-				out = append(out, keyedEntry{fmt.Sprintf("%q %x %x %x", e.Key, e.Namespace, e.MapKey, e.Value), int64(binary.BigEndian.Uint64(e.Value))})
-			}
-			if err := it.Err(); err != nil {
-				t.Fatal(err)
-			}
-			it.Close()
-		}
+	for _, e := range sptest.Entries(t, r, uid, name) {
+		out = append(out, keyedEntry{fmt.Sprintf("%q %x %x %x", e.Key, e.Namespace, e.MapKey, e.Value), int64(binary.BigEndian.Uint64(e.Value))})
 	}
 	slices.SortFunc(out, func(a, b keyedEntry) int { return cmp.Compare(a.s, b.s) })
 	return out
@@ -94,7 +52,7 @@ func TestLeakPrunedRunEqualsCleanedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	wholeTotals, wholeRecords := engine.NewCollectSink[gateway.TenantTotal](), engine.NewCollectSink[gateway.RequestRecord]()
-	runGateway(t, cfg, gateway.Sinks{Totals: wholeTotals, Records: wholeRecords},
+	gatewaytest.Run(t, cfg, gateway.Sinks{Totals: wholeTotals, Records: wholeRecords},
 		engine.RunOptions{Backend: engine.Pebble, StopAfter: src.Events(), SavepointDir: filepath.Join(dir, "whole-final")})
 
 	firstTotals, firstRecords := engine.NewCollectSink[gateway.TenantTotal](), engine.NewCollectSink[gateway.RequestRecord]()
@@ -102,9 +60,9 @@ func TestLeakPrunedRunEqualsCleanedRun(t *testing.T) {
 	// The leak variant's input ends with each split's last request, an hour
 	// after the others: stopped before their completions, the job has
 	// every abandoned request's entry past its TTL and still work to do.
-	runGateway(t, cfg, gateway.Sinks{Totals: firstTotals, Records: firstRecords},
+	gatewaytest.Run(t, cfg, gateway.Sinks{Totals: firstTotals, Records: firstRecords},
 		engine.RunOptions{Backend: engine.Pebble, StopAfter: src.Events() - gateway.Splits, SavepointDir: mid})
-	in := open(t, mid)
+	in := sptest.Open(t, mid)
 	now := in.Metadata().CreatedAt
 	rep, err := prune.Run(context.Background(), in, mid, prune.Options{Now: now}, rewrite.Options{Out: pruned})
 	if err != nil {
@@ -115,7 +73,7 @@ func TestLeakPrunedRunEqualsCleanedRun(t *testing.T) {
 	}
 
 	// No entry past its TTL remains; what went is exactly what was expired.
-	out := open(t, pruned)
+	out := sptest.Open(t, pruned)
 	ttlMillis := gateway.OpenTTL.Milliseconds()
 	var expired []keyedEntry
 	for _, e := range keyedEntries(t, in, gateway.AssembleUID, gateway.OpenState) {
@@ -134,15 +92,15 @@ func TestLeakPrunedRunEqualsCleanedRun(t *testing.T) {
 	}
 
 	secondTotals, secondRecords := engine.NewCollectSink[gateway.TenantTotal](), engine.NewCollectSink[gateway.RequestRecord]()
-	runGateway(t, cfg, gateway.Sinks{Totals: secondTotals, Records: secondRecords},
+	gatewaytest.Run(t, cfg, gateway.Sinks{Totals: secondTotals, Records: secondRecords},
 		engine.RunOptions{Backend: engine.Heap, RestoreFrom: pruned, StopAfter: src.Events(), SavepointDir: filepath.Join(dir, "restored-final")})
-	if got, want := sorted(firstTotals.Values(), secondTotals.Values()), sorted(wholeTotals.Values()); !slices.Equal(got, want) {
+	if got, want := gatewaytest.Sorted(firstTotals.Values(), secondTotals.Values()), gatewaytest.Sorted(wholeTotals.Values()); !slices.Equal(got, want) {
 		t.Fatalf("tenant totals: %d, want %d", len(got), len(want))
 	}
-	if got, want := sorted(firstRecords.Values(), secondRecords.Values()), sorted(wholeRecords.Values()); !slices.Equal(got, want) {
+	if got, want := gatewaytest.Sorted(firstRecords.Values(), secondRecords.Values()), gatewaytest.Sorted(wholeRecords.Values()); !slices.Equal(got, want) {
 		t.Fatalf("request records: %d, want %d", len(got), len(want))
 	}
-	final, whole := open(t, filepath.Join(dir, "restored-final")), open(t, filepath.Join(dir, "whole-final"))
+	final, whole := sptest.Open(t, filepath.Join(dir, "restored-final")), sptest.Open(t, filepath.Join(dir, "whole-final"))
 	wantOpen := slices.DeleteFunc(keyedEntries(t, whole, gateway.AssembleUID, gateway.OpenState), func(e keyedEntry) bool { return slices.Contains(expired, e) })
 	if got := keyedEntries(t, final, gateway.AssembleUID, gateway.OpenState); !slices.Equal(got, wantOpen) {
 		t.Fatalf("open after the restored run: %d entries, want the uninterrupted run's %d less the %d pruned", len(got), len(wantOpen)+len(expired), len(expired))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/internal/spgen"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/rescale"
 )
 
@@ -13,7 +14,7 @@ import (
 func BenchmarkRescale(b *testing.B) {
 	in := generate(b, spgen.Config{Seed: 1, Users: 100_000, Accounts: 20_000, Parallelism: 2, MaxParallelism: 128, Now: now, Pad: 50})
 	var entries uint64
-	for _, n := range counts(b, open(b, in)) {
+	for _, n := range counts(b, sptest.Open(b, in)) {
 		entries += n
 	}
 	b.ResetTimer()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/internal/spgen"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/rescale"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -62,8 +63,8 @@ func TestRescaleMovesEveryEntry(t *testing.T) {
 			in := generate(t, spgen.Config{Seed: 1, Users: 3000, Accounts: 500, Parallelism: tc.p, MaxParallelism: tc.from, Now: now, Compression: tc.compression})
 			out := filepath.Join(t.TempDir(), "out")
 			rep := run(t, in, rescale.Options{MaxParallelism: tc.to, Parallelism: tc.newP}, out)
-			before, after := open(t, in), open(t, out)
-			if got, want := contents(t, after), contents(t, before); !maps.EqualFunc(got, want, slices.Equal) {
+			before, after := sptest.Open(t, in), sptest.Open(t, out)
+			if got, want := sptest.Contents(t, after), sptest.Contents(t, before); !maps.EqualFunc(got, want, slices.Equal) {
 				t.Fatal("the rescaled savepoint does not hold the same entries")
 			}
 			m := after.Metadata()
@@ -108,11 +109,11 @@ func TestRescaleIsDeterministic(t *testing.T) {
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	run(t, in, rescale.Options{MaxParallelism: 300}, a)
 	run(t, in, rescale.Options{MaxParallelism: 300, Workers: 1, Memory: 64 << 10}, b)
-	fa, fb := files(t, a), files(t, b)
+	fa, fb := sptest.Files(t, a), sptest.Files(t, b)
 	if !maps.EqualFunc(fa, fb, bytes.Equal) {
 		t.Fatal("the output depends on workers and memory")
 	}
-	if got, want := contents(t, open(t, b)), contents(t, open(t, in)); !maps.EqualFunc(got, want, slices.Equal) {
+	if got, want := sptest.Contents(t, sptest.Open(t, b)), sptest.Contents(t, sptest.Open(t, in)); !maps.EqualFunc(got, want, slices.Equal) {
 		t.Fatal("entries differ")
 	}
 }
@@ -128,19 +129,17 @@ func TestParallelismOnly(t *testing.T) {
 			t.Fatalf("report: %+v", o)
 		}
 	}
-	fin, fout := files(t, in), files(t, out)
-	delete(fin, snapshotfmt.MetadataName)
-	delete(fout, snapshotfmt.MetadataName)
+	fin, fout := sptest.DataFiles(t, in), sptest.DataFiles(t, out)
 	if !maps.EqualFunc(fin, fout, bytes.Equal) {
 		t.Fatal("data files changed")
 	}
-	r := open(t, out)
+	r := sptest.Open(t, out)
 	if op, _ := r.Metadata().Operator("features"); op.Parallelism != 5 {
 		t.Fatalf("parallelism %d", op.Parallelism)
 	}
 	// A keyed operator's list state is split over the new subtasks, in
 	// order, as the engine would hand it out on restore.
-	before, _ := open(t, in).Metadata().Operator("accounts")
+	before, _ := sptest.Open(t, in).Metadata().Operator("accounts")
 	after, _ := r.Metadata().Operator("accounts")
 	concat := func(subtasks [][][]byte) (all [][]byte) {
 		for _, l := range subtasks {
@@ -158,19 +157,19 @@ func TestRescaleOneOperator(t *testing.T) {
 	in := generate(t, spgen.Config{Seed: 4, Users: 2000, Accounts: 300, Parallelism: 2, MaxParallelism: 128, Now: now})
 	out := filepath.Join(t.TempDir(), "out")
 	run(t, in, rescale.Options{MaxParallelism: 256, Operator: "accounts", Parallelism: 3}, out)
-	r := open(t, out)
+	r := sptest.Open(t, out)
 	f, _ := r.Metadata().Operator("features")
 	a, _ := r.Metadata().Operator("accounts")
 	if f.MaxParallelism != 128 || f.Parallelism != 2 || a.MaxParallelism != 256 || a.Parallelism != 3 {
 		t.Fatalf("features %d/%d, accounts %d/%d", f.Parallelism, f.MaxParallelism, a.Parallelism, a.MaxParallelism)
 	}
-	fin, fout := files(t, in), files(t, out)
+	fin, fout := sptest.Files(t, in), sptest.Files(t, out)
 	for _, name := range []string{"op001-00000.data", "op001-00001.data"} {
 		if !bytes.Equal(fin[name], fout[name]) {
 			t.Fatalf("%s changed", name)
 		}
 	}
-	if got, want := contents(t, r), contents(t, open(t, in)); !maps.EqualFunc(got, want, slices.Equal) {
+	if got, want := sptest.Contents(t, r), sptest.Contents(t, sptest.Open(t, in)); !maps.EqualFunc(got, want, slices.Equal) {
 		t.Fatal("entries differ")
 	}
 }
@@ -187,7 +186,7 @@ func TestRescaleRefusals(t *testing.T) {
 		{MaxParallelism: 64, Operator: "source"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
-		r := open(t, in)
+		r := sptest.Open(t, in)
 		_, err := rescale.Run(context.Background(), r, in, opts, rewrite.Options{Out: out})
 		if !errors.Is(err, rewrite.ErrRefused) {
 			t.Fatalf("%+v: %v, want a refusal", opts, err)

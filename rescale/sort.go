@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/stateproc/stateproc/internal/uvarint"
 	"github.com/stateproc/stateproc/keygroup"
 )
 
@@ -175,7 +176,7 @@ func (s *sorter) parse(eof bool, maxGroups int) (int, error) {
 			if err == nil {
 				s.groups = append(s.groups, group{
 					time: h.time, keyPrefix: prefixOf(h.key), kg: int32(h.kg), ref: int32(h.ref),
-					keyOff: uint32(d.off - len(h.ns) - len(h.key) - uvarintLen(len(h.ns))), keyLen: uint32(len(h.key)),
+					keyOff: uint32(d.off - len(h.ns) - len(h.key) - uvarint.Len(uint64(len(h.ns)))), keyLen: uint32(len(h.key)),
 					nsOff: uint32(d.off - len(h.ns)), nsLen: uint32(len(h.ns)),
 					start: uint32(start),
 				})
@@ -232,15 +233,6 @@ func (s *sorter) cut(cur *group, items, start int) int {
 		return int(cur.start)
 	}
 	return start
-}
-
-func uvarintLen(n int) int {
-	l := 1
-	for n >= 0x80 {
-		n >>= 7
-		l++
-	}
-	return l
 }
 
 // emit passes the sorted groups of the chunk to out.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/stateproc/stateproc/internal/uvarint"
 )
 
 const (
@@ -354,7 +356,7 @@ func (t *transcoder) array(n *avroNode, depth int) error {
 	return nil
 }
 
-func varintLen(v int64) int { return uvarintLen(uint64(v<<1) ^ uint64(v>>63)) }
+func varintLen(v int64) int { return uvarint.Len(uint64(v<<1) ^ uint64(v>>63)) }
 
 // mapEntries writes the entries as one block, sorted by key bytes. Keys must
 // be unique: a map with a repeated key has no single meaning.

@@ -1,6 +1,10 @@
 package serializers
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/stateproc/stateproc/internal/uvarint"
+)
 
 // frames reads the length-prefixed parts of the list, map and timer
 // encodings. Every uvarint must be in its shortest form, so that a value has
@@ -71,18 +75,9 @@ func endFrame(dst []byte, at int) []byte {
 		dst[at] = byte(n)
 		return dst
 	}
-	width := uvarintLen(uint64(n))
+	width := uvarint.Len(uint64(n))
 	dst = append(dst, make([]byte, width-1)...)
 	copy(dst[at+width:], dst[at+1:at+1+n])
 	binary.PutUvarint(dst[at:], uint64(n))
 	return dst
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
 }

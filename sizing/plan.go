@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/stateproc/stateproc/internal/uvarint"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/ttl"
@@ -216,30 +217,25 @@ func typical(typ string, n int) []byte {
 	return v
 }
 
-func uvarintLen(n int) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], uint64(n))
-}
-
 // savepointBreakdown lays an entry out as the savepoint format does:
 // length-prefixed key and namespace once per record with a count, then
 // per entry a length-prefixed map key and value.
 func (z planSizes) savepointBreakdown(kind string) Breakdown {
 	b := Breakdown{MapKey: float64(z.mapKey), Value: float64(z.value), TTL: float64(z.ttl)}
-	keyFrame := float64(uvarintLen(z.key) + uvarintLen(z.ns))
+	keyFrame := float64(uvarint.Len(uint64(z.key)) + uvarint.Len(uint64(z.ns)))
 	switch kind {
 	case kindTimers:
 		b.Key, b.Namespace, b.Value = float64(z.key), float64(z.ns), timeSize
 		b.Framing = keyFrame
 	case "list", "map":
 		b.Key, b.Namespace = float64(z.key)/z.perKey, float64(z.ns)/z.perKey
-		b.Framing = (keyFrame+float64(uvarintLen(int(math.Round(z.perKey)))))/z.perKey + float64(uvarintLen(z.value+z.ttl))
+		b.Framing = (keyFrame+float64(uvarint.Len(uint64(math.Round(z.perKey)))))/z.perKey + float64(uvarint.Len(uint64(z.value+z.ttl)))
 		if kind == "map" {
-			b.Framing += float64(uvarintLen(z.mapKey))
+			b.Framing += float64(uvarint.Len(uint64(z.mapKey)))
 		}
 	default:
 		b.Key, b.Namespace = float64(z.key), float64(z.ns)
-		b.Framing = keyFrame + 1 + float64(uvarintLen(z.value+z.ttl))
+		b.Framing = keyFrame + 1 + float64(uvarint.Len(uint64(z.value+z.ttl)))
 	}
 	b.Total = b.Key + b.Namespace + b.MapKey + b.Value + b.TTL + b.Framing
 	return b

@@ -49,40 +49,6 @@ func benchState() (*savepoint.Metadata, []segData) {
 	return meta, data
 }
 
-func benchWrite(b *testing.B, meta *savepoint.Metadata, data []segData, opts Options) *memDir {
-	ctx := context.Background()
-	d := newMemDir()
-	w, err := NewWriter(d, meta, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := w.CreateDataFile(ctx, "data-000")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, sd := range data {
-		s, err := f.Segment(sd.op, sd.ref, sd.kg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := range sd.entries {
-			if err := s.Add(&sd.entries[i]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Finish(ctx); err != nil {
-		b.Fatal(err)
-	}
-	return d
-}
-
 // rawBytes is the size of the serialized entries before compression: what
 // MB/s is measured against.
 func rawBytes(b *testing.B, d *memDir) int64 {
@@ -106,10 +72,10 @@ func BenchmarkWrite(b *testing.B) {
 	meta, data := benchState()
 	for _, c := range benchCodecs {
 		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(rawBytes(b, benchWrite(b, meta, data, c.opts)))
+			b.SetBytes(rawBytes(b, writeOneFile(b, meta, data, c.opts)))
 			b.ReportAllocs()
 			for b.Loop() {
-				benchWrite(b, meta, data, c.opts)
+				writeOneFile(b, meta, data, c.opts)
 			}
 		})
 	}
@@ -120,7 +86,7 @@ func BenchmarkRead(b *testing.B) {
 	ctx := context.Background()
 	for _, c := range benchCodecs {
 		b.Run(c.name, func(b *testing.B) {
-			d := benchWrite(b, meta, data, c.opts)
+			d := writeOneFile(b, meta, data, c.opts)
 			b.SetBytes(rawBytes(b, d))
 			r, err := Open(ctx, d)
 			if err != nil {

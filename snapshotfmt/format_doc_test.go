@@ -52,40 +52,6 @@ func exampleSegments() []segData {
 	}
 }
 
-func writeExample(t *testing.T) *memDir {
-	ctx := context.Background()
-	d := newMemDir()
-	w, err := NewWriter(d, exampleMeta(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := w.CreateDataFile(ctx, "data-000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sd := range exampleSegments() {
-		s, err := f.Segment(sd.op, sd.ref, sd.kg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range sd.entries {
-			if err := s.Add(&sd.entries[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Finish(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // docHexBlocks returns the files that FORMAT.md shows as hex: fenced blocks
 // whose info string is "hex NAME", one field per line: the offset, the
 // bytes, and after "#" what they mean. Offsets must run on without gaps.
@@ -136,7 +102,7 @@ func docHexBlocks(t *testing.T) map[string][]byte {
 
 func TestFormatExampleIsWhatTheWriterWrites(t *testing.T) {
 	doc := docHexBlocks(t)
-	got := writeExample(t)
+	got := writeOneFile(t, exampleMeta(), exampleSegments(), Options{})
 	if len(got.files) != len(doc) {
 		t.Errorf("the writer wrote %d files, FORMAT.md shows %d", len(got.files), len(doc))
 	}

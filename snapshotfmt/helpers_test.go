@@ -207,19 +207,35 @@ func testData(nKeys int) []segData {
 // and publishes into dir.
 func writeSavepoint(t testing.TB, dir storage.Staging, meta *savepoint.Metadata, data []segData, opts Options) {
 	t.Helper()
+	writeDataFiles(t, dir, meta, data, opts, 2)
+}
+
+// writeOneFile writes data into a single data file of a new in-memory
+// savepoint.
+func writeOneFile(t testing.TB, meta *savepoint.Metadata, data []segData, opts Options) *memDir {
+	t.Helper()
+	d := newMemDir()
+	writeDataFiles(t, d, meta, data, opts, 1)
+	return d
+}
+
+// writeDataFiles writes data, segment by segment in the order given, into
+// n data files, key group kg into file kg mod n, and publishes into dir.
+func writeDataFiles(t testing.TB, dir storage.Staging, meta *savepoint.Metadata, data []segData, opts Options, n int) {
+	t.Helper()
 	ctx := context.Background()
 	w, err := NewWriter(dir, meta, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := make([]*DataFileWriter, 2)
+	files := make([]*DataFileWriter, n)
 	for i := range files {
 		if files[i], err = w.CreateDataFile(ctx, fmt.Sprintf("data-%03d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, sd := range data {
-		s, err := files[sd.kg%2].Segment(sd.op, sd.ref, sd.kg)
+		s, err := files[sd.kg%n].Segment(sd.op, sd.ref, sd.kg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/stateproc/stateproc/internal/uvarint"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 )
@@ -316,19 +317,10 @@ func (rw *recordWriter) reset(s shape) {
 	}
 }
 
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
-func bytesLen(b []byte) int { return uvarintLen(uint64(len(b))) + len(b) }
+func bytesLen(b []byte) int { return uvarint.Len(uint64(len(b))) + len(b) }
 
 func recordHeaderLen(key, ns []byte, count int) int {
-	return bytesLen(key) + bytesLen(ns) + uvarintLen(uint64(count))
+	return bytesLen(key) + bytesLen(ns) + uvarint.Len(uint64(count))
 }
 
 // add appends one entry. An entry that breaks a rule is refused with an
@@ -372,7 +364,7 @@ func (rw *recordWriter) add(e *savepoint.Entry) error {
 	}
 
 	if c == 0 {
-		grown := rw.payloadLen() - uvarintLen(uint64(rw.count)) + uvarintLen(uint64(rw.count+1)) + itemLen
+		grown := rw.payloadLen() - uvarint.Len(uint64(rw.count)) + uvarint.Len(uint64(rw.count+1)) + itemLen
 		if rw.count > 0 && grown > rw.blockSize {
 			if err := rw.flush(); err != nil {
 				return err

@@ -13,19 +13,16 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/stateproc/stateproc/bench/internal/measure"
 	"github.com/stateproc/stateproc/export"
 )
 
 // exportRun is one run of stateproc export in a child process.
 type exportRun struct {
-	wall, cpu time.Duration
-	peakRSS   int64 // bytes
-	summary   export.Summary
+	measure.Usage
+	summary export.Summary
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -81,7 +78,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		copies, cpus = append(copies, wall), append(cpus, cpu)
-		fmt.Fprintf(stderr, "run %d: export %v, duckdb COPY %v\n", i+1, r.wall.Round(time.Millisecond), wall.Round(time.Millisecond))
+		fmt.Fprintf(stderr, "run %d: export %v, duckdb COPY %v\n", i+1, r.Wall.Round(time.Millisecond), wall.Round(time.Millisecond))
 	}
 	report(stdout, *sp, ours, copies, cpus, dirSize(filepath.Join(*work, "duckdb")))
 	return nil
@@ -95,26 +92,13 @@ func exportOnce(ctx context.Context, sp, out string) (exportRun, error) {
 		return exportRun{}, err
 	}
 	var stdout bytes.Buffer
-	hwm := out + ".rss"
 	cmd := exec.CommandContext(ctx, self, "export", sp, "--out", out, "-o", "json")
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
-	cmd.Env = append(os.Environ(), peakRSSEnv+"="+hwm)
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	u, err := measure.Child(cmd, out+".rss")
+	if err != nil {
 		return exportRun{}, fmt.Errorf("stateproc export: %w", err)
 	}
-	r := exportRun{wall: time.Since(start)}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	// Not ru.Maxrss: Linux counts in it the parent's memory at the fork,
-	// here DuckDB's tables.
-	b, err := os.ReadFile(hwm)
-	if err != nil {
-		return exportRun{}, err
-	}
-	if r.peakRSS, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err != nil {
-		return exportRun{}, fmt.Errorf("%s: %w", hwm, err)
-	}
+	r := exportRun{Usage: u}
 	if err := json.Unmarshal(stdout.Bytes(), &r.summary); err != nil {
 		return exportRun{}, fmt.Errorf("stateproc export printed no summary: %w", err)
 	}
@@ -173,50 +157,14 @@ func (d *duckTables) copyAll(ctx context.Context, dir string) (wall, cpu time.Du
 	}
 	for _, t := range d.tables {
 		stmt := fmt.Sprintf("COPY %s TO '%s' (FORMAT parquet, COMPRESSION zstd)", t, filepath.Join(dir, t+".parquet"))
-		cpu0, start := selfCPU(), time.Now()
+		cpu0, start := measure.SelfCPU(), time.Now()
 		if _, err := d.db.ExecContext(ctx, stmt); err != nil {
 			return 0, 0, err
 		}
 		wall += time.Since(start)
-		cpu += selfCPU() - cpu0
+		cpu += measure.SelfCPU() - cpu0
 	}
 	return wall, cpu, nil
-}
-
-// peakRSSEnv names the file where the export's child process writes its
-// peak RSS in bytes.
-const peakRSSEnv = "EXPORTBENCH_PEAK_RSS"
-
-// reportPeakRSS writes this process's peak RSS (VmHWM) where the parent
-// asked for it.
-func reportPeakRSS() error {
-	path := os.Getenv(peakRSSEnv)
-	if path == "" {
-		return nil
-	}
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return err
-	}
-	for line := range strings.Lines(string(status)) {
-		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
-			if err != nil {
-				return fmt.Errorf("VmHWM: %w", err)
-			}
-			return os.WriteFile(path, []byte(strconv.FormatInt(n*1024, 10)), 0o644)
-		}
-	}
-	return fmt.Errorf("no VmHWM in /proc/self/status")
-}
-
-// selfCPU is the CPU time of this process, all threads.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func dirSize(dir string) int64 {
@@ -241,9 +189,9 @@ func report(w io.Writer, sp string, ours []exportRun, copies, duckCPU []time.Dur
 	var walls, cpus []time.Duration
 	var rss int64
 	for _, r := range ours {
-		walls = append(walls, r.wall)
-		cpus = append(cpus, r.cpu)
-		rss = max(rss, r.peakRSS)
+		walls = append(walls, r.Wall)
+		cpus = append(cpus, r.CPU)
+		rss = max(rss, r.PeakRSS)
 	}
 	rows := ours[0].summary.Rows
 	ourMed, duckMed := median(walls), median(copies)

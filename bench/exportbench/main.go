@@ -27,6 +27,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/stateproc/stateproc/bench/internal/measure"
 	"github.com/stateproc/stateproc/cli"
 )
 
@@ -48,7 +49,7 @@ func main() {
 	case "export":
 		// The child process of run: stateproc export itself.
 		code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-		if err := reportPeakRSS(); err != nil {
+		if err := measure.WritePeakRSS(); err != nil {
 			fmt.Fprintln(os.Stderr, "exportbench:", err)
 			code = 1
 		}

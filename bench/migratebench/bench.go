@@ -10,11 +10,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/stateproc/stateproc/bench/internal/measure"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -24,16 +23,6 @@ import (
 // childCommand is the first argument of the child process that runs
 // stateproc migrate.
 const childCommand = "stateproc"
-
-// peakRSSEnv names the file where the child writes its peak RSS in bytes:
-// the parent's rusage would count the values it holds, which the child
-// inherits at the fork.
-const peakRSSEnv = "MIGRATEBENCH_PEAK_RSS"
-
-type sample struct {
-	wall, cpu time.Duration
-	peakRSS   int64
-}
 
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("migratebench", flag.ContinueOnError)
@@ -75,7 +64,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "%d values of %s, %s, held in memory; hamba agrees with stateproc on every one\n", len(in.values), *name, sizeString(in.bytes))
 
-	migrateOnce := func(i int) (sample, error) {
+	migrateOnce := func(i int) (measure.Usage, error) {
 		out := filepath.Join(*work, fmt.Sprintf("out-%d", i))
 		defer os.RemoveAll(out)
 		return migrateChild(ctx, *sp, *job, out)
@@ -84,7 +73,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	loop.run()
-	var ours, theirs []sample
+	var ours, theirs []measure.Usage
 	for i := range *runs {
 		s, err := migrateOnce(i)
 		if err != nil {
@@ -92,64 +81,27 @@ func run(ctx context.Context, args []string) error {
 		}
 		ours = append(ours, s)
 		theirs = append(theirs, loop.run())
-		fmt.Fprintf(os.Stderr, "run %d: migrate %v, hamba loop %v\n", i+1, s.wall.Round(time.Millisecond), theirs[i].wall.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "run %d: migrate %v, hamba loop %v\n", i+1, s.Wall.Round(time.Millisecond), theirs[i].Wall.Round(time.Millisecond))
 	}
 	report(*sp, len(in.values), ours, theirs)
 	return nil
 }
 
 // migrateChild runs stateproc migrate in a child process of this program.
-func migrateChild(ctx context.Context, sp, job, out string) (sample, error) {
+func migrateChild(ctx context.Context, sp, job, out string) (measure.Usage, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return sample{}, err
+		return measure.Usage{}, err
 	}
 	rss := out + ".rss"
 	defer os.Remove(rss)
 	cmd := exec.CommandContext(ctx, self, childCommand, "migrate", sp, "--job", job, "--out", out, "-o", "json")
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
-	cmd.Env = append(os.Environ(), peakRSSEnv+"="+rss)
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return sample{}, fmt.Errorf("stateproc migrate: %w", err)
-	}
-	s := sample{wall: time.Since(start)}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	s.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	b, err := os.ReadFile(rss)
+	u, err := measure.Child(cmd, rss)
 	if err != nil {
-		return sample{}, err
+		return measure.Usage{}, fmt.Errorf("stateproc migrate: %w", err)
 	}
-	s.peakRSS, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return s, err
-}
-
-// writePeakRSS writes this process's VmHWM where the parent asked for it.
-func writePeakRSS() error {
-	path := os.Getenv(peakRSSEnv)
-	if path == "" {
-		return nil
-	}
-	n, err := vmHWM()
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(strconv.FormatInt(n, 10)), 0o644)
-}
-
-// vmHWM is this process's peak resident set size, in bytes.
-func vmHWM() (int64, error) {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(status)) {
-		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
-			return n * 1024, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/self/status")
+	return u, nil
 }
 
 func readManifest(path string) (savepoint.Manifest, error) {
@@ -220,8 +172,8 @@ func loadValues(ctx context.Context, dir string, m savepoint.Manifest, name stri
 	return in, nil
 }
 
-func report(sp string, values int, ours, theirs []sample) {
-	median := func(ss []sample, f func(sample) float64) float64 {
+func report(sp string, values int, ours, theirs []measure.Usage) {
+	median := func(ss []measure.Usage, f func(measure.Usage) float64) float64 {
 		xs := make([]float64, len(ss))
 		for i, s := range ss {
 			xs[i] = f(s)
@@ -232,20 +184,20 @@ func report(sp string, values int, ours, theirs []sample) {
 		}
 		return xs[len(xs)/2]
 	}
-	wall := func(s sample) float64 { return s.wall.Seconds() }
-	cpu := func(s sample) float64 { return s.cpu.Seconds() }
-	rss := func(s sample) float64 { return float64(s.peakRSS) }
-	ratios := make([]sample, len(ours))
+	wall := func(s measure.Usage) float64 { return s.Wall.Seconds() }
+	cpu := func(s measure.Usage) float64 { return s.CPU.Seconds() }
+	rss := func(s measure.Usage) float64 { return float64(s.PeakRSS) }
+	ratios := make([]measure.Usage, len(ours))
 	for i := range ours {
-		ratios[i].wall = time.Duration(float64(time.Second) * ours[i].wall.Seconds() / theirs[i].wall.Seconds())
+		ratios[i].Wall = time.Duration(float64(time.Second) * ours[i].Wall.Seconds() / theirs[i].Wall.Seconds())
 	}
 	fmt.Printf("savepoint %s: %d values; %d runs each, GOMAXPROCS %d\n", sp, values, len(ours), runtime.GOMAXPROCS(0))
 	fmt.Printf("%-30s %10s %10s %14s %16s %12s\n", "", "wall (med)", "wall (min)", "CPU s (med)", "values/s/core", "peak RSS")
 	for _, side := range []struct {
 		name string
-		ss   []sample
+		ss   []measure.Usage
 	}{{"stateproc migrate (savepoint)", ours}, {"hamba loop (in memory)", theirs}} {
-		fmt.Printf("%-30s %9.3fs %9.3fs %13.3fs %16.0f %12s\n", side.name, median(side.ss, wall), slices.MinFunc(side.ss, func(a, b sample) int { return int(a.wall - b.wall) }).wall.Seconds(),
+		fmt.Printf("%-30s %9.3fs %9.3fs %13.3fs %16.0f %12s\n", side.name, median(side.ss, wall), slices.MinFunc(side.ss, func(a, b measure.Usage) int { return int(a.Wall - b.Wall) }).Wall.Seconds(),
 			median(side.ss, cpu), float64(values)/median(side.ss, cpu), sizeString(int64(median(side.ss, rss))))
 	}
 	fmt.Printf("ratio migrate / hamba loop (median of per-run ratios): %.2f\n", median(ratios, wall))

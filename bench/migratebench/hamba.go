@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/hamba/avro/v2"
 
+	"github.com/stateproc/stateproc/bench/internal/measure"
 	"github.com/stateproc/stateproc/serializers"
 )
 
@@ -57,16 +57,16 @@ func (l *hambaLoop) migrate(v []byte) ([]byte, error) {
 }
 
 // run migrates every value once and returns the wall and CPU time taken.
-func (l *hambaLoop) run() sample {
-	cpu0, start := selfCPU(), time.Now()
+func (l *hambaLoop) run() measure.Usage {
+	cpu0, start := measure.SelfCPU(), time.Now()
 	for _, v := range l.in.values {
 		if _, err := l.migrate(v); err != nil {
 			panic(err) // agrees has migrated every value before
 		}
 	}
-	s := sample{wall: time.Since(start), cpu: selfCPU() - cpu0}
-	s.peakRSS, _ = vmHWM()
-	return s
+	u := measure.Usage{Wall: time.Since(start), CPU: measure.SelfCPU() - cpu0}
+	u.PeakRSS, _ = measure.PeakRSS()
+	return u
 }
 
 // agrees checks that hamba and stateproc's migration write the same bytes
@@ -97,12 +97,4 @@ func (l *hambaLoop) agrees() error {
 		}
 	}
 	return nil
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/stateproc/stateproc/bench/internal/measure"
 	"github.com/stateproc/stateproc/cli"
 )
 
@@ -32,7 +33,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == childCommand {
 		// The child process of a run: stateproc migrate itself.
 		code := cli.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		if err := writePeakRSS(); err != nil {
+		if err := measure.WritePeakRSS(); err != nil {
 			fmt.Fprintf(os.Stderr, "migratebench: %v\n", err)
 			code = 1
 		}

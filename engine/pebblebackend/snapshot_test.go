@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/engine/state/statetest"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -83,7 +84,7 @@ func TestSnapshotOrder(t *testing.T) {
 	meta := statetest.NewMetadata(statetest.NewOperator("op", 1, 1, serializers.String(), []*state.Spec{mapSpec, listSpec}, nil), now)
 	sp := statetest.WriteSavepoint(t, filepath.Join(t.TempDir(), "sp"), meta, now, b)
 
-	got := statetest.Entries(t, sp, 0, 0)
+	got := sptest.EntriesAt(t, sp, 0, 0)
 	if len(got) != len(wantMap) {
 		t.Fatalf("%d map entries in the snapshot, want %d", len(got), len(wantMap))
 	}
@@ -95,7 +96,7 @@ func TestSnapshotOrder(t *testing.T) {
 
 	var prev *savepoint.Entry
 	gotLists := map[string][]int64{}
-	for _, e := range statetest.Entries(t, sp, 0, 1) {
+	for _, e := range sptest.EntriesAt(t, sp, 0, 1) {
 		if prev != nil && compareEntries(*prev, e) > 0 {
 			t.Fatalf("list entry of (%x, %x) after one of (%x, %x)", e.Key, e.Namespace, prev.Key, prev.Namespace)
 		}

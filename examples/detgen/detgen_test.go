@@ -7,7 +7,8 @@ import (
 )
 
 func TestHashIsAPureFunctionAndFieldsDiffer(t *testing.T) {
-	if Hash(7, 42, 1) != Hash(7, 42, 1) {
+	first, again := Hash(7, 42, 1), Hash(7, 42, 1)
+	if first != again {
 		t.Fatal("Hash is not deterministic")
 	}
 	seen := map[uint64]bool{}

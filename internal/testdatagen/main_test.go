@@ -1,12 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stateproc/stateproc/internal/sptest"
 )
 
 // The checked-in savepoints are what the generator writes today, byte for
@@ -26,19 +27,7 @@ func TestCheckedInSavepointsAreUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range fixtures {
-		want, got := files(t, filepath.Join(checkedIn, f.name)), files(t, filepath.Join(fresh, f.name))
-		for name, b := range got {
-			if w, ok := want[name]; !ok {
-				t.Errorf("%s/%s is generated but not checked in", f.name, name)
-			} else if !bytes.Equal(w, b) {
-				t.Errorf("%s/%s: the checked-in file differs from the generated one (%d and %d bytes)", f.name, name, len(w), len(b))
-			}
-		}
-		for name := range want {
-			if _, ok := got[name]; !ok {
-				t.Errorf("%s/%s is checked in but no longer generated", f.name, name)
-			}
-		}
+		sptest.SameFiles(t, filepath.Join(fresh, f.name), filepath.Join(checkedIn, f.name))
 	}
 }
 
@@ -52,7 +41,7 @@ func TestFixtureSizes(t *testing.T) {
 	var all int
 	for _, f := range fixtures {
 		var size int
-		for _, b := range files(t, filepath.Join(dir, f.name)) {
+		for _, b := range sptest.Files(t, filepath.Join(dir, f.name)) {
 			size += len(b)
 		}
 		all += size
@@ -63,26 +52,4 @@ func TestFixtureSizes(t *testing.T) {
 	if all > 4<<20 {
 		t.Errorf("the fixtures take %d bytes, more than 4 MiB", all)
 	}
-}
-
-// files returns every file under dir by slash-separated relative path.
-func files(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -146,7 +147,7 @@ func testSameBytes(t *testing.T, a, b Factory) {
 		WriteSavepoint(t, dir, meta, crossNow, crossBackends(subtasks)...)
 		dirs = append(dirs, dir)
 	}
-	SameFiles(t, dirs[0], dirs[1])
+	sptest.SameFiles(t, dirs[0], dirs[1])
 }
 
 // testRestoreAcross moves a savepoint from a to b and back, at the same and
@@ -173,7 +174,7 @@ func testRestoreAcross(t *testing.T, a, b Factory) {
 	inB := restore(b, r, 2)
 	second := tempDir(t, "from-b")
 	rb := WriteSavepoint(t, second, NewMetadata(c.operator(2), crossNow), crossNow, crossBackends(inB)...)
-	SameFiles(t, first, second)
+	sptest.SameFiles(t, first, second)
 	for i := 3; i < crossKeys; i += 4 { // keys that phase two left alone
 		key := userKey(i)
 		s := inB[owner(key, 2, maxP)]

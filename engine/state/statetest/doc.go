@@ -13,6 +13,8 @@
 // canonical savepoint: the same entries, restorable into any backend.
 //
 // Tests of an optional capability (state.IncrementalCleaner, state.Sweeper)
-// skip when the backend lacks it. The exported helpers write and read
-// savepoints for other tests of the engine.
+// skip when the backend lacks it. The exported helpers write savepoints of
+// backends, and count and dump their entries, for other tests of the engine;
+// the generic savepoint readers (a state's entries, a directory's files) are
+// internal/sptest's.
 package statetest

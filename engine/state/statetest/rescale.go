@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
 )
@@ -80,7 +81,7 @@ func rescale(t *testing.T, newBackend Factory, maxParallelism int, keySer serial
 	meta := NewMetadata(j.operator(4, maxParallelism, keySer), now)
 	r := WriteSavepoint(t, tempDir(t, "p4"), meta, now, backends(src)...)
 	keysSaved := 0
-	for _, seg := range Segments(r, 0, 0) { // count has a value for every key
+	for _, seg := range sptest.Segments(r, 0, 0) { // count has a value for every key
 		keysSaved += int(seg.Keys)
 	}
 	eq(t, "keys in the savepoint", keysSaved, len(keys))

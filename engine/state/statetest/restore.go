@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -110,7 +111,7 @@ func testRestoreTTLEnabled(t *testing.T, newBackend Factory) {
 	r := snapshot(f, s.specs, t0+10)
 	var before [][]byte
 	for ref := range 3 {
-		for _, e := range Entries(t, r, 0, ref) {
+		for _, e := range sptest.EntriesAt(t, r, 0, ref) {
 			before = append(before, e.Value)
 		}
 	}
@@ -122,7 +123,7 @@ func testRestoreTTLEnabled(t *testing.T, newBackend Factory) {
 	again := snapshot(g, gs.specs, restoredAt)
 	var after [][]byte
 	for ref := range 3 {
-		for _, e := range Entries(t, again, 0, ref) {
+		for _, e := range sptest.EntriesAt(t, again, 0, ref) {
 			eq(t, "last-modified time given at restore", lastModified(t, e.Value), restoredAt)
 			after = append(after, e.Value[8:])
 		}
@@ -148,7 +149,7 @@ func testRestoreTTLDisabled(t *testing.T, newBackend Factory) {
 	r := snapshot(f, s.specs, t0+10)
 	var before [][]byte
 	for ref := range 3 {
-		for _, e := range Entries(t, r, 0, ref) {
+		for _, e := range sptest.EntriesAt(t, r, 0, ref) {
 			before = append(before, e.Value[8:])
 		}
 	}
@@ -159,7 +160,7 @@ func testRestoreTTLDisabled(t *testing.T, newBackend Factory) {
 	again := snapshot(g, gs.specs, t0+20)
 	var after [][]byte
 	for ref := range 3 {
-		for _, e := range Entries(t, again, 0, ref) {
+		for _, e := range sptest.EntriesAt(t, again, 0, ref) {
 			after = append(after, e.Value)
 		}
 	}

@@ -1,15 +1,13 @@
 package statetest
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -68,18 +66,7 @@ func WriteSavepoint(t testing.TB, dir string, meta *savepoint.Metadata, now int6
 		must(t, f.Close())
 	}
 	must(t, w.Finish(ctx))
-	return OpenSavepoint(t, dir)
-}
-
-// OpenSavepoint opens the savepoint in dir, verifies it, and closes it when
-// the test ends.
-func OpenSavepoint(t testing.TB, dir string) *snapshotfmt.Reader {
-	t.Helper()
-	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(dir))
-	must(t, err)
-	t.Cleanup(func() { r.Close() })
-	must(t, r.Verify(context.Background()))
-	return r
+	return sptest.Open(t, dir)
 }
 
 // Restore restores operator 0 of src into b, whose states must already be
@@ -89,51 +76,15 @@ func Restore(t testing.TB, b state.Backend, src savepoint.Source, opts state.Res
 	must(t, b.Restore(context.Background(), src, 0, opts))
 }
 
-// Segments returns the segments of operator op's state (or timer service)
-// ref in every key group.
-func Segments(r *snapshotfmt.Reader, op, ref int) []snapshotfmt.Segment {
-	return r.StateSegments(op, ref, keygroup.All(r.Metadata().Operators[op].MaxParallelism))
-}
-
-// Entries returns copies of the entries of operator op's state (or timer
-// service) ref, key group by key group.
-func Entries(t testing.TB, r *snapshotfmt.Reader, op, ref int) []savepoint.Entry {
-	t.Helper()
-	var out []savepoint.Entry
-	for _, seg := range Segments(r, op, ref) {
-		out = append(out, segmentEntries(t, r, seg)...)
-	}
-	return out
-}
-
-func segmentEntries(t testing.TB, r *snapshotfmt.Reader, seg snapshotfmt.Segment) []savepoint.Entry {
-	t.Helper()
-	var out []savepoint.Entry
-	it := r.Entries(context.Background(), seg)
-	defer it.Close()
-	for it.Next() {
-		e := it.Entry()
-		out = append(out, savepoint.Entry{
-			Key:       bytes.Clone(e.Key),
-			Namespace: bytes.Clone(e.Namespace),
-			MapKey:    bytes.Clone(e.MapKey),
-			Value:     bytes.Clone(e.Value),
-			Timestamp: e.Timestamp,
-		})
-	}
-	must(t, it.Err())
-	return out
-}
-
 // Count returns the number of entries the index records for operator op's
 // state (or timer service) ref, after checking it against the data.
 func Count(t testing.TB, r *snapshotfmt.Reader, op, ref int) int {
 	t.Helper()
 	var n uint64
-	for _, seg := range Segments(r, op, ref) {
+	for _, seg := range sptest.Segments(r, op, ref) {
 		n += seg.Entries
 	}
-	eq(t, "entries read", uint64(len(Entries(t, r, op, ref))), n)
+	eq(t, "entries read", uint64(len(sptest.EntriesAt(t, r, op, ref))), n)
 	return int(n)
 }
 
@@ -178,43 +129,6 @@ func SameDump(t testing.TB, got, want []string) {
 	}
 }
 
-// SameFiles fails the test unless directories a and b hold the same files
-// with the same bytes.
-func SameFiles(t testing.TB, a, b string) {
-	t.Helper()
-	fa, fb := readDir(t, a), readDir(t, b)
-	for name, data := range fa {
-		other, ok := fb[name]
-		switch {
-		case !ok:
-			t.Fatalf("%s holds %s, %s does not", a, name, b)
-		case !bytes.Equal(data, other):
-			t.Fatalf("%s differs between %s and %s (%d and %d bytes)", name, a, b, len(data), len(other))
-		}
-	}
-	for name := range fb {
-		if _, ok := fa[name]; !ok {
-			t.Fatalf("%s holds %s, %s does not", b, name, a)
-		}
-	}
-}
-
-func readDir(t testing.TB, dir string) map[string][]byte {
-	t.Helper()
-	files := make(map[string][]byte)
-	names, err := storage.LocalDir(dir).List(context.Background())
-	must(t, err)
-	for _, name := range names {
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
-		must(t, err)
-		files[name] = data
-	}
-	if len(files) == 0 {
-		t.Fatalf("%s holds no files", dir)
-	}
-	return files
-}
-
 // tempDir returns a path for a savepoint directory that does not exist yet.
 func tempDir(t testing.TB, name string) string {
 	return filepath.Join(t.TempDir(), name)
@@ -240,8 +154,6 @@ func counts(t testing.TB, r *snapshotfmt.Reader, n int) []int {
 // lastModified returns the TTL timestamp that prefixes a stored value.
 func lastModified(t testing.TB, value []byte) int64 {
 	t.Helper()
-	if len(value) < 8 {
-		t.Fatalf("a TTL value of %d bytes lacks its timestamp", len(value))
-	}
-	return int64(binary.BigEndian.Uint64(value))
+	ts, _ := sptest.SplitTTL(t, value)
+	return ts
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -39,8 +40,8 @@ func testSnapshotLayout(t *testing.T, newBackend Factory) {
 			st = &op.States[ref]
 		}
 		keysInRef := 0
-		for _, seg := range Segments(r, 0, ref) {
-			entries := segmentEntries(t, r, seg)
+		for _, seg := range sptest.Segments(r, 0, ref) {
+			entries := sptest.SegmentEntries(t, r, seg)
 			where := fmt.Sprintf("ref %d key group %d", ref, seg.KeyGroup)
 			if len(entries) == 0 {
 				t.Fatalf("%s: a segment without entries", where)
@@ -54,7 +55,7 @@ func testSnapshotLayout(t *testing.T, newBackend Factory) {
 	}
 
 	// The contents, decoded: values with their TTL time, lists in order.
-	for _, e := range Entries(t, r, 0, 0) {
+	for _, e := range sptest.EntriesAt(t, r, 0, 0) {
 		i := index[string(e.Key)]
 		eq(t, "last-modified time of a count", lastModified(t, e.Value), writeTime(i))
 		v, err := serializers.Int64().Decode(e.Value[8:])
@@ -62,7 +63,7 @@ func testSnapshotLayout(t *testing.T, newBackend Factory) {
 		eq(t, "count", v, int64(3*i))
 	}
 	lists := make(map[int][]string)
-	for _, e := range Entries(t, r, 0, 1) {
+	for _, e := range sptest.EntriesAt(t, r, 0, 1) {
 		v, err := serializers.String().Decode(e.Value)
 		must(t, err)
 		i := index[string(e.Key)]
@@ -71,7 +72,7 @@ func testSnapshotLayout(t *testing.T, newBackend Factory) {
 	for i := range keys {
 		eq(t, fmt.Sprintf("events of key %d", i), lists[i], jobEvents(i))
 	}
-	timers := Entries(t, r, 0, len(op.States))
+	timers := sptest.EntriesAt(t, r, 0, len(op.States))
 	var want int
 	for i := range keys {
 		want += len(jobTimersOf(t, i, userKey(i)))
@@ -172,6 +173,6 @@ func testSnapshotDeterministic(t *testing.T, newBackend Factory) {
 	WriteSavepoint(t, first, meta, now, a.b)
 	WriteSavepoint(t, second, meta, now, a.b)
 	WriteSavepoint(t, other, meta, now, b.b)
-	SameFiles(t, first, second)
-	SameFiles(t, first, other)
+	sptest.SameFiles(t, first, second)
+	sptest.SameFiles(t, first, other)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/evolve"
-	"github.com/stateproc/stateproc/examples/internal/sptest"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/rewrite"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/engine"
-	"github.com/stateproc/stateproc/examples/internal/sptest"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/serializers"
 )
 

@@ -1,15 +1,13 @@
-// Package sptest reads savepoints in the example jobs' tests: the decoded
-// entries of one state or timer service, and the files of a savepoint
-// directory for byte-for-byte comparisons.
 package sptest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
-	"os"
-	"path/filepath"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stateproc/stateproc/keygroup"
@@ -40,7 +38,7 @@ func Entries(t testing.TB, r *snapshotfmt.Reader, uid, name string) []savepoint.
 	op, idx := operator(t, r, uid)
 	for i, s := range op.States {
 		if s.Name == name {
-			return read(t, r, idx, i, op.MaxParallelism)
+			return EntriesAt(t, r, idx, i)
 		}
 	}
 	t.Fatalf("operator %q has no state %q", uid, name)
@@ -53,7 +51,7 @@ func Timers(t testing.TB, r *snapshotfmt.Reader, uid, name string) []savepoint.E
 	op, idx := operator(t, r, uid)
 	for i, s := range op.Timers {
 		if s.Name == name {
-			return read(t, r, idx, len(op.States)+i, op.MaxParallelism)
+			return EntriesAt(t, r, idx, len(op.States)+i)
 		}
 	}
 	t.Fatalf("operator %q has no timer service %q", uid, name)
@@ -72,21 +70,38 @@ func operator(t testing.TB, r *snapshotfmt.Reader, uid string) (*savepoint.Opera
 	return nil, 0
 }
 
-func read(t testing.TB, r *snapshotfmt.Reader, op, ref, maxP int) []savepoint.Entry {
+// Segments returns the segments of the state (or timer service) ref of the
+// operator at index op, in key-group order. Refs number the states, then
+// the timer services.
+func Segments(r *snapshotfmt.Reader, op, ref int) []snapshotfmt.Segment {
+	return r.StateSegments(op, ref, keygroup.All(r.Metadata().Operators[op].MaxParallelism))
+}
+
+// EntriesAt returns every entry of the state (or timer service) ref of the
+// operator at index op, in key-group order, with its bytes copied.
+func EntriesAt(t testing.TB, r *snapshotfmt.Reader, op, ref int) []savepoint.Entry {
 	t.Helper()
 	var out []savepoint.Entry
-	for _, seg := range r.StateSegments(op, ref, keygroup.All(maxP)) {
-		it := r.Entries(context.Background(), seg)
-		for it.Next() {
-			e := it.Entry()
-			out = append(out, savepoint.Entry{Key: bytes.Clone(e.Key), Namespace: bytes.Clone(e.Namespace),
-				MapKey: bytes.Clone(e.MapKey), Value: bytes.Clone(e.Value), Timestamp: e.Timestamp})
-		}
-		err := it.Err()
-		it.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, seg := range Segments(r, op, ref) {
+		out = append(out, SegmentEntries(t, r, seg)...)
+	}
+	return out
+}
+
+// SegmentEntries returns the entries of one segment, with their bytes
+// copied.
+func SegmentEntries(t testing.TB, r *snapshotfmt.Reader, seg snapshotfmt.Segment) []savepoint.Entry {
+	t.Helper()
+	var out []savepoint.Entry
+	it := r.Entries(context.Background(), seg)
+	defer it.Close()
+	for it.Next() {
+		e := it.Entry()
+		out = append(out, savepoint.Entry{Key: bytes.Clone(e.Key), Namespace: bytes.Clone(e.Namespace),
+			MapKey: bytes.Clone(e.MapKey), Value: bytes.Clone(e.Value), Timestamp: e.Timestamp})
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -99,53 +114,6 @@ func SplitTTL(t testing.TB, v []byte) (int64, []byte) {
 		t.Fatalf("TTL value of %d bytes", len(v))
 	}
 	return int64(binary.BigEndian.Uint64(v)), v[8:]
-}
-
-// Files returns the contents of every file under dir, by slash-separated
-// relative path.
-func Files(t testing.TB, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// SameFiles fails the test unless dirs a and b hold the same files with the
-// same bytes.
-func SameFiles(t testing.TB, a, b string) {
-	t.Helper()
-	fa, fb := Files(t, a), Files(t, b)
-	if len(fa) == 0 {
-		t.Fatalf("%s is empty", a)
-	}
-	for name, ba := range fa {
-		bb, ok := fb[name]
-		switch {
-		case !ok:
-			t.Errorf("%s is in %s but not in %s", name, a, b)
-		case !bytes.Equal(ba, bb):
-			t.Errorf("%s differs between %s and %s (%d and %d bytes)", name, a, b, len(ba), len(bb))
-		}
-	}
-	for name := range fb {
-		if _, ok := fa[name]; !ok {
-			t.Errorf("%s is in %s but not in %s", name, b, a)
-		}
-	}
 }
 
 // Keys returns the distinct keys of entries, as strings, sorted.
@@ -167,13 +135,50 @@ func KeyedState(t testing.TB, r *snapshotfmt.Reader) map[string][]savepoint.Entr
 	out := map[string][]savepoint.Entry{}
 	for i, op := range r.Metadata().Operators {
 		for ref, s := range op.States {
-			out[op.UID+"/"+s.Name] = read(t, r, i, ref, op.MaxParallelism)
+			out[op.UID+"/"+s.Name] = EntriesAt(t, r, i, ref)
 		}
 		for j, s := range op.Timers {
-			out[op.UID+"/"+s.Name] = read(t, r, i, len(op.States)+j, op.MaxParallelism)
+			out[op.UID+"/"+s.Name] = EntriesAt(t, r, i, len(op.States)+j)
 		}
 	}
 	return out
+}
+
+// Contents lists the entries of every keyed state and timer service by
+// "uid/name", each entry as a string, sorted by key and namespace; within
+// a key and namespace, entries keep the state's own order (a list's, say).
+// Unlike KeyedState, the lists are comparable between savepoints of any max
+// parallelism.
+func Contents(t testing.TB, r *snapshotfmt.Reader) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	m := r.Metadata()
+	for oi := range m.Operators {
+		op := &m.Operators[oi]
+		for _, seg := range r.Segments(oi) {
+			name := op.UID + "/"
+			if seg.Ref < len(op.States) {
+				name += op.States[seg.Ref].Name
+			} else {
+				name += op.Timers[seg.Ref-len(op.States)].Name
+			}
+			for _, e := range SegmentEntries(t, r, seg) {
+				out[name] = append(out[name], fmt.Sprintf("%x|%x|%x|%x|%d", e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp))
+			}
+		}
+	}
+	for _, v := range out {
+		// Stable: the entries of one (key, namespace) keep their order.
+		slices.SortStableFunc(v, func(a, b string) int { return cmp.Compare(keyAndNamespace(a), keyAndNamespace(b)) })
+	}
+	return out
+}
+
+// keyAndNamespace is the key and namespace of an entry string of Contents.
+func keyAndNamespace(s string) string {
+	i := strings.IndexByte(s, '|')
+	j := strings.IndexByte(s[i+1:], '|')
+	return s[:i+1+j]
 }
 
 // EqualKeyedState fails the test unless two savepoints hold the same keyed
