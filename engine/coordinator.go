@@ -57,7 +57,6 @@ type message struct {
 	task  *task
 	id    uint64
 	maxTs int64
-	err   error
 }
 
 type cmdKind uint8

@@ -12,13 +12,12 @@ import (
 // ErrBuild is wrapped by every error in a job graph.
 var ErrBuild = errors.New("engine: invalid job")
 
-// Job is a dataflow graph under construction. Its builder functions record
-// the first error and Validate reports it, so a job can be written as a
-// straight sequence of calls.
+// Job is a dataflow graph under construction. Builder functions never fail;
+// Validate (called by Run and Manifest) reports what is wrong with the
+// graph, so a job can be written as a straight sequence of calls.
 type Job struct {
 	name   string
 	nodes  []*node
-	err    error
 	maxPar int
 	defPar int
 }
@@ -46,12 +45,6 @@ func NewJob(name string, opts ...JobOption) *Job {
 
 // Name returns the job's name.
 func (j *Job) Name() string { return j.name }
-
-func (j *Job) fail(format string, args ...any) {
-	if j.err == nil {
-		j.err = fmt.Errorf("%w: %s", ErrBuild, fmt.Sprintf(format, args...))
-	}
-}
 
 type nodeKind uint8
 
@@ -198,9 +191,6 @@ func keyEncoder[K, T any](ks KeyedStream[K, T]) func(dst []byte, v T) ([]byte, e
 // Validate checks the whole graph: uids present on stateful operators and
 // unique, parallelism within bounds, descriptor names unique per operator.
 func (j *Job) Validate() error {
-	if j.err != nil {
-		return j.err
-	}
 	uids := map[string]*node{}
 	for _, n := range j.nodes {
 		if n.stateful && n.uid == "" {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/stateproc/stateproc/engine/state"
-	"github.com/stateproc/stateproc/serializers"
 )
 
 // TimeDomain says which clock a timer runs on.
@@ -152,10 +151,4 @@ func Process[K, IN, OUT any](ks KeyedStream[K, IN], newFn func() KeyedProcessFun
 		return k.run(t)
 	}
 	return Stream[OUT]{job: ks.in.job, node: n}
-}
-
-// timerServices are the timer services of every keyed operator; both have
-// void namespaces.
-func timerServices() map[string]serializers.Serializer {
-	return map[string]serializers.Serializer{EventTimeTimers: serializers.Void(), ProcessingTimeTimers: serializers.Void()}
 }

@@ -89,7 +89,6 @@ type partitioner struct {
 	files   []*spillWriter
 	// The current group, and the encoding scratch.
 	h       header
-	bucket  int
 	scratch []byte
 }
 

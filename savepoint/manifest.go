@@ -100,7 +100,7 @@ func NewManifest(job string, ops []Operator) Manifest {
 			mo.States = append(mo.States, ms)
 		}
 		for _, t := range o.Timers {
-			mo.Timers = append(mo.Timers, ManifestTimerService{Name: t.Name, Namespace: t.Namespace})
+			mo.Timers = append(mo.Timers, ManifestTimerService(t))
 		}
 		for _, s := range o.OperatorStates {
 			mo.OperatorStates = append(mo.OperatorStates, ManifestOpState{Name: s.Name, Distribution: s.Distribution.String(), Element: s.Element})
@@ -163,7 +163,7 @@ func (m Manifest) Model() ([]Operator, error) {
 			o.States = append(o.States, s)
 		}
 		for _, t := range mo.Timers {
-			o.Timers = append(o.Timers, TimerService{Name: t.Name, Namespace: t.Namespace})
+			o.Timers = append(o.Timers, TimerService(t))
 		}
 		for _, s := range mo.OperatorStates {
 			d := EvenSplit

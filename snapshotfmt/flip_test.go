@@ -3,6 +3,8 @@ package snapshotfmt
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -57,6 +59,16 @@ func TestEveryFlipIsDetected(t *testing.T) {
 		t.Fatal("no block is compressed")
 	}
 
+	checkEveryFlip(t, base)
+	t.Logf("%d bytes in %d files, %d zstd blocks, each byte flipped twice", total, len(base.files), zstdBlocks)
+}
+
+// checkEveryFlip flips every byte of every file of base, one at a time,
+// with two masks, and requires Open or Verify to report each flip as a
+// located error that matches a sentinel.
+func checkEveryFlip(t *testing.T, base *memDir) {
+	t.Helper()
+	ctx := context.Background()
 	d := base.clone()
 	for name, b := range d.files {
 		for i := range b {
@@ -77,7 +89,35 @@ func TestEveryFlipIsDetected(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d bytes in %d files, %d zstd blocks, each byte flipped twice", total, len(d.files), zstdBlocks)
+}
+
+// The same for the checked-in golden savepoint that the example jobs write,
+// so that real data (Avro values, TTL, timers, operator and broadcast
+// state) is covered too.
+func TestEveryFlipOfTheGoldenSavepointIsDetected(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "savepoints", "v1", "tiny")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Skipf("golden savepoint not available: %v", err)
+	}
+	base := newMemDir()
+	total := 0
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		base.files[e.Name()] = b
+		total += len(b)
+	}
+	if total > 16<<10 {
+		t.Fatalf("the golden savepoint is %d bytes, above 16 KiB", total)
+	}
+	if err := openAndVerify(context.Background(), base); err != nil {
+		t.Fatalf("the golden savepoint does not read back whole: %v", err)
+	}
+	checkEveryFlip(t, base)
+	t.Logf("%d bytes in %d files, each byte flipped twice", total, len(base.files))
 }
 
 func openAndVerify(ctx context.Context, d *memDir) error {

@@ -3,6 +3,7 @@ package pebblebackend
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -68,10 +69,17 @@ func TestCheckpointSharesImmutableFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Values that do not compress, so that the first checkpoint's sstables
+	// are large against the few kilobytes any new sstable takes.
+	rnd := rand.New(rand.NewPCG(1, 2))
 	put := func(from, to int) {
 		for i := from; i < to; i++ {
 			setKey(t, b, fmt.Sprintf("key-%06d", i))
-			if err := v.Update(fmt.Appendf(nil, "value-%d-%032d", i, i)); err != nil {
+			value := make([]byte, 48)
+			for j := range value {
+				value[j] = byte(rnd.Uint32())
+			}
+			if err := v.Update(value); err != nil {
 				t.Fatal(err)
 			}
 		}
