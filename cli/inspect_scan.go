@@ -98,10 +98,13 @@ func scanSavepoint(ctx context.Context, r *snapshotfmt.Reader, segs []snapshotfm
 	m := r.Metadata()
 	workers := workerCount()
 	scanners := make([]*segmentScanner, workers)
-	for w := range scanners {
-		scanners[w] = newSegmentScanner(m, now, top)
-	}
 	err := walkSegments(ctx, segs, workers, progress, func(ctx context.Context, w int, seg snapshotfmt.Segment) error {
+		if scanners[w] == nil {
+			// Built by the worker itself, so that its counters, written at
+			// every entry, come from its own allocator and share no cache
+			// line with another worker's.
+			scanners[w] = newSegmentScanner(m, now, top)
+		}
 		it := r.Entries(ctx, seg)
 		defer it.Close()
 		return scanners[w].segment(seg.Operator, seg.Ref, it)
@@ -109,10 +112,13 @@ func scanSavepoint(ctx context.Context, r *snapshotfmt.Reader, segs []snapshotfm
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range scanners[1:] {
-		scanners[0].res.merge(s.res)
+	res := newSegmentScanner(m, now, top).res
+	for _, s := range scanners {
+		if s != nil {
+			res.merge(s.res)
+		}
 	}
-	return scanners[0].res, nil
+	return res, nil
 }
 
 // segment scans the entries of one (state, key group) of operator op.

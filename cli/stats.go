@@ -114,12 +114,18 @@ type ageHist struct {
 	counts       [len(ageBuckets) + 1]uint64
 	// future counts entries last modified after now.
 	future uint64
-	// expired counts the entries that ttl.Expired calls expired at now.
-	expired uint64
+	// expired counts the entries that ttl.Expired calls expired at now:
+	// those last modified at or before lastExpired, when anyExpired is 1.
+	expired     uint64
+	lastExpired int64
+	anyExpired  int
 }
 
 func newAgeHist(ttlMillis, now int64) *ageHist {
 	h := &ageHist{ttlMillis: ttlMillis, now: now}
+	if last, ok := ttl.LastExpired(ttlMillis, now); ok {
+		h.lastExpired, h.anyExpired = last, 1
+	}
 	for i, b := range ageBuckets {
 		h.bounds[i] = fraction(ttlMillis, b.num, b.den)
 		h.cuts[i] = satSub(now, h.bounds[i])
@@ -128,7 +134,7 @@ func newAgeHist(ttlMillis, now int64) *ageHist {
 }
 
 func (h *ageHist) add(lastModified int64) {
-	h.expired += uint64(b2i(ttl.Expired(lastModified, h.ttlMillis, h.now)))
+	h.expired += uint64(b2i(lastModified <= h.lastExpired) & h.anyExpired)
 	if lastModified > h.now {
 		h.future++
 		return

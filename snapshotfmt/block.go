@@ -85,6 +85,12 @@ func sealBlock(blk, scratch []byte, enc *zstd.Encoder) (block, newScratch []byte
 // block.
 const readAhead = 64 << 10
 
+// windows recycles read windows between iterators: a scan opens one
+// iterator per (key group, state), and fresh windows for each made the
+// garbage collector run, and its write barriers cost, more than the
+// decoding.
+var windows = sync.Pool{New: func() any { b := make([]byte, 0, readAhead); return &b }}
+
 // blockReader reads the blocks of one segment in order. It reads the file in
 // windows; a block lies whole in the window while it is the current one.
 type blockReader struct {
@@ -99,6 +105,22 @@ type blockReader struct {
 	raw    []byte // its decompressed payload, when compressed
 	codec  Codec
 	rawLen int
+	// pooled is the pool's buffer that win started from, returned by
+	// release.
+	pooled *[]byte
+}
+
+// release gives the read window back to the pool; the blocks and entries
+// read from it are no longer valid.
+func (br *blockReader) release() {
+	if br.pooled == nil {
+		return
+	}
+	if cap(br.win) == readAhead {
+		*br.pooled = br.win[:0]
+		windows.Put(br.pooled)
+	}
+	br.pooled, br.win, br.cur = nil, nil, nil
 }
 
 func newBlockReader(f storage.File, name string, seg *Segment) *blockReader {
@@ -115,6 +137,10 @@ func (br *blockReader) window(n int) ([]byte, error) {
 		return br.win[off : off+int64(n)], nil
 	}
 	size := max(n, int(min(br.end-br.pos, readAhead)))
+	if br.win == nil {
+		br.pooled = windows.Get().(*[]byte)
+		br.win = *br.pooled
+	}
 	br.win, br.winAt = grow(br.win, size), br.pos
 	if err := readAt(br.f, br.name, br.kg, br.win, br.pos); err != nil {
 		br.win = br.win[:0]

@@ -329,10 +329,13 @@ func (it *Iterator) Entry() *savepoint.Entry { return &it.entry }
 // Err returns the error that ended the iteration, if any.
 func (it *Iterator) Err() error { return it.err }
 
-// Close releases the iterator's buffers. It does not close any file: those
-// belong to the Reader.
+// Close releases the iterator's buffers, so the last entry is no longer
+// valid either. It does not close any file: those belong to the Reader.
 func (it *Iterator) Close() error {
 	it.done = true
+	if it.br != nil {
+		it.br.release()
+	}
 	it.br, it.rr = nil, nil
 	return nil
 }

@@ -109,6 +109,27 @@ func ExpiresAt(lastModified, ttlMillis int64) int64 {
 	return lastModified + ttlMillis
 }
 
+// LastExpired returns the latest last-modified time that is expired at now
+// under a TTL of ttlMillis: by the rule of Expired, an entry is expired
+// exactly when its last-modified time is at or before it. ok is false when
+// no time is expired. A loop over many entries compares against it rather
+// than calling Expired for each.
+func LastExpired(ttlMillis, now int64) (last int64, ok bool) {
+	if now == math.MaxInt64 {
+		// Every expiry, saturated or not, is at or before the largest time.
+		return math.MaxInt64, true
+	}
+	// Otherwise t + d <= now < MaxInt64 cannot have saturated upwards, so
+	// the condition is t <= now - d, computed without wrapping.
+	switch {
+	case ttlMillis > 0 && now < math.MinInt64+ttlMillis:
+		return 0, false
+	case ttlMillis < 0 && now > math.MaxInt64+ttlMillis:
+		return math.MaxInt64, true
+	}
+	return now - ttlMillis, true
+}
+
 // Expired reports whether an entry last modified at lastModified is expired
 // at now under c.
 func (c Config) Expired(lastModified, now int64) bool {

@@ -25,6 +25,36 @@ func TestExpiredBoundary(t *testing.T) {
 	}
 }
 
+// LastExpired is the same rule as Expired, put as a threshold: check it
+// against Expired at and around the threshold, for ordinary and extreme
+// times and TTLs.
+func TestLastExpiredAgreesWithExpired(t *testing.T) {
+	times := []int64{math.MinInt64, math.MinInt64 + 1, -1 << 40, -5000, -1, 0, 1, 1000, 1 << 40, math.MaxInt64 - 1, math.MaxInt64}
+	ttls := []int64{1, 500, 7 * 24 * 3600 * 1000, 1 << 62, math.MaxInt64, 0, -1, math.MinInt64 + 1}
+	for _, now := range times {
+		for _, d := range ttls {
+			last, ok := LastExpired(d, now)
+			probes := append([]int64{}, times...)
+			if ok {
+				probes = append(probes, last)
+				if last < math.MaxInt64 {
+					probes = append(probes, last+1)
+				}
+				if last > math.MinInt64 {
+					probes = append(probes, last-1)
+				}
+			}
+			for _, lm := range probes {
+				want := Expired(lm, d, now)
+				got := ok && lm <= last
+				if got != want {
+					t.Fatalf("now %d ttl %d last-modified %d: threshold (%d, %v) says %v, Expired says %v", now, d, lm, last, ok, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestConfigExpiredUsesMillis(t *testing.T) {
 	c := New(7 * 24 * time.Hour)
 	week := int64(7 * 24 * 3600 * 1000)
