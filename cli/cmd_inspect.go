@@ -353,8 +353,8 @@ func (rep *inspectReport) addScan(m *savepoint.Metadata, sc *scanResult) {
 }
 
 func (h *ageHist) report() *ttlAgeSet {
-	set := &ttlAgeSet{Future: h.future, Expired: h.expired}
-	for i, c := range h.counts {
+	set := &ttlAgeSet{Future: h.future(), Expired: h.expiredCount()}
+	for i, c := range h.counts() {
 		from, to := h.bucket(i)
 		b := ageBucket{FromMillis: from, Entries: c}
 		if to >= 0 {

@@ -104,53 +104,69 @@ func skew(stats []savepoint.Stats, maxParallelism int) float64 {
 // there).
 var ageBuckets = [...]struct{ num, den int64 }{{1, 4}, {1, 2}, {3, 4}, {1, 1}, {2, 1}}
 
-// ageHist counts TTL entries by age at a given time.
+// ageHist counts TTL entries by age at a given time. It is on the path of
+// every TTL entry a scan reads, so placing one takes no branch.
 type ageHist struct {
 	ttlMillis, now int64
 	// bounds are the upper bounds, in milliseconds of age, of every bucket
-	// but the last, which is open; cuts are the same bounds as last-modified
-	// times (now - bound), so that placing an entry takes no subtraction.
-	bounds, cuts [len(ageBuckets)]int64
-	counts       [len(ageBuckets) + 1]uint64
-	// future counts entries last modified after now.
-	future uint64
-	// expired counts the entries that ttl.Expired calls expired at now:
-	// those last modified at or before lastExpired, when anyExpired is 1.
+	// but the last, which is open. cuts[0] is now and cuts[i+1] is bound i
+	// as a last-modified time (now - bound), so that placing an entry takes
+	// no subtraction.
+	bounds [len(ageBuckets)]int64
+	cuts   [len(ageBuckets) + 1]int64
+	// slots[0] counts entries last modified after now; slots[i+1] counts
+	// bucket i.
+	slots [len(ageBuckets) + 2]uint64
+	// The entries that ttl.Expired calls expired at now are those last
+	// modified at or before lastExpired, when anyExpired. That threshold is
+	// normally a cut, and then expiredFrom is its slot: the expired
+	// entries are the slots from there on. Otherwise expiredFrom is -1 and
+	// add counts them in expired.
+	expiredFrom int
 	expired     uint64
 	lastExpired int64
-	anyExpired  int
 }
 
 func newAgeHist(ttlMillis, now int64) *ageHist {
-	h := &ageHist{ttlMillis: ttlMillis, now: now}
-	if last, ok := ttl.LastExpired(ttlMillis, now); ok {
-		h.lastExpired, h.anyExpired = last, 1
-	}
+	h := &ageHist{ttlMillis: ttlMillis, now: now, expiredFrom: -1}
+	h.cuts[0] = now
 	for i, b := range ageBuckets {
 		h.bounds[i] = fraction(ttlMillis, b.num, b.den)
-		h.cuts[i] = satSub(now, h.bounds[i])
+		h.cuts[i+1] = satSub(now, h.bounds[i])
 	}
+	last, any := ttl.LastExpired(ttlMillis, now)
+	switch {
+	case !any:
+		h.expiredFrom = len(h.slots)
+	case ttlMillis > 0:
+		for i, c := range h.cuts {
+			if c == last {
+				// An entry at or before cut i lies in a slot after i,
+				// and only such an entry does, since the cuts never
+				// increase.
+				h.expiredFrom = i + 1
+				break
+			}
+		}
+	}
+	h.lastExpired = last
 	return h
 }
 
 func (h *ageHist) add(lastModified int64) {
-	h.expired += uint64(b2i(lastModified <= h.lastExpired) & h.anyExpired)
-	if lastModified > h.now {
-		h.future++
-		return
-	}
-	// An age at or above bound i is a last-modified time at or before cut
-	// i. The cuts decrease, so the bucket is the number of cuts at or after
-	// the time, counted without branches.
+	// The slot is the number of cuts at or after the time, counted without
+	// branches: ages are in no order, so branches on them are mispredicted.
 	i := 0
 	for _, c := range &h.cuts {
 		i += b2i(lastModified <= c)
 	}
-	h.counts[i]++
+	h.slots[i]++
+	if h.expiredFrom < 0 {
+		h.expired += uint64(b2i(lastModified <= h.lastExpired))
+	}
 }
 
-// b2i is 1 for true. The compiler turns it into a flag move, not a
-// branch: ages are in no order, so branches on them are mispredicted.
+// b2i is 1 for true. The compiler turns it into a flag move, not a branch.
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -159,11 +175,28 @@ func b2i(b bool) int {
 }
 
 func (h *ageHist) merge(o *ageHist) {
-	for i := range h.counts {
-		h.counts[i] += o.counts[i]
+	for i := range h.slots {
+		h.slots[i] += o.slots[i]
 	}
-	h.future += o.future
 	h.expired += o.expired
+}
+
+// future is the number of entries last modified after now.
+func (h *ageHist) future() uint64 { return h.slots[0] }
+
+// counts are the entries per bucket.
+func (h *ageHist) counts() []uint64 { return h.slots[1:] }
+
+// expiredCount is the number of entries expired at now.
+func (h *ageHist) expiredCount() uint64 {
+	if h.expiredFrom < 0 {
+		return h.expired
+	}
+	var n uint64
+	for _, c := range h.slots[h.expiredFrom:] {
+		n += c
+	}
+	return n
 }
 
 // bucket returns the age range [from, to) of bucket i; to is -1 for the

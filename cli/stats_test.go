@@ -2,9 +2,12 @@ package cli
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/ttl"
 )
 
 func TestSizePercentiles(t *testing.T) {
@@ -93,15 +96,18 @@ func TestAgeBuckets(t *testing.T) {
 	}
 	// [0,100): 0, 99; [100,200): 100; [200,300): 250; [300,400): 399;
 	// [400,800): 400, 799; >= 800: 800, 5000; future: -1.
-	if want := [...]uint64{2, 1, 1, 1, 2, 2}; h.counts != want {
-		t.Errorf("counts %v, want %v", h.counts, want)
+	if want := []uint64{2, 1, 1, 1, 2, 2}; !slices.Equal(h.counts(), want) {
+		t.Errorf("counts %v, want %v", h.counts(), want)
 	}
-	if h.future != 1 {
-		t.Errorf("future %d, want 1", h.future)
+	if h.future() != 1 {
+		t.Errorf("future %d, want 1", h.future())
 	}
 	// ttl.Expired: lastModified + 400 <= now, so ages 400 and beyond.
-	if h.expired != 4 {
-		t.Errorf("expired %d, want 4", h.expired)
+	if h.expiredFrom < 0 {
+		t.Errorf("the expiry threshold of an ordinary TTL is not taken from the buckets")
+	}
+	if h.expiredCount() != 4 {
+		t.Errorf("expired %d, want 4", h.expiredCount())
 	}
 	from, to := h.bucket(5)
 	if from != 800 || to != -1 {
@@ -110,8 +116,34 @@ func TestAgeBuckets(t *testing.T) {
 	o := newAgeHist(ttlMs, now)
 	o.add(now - 150)
 	h.merge(o)
-	if h.counts[1] != 2 {
-		t.Errorf("after merge, bucket 1 holds %d, want 2", h.counts[1])
+	if h.counts()[1] != 2 {
+		t.Errorf("after merge, bucket 1 holds %d, want 2", h.counts()[1])
+	}
+}
+
+// TestAgeHistExpiredAgreesWithTheRule checks the expired count, whether it
+// is read off the buckets or counted entry by entry, against ttl.Expired.
+func TestAgeHistExpiredAgreesWithTheRule(t *testing.T) {
+	edges := []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, 1, 1000, math.MaxInt64 - 1, math.MaxInt64}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, ttlMs := range []int64{1, 400, 7 * 24 * 3600 * 1000, math.MaxInt64, -5} {
+		for _, now := range append([]int64{1_000_000, rng.Int64()}, edges...) {
+			h := newAgeHist(ttlMs, now)
+			var want uint64
+			times := append([]int64{}, edges...)
+			for range 200 {
+				times = append(times, now-rng.Int64N(4*max(ttlMs%1_000_000, 1)+1), rng.Int64()-rng.Int64())
+			}
+			for _, lm := range times {
+				h.add(lm)
+				if ttl.Expired(lm, ttlMs, now) {
+					want++
+				}
+			}
+			if got := h.expiredCount(); got != want {
+				t.Errorf("ttl %d, now %d: expired %d, want %d (from slot %d)", ttlMs, now, got, want, h.expiredFrom)
+			}
+		}
 	}
 }
 
@@ -124,8 +156,8 @@ func TestAgeBucketsExtremeTimes(t *testing.T) {
 	}
 	h.add(math.MinInt64)
 	h.add(math.MaxInt64)
-	if want := [...]uint64{0, 0, 0, 0, 0, 1}; h.counts != want || h.future != 1 {
-		t.Errorf("extreme times: counts %v future %d, want %v and 1", h.counts, h.future, want)
+	if want := []uint64{0, 0, 0, 0, 0, 1}; !slices.Equal(h.counts(), want) || h.future() != 1 {
+		t.Errorf("extreme times: counts %v future %d, want %v and 1", h.counts(), h.future(), want)
 	}
 	if got := satSub(math.MinInt64, 1); got != math.MinInt64 {
 		t.Errorf("satSub(min, 1) = %d", got)

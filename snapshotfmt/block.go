@@ -81,9 +81,10 @@ func sealBlock(blk, scratch []byte, enc *zstd.Encoder) (block, newScratch []byte
 }
 
 // readAhead is how much of a segment a blockReader reads at once, so that a
-// segment of small blocks costs one read per 64 KiB rather than two per
-// block.
-const readAhead = 64 << 10
+// segment costs one read per 256 KiB rather than two per block. It is well
+// above DefaultBlockSize so that a window holds several whole blocks; a
+// block that does not fit gets a window of its own size.
+const readAhead = 256 << 10
 
 // windows recycles read windows between iterators: a scan opens one
 // iterator per (key group, state), and fresh windows for each made the
@@ -116,7 +117,9 @@ func (br *blockReader) release() {
 	if br.pooled == nil {
 		return
 	}
-	if cap(br.win) == readAhead {
+	// A window grown for an outsized block goes back too, unless it is so
+	// large that keeping it would pin memory.
+	if c := cap(br.win); c >= readAhead && c <= 4*readAhead {
 		*br.pooled = br.win[:0]
 		windows.Put(br.pooled)
 	}

@@ -63,6 +63,42 @@ func compareKeyNamespace(k1, n1, k2, n2 []byte) int {
 	return cmp.Or(bytes.Compare(k1, k2), bytes.Compare(n1, n2))
 }
 
+// after reports whether a sorts strictly after b as bytes, given pa and pb,
+// their first eight bytes from prefix8. It is on the path of every map
+// entry, whose keys are mostly short, so it compares those prefixes as
+// numbers before it compares bytes.
+func after(a, b []byte, pa, pb uint64) bool {
+	if pa != pb {
+		return pa > pb
+	}
+	if len(a) <= 8 || len(b) <= 8 {
+		// One is a prefix of the other, padded with zeros to eight bytes:
+		// the longer one sorts after.
+		return len(a) > len(b)
+	}
+	return bytes.Compare(a[8:], b[8:]) > 0
+}
+
+// prefix8 returns the first eight bytes of the n bytes at buf[start:] as a
+// big-endian number, with the bytes beyond n as zeros.
+func prefix8(buf []byte, start, n int) uint64 {
+	if start+8 <= len(buf) {
+		x := binary.BigEndian.Uint64(buf[start:])
+		if n < 8 {
+			x &^= ^uint64(0) >> (8 * n)
+		}
+		return x
+	}
+	var x uint64
+	for i := range 8 {
+		x <<= 8
+		if i < n {
+			x |= uint64(buf[start+i])
+		}
+	}
+	return x
+}
+
 func compareTimers(t1 int64, k1, n1 []byte, t2 int64, k2, n2 []byte) int {
 	return cmp.Or(cmp.Compare(t1, t2), compareKeyNamespace(k1, n1, k2, n2))
 }
@@ -101,6 +137,7 @@ type recordReader struct {
 	// across a block boundary, carry.
 	lastKey, lastNs, lastMapKey []byte
 	lastTime                    int64
+	lastMapPrefix               uint64 // prefix8 of lastMapKey
 	haveMapKey                  bool
 	carry                       [3][]byte
 	started                     bool // an item has been read
@@ -146,8 +183,12 @@ func (rr *recordReader) next(e *savepoint.Entry) bool {
 		if mk, ok = d.short(); !ok {
 			mk = d.bytes("map key")
 		}
-		if d.err == nil && rr.haveMapKey && bytes.Compare(mk, rr.lastMapKey) <= 0 {
-			d.failf(start, "map keys not strictly increasing")
+		if d.err == nil {
+			p := prefix8(d.buf, d.off-len(mk), len(mk))
+			if rr.haveMapKey && !after(mk, rr.lastMapKey, p, rr.lastMapPrefix) {
+				d.failf(start, "map keys not strictly increasing")
+			}
+			rr.lastMapPrefix = p
 		}
 		rr.lastMapKey, rr.haveMapKey = mk, true
 	}
