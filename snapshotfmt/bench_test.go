@@ -104,6 +104,7 @@ func BenchmarkRead(b *testing.B) {
 					if err := it.Err(); err != nil {
 						b.Fatal(err)
 					}
+					it.Close()
 				}
 				if n != 100_000 {
 					b.Fatalf("read %d entries", n)

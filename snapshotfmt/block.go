@@ -106,24 +106,36 @@ type blockReader struct {
 	raw    []byte // its decompressed payload, when compressed
 	codec  Codec
 	rawLen int
-	// pooled is the pool's buffer that win started from, returned by
-	// release.
-	pooled *[]byte
+	// pooled and pooledRaw are the pools' buffers that win and raw started
+	// from, returned by release.
+	pooled, pooledRaw *[]byte
+}
+
+// raws recycles the buffers that compressed blocks decompress into, as
+// windows recycles read windows.
+var raws = sync.Pool{New: func() any { b := make([]byte, 0, DefaultBlockSize); return &b }}
+
+// recycle returns buf, grown from the pool's *p, to pool, unless it has
+// grown beyond limit.
+func recycle(pool *sync.Pool, p *[]byte, buf []byte, limit int) {
+	if c := cap(buf); c <= limit {
+		*p = buf[:0]
+		pool.Put(p)
+	}
 }
 
 // release gives the read window back to the pool; the blocks and entries
 // read from it are no longer valid.
 func (br *blockReader) release() {
-	if br.pooled == nil {
-		return
-	}
-	// A window grown for an outsized block goes back too, unless it is so
+	// A buffer grown for an outsized block goes back too, unless it is so
 	// large that keeping it would pin memory.
-	if c := cap(br.win); c >= readAhead && c <= 4*readAhead {
-		*br.pooled = br.win[:0]
-		windows.Put(br.pooled)
+	if br.pooled != nil {
+		recycle(&windows, br.pooled, br.win, 4*readAhead)
 	}
-	br.pooled, br.win, br.cur = nil, nil, nil
+	if br.pooledRaw != nil {
+		recycle(&raws, br.pooledRaw, br.raw, 4*DefaultBlockSize)
+	}
+	br.pooled, br.pooledRaw, br.win, br.cur, br.raw = nil, nil, nil, nil, nil
 }
 
 func newBlockReader(f storage.File, name string, seg *Segment) *blockReader {
@@ -196,6 +208,10 @@ func (br *blockReader) payload() ([]byte, error) {
 	dec, err := zstdDecoder()
 	if err != nil {
 		return nil, err
+	}
+	if br.raw == nil {
+		br.pooledRaw = raws.Get().(*[]byte)
+		br.raw = *br.pooledRaw
 	}
 	br.raw = grow(br.raw, br.rawLen)
 	out, err := dec.DecodeAll(br.stored(), br.raw[:0:br.rawLen])
