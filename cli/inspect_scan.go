@@ -67,14 +67,6 @@ func (sc *scanResult) merge(o *scanResult) {
 	}
 }
 
-// entryIter is what a scan needs of a segment's entries. snapshotfmt's
-// Iterator is one; a reader of another layout can provide its own.
-type entryIter interface {
-	Next() bool
-	Entry() *savepoint.Entry
-	Err() error
-}
-
 // segmentScanner scans segments into one worker's scanResult. It keeps
 // buffers across segments so that the scan allocates nothing per entry.
 type segmentScanner struct {
@@ -122,7 +114,7 @@ func scanSavepoint(ctx context.Context, r *snapshotfmt.Reader, segs []snapshotfm
 }
 
 // segment scans the entries of one (state, key group) of operator op.
-func (s *segmentScanner) segment(op, ref int, it entryIter) error {
+func (s *segmentScanner) segment(op, ref int, it *snapshotfmt.Iterator) error {
 	o := &s.m.Operators[op]
 	st := &s.res.states[op][ref]
 	if ref >= len(o.States) {
@@ -173,7 +165,7 @@ func (s *segmentScanner) offer(k hotKey) {
 // allocation per timer; two keys whose hashes collide would be counted as
 // one, a chance of about one in 40 million for a key group with a million
 // keys.
-func (s *segmentScanner) timerSegment(st *stateScan, it entryIter) error {
+func (s *segmentScanner) timerSegment(st *stateScan, it *snapshotfmt.Iterator) error {
 	s.timerKeys = s.timerKeys[:0]
 	for it.Next() {
 		s.timerKeys = append(s.timerKeys, maphash.Bytes(s.seed, it.Entry().Key))

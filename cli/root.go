@@ -72,13 +72,20 @@ func hint(err error) string {
 }
 
 // NewRoot returns the stateproc command with every subcommand.
-func NewRoot() *cobra.Command {
+func NewRoot() *cobra.Command { return newRoot(new(cpuProfile)) }
+
+func newRoot(prof *cpuProfile) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "stateproc",
 		Short:         "Inspect, export and rewrite stateproc savepoints without the job's code",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return prof.start()
+		},
 	}
+	root.PersistentFlags().StringVar(&prof.path, "cpuprofile", "",
+		"write a CPU profile of the command to `FILE`, for go tool pprof and the build's profile-guided optimization")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
 	root.AddCommand(subcommands()...)
 	return root
@@ -97,11 +104,15 @@ func subcommands() []*cobra.Command {
 // Main runs stateproc with args and returns the exit code. Errors go to
 // stderr as one line, with a hint when there is one.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := NewRoot()
+	prof := new(cpuProfile)
+	root := newRoot(prof)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if perr := prof.stop(); err == nil {
+		err = perr
+	}
 	if err == nil {
 		return ExitOK
 	}

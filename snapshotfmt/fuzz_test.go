@@ -101,11 +101,11 @@ func FuzzBlockRecords(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, kind uint8, ttl bool, payload []byte) {
 		s := fuzzShape(kind, ttl)
-		rr := newRecordReader(s)
+		var e savepoint.Entry
+		rr := newRecordReader(s, &e)
 		rr.startBlock(payload)
 		var entries []savepoint.Entry
-		var e savepoint.Entry
-		for rr.next(&e) {
+		for rr.next() {
 			entries = append(entries, savepoint.Entry{
 				Key: bytes.Clone(e.Key), Namespace: bytes.Clone(e.Namespace), MapKey: bytes.Clone(e.MapKey),
 				Value: bytes.Clone(e.Value), Timestamp: e.Timestamp,

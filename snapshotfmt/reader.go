@@ -235,7 +235,8 @@ type Iterator struct {
 	entry savepoint.Entry
 	err   error
 	done  bool
-	n     int
+	// untilCtx counts down the entries until the next look at ctx.
+	untilCtx int
 }
 
 // Entries returns an iterator over the entries of seg, which must come from
@@ -257,7 +258,9 @@ func (r *Reader) Entries(ctx context.Context, seg Segment) *Iterator {
 		return it
 	}
 	it.br = newBlockReader(f, seg.File, &seg)
-	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Operator], seg.Ref, seg.KeyGroup))
+	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Operator], seg.Ref, seg.KeyGroup), &it.entry)
+	it.entry.KeyGroup = seg.KeyGroup
+	it.untilCtx = ctxCheckEvery
 	return it
 }
 
@@ -268,10 +271,9 @@ func (it *Iterator) Next() bool {
 		return false
 	}
 	for {
-		if it.rr.next(&it.entry) {
-			it.entry.KeyGroup = it.seg.KeyGroup
-			it.n++
-			if it.n%ctxCheckEvery == 0 {
+		if it.rr.next() {
+			if it.untilCtx--; it.untilCtx == 0 {
+				it.untilCtx = ctxCheckEvery
 				if err := it.ctx.Err(); err != nil {
 					it.err = err
 					return false

@@ -167,10 +167,10 @@ func TestRecordsContinueAcrossBlocks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rr := newRecordReader(shapeOf(&r.Metadata().Operators[0], seg.Ref, seg.KeyGroup))
-			rr.startBlock(payload)
 			var e savepoint.Entry
-			for first := true; rr.next(&e); first = false {
+			rr := newRecordReader(shapeOf(&r.Metadata().Operators[0], seg.Ref, seg.KeyGroup), &e)
+			rr.startBlock(payload)
+			for first := true; rr.next(); first = false {
 				if first && bytes.Equal(e.Key, lastKey) && bytes.Equal(e.Namespace, lastNs) {
 					continued[seg.Ref]++
 				}
