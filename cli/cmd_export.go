@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,6 +239,15 @@ func checkTarget(savepointDir, target string) error {
 		return usagef("--out %s is inside the savepoint %s, which export never modifies", target, savepointDir)
 	case within(t, sp):
 		return usagef("--out %s holds the savepoint %s, which export never modifies", target, savepointDir)
+	}
+	// The dataset is staged beside the target, so its directory must exist.
+	switch st, err := os.Stat(filepath.Dir(t)); {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("--out %s: the directory %s does not exist", target, filepath.Dir(t))
+	case err != nil:
+		return usagef("--out %s: %v", target, err)
+	case !st.IsDir():
+		return usagef("--out %s: %s is not a directory", target, filepath.Dir(t))
 	}
 	return nil
 }

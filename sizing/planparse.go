@@ -183,6 +183,9 @@ func (p *planReader) number(n *yaml.Node, field string, dst *float64, min float6
 		}
 		return p.fail(n, field, "must be at least %g, not %s", min, n.Value)
 	}
+	if f > MaxCount {
+		return p.fail(n, field, "must be at most %.0e, not %s", MaxCount, n.Value)
+	}
 	*dst = f
 	return nil
 }

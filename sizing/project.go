@@ -12,6 +12,12 @@ import (
 // the job (a parallelism above an operator's max parallelism).
 var ErrOption = errors.New("sizing: bad option")
 
+// MaxCount is the most keys or entries one state may be projected to, and
+// the largest number a plan may give. A quadrillion is beyond any state
+// that runs; above it the size arithmetic would leave the range of exact
+// integers.
+const MaxCount = 1e15
+
 // Options are the projections and the budget of a Report.
 type Options struct {
 	// Parallelism replaces every operator's own when above 0.
@@ -68,6 +74,13 @@ func projectOperator(job *Job, op *Operator, opts Options) (*OperatorReport, err
 	if opts.Keys > 0 {
 		if keys := operatorKeys(op); keys > 0 {
 			scale *= opts.Keys / keys
+		}
+	}
+	for i := range op.States {
+		t := op.States[i].totals()
+		if n := max(t.Keys, t.Entries) * scale; n > MaxCount {
+			return nil, fmt.Errorf("%w: operator %q state %q projected to %.3g keys or entries, above the %.0e that stateproc models",
+				ErrOption, op.UID, op.States[i].Name, n, MaxCount)
 		}
 	}
 	or := &OperatorReport{UID: op.UID, Parallelism: p, MaxParallelism: op.MaxParallelism, Scale: scale}
