@@ -14,7 +14,8 @@ import (
 type migrateOptions struct {
 	rewriteFlags
 	targetFlags
-	now string
+	now    string
+	stderr io.Writer
 }
 
 func newMigrateCmd() *cobra.Command {
@@ -56,6 +57,7 @@ in memory to count, and writes nothing.`,
   stateproc migrate ./savepoints/sp-42 --job job-v2.json --dry-run -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			return runMigrate(cmd.Context(), o, args, cmd.OutOrStdout())
 		},
 	}
@@ -85,7 +87,9 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	rep, err := evolve.Migrate(ctx, r, args[0], t, opts, o.options())
+	bar := newRewriteProgress(o.stderr, "migrating")
+	rep, err := evolve.Migrate(ctx, r, args[0], t, opts, bar.options(o.options()))
+	bar.end(err)
 	if errors.Is(err, evolve.ErrIncompatible) {
 		// The report says why; the refusal exits 3.
 		if werr := writeMigrateReport(out, o, args[0], rep, true); werr != nil {

@@ -49,7 +49,7 @@ index alone, and writes nothing.`,
   stateproc operator remove ./savepoints/sp-42 legacy-enricher --dry-run`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(),
+			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newRewriteProgress(cmd.ErrOrStderr(), "removing"),
 				func(ctx context.Context, r *snapshotfmt.Reader, opts rewrite.Options) (*operators.Report, error) {
 					return operators.Remove(ctx, r, args[0], args[1], opts)
 				})
@@ -71,7 +71,7 @@ including the operator's name, is copied unchanged. NEW must not be taken.
 		Example: `  stateproc operator rename ./savepoints/sp-42 tenant-cost tenant-billing --out ./sp-42-renamed`,
 		Args:    cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(),
+			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newRewriteProgress(cmd.ErrOrStderr(), "renaming"),
 				func(ctx context.Context, r *snapshotfmt.Reader, opts rewrite.Options) (*operators.Report, error) {
 					return operators.Rename(ctx, r, args[0], args[1], args[2], opts)
 				})
@@ -81,14 +81,15 @@ including the operator's name, is copied unchanged. NEW must not be taken.
 	return cmd
 }
 
-func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writer,
+func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writer, bar *rewriteProgress,
 	do func(context.Context, *snapshotfmt.Reader, rewrite.Options) (*operators.Report, error)) error {
 	r, err := openRewriteInput(ctx, f, input)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	rep, err := do(ctx, r, f.options())
+	rep, err := do(ctx, r, bar.options(f.options()))
+	bar.end(err)
 	if err != nil {
 		return rewriteError(err)
 	}

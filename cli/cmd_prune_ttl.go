@@ -14,8 +14,9 @@ import (
 
 type pruneOptions struct {
 	rewriteFlags
-	now string
-	ttl []string
+	now    string
+	ttl    []string
+	stderr io.Writer
 }
 
 func newPruneTTLCmd() *cobra.Command {
@@ -49,6 +50,7 @@ nothing.`,
   stateproc prune-ttl ./savepoints/sp-42 --dry-run -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			return runPruneTTL(cmd.Context(), o, args, cmd.OutOrStdout())
 		},
 	}
@@ -82,7 +84,9 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 			return err
 		}
 	}
-	rep, err := prune.Run(ctx, r, args[0], prune.Options{Now: now, TTL: overrides}, o.options())
+	bar := newRewriteProgress(o.stderr, "pruning")
+	rep, err := prune.Run(ctx, r, args[0], prune.Options{Now: now, TTL: overrides}, bar.options(o.options()))
+	bar.end(err)
 	if err != nil {
 		return rewriteError(err)
 	}

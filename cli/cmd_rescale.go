@@ -18,6 +18,7 @@ type rescaleOptions struct {
 	parallelism    int
 	operator       string
 	spillDir       string
+	stderr         io.Writer
 }
 
 func newRescaleCmd() *cobra.Command {
@@ -53,6 +54,7 @@ nothing.`,
   stateproc rescale ./savepoints/sp-42 --max-parallelism 720 --dry-run -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			return runRescale(cmd.Context(), o, args, cmd.OutOrStdout())
 		},
 	}
@@ -84,7 +86,9 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(128 << 20))
 	}
 	opts := rescale.Options{MaxParallelism: o.maxParallelism, Parallelism: o.parallelism, Operator: o.operator, SpillDir: o.spillDir}
-	rep, err := rescale.Run(ctx, r, args[0], opts, o.options())
+	bar := newRewriteProgress(o.stderr, "rescaling")
+	rep, err := rescale.Run(ctx, r, args[0], opts, bar.options(o.options()))
+	bar.end(err)
 	if err != nil {
 		return rewriteError(err)
 	}

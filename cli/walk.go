@@ -12,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
@@ -54,10 +55,7 @@ func walkSegments(ctx context.Context, segs []snapshotfmt.Segment, workers int, 
 	}
 	err := g.Wait()
 	if progress != nil {
-		if err == nil {
-			progress.Finish()
-		}
-		progress.Exit()
+		endProgress(progress, err)
 	}
 	return err
 }
@@ -77,6 +75,60 @@ func newProgress(stderr io.Writer, total int64, what string) *progressbar.Progre
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish())
+}
+
+// endProgress takes a bar off the terminal, whether the work it followed
+// succeeded or failed, so that the report or the error printed next starts
+// on a clean line.
+func endProgress(bar *progressbar.ProgressBar, err error) {
+	if err == nil {
+		bar.Finish()
+	} else {
+		bar.Clear()
+	}
+	bar.Exit()
+}
+
+// rewriteProgress draws a bar of the bytes of input a rewrite has
+// processed on stderr when it is a terminal. The rewrite learns its total
+// once it has planned, so the bar is made at its first report; a rewrite
+// that reads nothing, as most dry runs, draws none.
+type rewriteProgress struct {
+	stderr io.Writer
+	what   string
+	bar    *progressbar.ProgressBar
+}
+
+// newRewriteProgress returns nil when stderr is not a terminal.
+func newRewriteProgress(stderr io.Writer, what string) *rewriteProgress {
+	if !stderrIsTerminal(stderr) {
+		return nil
+	}
+	return &rewriteProgress{stderr: stderr, what: what}
+}
+
+// options adds the bar to a rewrite's options.
+func (p *rewriteProgress) options(opts rewrite.Options) rewrite.Options {
+	if p != nil {
+		opts.Progress = p.update
+	}
+	return opts
+}
+
+// update is the rewrite's Progress: its meter calls it one call at a time.
+func (p *rewriteProgress) update(done, total int64) {
+	if p.bar == nil {
+		p.bar = newProgress(p.stderr, total, p.what)
+	}
+	p.bar.Set64(done)
+}
+
+// end takes the bar off the terminal; the command calls it before it
+// prints anything.
+func (p *rewriteProgress) end(err error) {
+	if p != nil && p.bar != nil {
+		endProgress(p.bar, err)
+	}
 }
 
 // segmentBytes sums what the segments take in their files.

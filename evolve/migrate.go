@@ -62,18 +62,16 @@ func Migrate(ctx context.Context, src *snapshotfmt.Reader, input string, t Targe
 		return nil, err
 	}
 	plans := rewrite.SameLayout(src, m.place)
+	size := rewrite.PlannedBytes(plans)
 	if !out.DryRun {
 		if out.Writer, err = rewrite.WriterOptions(src); err != nil {
 			return nil, err
 		}
-		for _, fp := range plans {
-			for _, p := range fp.Segments {
-				out.Need += p.Src.Length
-			}
-		}
+		out.Need = size
 	}
+	meter := rewrite.NewMeter(size, out.Progress)
 	err = rewrite.Execute(ctx, src, input, m.metadata(input, t, rep), out, func(ctx context.Context, o *rewrite.Output) error {
-		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, opts.workers())
+		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, opts.workers(), meter)
 	})
 	if err != nil {
 		return nil, err

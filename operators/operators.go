@@ -80,16 +80,12 @@ func Rename(ctx context.Context, src *snapshotfmt.Reader, input, uid, newUID str
 // write copies the planned segments, all as opaque bytes. A dry run reads
 // nothing: the index says all the report needs.
 func write(ctx context.Context, src *snapshotfmt.Reader, input string, meta *savepoint.Metadata, plans []rewrite.FilePlan, out rewrite.Options) error {
-	for _, fp := range plans {
-		for _, p := range fp.Segments {
-			out.Need += p.Src.Length
-		}
-	}
+	out.Need = rewrite.PlannedBytes(plans)
 	return rewrite.Execute(ctx, src, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
 		if o == nil {
 			return nil
 		}
-		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, runtime.GOMAXPROCS(0))
+		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, runtime.GOMAXPROCS(0), rewrite.NewMeter(out.Need, out.Progress))
 	})
 }
 

@@ -67,18 +67,20 @@ func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Option
 		return p, true
 	})
 	meta := rewrite.DeriveMetadata(input, m, describe(rep))
+	size := rewrite.PlannedBytes(plans)
 	if !out.DryRun {
 		if out.Writer, err = rewrite.WriterOptions(src); err != nil {
 			return nil, err
 		}
-		out.Need = segmentBytes(plans)
+		out.Need = size
 	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	meter := rewrite.NewMeter(size, out.Progress)
 	err = rewrite.Execute(ctx, src, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
-		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, workers)
+		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, workers, meter)
 	})
 	if err != nil {
 		return nil, err
@@ -170,16 +172,6 @@ func describe(rep *Report) string {
 		what = "expired entries of " + strings.Join(parts, ", ")
 	}
 	return fmt.Sprintf("prune-ttl at %s dropped %s", time.UnixMilli(rep.Now).UTC().Format("2006-01-02T15:04:05.000Z"), what)
-}
-
-func segmentBytes(plans []rewrite.FilePlan) int64 {
-	var n int64
-	for _, fp := range plans {
-		for _, p := range fp.Segments {
-			n += p.Src.Length
-		}
-	}
-	return n
 }
 
 // shortDuration drops the zero minutes and seconds of whole hours and

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
@@ -44,8 +45,9 @@ func (s spillFiles) ofBucket(b int) ([]string, int64) {
 
 // partition streams every segment of operator op into spill files under
 // dir, on workers goroutines, with about memory bytes of write buffers in
-// all.
-func partition(ctx context.Context, src *snapshotfmt.Reader, p *opPlan, bk *bucketing, dir string, workers, memory int) (spillFiles, error) {
+// all, and tells m of the first pass's share of each segment (see
+// firstPassShare).
+func partition(ctx context.Context, src *snapshotfmt.Reader, p *opPlan, bk *bucketing, dir string, workers, memory int, m *rewrite.Meter) (spillFiles, error) {
 	segs := src.Segments(p.index)
 	// File order, so that the workers together read each file forwards.
 	slices.SortFunc(segs, func(a, b snapshotfmt.Segment) int {
@@ -67,7 +69,9 @@ func partition(ctx context.Context, src *snapshotfmt.Reader, p *opPlan, bk *buck
 				if i >= len(segs) {
 					break
 				}
-				err = pw.segment(ctx, src, segs[i])
+				if err = pw.segment(ctx, src, segs[i]); err == nil {
+					m.Add(firstPassShare(segs[i].Length))
+				}
 			}
 			written, cerr := pw.close()
 			files[w] = written

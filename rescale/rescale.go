@@ -59,17 +59,26 @@ func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Option
 		}
 	}
 	rep := report(src, plans, out.DryRun)
+	copied := rewrite.PlannedBytes(kept)
+	moved, spilled := rebucketedBytes(src, plans)
 	if !out.DryRun {
 		if out.Writer, err = rewrite.WriterOptions(src); err != nil {
 			return nil, err
 		}
-		out.Need = need(src, plans, kept, opts.SpillDir == "")
+		// The output takes about the input's size, and the spill files
+		// about the raw size of the re-bucketed operators, when they go
+		// beside it too.
+		out.Need = copied + moved
+		if opts.SpillDir == "" {
+			out.Need += spilled
+		}
 	}
+	meter := rewrite.NewMeter(copied+moved, out.Progress)
 	err = rewrite.Execute(ctx, src, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
 		if o == nil {
 			return nil
 		}
-		if err := rewrite.WriteFiles(ctx, src, o.Writer(), kept, opts.workers()); err != nil {
+		if err := rewrite.WriteFiles(ctx, src, o.Writer(), kept, opts.workers(), meter); err != nil {
 			return err
 		}
 		for i := range plans {
@@ -80,7 +89,7 @@ func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Option
 			if err != nil {
 				return err
 			}
-			err = rebucket(ctx, src, o.Writer(), &plans[i], newFiles[i], dir, opts.workers(), opts.memory())
+			err = rebucket(ctx, src, o.Writer(), &plans[i], newFiles[i], dir, opts.workers(), opts.memory(), meter)
 			if opts.SpillDir != "" {
 				os.RemoveAll(dir)
 			}
@@ -106,21 +115,24 @@ func spillDir(o *rewrite.Output, under string) (string, error) {
 
 // rebucket moves every entry of one operator to its new key group and
 // writes the operator's new data files, one per new subtask.
-func rebucket(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, p *opPlan, names []string, dir string, workers, memory int) error {
+func rebucket(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, p *opPlan, names []string, dir string, workers, memory int, m *rewrite.Meter) error {
 	writers := min(workers, p.parallelism)
 	sortBudget := max(minSortBudget, memory/writers)
 	// A bucket should fit half a sort chunk (half the budget holds data),
 	// leaving room for skew between key groups; the spill encoding takes
 	// about the raw size of the entries.
 	var raw uint64
+	var owed int64 // what the meter counts in the second pass
 	for _, s := range src.Segments(p.index) {
 		raw += s.Bytes
+		owed += s.Length - firstPassShare(s.Length)
 	}
 	bk := newBucketing(p.maxP, p.parallelism, int(raw/uint64(sortBudget/4))+1)
-	spills, err := partition(ctx, src, p, bk, dir, workers, memory/2)
+	spills, err := partition(ctx, src, p, bk, dir, workers, memory/2, m)
 	if err != nil {
 		return err
 	}
+	second := newSecondPass(m, owed, spills)
 	sh := shapes(p.from)
 	written := make([][]uint64, writers)
 	g, ctx := errgroup.WithContext(ctx)
@@ -134,7 +146,7 @@ func rebucket(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Write
 				if s >= p.parallelism {
 					return nil
 				}
-				n, err := writeSubtask(ctx, w, p.index, sh, names[s], bk, s, spills, srt)
+				n, err := writeSubtask(ctx, w, p.index, sh, names[s], bk, s, spills, srt, second)
 				if err != nil {
 					return err
 				}
@@ -164,7 +176,8 @@ func rebucket(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Write
 
 // writeSubtask writes the data file of one new subtask from its buckets,
 // removing each bucket's spill files once they are written.
-func writeSubtask(ctx context.Context, w *snapshotfmt.Writer, op int, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srt *sorter) ([]uint64, error) {
+func writeSubtask(ctx context.Context, w *snapshotfmt.Writer, op int, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srt *sorter,
+	second *secondPass) ([]uint64, error) {
 	f, err := w.CreateDataFile(ctx, name)
 	if err != nil {
 		return nil, err
@@ -179,6 +192,7 @@ func writeSubtask(ctx context.Context, w *snapshotfmt.Writer, op int, sh []refSh
 		if err != nil {
 			break
 		}
+		second.add(size)
 	}
 	if cerr := sink.close(); err == nil {
 		err = cerr
@@ -205,26 +219,18 @@ func report(src *snapshotfmt.Reader, plans []opPlan, dryRun bool) *Report {
 	return rep
 }
 
-// need estimates the bytes written beside the target: the output, about
-// the input's size, and the spill files of re-bucketed operators, about
-// their raw size, when they go there too.
-func need(src *snapshotfmt.Reader, plans []opPlan, kept []rewrite.FilePlan, spillBeside bool) int64 {
-	var n int64
-	for _, fp := range kept {
-		for _, s := range fp.Segments {
-			n += s.Src.Length
-		}
-	}
+// rebucketedBytes sums the segments of the operators to re-bucket: what
+// they take in their files, and their raw size, about what their spill
+// files take.
+func rebucketedBytes(src *snapshotfmt.Reader, plans []opPlan) (stored, raw int64) {
 	for _, p := range plans {
 		if p.action != Rebucketed {
 			continue
 		}
 		for _, s := range src.Segments(p.index) {
-			n += s.Length
-			if spillBeside {
-				n += int64(s.Bytes)
-			}
+			stored += s.Length
+			raw += int64(s.Bytes)
 		}
 	}
-	return n
+	return stored, raw
 }

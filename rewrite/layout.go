@@ -71,11 +71,25 @@ func SameLayout(r *snapshotfmt.Reader, place func(seg snapshotfmt.Segment) (Segm
 	return plans
 }
 
+// PlannedBytes sums what the input segments of plans take in their files:
+// about what a rewrite of them writes, and the bytes WriteFiles tells its
+// Meter of.
+func PlannedBytes(plans []FilePlan) int64 {
+	var n int64
+	for _, fp := range plans {
+		for _, p := range fp.Segments {
+			n += p.Src.Length
+		}
+	}
+	return n
+}
+
 // WriteFiles writes the planned files into w, files in parallel on up to
-// workers goroutines, each file by one of them front to back. With w nil it
-// is a dry run: nothing is written, and the segments that Keep filters are
-// still read so that Kept is right.
-func WriteFiles(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, plans []FilePlan, workers int) error {
+// workers goroutines, each file by one of them front to back, and tells m
+// of each input segment once it is done with it (see PlannedBytes). With w
+// nil it is a dry run: nothing is written, and the segments that Keep
+// filters are still read so that Kept is right.
+func WriteFiles(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, plans []FilePlan, workers int, m *Meter) error {
 	// The largest files first, so that one big file does not start last.
 	order := make([]int, len(plans))
 	for i := range order {
@@ -98,7 +112,7 @@ func WriteFiles(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Wri
 				if i >= len(order) {
 					return nil
 				}
-				if err := writeFile(ctx, src, w, &plans[order[i]]); err != nil {
+				if err := writeFile(ctx, src, w, &plans[order[i]], m); err != nil {
 					return err
 				}
 			}
@@ -107,7 +121,7 @@ func WriteFiles(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Wri
 	return g.Wait()
 }
 
-func writeFile(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, fp *FilePlan) error {
+func writeFile(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, fp *FilePlan, m *Meter) error {
 	var f *snapshotfmt.DataFileWriter
 	if w != nil {
 		var err error
@@ -122,6 +136,7 @@ func writeFile(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writ
 			}
 			return err
 		}
+		m.Add(fp.Segments[i].Src.Length)
 	}
 	if f != nil {
 		return f.Close()

@@ -27,6 +27,10 @@ type Options struct {
 	// (output and spill files); Create refuses to start when the file
 	// system has less free. Zero skips the check.
 	Need int64
+	// Progress, when set, is called as the rewrite advances with the bytes
+	// of input processed so far and the bytes it processes in all, once per
+	// segment or block; see Meter. It is for a progress bar.
+	Progress func(done, total int64)
 }
 
 // Output is the destination of one rewrite while it is written: the
