@@ -298,10 +298,7 @@ func (p *rowProgress) done(err error) {
 	if p == nil || p.bar == nil {
 		return
 	}
-	if err == nil {
-		p.bar.Finish()
-	}
-	p.bar.Exit()
+	endProgress(p.bar, err)
 }
 
 // exportReport is what export prints with --output json.
