@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"reflect"
+	"time"
 )
 
 // gate reads a subtask's input channels. It blocks a channel that has
@@ -16,6 +17,9 @@ type gate struct {
 	caseCh []int
 	dirty  bool
 	notify <-chan struct{}
+	// tick, when set, wakes the subtask periodically whether or not input
+	// arrives.
+	tick <-chan time.Time
 	// watermark is the minimum over the channels that have not ended.
 	watermark int64
 	aligning  *checkpoint
@@ -31,6 +35,7 @@ type gateChan struct {
 
 const (
 	notifyChannel = -1
+	tickChannel   = -2
 )
 
 func newGate(ctx context.Context, notify <-chan struct{}) *gate {
@@ -52,6 +57,10 @@ func (g *gate) rebuild() {
 		g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(g.notify)})
 		g.caseCh = append(g.caseCh, notifyChannel)
 	}
+	if g.tick != nil {
+		g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(g.tick)})
+		g.caseCh = append(g.caseCh, tickChannel)
+	}
 	for i, c := range g.chans {
 		if !c.blocked && !c.ended {
 			g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: c.ch})
@@ -68,6 +77,12 @@ func (g *gate) setNotify(n <-chan struct{}) {
 	g.dirty = true
 }
 
+// setTick makes next report tickChannel whenever tick delivers.
+func (g *gate) setTick(tick <-chan time.Time) {
+	g.tick = tick
+	g.dirty = true
+}
+
 // done reports whether every channel has ended.
 func (g *gate) done() bool {
 	for _, c := range g.chans {
@@ -79,8 +94,8 @@ func (g *gate) done() bool {
 }
 
 // next waits for the next batch and returns its channel index and the batch
-// (a *batch[T] for that channel's T), or notifyChannel when the notification
-// channel fired.
+// (a *batch[T] for that channel's T), notifyChannel when the notification
+// channel fired, or tickChannel when the tick did.
 func (g *gate) next() (int, any, error) {
 	if g.dirty {
 		g.rebuild()
@@ -90,8 +105,8 @@ func (g *gate) next() (int, any, error) {
 		return 0, nil, context.Cause(g.ctx)
 	}
 	ch := g.caseCh[chosen]
-	if ch == notifyChannel {
-		return notifyChannel, nil, nil
+	if ch == notifyChannel || ch == tickChannel {
+		return ch, nil, nil
 	}
 	return ch, v.Interface(), nil
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/serializers"
 )
@@ -8,6 +10,10 @@ import (
 // sweepEvery is how many records a keyed subtask processes between two
 // steps of a backend's background TTL sweeper.
 const sweepEvery = 1024
+
+// processingTimeTick is how often a keyed subtask with an injected clock
+// checks its processing-time timers while no input arrives.
+const processingTimeTick = 10 * time.Millisecond
 
 // keyedRunner runs one subtask of a keyed operator, with an optional
 // broadcast input of type B.
@@ -50,10 +56,24 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 	if k.onBroadcast != nil {
 		addInputs[B](t, g, 1)
 	}
+	if t.clock.injected != nil {
+		// An injected clock moves by itself, so its timers come due while
+		// the input is idle too. The derived clock moves only with the
+		// input, and checking after each batch is enough for it.
+		tick := time.NewTicker(processingTimeTick)
+		defer tick.Stop()
+		g.setTick(tick.C)
+	}
 	for {
 		ch, v, err := g.next()
 		if err != nil {
 			return err
+		}
+		if ch == tickChannel {
+			if err := k.firePending(); err != nil {
+				return err
+			}
+			continue
 		}
 		if ch == notifyChannel {
 			continue
@@ -144,7 +164,7 @@ func (k *keyedRunner[K, IN, B, OUT]) fireEventTimers(upTo int64) error {
 }
 
 // firePending fires processing-time timers that the processing clock has
-// passed.
+// passed: after every input batch, and on every tick of an injected clock.
 func (k *keyedRunner[K, IN, B, OUT]) firePending() error {
 	return k.fire(k.ctx.pt, k.t.clock.processingTime(), ProcessingTime)
 }
