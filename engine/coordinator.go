@@ -100,11 +100,14 @@ type coordinator struct {
 	atEnd     map[*task]int64
 	finishing bool
 
-	mu      sync.Mutex
-	latest  completed
-	count   int
-	stats   []CheckpointStats
-	changed chan struct{}
+	mu     sync.Mutex
+	latest completed
+	// checkpoint is the latest completed periodic checkpoint: latest, unless
+	// a savepoint completed after it.
+	checkpoint completed
+	count      int
+	stats      []CheckpointStats
+	changed    chan struct{}
 }
 
 func newCoordinator(att *attempt, firstID uint64) *coordinator {
@@ -324,6 +327,7 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	c.latest = completed{id: cp.id, path: cp.target}
 	c.count++
 	if !cp.savepoint {
+		c.checkpoint = c.latest
 		c.stats = append(c.stats, CheckpointStats{ID: cp.id, Path: cp.target, Written: cp.staging.written.Load() + cp.shared, Reused: cp.reused})
 	}
 	close(c.changed)

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // failingCount fails once, when the shared counter reaches failAt.
@@ -94,20 +96,28 @@ func formatResult(r windowResult, _ int64) ([]byte, error) {
 	return fmt.Appendf(nil, "%s,%d,%d", r.Key, r.End, r.Count), nil
 }
 
+// A run with periodic checkpoints and a failure writes what a run without
+// failure writes and ends with the same state. Both stop at the end of the
+// input without draining, so that their savepoints hold the open windows
+// and their timers.
 func TestExactlyOnceAcrossFailure(t *testing.T) {
 	src := testSource{splits: 4, n: 20000, keys: 53}
+	stop := int64(src.splits * src.n)
 	for _, backend := range []BackendKind{Heap, Pebble} {
 		t.Run(string(backend), func(t *testing.T) {
 			dir := t.TempDir()
 			var seen atomic.Int64
-			cleanOut := filepath.Join(dir, "clean")
-			if _, err := Run(context.Background(), failingJob(src, 2, NewFileSink(cleanOut, formatResult), &seen, -1), RunOptions{Backend: backend}); err != nil {
+			cleanOut, cleanSP := filepath.Join(dir, "clean"), filepath.Join(dir, "clean-sp")
+			if _, err := Run(context.Background(), failingJob(src, 2, NewFileSink(cleanOut, formatResult), &seen, -1), RunOptions{
+				Backend: backend, StopAfter: stop, SavepointDir: cleanSP,
+			}); err != nil {
 				t.Fatal(err)
 			}
 			seen.Store(0)
-			failOut := filepath.Join(dir, "failing")
+			failOut, failSP := filepath.Join(dir, "failing"), filepath.Join(dir, "failing-sp")
 			res, err := Run(context.Background(), failingJob(src, 2, NewFileSink(failOut, formatResult), &seen, 60000), RunOptions{
 				Backend: backend, CheckpointDir: filepath.Join(dir, "chk"), CheckpointInterval: 5 * time.Millisecond, MaxRestarts: 2,
+				StopAfter: stop, SavepointDir: failSP,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -118,6 +128,13 @@ func TestExactlyOnceAcrossFailure(t *testing.T) {
 			if res.LastCheckpoint == "" {
 				t.Fatal("no checkpoint completed, so the restart did not exercise recovery from one")
 			}
+			if res.Savepoint != failSP {
+				t.Fatalf("savepoint %q, want %q", res.Savepoint, failSP)
+			}
+			// Retention deletes what the restarted run's checkpoints replace.
+			if _, err := os.Stat(filepath.Join(res.LastCheckpoint, snapshotfmt.MetadataName)); err != nil {
+				t.Fatalf("the last checkpoint: %v", err)
+			}
 			if _, err := os.Stat(filepath.Join(res.LastCheckpoint, incrementalName)); (err == nil) != (backend == Pebble) {
 				t.Fatalf("checkpoint %s: incremental manifest: %v; want one exactly on Pebble", res.LastCheckpoint, err)
 			}
@@ -125,6 +142,11 @@ func TestExactlyOnceAcrossFailure(t *testing.T) {
 			if len(clean) == 0 || !slices.Equal(clean, failing) {
 				t.Fatalf("outputs differ: %d lines without failure, %d with", len(clean), len(failing))
 			}
+			a, b := sptest.Open(t, cleanSP), sptest.Open(t, failSP)
+			if len(sptest.Entries(t, a, "count", countDesc.Spec().Name)) == 0 || len(sptest.Timers(t, a, "count", EventTimeTimers)) == 0 {
+				t.Fatal("the savepoint holds no open window: comparing the states would check nothing")
+			}
+			sptest.EqualKeyedState(t, a, b)
 		})
 	}
 }

@@ -35,7 +35,10 @@ type RunOptions struct {
 	WorkDir string
 	// Clock is the processing-time clock. When nil, processing time is the
 	// event time of what is being processed, which keeps TTL timestamps and
-	// savepoints independent of scheduling.
+	// savepoints independent of scheduling. When set, keyed subtasks also
+	// look at it every few milliseconds while their input is idle, so that
+	// processing-time timers fire once it passes them without waiting for
+	// input.
 	Clock state.Clock
 
 	// RestoreFrom is a savepoint or checkpoint directory to start from.
@@ -82,7 +85,8 @@ type Result struct {
 	Savepoint string
 	// Checkpoints counts the checkpoints completed in the last attempt.
 	Checkpoints int
-	// LastCheckpoint is the directory of the latest completed checkpoint.
+	// LastCheckpoint is the directory of the latest completed periodic
+	// checkpoint, whichever attempt took it.
 	LastCheckpoint string
 	// Restarts counts the restarts after failures.
 	Restarts int
@@ -149,12 +153,13 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 		att := &attempt{job: j, opts: &opts, number: attemptNo}
 		err := att.run(ctx, restoreFrom)
 		latest, _ := att.coordLatest()
-		if latest.path != "" && latest.id > 0 {
-			if opts.SavepointDir != "" && latest.path == opts.SavepointDir {
-				res.Savepoint = latest.path
-			} else {
-				res.LastCheckpoint = latest.path
-			}
+		if opts.SavepointDir != "" && latest.path == opts.SavepointDir {
+			res.Savepoint = latest.path
+		}
+		// Not latest: after a final savepoint, that is the savepoint, and
+		// the checkpoints before it have replaced the earlier attempts'.
+		if cp := att.lastCheckpoint(); cp != "" {
+			res.LastCheckpoint = cp
 		}
 		res.Checkpoints = att.completedCount()
 		res.CheckpointStats = append(res.CheckpointStats, att.checkpointStats()...)
@@ -191,6 +196,17 @@ func (a *attempt) coordLatest() (completed, <-chan struct{}) {
 		return completed{}, nil
 	}
 	return a.coord.lastCompleted()
+}
+
+// lastCheckpoint returns the directory of the attempt's latest completed
+// periodic checkpoint, "" if none completed.
+func (a *attempt) lastCheckpoint() string {
+	if a.coord == nil {
+		return ""
+	}
+	a.coord.mu.Lock()
+	defer a.coord.mu.Unlock()
+	return a.coord.checkpoint.path
 }
 
 func (a *attempt) completedCount() int {
