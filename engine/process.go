@@ -125,6 +125,8 @@ func (c *Context[K, OUT]) CurrentProcessingTime() int64 { return c.t.clock.Now()
 
 // RegisterEventTimeTimer sets a timer for the current key that fires once
 // the watermark reaches ts. Registering the same time twice sets one timer.
+// Timers fire as the watermark advances: one at or behind the current
+// watermark fires at the next advance.
 func (c *Context[K, OUT]) RegisterEventTimeTimer(ts int64) error { return c.et.Register(nil, ts) }
 
 // DeleteEventTimeTimer removes a timer of the current key.

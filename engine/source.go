@@ -27,6 +27,12 @@ type SplitReader[T any] interface {
 }
 
 // Watermarks configures how a source derives watermarks from event times.
+// A split's watermark is the largest event time read from it minus
+// OutOfOrderness, minus one, so an event that lags by no more than
+// OutOfOrderness is never behind it. No record is dropped for being late:
+// one that lags further reaches ProcessElement with a Timestamp at or behind
+// CurrentWatermark, and an event-time timer it registers there fires when
+// the watermark next advances.
 type Watermarks struct {
 	// OutOfOrderness is how far, in milliseconds, an event may lag behind
 	// the largest event time already read from its split.
