@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/engine"
+	"github.com/stateproc/stateproc/internal/sptest"
 )
 
 var errInjected = errors.New("injected failure")
@@ -74,7 +75,8 @@ func readParts(t *testing.T, dir string) []string {
 }
 
 // A run with periodic checkpoints and a failure mid-stream writes through
-// its file sink exactly what a run without failure writes.
+// its file sink exactly what a run without failure writes, and its final
+// savepoint holds the same state.
 func TestExactlyOnceAcrossAFailure(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{Seed: 13, Events: 30000, Parallelism: 2}
@@ -90,6 +92,7 @@ func TestExactlyOnceAcrossAFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts.Backend = engine.Pebble
+		opts.SavepointDir = out + "-sp"
 		res, err := engine.Run(context.Background(), j, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -112,4 +115,9 @@ func TestExactlyOnceAcrossAFailure(t *testing.T) {
 	if int64(len(want)) != src.Requests() || !slices.Equal(got, want) {
 		t.Fatalf("outputs differ: %d lines without failure (for %d requests), %d with", len(want), src.Requests(), len(got))
 	}
+	a, b := sptest.Open(t, clean+"-sp"), sptest.Open(t, failing+"-sp")
+	if len(sptest.Entries(t, a, TenantCostUID, USDTotalState)) == 0 {
+		t.Fatal("the savepoint holds no tenant total: comparing the states would check nothing")
+	}
+	sptest.EqualKeyedState(t, a, b)
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -53,4 +54,29 @@ func equalTotals(t *testing.T, what string, got, want []TenantTotal) {
 		}
 	}
 	t.Fatalf("%s: %d totals, want %d", what, len(got), len(want))
+}
+
+// equalRecords compares request records as sorted multisets: several
+// subtasks feed the sink, so their order is not fixed.
+func equalRecords(t *testing.T, what string, got, want []RequestRecord) {
+	t.Helper()
+	g, w := sortedRecords(got), sortedRecords(want)
+	if slices.Equal(g, w) {
+		return
+	}
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			t.Fatalf("%s: %d records, want %d; first difference at %d: %s, want %s", what, len(g), len(w), i, g[i], w[i])
+		}
+	}
+	t.Fatalf("%s: %d records, want %d", what, len(g), len(w))
+}
+
+func sortedRecords(rs []RequestRecord) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = fmt.Sprintf("%+v", r)
+	}
+	slices.Sort(out)
+	return out
 }
