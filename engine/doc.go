@@ -1,6 +1,7 @@
 // Package engine is stateproc's embeddable stream engine in the style of
 // Apache Flink: jobs are Go code built from sources, KeyBy, keyed process
-// functions with stable operator uids, broadcast streams and sinks. The
+// functions with stable operator uids (keyed state, and operator list state
+// per subtask), broadcast streams and sinks. The
 // runtime runs every operator as parallel subtasks (goroutines), routes
 // records by key group, drives event-time timers from source watermarks,
 // takes aligned checkpoints and savepoints, and restores them at another

@@ -189,7 +189,8 @@ func keyEncoder[K, T any](ks KeyedStream[K, T]) func(dst []byte, v T) ([]byte, e
 }
 
 // Validate checks the whole graph: uids present on stateful operators and
-// unique, parallelism within bounds, descriptor names unique per operator.
+// unique, parallelism within bounds, descriptor names unique per operator
+// and operator list states declared only on process operators.
 func (j *Job) Validate() error {
 	uids := map[string]*node{}
 	for _, n := range j.nodes {
@@ -231,6 +232,15 @@ func (j *Job) Validate() error {
 				return fmt.Errorf("%w: operator %s declares state %q twice", ErrBuild, n.label(), b.name)
 			}
 			names[b.name] = true
+		}
+		for _, s := range n.opState {
+			if err := s.validate(n); err != nil {
+				return err
+			}
+			if names[s.name] {
+				return fmt.Errorf("%w: operator %s declares state %q twice", ErrBuild, n.label(), s.name)
+			}
+			names[s.name] = true
 		}
 		for _, e := range n.outputs {
 			if e.kind == forwardEdge && e.to.parallelism != n.parallelism {

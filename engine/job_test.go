@@ -28,11 +28,24 @@ func TestBuildErrors(t *testing.T) {
 		{"duplicate uid", []OperatorOption{UID("events"), WithState(countDesc)}, `uid "events" used by both`},
 		{"parallelism above max", []OperatorOption{UID("c"), Parallelism(9), MaxParallelism(8)}, "above max parallelism"},
 		{"state declared twice", []OperatorOption{UID("c"), WithState(countDesc, countDesc)}, `declares state "counts" twice`},
+		{"operator state declared twice", []OperatorOption{UID("c"), WithOperatorState(tallyRecords, tallyRecords)}, `declares state "records" twice`},
+		{"operator state named as a keyed state", []OperatorOption{UID("c"), WithState(countDesc),
+			WithOperatorState(NewOperatorList("counts", serializers.Int64(), savepoint.Union))}, `declares state "counts" twice`},
+		{"operator state without distribution", []OperatorOption{UID("c"),
+			WithOperatorState(NewOperatorList("offsets", serializers.Int64(), 0))}, `operator state "offsets" has distribution(0)`},
 	} {
 		err := build(tc.opts...).Validate()
 		if !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want ErrBuild mentioning %q", tc.name, err, tc.want)
 		}
+	}
+	j := NewJob("bad")
+	FromSource(j, testSource{splits: 1, n: 1, keys: 1}, Watermarks{}, UID("events"), WithOperatorState(tallyKeys))
+	if err := j.Validate(); !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), "can only be declared on a process operator") {
+		t.Errorf("operator state on a source: err = %v", err)
+	}
+	if _, err := build(UID("c"), WithOperatorState(tallyKeys, tallyKeys)).Manifest(); !errors.Is(err, ErrBuild) {
+		t.Errorf("manifest of a job with a duplicate operator state: err = %v", err)
 	}
 }
 

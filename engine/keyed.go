@@ -48,6 +48,7 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 	if err := k.fn.Open(&OpenContext{t: t}); err != nil {
 		return t.errorf("open: %w", err)
 	}
+	t.snapshotOp = t.snapshotOperatorLists
 	if err := t.restoreKeyed(); err != nil {
 		return err
 	}

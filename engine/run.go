@@ -266,7 +266,8 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 		}
 		for i := 0; i < n.parallelism; i++ {
 			t := &task{ctx: gctx, att: a, n: n, subtask: i, op: a.opIndex(n), clock: &taskClock{injected: a.opts.Clock},
-				watermark: MinWatermark, opened: map[state.Descriptor]bool{}, bcast: map[string]*broadcastStore{}}
+				watermark: MinWatermark, opened: map[state.Descriptor]bool{}, bcast: map[string]*broadcastStore{},
+				opLists: map[string]operatorList{}}
 			if n.kind == sourceNode {
 				t.control = make(chan sourceCmd, 4)
 				a.coord.sources = append(a.coord.sources, t)

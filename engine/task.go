@@ -31,6 +31,8 @@ type task struct {
 	// restoredOp holds, per operator state name, the elements this subtask
 	// gets from the savepoint it was restored from.
 	restoredOp map[string][][]byte
+	// opLists holds, per name, the operator list states Open obtained.
+	opLists map[string]operatorList
 	// snapshotOp returns the operator state of this subtask at a barrier.
 	snapshotOp func(cp *checkpoint) (map[string][][]byte, error)
 }
@@ -168,6 +170,9 @@ type operatorStateSpec struct {
 	name         string
 	distribution savepoint.Distribution
 	element      serializers.Serializer
+	// desc is the job's descriptor; nil for the state the engine keeps
+	// for sources and sinks.
+	desc OperatorStateDescriptor
 }
 
 // redistribute hands out operator list state to the subtasks of a new run:
