@@ -76,6 +76,9 @@ type segmentScanner struct {
 	// timerKeys holds a hash of the key of every timer of a segment.
 	timerKeys []uint64
 	seed      maphash.Seed
+	// sizes and times take a batch of values from NextValues.
+	sizes [512]int
+	times [512]int64
 }
 
 func newSegmentScanner(m *savepoint.Metadata, now int64, top int) *segmentScanner {
@@ -122,6 +125,9 @@ func (s *segmentScanner) segment(op, ref int, it *snapshotfmt.Iterator) error {
 	}
 	ttlOn := o.States[ref].TTL != nil
 	top := s.res.byEntries != nil
+	if !top {
+		return s.valueSegment(st, ttlOn, it)
+	}
 	cur := hotKey{op: op, ref: ref}
 	for it.Next() {
 		e := it.Entry()
@@ -149,6 +155,26 @@ func (s *segmentScanner) segment(op, ref int, it *snapshotfmt.Iterator) error {
 		s.offer(cur)
 	}
 	return it.Err()
+}
+
+// valueSegment gathers what a scan without --top needs of a state's
+// segment, the value sizes and TTL times, in batches.
+func (s *segmentScanner) valueSegment(st *stateScan, ttlOn bool, it *snapshotfmt.Iterator) error {
+	sizes, times := s.sizes[:], s.times[:]
+	for {
+		n := it.NextValues(sizes, times)
+		if ttlOn {
+			for _, t := range times[:n] {
+				st.ages.add(t)
+			}
+		}
+		for _, size := range sizes[:n] {
+			st.sizes.add(size)
+		}
+		if n < len(sizes) {
+			return it.Err()
+		}
+	}
 }
 
 func (s *segmentScanner) offer(k hotKey) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,5 +141,116 @@ func TestListRecordsJoinAcrossBlocksOnly(t *testing.T) {
 	}
 	if err := r.Verify(ctx); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "repeats within a block") {
 		t.Fatalf("a list record split inside a block: %v", err)
+	}
+}
+
+// TestNextValuesAgreesWithNext reads every keyed segment of the test
+// savepoint, whose records span several small blocks, both ways: the sizes
+// and TTL times NextValues gives, in batches of every size, are those of
+// the entries Next gives.
+func TestNextValuesAgreesWithNext(t *testing.T) {
+	ctx := context.Background()
+	meta := testMeta()
+	d := writeOneFile(t, meta, testData(40), Options{BlockSize: 300})
+	r, err := Open(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &meta.Operators[0]
+	checked := 0
+	for _, seg := range r.Segments(0) {
+		if seg.Ref >= len(op.States) {
+			continue
+		}
+		ttlOn := op.States[seg.Ref].TTL != nil
+		var wantSizes []int
+		var wantTimes []int64
+		it := r.Entries(ctx, seg)
+		for it.Next() {
+			v := it.Entry().Value
+			if ttlOn {
+				wantTimes = append(wantTimes, int64(binary.BigEndian.Uint64(v)))
+				v = v[8:]
+			}
+			wantSizes = append(wantSizes, len(v))
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+		for _, batch := range []int{1, 3, 64, 4096} {
+			var gotSizes []int
+			var gotTimes []int64
+			sizes, times := make([]int, batch), make([]int64, batch)
+			it := r.Entries(ctx, seg)
+			for {
+				n := it.NextValues(sizes, times)
+				gotSizes = append(gotSizes, sizes[:n]...)
+				if ttlOn {
+					gotTimes = append(gotTimes, times[:n]...)
+				}
+				if n < batch {
+					break
+				}
+			}
+			if err := it.Err(); err != nil {
+				t.Fatalf("segment %+v, batches of %d: %v", seg, batch, err)
+			}
+			it.Close()
+			if !slices.Equal(gotSizes, wantSizes) || !slices.Equal(gotTimes, wantTimes) {
+				t.Fatalf("segment of state %d key group %d, batches of %d: sizes %v times %v, want %v and %v",
+					seg.Ref, seg.KeyGroup, batch, gotSizes, gotTimes, wantSizes, wantTimes)
+			}
+			checked += len(gotSizes)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no keyed entries read")
+	}
+}
+
+// TestNextValuesReportsWhatNextReports runs the bad segments of
+// TestIteratorRejectsBadRecords through NextValues: the same error, at the
+// same place.
+func TestNextValuesReportsWhatNextReports(t *testing.T) {
+	ctx := context.Background()
+	k := keysIn(71, 2, 128)
+	v := func(t int64) []byte { return append(ts(t), 0, 0, 0, 0, 0, 0, 0, 1) }
+	one := savepoint.Stats{Keys: 1, Entries: 1, MinTimestamp: 5, MaxTimestamp: 5}
+	two := savepoint.Stats{Keys: 2, Entries: 2, MinTimestamp: 5, MaxTimestamp: 5}
+	for name, d := range map[string]*memDir{
+		"keys out of order": handmade(0, 71, two, append(record(k[1], nil, v(5)), record(k[0], nil, v(5))...)),
+		"short TTL value":   handmade(0, 71, one, record(k[0], nil, []byte{1, 2, 3})),
+		"index miscount":    handmade(0, 71, savepoint.Stats{Keys: 1, Entries: 2, MinTimestamp: 5, MaxTimestamp: 5}, record(k[0], nil, v(5))),
+		"truncated record":  handmade(0, 71, one, record(k[0], nil, v(5))[:len(k[0])+6]),
+		"timers":            handmade(1, 71, savepoint.Stats{Entries: 1, MinTimestamp: 5, MaxTimestamp: 5}, timer(5, k[0])),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := Open(ctx, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seg := r.Segments(0)[0]
+			it := r.Entries(ctx, seg)
+			for it.Next() {
+			}
+			want := it.Err()
+			it.Close()
+			it = r.Entries(ctx, seg)
+			defer it.Close()
+			sizes, times := make([]int, 8), make([]int64, 8)
+			for it.NextValues(sizes, times) == len(sizes) {
+			}
+			got := it.Err()
+			if name == "timers" {
+				if want != nil || got == nil || !strings.Contains(got.Error(), "no values") {
+					t.Fatalf("timers: Next %v, NextValues %v; want nil and a refusal", want, got)
+				}
+				return
+			}
+			if want == nil || got == nil || got.Error() != want.Error() {
+				t.Fatalf("NextValues: %v, Next: %v", got, want)
+			}
+		})
 	}
 }

@@ -281,34 +281,83 @@ func (it *Iterator) Next() bool {
 			}
 			return true
 		}
-		if off, err := it.rr.failure(); err != nil {
-			it.err = it.recordError(off, err)
+		if !it.nextBlock() {
 			return false
 		}
-		if err := it.ctx.Err(); err != nil {
-			it.err = err
-			return false
-		}
-		it.rr.endBlock()
-		err := it.br.next()
-		if err == io.EOF {
-			it.done = true
-			if err := it.rr.check(&it.seg.Stats); err != nil {
-				it.err = at(it.seg.File, it.seg.KeyGroup, it.seg.Offset, err)
-			}
-			return false
-		}
-		if err != nil {
-			it.err = err
-			return false
-		}
-		payload, err := it.br.payload()
-		if err != nil {
-			it.err = err
-			return false
-		}
-		it.rr.startBlock(payload)
 	}
+}
+
+// nextBlock moves on once the records of the current block are read: it
+// reports a record error, or checks the segment against its index entry at
+// its end, or starts the next block. It returns false when the iteration is
+// over.
+func (it *Iterator) nextBlock() bool {
+	if off, err := it.rr.failure(); err != nil {
+		it.err = it.recordError(off, err)
+		return false
+	}
+	if err := it.ctx.Err(); err != nil {
+		it.err = err
+		return false
+	}
+	it.rr.endBlock()
+	err := it.br.next()
+	if err == io.EOF {
+		it.done = true
+		if err := it.rr.check(&it.seg.Stats); err != nil {
+			it.err = at(it.seg.File, it.seg.KeyGroup, it.seg.Offset, err)
+		}
+		return false
+	}
+	if err != nil {
+		it.err = err
+		return false
+	}
+	payload, err := it.br.payload()
+	if err != nil {
+		it.err = err
+		return false
+	}
+	it.rr.startBlock(payload)
+	return true
+}
+
+// NextValues reads up to len(sizes) more entries of a keyed state's
+// segment and stores the size of each one's value in sizes; when the state
+// has TTL, it stores each value's last-modified time in lastModified, which
+// must be as long, and leaves those 8 bytes out of the size. It returns how
+// many entries it read, fewer than asked only at the end of the segment or
+// on an error, which Err then returns. It checks all that Next checks, and
+// is for a caller that needs no more of each entry: it fills no Entry.
+func (it *Iterator) NextValues(sizes []int, lastModified []int64) int {
+	if it.err != nil || it.done {
+		return 0
+	}
+	if it.rr.timers() {
+		it.err = fmt.Errorf("snapshotfmt: NextValues on the timers of %s, which have no values", it.seg.File)
+		return 0
+	}
+	ttl := it.rr.ttl
+	n := 0
+	for n < len(sizes) {
+		_, v, ok := it.rr.item()
+		if !ok {
+			if !it.nextBlock() {
+				break
+			}
+			continue
+		}
+		if ttl {
+			lastModified[n] = int64(binary.BigEndian.Uint64(v))
+			v = v[8:]
+		}
+		sizes[n] = len(v)
+		n++
+	}
+	if err := it.ctx.Err(); err != nil && it.err == nil {
+		it.err = err
+	}
+	return n
 }
 
 // recordError locates an error in the records of the current block: at its

@@ -169,59 +169,64 @@ func (rr *recordReader) startBlock(payload []byte) {
 }
 
 // next decodes the next item of the block into the entry. It returns false
-// at the end of the block or on an error, which rr.failure reports. It is on
-// the path of every entry a scan or restore reads, so the common case, an
-// item of an open record, goes straight through.
+// at the end of the block or on an error, which rr.failure reports.
 func (rr *recordReader) next() bool {
-	d := &rr.d
-	if d.err != nil {
-		return false
-	}
-	if rr.left == 0 {
-		switch {
-		case d.remaining() == 0:
-			return false
-		case rr.timers():
-			return rr.nextTimer()
-		case !rr.startRecord():
+	if rr.timers() {
+		if rr.d.err != nil || rr.d.remaining() == 0 {
 			return false
 		}
+		return rr.nextTimer()
+	}
+	mk, v, ok := rr.item()
+	if ok {
+		rr.e.MapKey, rr.e.Value = mk, v
+	}
+	return ok
+}
+
+// item decodes the next item of a keyed state's block: its map key (nil
+// but in a map state) and its value, and checks it. It returns false at the
+// end of the block or on an error, which rr.failure reports. It is on the
+// path of every entry a scan or restore reads, so the common case, an item
+// of an open record, goes straight through.
+func (rr *recordReader) item() (mk, v []byte, ok bool) {
+	d := &rr.d
+	if d.err != nil {
+		return nil, nil, false
+	}
+	if rr.left == 0 && (d.remaining() == 0 || !rr.startRecord()) {
+		return nil, nil, false
 	}
 	start := d.off
-	e := rr.e
 	if rr.kind == savepoint.Map {
-		mk, ok := d.short()
-		if !ok {
+		if mk, ok = d.short(); !ok {
 			if mk = d.bytes("map key"); d.err != nil {
-				return false
+				return nil, nil, false
 			}
 		}
 		p := prefix8(d.buf, d.off-len(mk), len(mk))
 		if rr.haveMapKey && !after(mk, rr.lastMapKey, p, rr.lastMapPrefix) {
 			d.failf(start, "map keys not strictly increasing")
-			return false
+			return nil, nil, false
 		}
 		rr.lastMapPrefix, rr.lastMapKey, rr.haveMapKey = p, mk, true
-		e.MapKey = mk
 	}
 	valueAt := d.off
-	v, ok := d.short()
-	if !ok {
+	if v, ok = d.short(); !ok {
 		if v = d.bytes("value"); d.err != nil {
-			return false
+			return nil, nil, false
 		}
 	}
 	if rr.ttl {
 		if len(v) < 8 {
 			d.failf(valueAt, "TTL value of %d bytes, shorter than its 8-byte timestamp", len(v))
-			return false
+			return nil, nil, false
 		}
 		rr.timestamp(int64(binary.BigEndian.Uint64(v)))
 	}
 	rr.left--
 	rr.entries++
-	e.Value = v
-	return true
+	return mk, v, true
 }
 
 func (rr *recordReader) startRecord() bool {
