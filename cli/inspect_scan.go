@@ -124,10 +124,10 @@ func (s *segmentScanner) segment(op, ref int, it *snapshotfmt.Iterator) error {
 		return s.timerSegment(st, it)
 	}
 	ttlOn := o.States[ref].TTL != nil
-	top := s.res.byEntries != nil
-	if !top {
+	if s.res.byEntries == nil {
 		return s.valueSegment(st, ttlOn, it)
 	}
+	// --top needs every entry's key.
 	cur := hotKey{op: op, ref: ref}
 	for it.Next() {
 		e := it.Entry()
@@ -138,9 +138,6 @@ func (s *segmentScanner) segment(op, ref int, it *snapshotfmt.Iterator) error {
 			v = v[8:]
 		}
 		st.sizes.add(len(v))
-		if !top {
-			continue
-		}
 		// Keys are sorted within a segment and a key lives in one key
 		// group, so a key is complete when the next one starts.
 		if cur.entries == 0 || !bytes.Equal(e.Key, s.curKey) {
@@ -151,9 +148,7 @@ func (s *segmentScanner) segment(op, ref int, it *snapshotfmt.Iterator) error {
 		cur.entries++
 		cur.bytes += uint64(len(e.MapKey) + len(e.Value))
 	}
-	if top {
-		s.offer(cur)
-	}
+	s.offer(cur)
 	return it.Err()
 }
 
@@ -164,13 +159,9 @@ func (s *segmentScanner) valueSegment(st *stateScan, ttlOn bool, it *snapshotfmt
 	for {
 		n := it.NextValues(sizes, times)
 		if ttlOn {
-			for _, t := range times[:n] {
-				st.ages.add(t)
-			}
+			st.ages.addAll(times[:n])
 		}
-		for _, size := range sizes[:n] {
-			st.sizes.add(size)
-		}
+		st.sizes.addAll(sizes[:n])
 		if n < len(sizes) {
 			return it.Err()
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -188,5 +189,41 @@ func TestFormatMillis(t *testing.T) {
 		if got := formatMillis(ms); got != want {
 			t.Errorf("formatMillis(%d) = %q, want %q", ms, got, want)
 		}
+	}
+}
+
+// TestBatchesAgreeWithSingleAdds checks the batch forms of both histograms,
+// which the scan uses, against adding one value at a time.
+func TestBatchesAgreeWithSingleAdds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	const now = 1_767_758_922_174
+	for _, ttlMs := range []int64{1, 400, 7 * 24 * 3600 * 1000, math.MaxInt64} {
+		one, batch := newAgeHist(ttlMs, now), newAgeHist(ttlMs, now)
+		times := []int64{math.MinInt64, math.MaxInt64, now, now + 1, now - ttlMs, now - ttlMs + 1}
+		for range 5000 {
+			times = append(times, now-rng.Int64N(3*max(ttlMs%1_000_000_000, 1))+rng.Int64N(100))
+		}
+		for _, tm := range times {
+			one.add(tm)
+		}
+		batch.addAll(times[:17])
+		batch.addAll(times[17:])
+		if one.slots != batch.slots || one.expiredCount() != batch.expiredCount() {
+			t.Errorf("ttl %d: batches give slots %v, %d expired; single adds %v, %d",
+				ttlMs, batch.slots, batch.expiredCount(), one.slots, one.expiredCount())
+		}
+	}
+	var one, batch sizeHist
+	sizes := []int{8, 8, 8, 0, 0, smallSizes - 1, smallSizes, smallSizes, 5000, 8}
+	for range 3000 {
+		sizes = append(sizes, []int{8, 8, 8, 16, 2000}[rng.IntN(5)])
+	}
+	for _, s := range sizes {
+		one.add(s)
+	}
+	batch.addAll(sizes[:5])
+	batch.addAll(sizes[5:])
+	if *one.small != *batch.small || !maps.Equal(one.large, batch.large) || one.n != batch.n || one.max != batch.max {
+		t.Errorf("size batches differ from single adds: n %d/%d max %d/%d", batch.n, one.n, batch.max, one.max)
 	}
 }
