@@ -374,7 +374,9 @@ func (it *Iterator) recordError(off int, err error) error {
 }
 
 // Entry returns the current entry. It and its slices are valid until the
-// next call of Next.
+// next call of Next, and read-only: the iterator sets each field only when
+// it changes (the key once per record), so a change by the caller would
+// carry over to the entries that follow.
 func (it *Iterator) Entry() *savepoint.Entry { return &it.entry }
 
 // Err returns the error that ended the iteration, if any.
