@@ -178,6 +178,7 @@ func FilterSegment(ctx context.Context, src *snapshotfmt.Reader, f *snapshotfmt.
 	}()
 	var kept uint64
 	var value []byte
+	var changed savepoint.Entry // an entry with a new value; the iterator's is read-only
 	for n := uint64(0); it.Next(); n++ {
 		e := it.Entry()
 		if p.Keep != nil && !p.Keep(e) {
@@ -189,7 +190,9 @@ func FilterSegment(ctx context.Context, src *snapshotfmt.Reader, f *snapshotfmt.
 				return &snapshotfmt.Error{File: p.Src.File, KeyGroup: p.Src.KeyGroup, Offset: p.Src.Offset,
 					Err: fmt.Errorf("entry %d of the segment at this offset: %w", n, err)}
 			}
-			e.Value = value
+			changed = *e
+			changed.Value = value
+			e = &changed
 		}
 		if f == nil {
 			continue
