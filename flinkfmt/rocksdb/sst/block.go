@@ -37,14 +37,14 @@ type blockIter struct {
 	// cmp, when set, must find every key greater than the one before it.
 	cmp func(a, b []byte) int
 
-	off, next   int // current entry and the one after it
-	restartIdx  int // restart interval of the current entry
-	key, prev   []byte
-	val         []byte
-	handle      BlockHandle // current value when deltaHandles
-	valid       bool
-	ordered     bool // it.prev holds the previous key (false right after a seek)
-	err         error
+	off, next  int // current entry and the one after it
+	restartIdx int // restart interval of the current entry
+	key, prev  []byte
+	val        []byte
+	handle     BlockHandle // current value when deltaHandles
+	valid      bool
+	ordered    bool // it.prev holds the previous key (false right after a seek)
+	err        error
 }
 
 // location names a block for error messages.
@@ -84,6 +84,9 @@ func (it *blockIter) init(loc location, data []byte, deltaHandles bool, cmp func
 	prev := -1
 	for i := 0; i < n; i++ {
 		r := int(binary.LittleEndian.Uint32(data[restarts+4*i:]))
+		if restarts == 0 && n == 1 && r == 0 {
+			break // RocksDB's empty block: one restart point, no entries
+		}
 		if r >= restarts || r <= prev || (i == 0 && r != 0) {
 			return loc.corrupt("restart point %d at %d is out of order or past the entries (%d bytes)", i, r, restarts)
 		}
@@ -99,7 +102,7 @@ func (it *blockIter) restart(i int) int {
 
 // first positions at the first entry.
 func (it *blockIter) first() bool {
-	if it.err != nil || it.numRestarts == 0 {
+	if it.err != nil || it.restarts == 0 {
 		it.valid = false
 		return false
 	}
@@ -129,7 +132,7 @@ func (it *blockIter) nextEntry() bool {
 // cmp: a binary search over the restart points for the last one whose key
 // is less than target, then a scan.
 func (it *blockIter) seekGE(target []byte, cmp func(a, b []byte) int) bool {
-	if it.err != nil || it.numRestarts == 0 {
+	if it.err != nil || it.restarts == 0 {
 		it.valid = false
 		return false
 	}

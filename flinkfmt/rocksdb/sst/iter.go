@@ -58,6 +58,9 @@ func (it *Iter) First() bool {
 	if it.data.first() {
 		return it.entry()
 	}
+	if it.data.err != nil {
+		return it.stop(it.data.err)
+	}
 	return it.nextBlock()
 }
 
@@ -78,13 +81,20 @@ func (it *Iter) SeekGE(userKey []byte) bool {
 	if !it.loadBlock() {
 		return false
 	}
-	if it.data.seekGE(it.target, compareInternal) {
-		return it.entry()
-	}
-	if it.data.err != nil {
+	ok := it.data.seekGE(it.target, compareInternal)
+	if ok {
+		ok = it.entry()
+	} else if it.data.err != nil {
 		return it.stop(it.data.err)
+	} else {
+		ok = it.nextBlock()
 	}
-	return it.nextBlock()
+	// A separator that overlaps the next block could leave the iterator
+	// short of target; step up to it rather than return a smaller key.
+	for ok && bytes.Compare(it.key.UserKey, userKey) < 0 {
+		ok = it.Next()
+	}
+	return ok
 }
 
 // Next moves to the next entry.
