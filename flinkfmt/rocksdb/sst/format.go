@@ -87,8 +87,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func blockChecksum(t ChecksumType, block []byte, compression byte) uint32 {
 	switch t {
 	case ChecksumCRC32c:
-		c := crc32.Update(crc32.Checksum(block, castagnoli), castagnoli, []byte{compression})
-		return maskCRC(c)
+		last := [1]byte{compression}
+		return maskCRC(crc32.Update(crc32.Checksum(block, castagnoli), castagnoli, last[:]))
 	case ChecksumXXH3:
 		return uint32(xxh3.Hash(block)) ^ uint32(compression)*0x6b9083d9
 	}
