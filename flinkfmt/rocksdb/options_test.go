@@ -115,8 +115,8 @@ func TestParseOptionsErrors(t *testing.T) {
 type hugeFile struct{}
 
 func (hugeFile) ReadAt([]byte, int64) (int, error) { return 0, errors.New("must not be read") }
-func (hugeFile) Close() error                       { return nil }
-func (hugeFile) Size() int64                        { return 1 << 40 }
+func (hugeFile) Close() error                      { return nil }
+func (hugeFile) Size() int64                       { return 1 << 40 }
 
 func TestReadOptionsBounded(t *testing.T) {
 	_, err := ReadOptions(hugeFile{}, "OPTIONS-9")

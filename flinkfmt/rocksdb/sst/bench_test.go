@@ -53,4 +53,3 @@ func BenchmarkTableIter(b *testing.B) {
 		})
 	}
 }
-
