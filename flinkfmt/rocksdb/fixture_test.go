@@ -119,6 +119,13 @@ func readHandle(t *testing.T, h fixture.Handle, maxP int) handleState {
 			t.Fatal(err)
 		}
 		it.Close()
+		var stored uint64
+		for _, tab := range cf.Tables() {
+			stored += tab.Properties().NumEntries
+		}
+		if uint64(all) > stored {
+			t.Errorf("%s: column family %q: %d live keys from %d stored entries", h.Options(), cf.Name, all, stored)
+		}
 		if all != len(hs.entries[cf.Name]) {
 			t.Errorf("%s: column family %q: %d keys, %d of them in key groups %d+%d", h.Options(), cf.Name, all, len(hs.entries[cf.Name]), h.StartKeyGroup, h.NumKeyGroups)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -383,4 +384,94 @@ func TestKeyGroupPrefix(t *testing.T) {
 	if _, err := KeyGroupOf([]byte{5, 1}, 4); !errors.Is(err, sst.ErrCorrupt) {
 		t.Errorf("key group 5 at max parallelism 4: %v", err)
 	}
+}
+
+// TestBoundedMemory checks that merging allocates the same whatever the
+// tables' size: a block per table is reused, nothing accumulates.
+func TestBoundedMemory(t *testing.T) {
+	alloc := func(n int) uint64 {
+		var ts []*sst.Table
+		for part := 0; part < 4; part++ {
+			var es []sstbuild.Entry
+			for i := part; i < n; i += 4 {
+				es = append(es, set(fmt.Sprintf("k%08d", i), uint64(i+1), "value-of-some-length"))
+			}
+			ts = append(ts, build(t, es, sstbuild.Options{Snappy: true}))
+		}
+		cf, err := NewColumnFamily(ts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		it := cf.NewIter()
+		m := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			m++
+		}
+		it.Close()
+		runtime.ReadMemStats(&after)
+		if m != n || it.Err() != nil {
+			t.Fatalf("%d keys of %d: %v", m, n, it.Err())
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(4_000), alloc(100_000)
+	t.Logf("allocated %d bytes merging 4,000 keys, %d merging 100,000", small, large)
+	if large > 2*small+64<<10 {
+		t.Errorf("allocation grows with the tables: %d bytes for 4,000 keys, %d for 100,000", small, large)
+	}
+}
+
+// FuzzMerge decodes bytes into entries and range tombstones spread over
+// up to three tables and compares the merging iterator with the model.
+// Every four bytes are one write: table, user key, what (set, merge,
+// delete, single delete, range deletion up to the fourth byte), value.
+func FuzzMerge(f *testing.F) {
+	f.Add([]byte{0, 'a', 0, 'x', 1, 'a', 1, 'y', 2, 'a', 1, 'z', 1, 'b', 2, 0, 0, 'b', 1, 'w', 2, 'a', 4, 'c'})
+	f.Add([]byte{0, 'k', 1, '1', 1, 'k', 1, '2', 0, 'k', 3, 0, 2, 'k', 1, '3'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 4*200 {
+			return
+		}
+		var es [3][]sstbuild.Entry
+		var ts [3][]sstbuild.Tombstone
+		var all []sstbuild.Entry
+		var tombs []sstbuild.Tombstone
+		for i := 0; i+4 <= len(b); i += 4 {
+			ti, key, what, val := int(b[i]%3), []byte{b[i+1] % 16}, b[i+2]%5, b[i+3]
+			seq := uint64(i/4 + 1)
+			if what == 4 {
+				tb := sstbuild.Tombstone{Start: key, End: []byte{val % 17}, Seq: seq}
+				ts[ti], tombs = append(ts[ti], tb), append(tombs, tb)
+				continue
+			}
+			e := sstbuild.Entry{UserKey: key, Seq: seq, Kind: []uint8{sstbuild.Set, sstbuild.Merge, sstbuild.Delete, sstbuild.SingleDelete}[what]}
+			if e.Kind == sstbuild.Set || e.Kind == sstbuild.Merge {
+				e.Value = []byte{'a' + val%26}
+			}
+			es[ti], all = append(es[ti], e), append(all, e)
+		}
+		var tables []*sst.Table
+		for i := range es {
+			if len(es[i]) > 0 || len(ts[i]) > 0 {
+				tables = append(tables, build(t, es[i], sstbuild.Options{BlockSize: 16, RestartInterval: 2, Tombstones: ts[i]}))
+			}
+		}
+		if len(tables) == 0 {
+			return
+		}
+		cf, err := NewColumnFamily(tables, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := scan(t, cf, first), model(all, tombs, nil, nil); !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		lo := []byte{b[0] % 16}
+		if got, want := scan(t, cf, func(it *Iter) bool { return it.SeekPrefix(lo) }), model(all, tombs, lo, prefixEnd(lo)); !slices.Equal(got, want) {
+			t.Fatalf("prefix %x: got %q, want %q", lo, got, want)
+		}
+	})
 }

@@ -172,9 +172,6 @@ func kindName(k Kind) string {
 	return ""
 }
 
-// MaxSequence is the largest sequence number RocksDB assigns: 56 bits.
-const MaxSequence = 1<<56 - 1
-
 // InternalKey is a user key with the sequence number and kind RocksDB
 // appends to it.
 type InternalKey struct {
