@@ -82,15 +82,16 @@ func (c Compression) String() string {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // blockChecksum is RocksDB's ComputeBuiltinChecksumWithLastByte over a
-// block and its compression type byte: the masked CRC-32C of both, or the
-// low 32 bits of XXH3-64 of the block mixed with the type byte.
-func blockChecksum(t ChecksumType, block []byte, compression byte) uint32 {
+// block followed by its compression type byte, as they lie in the file: the
+// masked CRC-32C of both, or the low 32 bits of XXH3-64 of the block mixed
+// with the type byte.
+func blockChecksum(t ChecksumType, blockAndType []byte) uint32 {
+	n := len(blockAndType) - 1
 	switch t {
 	case ChecksumCRC32c:
-		last := [1]byte{compression}
-		return maskCRC(crc32.Update(crc32.Checksum(block, castagnoli), castagnoli, last[:]))
+		return maskCRC(crc32.Checksum(blockAndType, castagnoli))
 	case ChecksumXXH3:
-		return uint32(xxh3.Hash(block)) ^ uint32(compression)*0x6b9083d9
+		return uint32(xxh3.Hash(blockAndType[:n])) ^ uint32(blockAndType[n])*0x6b9083d9
 	}
 	return 0
 }

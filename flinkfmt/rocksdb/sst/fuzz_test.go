@@ -163,7 +163,7 @@ func fixChecksums(data []byte) []byte {
 			return nil
 		}
 		n := h.Offset + h.Length
-		binary.LittleEndian.PutUint32(data[n+1:], blockChecksum(t.footer.Checksum, data[h.Offset:n], data[n]))
+		binary.LittleEndian.PutUint32(data[n+1:], blockChecksum(t.footer.Checksum, data[h.Offset:n+1]))
 		b, err := t.readBlock(h, location{file: "fix"}, nil)
 		if err != nil {
 			return nil

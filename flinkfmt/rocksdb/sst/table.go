@@ -180,7 +180,7 @@ func (t *Table) readBlock(h BlockHandle, loc location, bufs *buffers) ([]byte, e
 	}
 	typ := raw[n]
 	want := binary.LittleEndian.Uint32(raw[n+1:])
-	if got := blockChecksum(t.footer.Checksum, raw[:n], typ); got != want {
+	if got := blockChecksum(t.footer.Checksum, raw[:n+1]); got != want {
 		return nil, loc.corrupt("%v checksum %#08x, block says %#08x", t.footer.Checksum, got, want)
 	}
 	switch Compression(typ) {
