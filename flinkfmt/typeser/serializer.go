@@ -32,7 +32,11 @@ type Serializer struct {
 	Class   string
 	Version int
 	Type    *Type
-	c       codec
+	// Args are the nested serializers of a composite snapshot (a list's
+	// element, a map's key and value, a TTL value's timestamp and value, a
+	// timer's key and namespace, a tuple's fields), in snapshot order.
+	Args []*Serializer
+	c    codec
 }
 
 // codec reads one value. last reports that the value ends where its frame
@@ -84,8 +88,6 @@ func valueErr(s *Serializer, err error) error {
 	return fmt.Errorf("%w: %s: %v", ErrValue, s.Type, err)
 }
 
-// New returns a Serializer for an existing codec; for the keyed reader's
-// own wrappers.
 func newSerializer(class string, version int, t *Type, c codec) *Serializer {
 	return &Serializer{Class: class, Version: version, Type: t, c: c}
 }

@@ -51,6 +51,9 @@ type parser struct {
 	r     *wire.Buf
 	depth int
 	err   error
+	// args holds the nested serializers the innermost composite snapshot
+	// read, for versioned to attach to the serializer it builds.
+	args []*Serializer
 }
 
 func (p *parser) wrap(err error) error {
@@ -97,14 +100,19 @@ func (p *parser) versioned() *Serializer {
 		p.unsupported(class, version, "unknown snapshot class")
 		return nil
 	}
+	p.args = nil
 	t, c := f(p, class, version)
+	args := p.args
+	p.args = nil
 	if p.failed() {
 		return nil
 	}
 	if t.Serializer == "" {
 		t.Serializer = class
 	}
-	return newSerializer(class, version, t, c)
+	s := newSerializer(class, version, t, c)
+	s.Args = args
+	return s
 }
 
 func byPrefix(class string) (restoreFunc, bool) {
@@ -168,6 +176,7 @@ func (p *parser) nested(class string) []*Serializer {
 	for i := 0; i < n && !p.failed(); i++ {
 		out = append(out, p.versioned())
 	}
+	p.args = out
 	return out
 }
 
@@ -291,15 +300,26 @@ func restoreEither(p *parser, class string, version int) (*Type, codec) {
 	return &Type{Kind: KindEither, Key: n[0].Type, Value: n[1].Type}, eitherCodec{left: n[0].c, right: n[1].c}
 }
 
-// restoreTry reads ScalaTrySerializerSnapshot: [element, throwable]; the
-// flag is true for a failure, so the failure is the left side.
+// restoreTry reads ScalaTrySerializerSnapshot: [element, throwable]. The
+// flag is true for a success; the failure is reported as the left side.
 func restoreTry(p *parser, class string, version int) (*Type, codec) {
 	n := p.composite(class, version, nil)
 	if !p.want(class, n, 2) {
 		return nil, nil
 	}
-	return &Type{Kind: KindEither, Class: "scala.util.Try", Key: n[1].Type, Value: n[0].Type}, eitherCodec{left: n[1].c, right: n[0].c}
+	return &Type{Kind: KindEither, Class: "scala.util.Try", Key: n[1].Type, Value: n[0].Type}, tryCodec{failure: n[1].c, success: n[0].c}
 }
+
+type tryCodec struct{ failure, success codec }
+
+func (c tryCodec) read(r *wire.Buf, last bool) any {
+	if r.Bool() {
+		return EitherValue{Value: c.success.read(r, last)}
+	}
+	return EitherValue{Left: true, Value: c.failure.read(r, last)}
+}
+
+func (c tryCodec) size() (int, bool) { return 1, false }
 
 // restoreTraversable reads TraversableSerializerSnapshot, whose outer
 // snapshot is the Scala code that builds the collection.
@@ -308,7 +328,7 @@ func restoreTraversable(p *parser, class string, version int) (*Type, codec) {
 	if !p.want(class, n, 1) {
 		return nil, nil
 	}
-	return &Type{Kind: KindList, Elem: n[0].Type}, listCodec{elem: n[0].c}
+	return &Type{Kind: KindList, Elem: n[0].Type}, genericArrayCodec{elem: n[0].c}
 }
 
 func restoreGenericArray(p *parser, class string, version int) (*Type, codec) {
@@ -320,8 +340,9 @@ func restoreGenericArray(p *parser, class string, version int) (*Type, codec) {
 	return &Type{Kind: KindArray, Class: comp, Elem: n[0].Type}, genericArrayCodec{elem: n[0].c}
 }
 
-// genericArrayCodec reads GenericArraySerializer: int32 length, then per
-// element a null flag (true for present) and the element.
+// genericArrayCodec reads GenericArraySerializer and Scala's
+// TraversableSerializer: int32 length, then per element a flag (true for
+// present) and the element.
 type genericArrayCodec struct{ elem codec }
 
 func (c genericArrayCodec) read(r *wire.Buf, _ bool) any {

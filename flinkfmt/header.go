@@ -1,0 +1,230 @@
+package flinkfmt
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
+	"github.com/stateproc/stateproc/flinkfmt/typeser"
+)
+
+// BackendStateType is StateMetaInfoSnapshot.BackendStateType.
+type BackendStateType int32
+
+// Backend state types, by ordinal.
+const (
+	KeyValue      BackendStateType = 0
+	OperatorList  BackendStateType = 1
+	BroadcastMap  BackendStateType = 2
+	PriorityQueue BackendStateType = 3
+	KeyValueV2    BackendStateType = 4
+)
+
+func (t BackendStateType) String() string {
+	switch t {
+	case KeyValue:
+		return "KEY_VALUE"
+	case OperatorList:
+		return "OPERATOR"
+	case BroadcastMap:
+		return "BROADCAST"
+	case PriorityQueue:
+		return "PRIORITY_QUEUE"
+	case KeyValueV2:
+		return "KEY_VALUE_V2"
+	}
+	return fmt.Sprintf("backend-state-type(%d)", int32(t))
+}
+
+// Kind is the primitive of a keyed state, as KEYED_STATE_TYPE records it.
+type Kind string
+
+// Keyed state kinds; Timers is a priority-queue state.
+const (
+	Value       Kind = "value"
+	List        Kind = "list"
+	Map         Kind = "map"
+	Reducing    Kind = "reducing"
+	Aggregating Kind = "aggregating"
+	Folding     Kind = "folding"
+	Timers      Kind = "timers"
+)
+
+var keyedStateTypes = map[string]Kind{
+	"VALUE": Value, "LIST": List, "MAP": Map, "REDUCING": Reducing, "AGGREGATING": Aggregating, "FOLDING": Folding,
+}
+
+// Serializer keys of a StateMetaInfoSnapshot.
+const (
+	keySerializerKey       = "KEY_SERIALIZER"
+	namespaceSerializerKey = "NAMESPACE_SERIALIZER"
+	valueSerializerKey     = "VALUE_SERIALIZER"
+	userKeySerializerKey   = "USER_KEY_SERIALIZER"
+)
+
+// StateMeta is one StateMetaInfoSnapshot: a state's name, type, options
+// and serializers.
+type StateMeta struct {
+	Name    string
+	Backend BackendStateType
+	// Kind is the keyed state's primitive, or Timers for a priority queue.
+	Kind    Kind
+	Options map[string]string
+	// Serializers by their key (KEY_SERIALIZER, NAMESPACE_SERIALIZER,
+	// VALUE_SERIALIZER, USER_KEY_SERIALIZER, ...).
+	Serializers map[string]*typeser.Serializer
+	// Namespace, Value and MapKey are the serializers by role. Value is the
+	// whole state serializer: for a list state the list, for a map state
+	// the map, with TTL wrappers where the state has TTL.
+	Namespace, Value, MapKey *typeser.Serializer
+	// Stored is the serializer of one stored value: the value, list
+	// element or map value, TTL-wrapped if the state has TTL; the timer for
+	// a priority queue.
+	Stored *typeser.Serializer
+	// TTL reports that the stored values carry a last-access timestamp.
+	TTL bool
+}
+
+// KeyedHeader is the KeyedBackendSerializationProxy that starts every keyed
+// state stream.
+type KeyedHeader struct {
+	ProxyVersion int
+	Compressed   bool
+	Key          *typeser.Serializer
+	States       []*StateMeta
+	// End is the offset in the stream just after the header.
+	End int64
+}
+
+// Keyed backend serialization proxy versions: Flink 1.7 and later write 6.
+const (
+	minProxyVersion = 6
+	maxProxyVersion = 6
+)
+
+// ParseKeyedHeader reads the header of a keyed state stream.
+func ParseKeyedHeader(r *wire.Buf) (*KeyedHeader, error) {
+	h := &KeyedHeader{ProxyVersion: int(r.I32())}
+	if err := r.Err(); err != nil {
+		return nil, corrupt(err)
+	}
+	if h.ProxyVersion < 3 || h.ProxyVersion > maxProxyVersion {
+		return nil, corruptf("keyed state header version %d, want 3 to %d", h.ProxyVersion, maxProxyVersion)
+	}
+	if h.ProxyVersion < minProxyVersion {
+		return nil, unsupportedf("keyed state header version %d (Flink 1.3 to 1.6 legacy serializer snapshots)", h.ProxyVersion)
+	}
+	h.Compressed = r.Bool()
+	key, err := typeser.ReadProxied(r)
+	if err != nil {
+		return nil, snapshotErr("key serializer", err)
+	}
+	h.Key = key
+	n := int(r.U16())
+	for i := 0; i < n; i++ {
+		m, err := parseStateMeta(r, true)
+		if err != nil {
+			return nil, err
+		}
+		h.States = append(h.States, m)
+	}
+	if err := r.Err(); err != nil {
+		return nil, corrupt(err)
+	}
+	h.End = r.Offset()
+	return h, nil
+}
+
+func snapshotErr(what string, err error) error {
+	if errors.Is(err, typeser.ErrUnsupported) {
+		return &problem{msg: what + ": " + err.Error(), kind: []error{ErrUnsupported, err}}
+	}
+	return corrupt(fmt.Errorf("%s: %w", what, err))
+}
+
+// parseStateMeta reads StateMetaInfoSnapshotReadersWriters' current
+// format.
+func parseStateMeta(r *wire.Buf, keyed bool) (*StateMeta, error) {
+	m := &StateMeta{Name: r.UTF("state name"), Backend: BackendStateType(r.I32()), Options: map[string]string{}, Serializers: map[string]*typeser.Serializer{}}
+	n := r.Count("state options", 4)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		k := r.UTF("option key")
+		m.Options[k] = r.UTF("option value")
+	}
+	n = r.Count("state serializers", 6)
+	if err := r.Err(); err != nil {
+		return nil, corrupt(err)
+	}
+	for i := 0; i < n; i++ {
+		k := r.UTF("serializer key")
+		if err := r.Err(); err != nil {
+			return nil, corrupt(err)
+		}
+		s, err := typeser.ReadProxied(r)
+		if err != nil {
+			return nil, snapshotErr(fmt.Sprintf("state %q %s", m.Name, k), err)
+		}
+		m.Serializers[k] = s
+	}
+	if m.Backend < KeyValue || m.Backend > KeyValueV2 {
+		return nil, corruptf("state %q: backend state type %d", m.Name, m.Backend)
+	}
+	if !keyed {
+		return m, nil
+	}
+	if err := m.resolve(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// resolve picks the serializers by role and unwraps list, map and TTL
+// layers to the stored value.
+func (m *StateMeta) resolve() error {
+	m.Value = m.Serializers[valueSerializerKey]
+	m.Namespace = m.Serializers[namespaceSerializerKey]
+	if m.Value == nil {
+		return corruptf("state %q has no value serializer", m.Name)
+	}
+	if m.Backend == PriorityQueue {
+		m.Kind = Timers
+		m.Stored = m.Value
+		if m.Value.Type.Kind != typeser.KindTimer || len(m.Value.Args) != 2 {
+			return unsupportedf("priority queue %q holds %s, not timers", m.Name, m.Value.Type)
+		}
+		return nil
+	}
+	if m.Namespace == nil {
+		return corruptf("state %q has no namespace serializer", m.Name)
+	}
+	kind, ok := keyedStateTypes[m.Options["KEYED_STATE_TYPE"]]
+	if !ok {
+		return corruptf("state %q: keyed state type %q", m.Name, m.Options["KEYED_STATE_TYPE"])
+	}
+	m.Kind = kind
+	m.Stored = m.Value
+	switch kind {
+	case List:
+		if m.Value.Type.Kind != typeser.KindList || len(m.Value.Args) != 1 {
+			return corruptf("list state %q has value serializer %s", m.Name, m.Value.Type)
+		}
+		m.Stored = m.Value.Args[0]
+	case Map:
+		if m.Value.Type.Kind != typeser.KindMap || len(m.Value.Args) != 2 {
+			return corruptf("map state %q has value serializer %s", m.Name, m.Value.Type)
+		}
+		m.MapKey = m.Value.Args[0]
+		m.Stored = m.Value.Args[1]
+	}
+	m.TTL = m.Stored.Type.Kind == typeser.KindTTL
+	return nil
+}
+
+// UserValue is the serializer of the value the job stored, inside any TTL
+// wrapper.
+func (m *StateMeta) UserValue() *typeser.Serializer {
+	if m.TTL && len(m.Stored.Args) == 2 {
+		return m.Stored.Args[1]
+	}
+	return m.Stored
+}
