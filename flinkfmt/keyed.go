@@ -139,7 +139,9 @@ func (r *Reader) Keyed(ctx context.Context, op *Operator) (*Keyed, error) {
 	if len(k.subtasks) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNotKeyed, op.ID)
 	}
-	sort.Slice(k.subtasks, func(i, j int) bool { return k.subtasks[i].handle.KeyGroups.Start < k.subtasks[j].handle.KeyGroups.Start })
+	sort.Slice(k.subtasks, func(i, j int) bool {
+		return k.subtasks[i].handle.KeyGroups.Start < k.subtasks[j].handle.KeyGroups.Start
+	})
 	return k, nil
 }
 
