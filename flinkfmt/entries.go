@@ -68,17 +68,17 @@ func (it *EntryIterator) loadNext() bool {
 	for it.sub < len(it.k.subtasks) {
 		sk := it.k.subtasks[it.sub]
 		h := sk.handle
-		if it.idx >= len(h.Offsets) || sk.header == nil && sk.layout != LayoutRocksDBNative && sk.layout != LayoutChangelog {
-			it.sub, it.idx = it.sub+1, 0
-			continue
-		}
 		if sk.layout == LayoutRocksDBNative || sk.layout == LayoutChangelog {
 			if it.kgs.Intersect(h.KeyGroups).Len() == 0 {
 				it.sub, it.idx = it.sub+1, 0
 				continue
 			}
-			it.err = at(sk.file, it.k.Operator.ID.String(), h.KeyGroups.Start, -1, unsupportedf("%s layout (%s): not readable yet", sk.layout, h.Kind))
+			it.err = at(sk.file, it.k.Operator.ID.String(), h.KeyGroups.Start, -1, unsupportedf("%s layout (%s, %d bytes): not readable yet", sk.layout, h.Kind, h.Size()))
 			return false
+		}
+		if it.idx >= len(h.Offsets) || sk.header == nil {
+			it.sub, it.idx = it.sub+1, 0
+			continue
 		}
 		i := it.idx
 		it.idx++

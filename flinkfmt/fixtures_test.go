@@ -20,21 +20,24 @@ func fixtureRoot(t testing.TB) string {
 	return root
 }
 
-// fixtures lists the directories that hold a _metadata file, relative to
-// the root, from inventory.tsv.
-func fixtures(t testing.TB) (string, []string) {
+// inventoryRow is one line of inventory.tsv.
+type inventoryRow struct {
+	dir, version, flink, backend, kind string
+}
+
+func inventory(t testing.TB) (string, []inventoryRow) {
 	root := fixtureRoot(t)
 	b, err := os.ReadFile(filepath.Join(root, "inventory.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dirs []string
+	var rows []inventoryRow
 	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if i == 0 {
+		f := strings.Split(line, "\t")
+		if i == 0 || len(f) < 6 {
 			continue
 		}
-		path := strings.SplitN(line, "\t", 2)[0]
-		dirs = append(dirs, strings.TrimSuffix(path, "/_metadata"))
+		rows = append(rows, inventoryRow{dir: strings.TrimSuffix(f[0], "/_metadata"), version: f[2], flink: f[3], backend: f[4], kind: f[5]})
 	}
-	return root, dirs
+	return root, rows
 }

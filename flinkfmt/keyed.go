@@ -101,6 +101,24 @@ type subtaskKeyed struct {
 	file string
 }
 
+// HandleLayout is the layout a keyed handle's tag records, or "" for the
+// key-group handles of tags 3 and 12, which both the heap and the RocksDB
+// backend write.
+func HandleLayout(h *KeyedHandle) Layout {
+	if h == nil {
+		return ""
+	}
+	switch h.Kind {
+	case KeyedSavepointKeyGroups:
+		return LayoutCanonical
+	case KeyedIncremental, KeyedIncrementalV2:
+		return LayoutRocksDBNative
+	case KeyedChangelog, KeyedChangelogV2, KeyedChangelogByteIncrement, KeyedChangelogFileIncrement, KeyedChangelogFileIncrement2:
+		return LayoutChangelog
+	}
+	return ""
+}
+
 // ErrNotKeyed is returned by Reader.Keyed for an operator without keyed
 // state.
 var ErrNotKeyed = errors.New("flinkfmt: operator has no keyed state")
