@@ -73,7 +73,8 @@ type StateMeta struct {
 	// Serializers by their key (KEY_SERIALIZER, NAMESPACE_SERIALIZER,
 	// VALUE_SERIALIZER, USER_KEY_SERIALIZER, ...).
 	Serializers map[string]*typeser.Serializer
-	// Namespace, Value and MapKey are the serializers by role. Value is the
+	// Namespace, Value and MapKey are the serializers by role (a timer
+	// service's Namespace is its timers' namespace). Value is the
 	// whole state serializer: for a list state the list, for a map state
 	// the map, with TTL wrappers where the state has TTL.
 	Namespace, Value, MapKey *typeser.Serializer
@@ -192,6 +193,7 @@ func (m *StateMeta) resolve() error {
 		if m.Value.Type.Kind != typeser.KindTimer || len(m.Value.Args) != 2 {
 			return unsupportedf("priority queue %q holds %s, not timers", m.Name, m.Value.Type)
 		}
+		m.Namespace = m.Value.Args[1]
 		return nil
 	}
 	if m.Namespace == nil {

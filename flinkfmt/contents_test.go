@@ -1,0 +1,280 @@
+package flinkfmt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stateproc/stateproc/flinkfmt/typeser"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// readable opens the fixtures whose directory name starts with prefix and
+// whose keyed state this reader reads (not native RocksDB, changelog or
+// Flink 1.3 to 1.6), and reports how many it skipped.
+func readable(t *testing.T, prefix string) (map[string]*Reader, int) {
+	root, rows := inventory(t)
+	out := map[string]*Reader{}
+	skipped := 0
+	for _, row := range rows {
+		name := filepath.Base(row.dir)
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		r, err := Open(context.Background(), storage.LocalDir(filepath.Join(root, row.dir)), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ok := true
+		for _, op := range r.Metadata().Operators {
+			if k, err := r.Keyed(context.Background(), op); err != nil && !errors.Is(err, ErrNotKeyed) || err == nil && (k.Layouts[LayoutRocksDBNative] > 0 || k.Layouts[LayoutChangelog] > 0) {
+				ok = false
+			}
+			if _, _, err := r.OperatorStates(context.Background(), op); errors.Is(err, ErrUnsupported) {
+				ok = false
+			}
+		}
+		if !ok {
+			skipped++
+			continue
+		}
+		out[name] = r
+	}
+	if len(out) == 0 {
+		t.Fatalf("no readable fixture starts with %s", prefix)
+	}
+	return out, skipped
+}
+
+// decoded is a state's entries, decoded.
+type decoded struct {
+	key, ns, value any
+	ts             int64
+}
+
+func stateEntries(t *testing.T, k *Keyed, name string) []decoded {
+	t.Helper()
+	i := k.State(name)
+	if i < 0 {
+		return nil
+	}
+	m := k.States[i]
+	var out []decoded
+	it := k.Entries(context.Background(), i, keygroup.All(k.Operator.MaxParallelism))
+	for it.Next() {
+		e := it.Entry()
+		d := decoded{ts: e.Timestamp}
+		d.key = mustDecode(t, k.Key, e.Key)
+		d.ns = mustDecode(t, m.Namespace, e.Namespace)
+		if m.Kind != Timers {
+			d.value = mustDecode(t, m.Stored, e.Value)
+		}
+		out = append(out, d)
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustDecode(t *testing.T, s *typeser.Serializer, b []byte) any {
+	t.Helper()
+	v, err := s.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// tuple1 returns the field of a Tuple1 key.
+func tuple1(t *testing.T, v any) int64 {
+	t.Helper()
+	r, ok := v.(typeser.RecordValue)
+	if !ok || r.Class != "org.apache.flink.api.java.tuple.Tuple1" || len(r.Fields) != 1 {
+		t.Fatalf("key %#v is not a Tuple1", v)
+	}
+	f, ok := r.Fields[0].Value.(int64)
+	if !ok {
+		t.Fatalf("Tuple1 field %#v is not a long", r.Fields[0].Value)
+	}
+	return f
+}
+
+// The job of StatefulJobSnapshotMigrationITCase (fixtures
+// new-stateful-udf-migration-itcase-*): a source emits (i, i) for i in
+// 0..3, keyed by field 0 (a Tuple1<Long> key). KeyedStateSettingFlatMap
+// and the other keyed operators set ValueState<Long> "state-name" to f1;
+// TimelyStatefulOperator keeps it under namespace f0 and registers per key
+// an event-time timer at currentWatermark()+10, with no watermark yet
+// Long.MIN_VALUE+10, and a processing-time timer, both in namespace f0.
+// The sources keep "Here be dragons!" and three more strings in list
+// state "source-state".
+func TestStatefulJobSnapshotMigrationContents(t *testing.T) {
+	readers, skipped := readable(t, "new-stateful-udf-migration-itcase-")
+	wantStrings := []string{"Here be dragons!", "Here be more dragons!", "Here be yet more dragons!", "Here be the mostest dragons!"}
+	for name, r := range readers {
+		var valueStates, timerServices, sources int
+		rawKeyed := false
+		for _, op := range r.Metadata().Operators {
+			for _, st := range op.Subtasks {
+				rawKeyed = rawKeyed || st.RawKeyed != nil
+			}
+			k, err := r.Keyed(context.Background(), op)
+			if err == nil {
+				for _, d := range stateEntries(t, k, "state-name") {
+					f0 := tuple1(t, d.key)
+					if d.value != f0 {
+						t.Errorf("%s: state-name of key %d is %v", name, f0, d.value)
+					}
+					if ns, ok := d.ns.(int64); ok && ns != f0 {
+						t.Errorf("%s: state-name of key %d in namespace %d", name, f0, ns)
+					}
+				}
+				if es := stateEntries(t, k, "state-name"); es != nil {
+					valueStates++
+					if keys := distinctKeys(t, es); keys != "0,1,2,3" {
+						t.Errorf("%s: state-name keys %s", name, keys)
+					}
+				}
+				for _, svc := range []string{"_timer_state/event_timer", "_timer_state/processing_timer"} {
+					es := stateEntries(t, k, svc)
+					if es == nil {
+						continue
+					}
+					timerServices++
+					if keys := distinctKeys(t, es); keys != "0,1,2,3" || len(es) != 4 {
+						t.Errorf("%s: %s: %d timers of keys %s", name, svc, len(es), keys)
+					}
+					for _, d := range es {
+						if d.ns != tuple1(t, d.key) {
+							t.Errorf("%s: %s timer of key %v in namespace %v", name, svc, d.key, d.ns)
+						}
+						if strings.Contains(svc, "event") && d.ts != math.MinInt64+10 {
+							t.Errorf("%s: event timer at %d, want Long.MIN_VALUE+10", name, d.ts)
+						}
+					}
+				}
+			}
+			states, _, err := r.OperatorStates(context.Background(), op)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, s := range states {
+				if s.Name != "source-state" {
+					continue
+				}
+				sources++
+				var got []string
+				for _, sub := range s.Subtasks {
+					for _, e := range sub.Elements {
+						got = append(got, mustDecode(t, s.Element, e).(string))
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(wantStrings) {
+					t.Errorf("%s: source-state %q", name, got)
+				}
+			}
+		}
+		if valueStates == 0 || sources != 2 {
+			t.Errorf("%s: %d operators with state-name, %d sources with source-state", name, valueStates, sources)
+		}
+		// Before Flink 1.10 RocksDB kept timers on the heap and wrote them as
+		// raw keyed state, which this reader lists but does not decode.
+		if !rawKeyed && timerServices == 0 {
+			t.Errorf("%s: no timers", name)
+		}
+	}
+	t.Logf("%d fixtures checked, %d skipped (native RocksDB, changelog, Flink 1.3 to 1.6)", len(readers), skipped)
+}
+
+func distinctKeys(t *testing.T, es []decoded) string {
+	seen := map[int64]bool{}
+	for _, d := range es {
+		seen[tuple1(t, d.key)] = true
+	}
+	var ks []string
+	for k := range seen {
+		ks = append(ks, fmt.Sprint(k))
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ",")
+}
+
+// TypeSerializerSnapshotMigrationITCase: the source emits (i, i) for i in
+// 0..3 at parallelism 1, keyed by field 0; TestMapFunction sets
+// ValueState "testState", written by the test's own serializer (a
+// LongSerializer), to f1.
+func TestTypeSerializerSnapshotMigrationContents(t *testing.T) {
+	readers, skipped := readable(t, "type-serializer-snapshot-migration-itcase-")
+	for name, r := range readers {
+		found := 0
+		for _, op := range r.Metadata().Operators {
+			k, err := r.Keyed(context.Background(), op)
+			if err != nil {
+				continue
+			}
+			es := stateEntries(t, k, "testState")
+			if es == nil {
+				continue
+			}
+			found++
+			if len(es) != 4 || distinctKeys(t, es) != "0,1,2,3" {
+				t.Errorf("%s: %d testState entries, keys %s", name, len(es), distinctKeys(t, es))
+			}
+			for _, d := range es {
+				if d.value != tuple1(t, d.key) {
+					t.Errorf("%s: testState of %v is %v", name, d.key, d.value)
+				}
+			}
+		}
+		if found != 1 {
+			t.Errorf("%s: %d operators with testState", name, found)
+		}
+	}
+	t.Logf("%d fixtures checked, %d skipped", len(readers), skipped)
+}
+
+// StatefulJobWBroadcastStateMigrationITCase (fixtures
+// new-stateful-broadcast-udf-migration-itcase-*): the broadcast side puts
+// (i, i) for i in 0..3 into broadcast states "broadcast-state-1" and
+// "broadcast-state-2" of one operator and "broadcast-state-3" of another
+// (Long keys and values; the second keyed by the key's string form).
+func TestBroadcastStateMigrationContents(t *testing.T) {
+	readers, skipped := readable(t, "new-stateful-broadcast-udf-migration-itcase-")
+	for name, r := range readers {
+		got := map[string]string{}
+		for _, op := range r.Metadata().Operators {
+			states, _, err := r.OperatorStates(context.Background(), op)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, s := range states {
+				if s.Mode != Broadcast {
+					continue
+				}
+				var kv []string
+				for _, e := range s.Entries {
+					k, v := mustDecode(t, s.Key, e.Key), mustDecode(t, s.Value, e.Value)
+					if fmt.Sprint(k) != fmt.Sprint(v) {
+						t.Errorf("%s: %s maps %v to %v", name, s.Name, k, v)
+					}
+					kv = append(kv, fmt.Sprint(k))
+				}
+				sort.Strings(kv)
+				got[s.Name] = strings.Join(kv, ",")
+			}
+		}
+		for _, s := range []string{"broadcast-state-1", "broadcast-state-2", "broadcast-state-3"} {
+			if got[s] != "0,1,2,3" {
+				t.Errorf("%s: %s holds keys %q", name, s, got[s])
+			}
+		}
+	}
+	t.Logf("%d fixtures checked, %d skipped", len(readers), skipped)
+}
