@@ -97,11 +97,140 @@ type KeyedHeader struct {
 	End int64
 }
 
-// Keyed backend serialization proxy versions: Flink 1.7 and later write 6.
+// Keyed backend serialization proxy versions: 3 is Flink 1.3, 4 Flink 1.4
+// and 1.5, 5 Flink 1.6, and Flink 1.7 and later write 6. Before 6 the
+// serializers are Java-serialized (typeser.ReadLegacySerializers).
 const (
 	minProxyVersion = 6
 	maxProxyVersion = 6
 )
+
+// stateDescriptorTypes are StateDescriptor.Type's constants by ordinal, as
+// the meta infos of Flink 1.3 to 1.5 record a state's kind.
+var stateDescriptorTypes = []string{"UNKNOWN", "VALUE", "LIST", "REDUCING", "FOLDING", "AGGREGATING", "MAP"}
+
+// parseLegacyKeyedHeader reads the rest of a header of versions 3 to 5.
+func parseLegacyKeyedHeader(r *wire.Buf, h *KeyedHeader) (*KeyedHeader, error) {
+	if h.ProxyVersion >= 4 {
+		h.Compressed = r.Bool()
+	}
+	keys, err := typeser.ReadLegacySerializers(r)
+	if err != nil {
+		return nil, snapshotErr("key serializer", err)
+	}
+	if len(keys) != 1 {
+		return nil, corruptf("%d key serializers, want 1", len(keys))
+	}
+	h.Key = keys[0]
+	n := int(r.U16())
+	for i := 0; i < n; i++ {
+		var m *StateMeta
+		var err error
+		if h.ProxyVersion == 5 {
+			m, err = parseStateMetaV5(r)
+		} else {
+			m, err = parseStateMetaV3(r)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := m.resolve(); err != nil {
+			return nil, err
+		}
+		h.States = append(h.States, m)
+	}
+	if err := r.Err(); err != nil {
+		return nil, corrupt(err)
+	}
+	h.End = r.Offset()
+	return h, nil
+}
+
+// parseStateMetaV3 reads KeyedBackendStateMetaInfoReaderV3V4's format: the
+// state descriptor type, the name, then the namespace and state
+// serializers.
+func parseStateMetaV3(r *wire.Buf) (*StateMeta, error) {
+	t := r.I32()
+	m := &StateMeta{Name: r.UTF("state name"), Backend: KeyValue, Options: map[string]string{}, Serializers: map[string]*typeser.Serializer{}}
+	if err := r.Err(); err != nil {
+		return nil, corrupt(err)
+	}
+	if t < 0 || int(t) >= len(stateDescriptorTypes) {
+		return nil, corruptf("state %q: state descriptor type %d", m.Name, t)
+	}
+	m.Options["KEYED_STATE_TYPE"] = stateDescriptorTypes[t]
+	sers, err := typeser.ReadLegacySerializers(r)
+	if err != nil {
+		return nil, snapshotErr(fmt.Sprintf("state %q serializers", m.Name), err)
+	}
+	if len(sers) != 2 {
+		return nil, corruptf("state %q has %d serializers, want 2", m.Name, len(sers))
+	}
+	m.Serializers[namespaceSerializerKey], m.Serializers[valueSerializerKey] = sers[0], sers[1]
+	return m, nil
+}
+
+// parseStateMetaV5 reads Flink 1.6's format: as the current one, but the
+// serializer keys come first and the serializers after them, Java-serialized.
+func parseStateMetaV5(r *wire.Buf) (*StateMeta, error) {
+	m := &StateMeta{Name: r.UTF("state name"), Backend: BackendStateType(r.I32()), Options: map[string]string{}, Serializers: map[string]*typeser.Serializer{}}
+	n := r.Count("state options", 4)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		k := r.UTF("option key")
+		m.Options[k] = r.UTF("option value")
+	}
+	n = r.Count("state serializers", 2)
+	keys := make([]string, 0, n)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		keys = append(keys, r.UTF("serializer key"))
+	}
+	if err := r.Err(); err != nil {
+		return nil, corrupt(err)
+	}
+	sers, err := typeser.ReadLegacySerializers(r)
+	if err != nil {
+		return nil, snapshotErr(fmt.Sprintf("state %q serializers", m.Name), err)
+	}
+	if len(sers) != len(keys) {
+		return nil, corruptf("state %q names %d serializers and has %d", m.Name, len(keys), len(sers))
+	}
+	for i, k := range keys {
+		m.Serializers[k] = sers[i]
+	}
+	if m.Backend < KeyValue || m.Backend > KeyValueV2 {
+		return nil, corruptf("state %q: backend state type %d", m.Name, m.Backend)
+	}
+	return m, nil
+}
+
+// parseOperatorMetaV2 reads OperatorBackendStateMetaInfoReaderV2V3's format
+// (Flink 1.3 to 1.5): the name, the mode, and one serializer for list state
+// or two, key then value, for broadcast state.
+func parseOperatorMetaV2(r *wire.Buf) (*StateMeta, error) {
+	m := &StateMeta{Name: r.UTF("state name"), Backend: OperatorList, Options: map[string]string{}, Serializers: map[string]*typeser.Serializer{}}
+	mode := r.U8()
+	if err := r.Err(); err != nil {
+		return nil, corrupt(err)
+	}
+	if mode > byte(Broadcast) {
+		return nil, corruptf("operator state %q: mode %d", m.Name, mode)
+	}
+	m.Options["OPERATOR_STATE_DISTRIBUTION_MODE"] = Distribution(mode).String()
+	sers, err := typeser.ReadLegacySerializers(r)
+	if err != nil {
+		return nil, snapshotErr(fmt.Sprintf("operator state %q serializers", m.Name), err)
+	}
+	switch len(sers) {
+	case 1:
+		m.Serializers[valueSerializerKey] = sers[0]
+	case 2:
+		m.Backend = BroadcastMap
+		m.Serializers[keySerializerKey], m.Serializers[valueSerializerKey] = sers[0], sers[1]
+	default:
+		return nil, corruptf("operator state %q has %d serializers", m.Name, len(sers))
+	}
+	return m, nil
+}
 
 // ParseKeyedHeader reads the header of a keyed state stream.
 func ParseKeyedHeader(r *wire.Buf) (*KeyedHeader, error) {
@@ -113,7 +242,7 @@ func ParseKeyedHeader(r *wire.Buf) (*KeyedHeader, error) {
 		return nil, corruptf("keyed state header version %d, want 3 to %d", h.ProxyVersion, maxProxyVersion)
 	}
 	if h.ProxyVersion < minProxyVersion {
-		return nil, unsupportedf("keyed state header version %d (Flink 1.3 to 1.6 legacy serializer snapshots)", h.ProxyVersion)
+		return parseLegacyKeyedHeader(r, h)
 	}
 	h.Compressed = r.Bool()
 	key, err := typeser.ReadProxied(r)

@@ -39,7 +39,9 @@ type BroadcastEntry struct {
 }
 
 // Operator-state stream header versions this reader takes
-// (OperatorBackendSerializationProxy): 5 up to Flink 1.17, 6 from 1.18.
+// (OperatorBackendSerializationProxy): 2 for Flink 1.3 and 1.4, 3 for 1.5,
+// 4 for 1.6 (these with Java-serialized serializers), 5 up to Flink 1.17,
+// 6 from 1.18.
 const (
 	minOperatorProxyVersion = 5
 	maxOperatorProxyVersion = 6
@@ -103,8 +105,8 @@ func parseOperatorHeader(r *wire.Buf) (map[string]*StateMeta, bool, error) {
 	if v < 1 || v > maxOperatorProxyVersion {
 		return nil, false, corruptf("operator state header version %d", v)
 	}
-	if v < minOperatorProxyVersion {
-		return nil, false, unsupportedf("operator state header version %d (Flink 1.3 to 1.6 legacy serializer snapshots)", v)
+	if v < minOperatorProxyVersion-3 {
+		return nil, false, unsupportedf("operator state header version %d (Flink 1.2)", v)
 	}
 	compressed := false
 	if v >= 6 {
@@ -112,9 +114,21 @@ func parseOperatorHeader(r *wire.Buf) (map[string]*StateMeta, bool, error) {
 	}
 	metas := map[string]*StateMeta{}
 	for _, want := range []BackendStateType{OperatorList, BroadcastMap} {
+		if want == BroadcastMap && v < 3 {
+			break
+		}
 		n := int(r.U16())
 		for i := 0; i < n; i++ {
-			m, err := parseStateMeta(r, false)
+			var m *StateMeta
+			var err error
+			switch {
+			case v >= 5:
+				m, err = parseStateMeta(r, false)
+			case v == 4:
+				m, err = parseStateMetaV5(r)
+			default:
+				m, err = parseOperatorMetaV2(r)
+			}
 			if err != nil {
 				return nil, false, err
 			}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/javaobj"
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
-	"github.com/stateproc/stateproc/serializers"
 )
 
 type primCodec struct{ kind Kind }
@@ -445,26 +444,3 @@ func javaClassOf(v any) string {
 }
 
 func (javaCodec) size() (int, bool) { return 5, false }
-
-// avroCodec decodes with the project's Avro code. Flink's AvroSerializer
-// writes the Avro binary encoding of one datum, with no length, so its
-// end is found by the schema-driven skip of package serializers.
-type avroCodec struct {
-	ser serializers.Serializer
-}
-
-func (c avroCodec) read(r *wire.Buf, last bool) any {
-	if !last {
-		r.Fail("Avro value in a stream", ErrUnframed)
-		return nil
-	}
-	b := r.Raw(r.Len(), "Avro value")
-	v, err := c.ser.DecodeAny(b)
-	if err != nil {
-		r.Fail("Avro value", err)
-		return nil
-	}
-	return v
-}
-
-func (avroCodec) size() (int, bool) { return 0, false }

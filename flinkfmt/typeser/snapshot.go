@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
-	"github.com/stateproc/stateproc/serializers"
 )
 
 // Magic numbers of CompositeTypeSerializerSnapshot's outer snapshot and of
@@ -91,6 +90,9 @@ func (p *parser) versioned() *Serializer {
 	version := int(p.r.I32())
 	if p.failed() {
 		return nil
+	}
+	if version == adapterVersion {
+		return p.restoreAdapter(class)
 	}
 	f, ok := registry[class]
 	if !ok {
@@ -459,29 +461,34 @@ func restoreJava(p *parser, class string, version int) (*Type, codec) {
 }
 
 // restoreAvro reads AvroSerializerSnapshot: the runtime class and the
-// writer schema, as StringValues.
+// writer schema, with writeUTF up to version 2 and as StringValues after.
 func restoreAvro(p *parser, class string, version int) (*Type, codec) {
-	var runtime, schema string
+	var a, b string
 	switch version {
-	case 1:
-		schema = p.r.UTF("Avro schema")
-		runtime = p.r.UTF("Avro runtime class")
-	case 2, 3:
-		runtime, _ = p.r.StringValue()
-		schema, _ = p.r.StringValue()
+	case 1, 2:
+		a, b = p.r.UTF("Avro runtime class"), p.r.UTF("Avro schema")
+	case 3:
+		a, _ = p.r.StringValue()
+		b, _ = p.r.StringValue()
 	default:
 		p.unsupported(class, version, "Avro snapshots have versions 1 to 3")
 		return nil, nil
 	}
+	// The class name and the schema are told apart by the schema's JSON,
+	// which no class name starts like.
+	runtime, schema := a, b
+	if strings.HasPrefix(strings.TrimSpace(a), "{") || strings.HasPrefix(strings.TrimSpace(a), `"`) {
+		runtime, schema = b, a
+	}
 	if p.failed() {
 		return nil, nil
 	}
-	ser, err := serializers.AvroGeneric(schema)
+	t, c, err := avroType(runtime, schema)
 	if err != nil {
-		p.bad("%s: Avro schema: %v", class, err)
+		p.bad("%s: %v", class, err)
 		return nil, nil
 	}
-	return &Type{Kind: KindAvro, Class: runtime, Schema: schema}, avroCodec{ser: ser}
+	return t, c
 }
 
 const (
