@@ -76,7 +76,7 @@ func (it *EntryIterator) loadNext() bool {
 			it.err = at(sk.file, it.k.Operator.ID.String(), h.KeyGroups.Start, -1, unsupportedf("%s layout (%s, %d bytes): not readable yet", sk.layout, h.Kind, h.Size()))
 			return false
 		}
-		if it.idx >= len(h.Offsets) || sk.header == nil {
+		if it.idx >= len(h.Offsets) || sk.header == nil && sk.layout != LayoutRawTimers {
 			it.sub, it.idx = it.sub+1, 0
 			continue
 		}
@@ -118,9 +118,12 @@ func (k *Keyed) readEntries(ctx context.Context, sk *subtaskKeyed, i, kg, state 
 		base = d.base
 	}
 	r := wire.New(d.b, base)
-	if sk.layout == LayoutHeap {
+	switch sk.layout {
+	case LayoutHeap:
 		err = p.heap(r)
-	} else {
+	case LayoutRawTimers:
+		err = p.rawTimers(r)
+	default:
 		err = p.canonical(r)
 	}
 	if p.warn != nil {

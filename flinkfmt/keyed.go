@@ -154,6 +154,20 @@ func (r *Reader) Keyed(ctx context.Context, op *Operator) (*Keyed, error) {
 		}
 		k.subtasks = append(k.subtasks, sk)
 	}
+	for _, st := range op.Subtasks {
+		h := st.RawKeyed
+		if h == nil || h.Kind != KeyedKeyGroups && h.Kind != KeyedKeyGroupsV2 {
+			continue
+		}
+		sk := &subtaskKeyed{index: st.Index, handle: h, layout: LayoutRawTimers}
+		if err := r.addRawTimers(ctx, k, sk, byName); err != nil {
+			return nil, at(sk.file, op.ID.String(), h.KeyGroups.Start, -1, fmt.Errorf("raw keyed state: %w", err))
+		}
+		if len(sk.ids) > 0 {
+			k.Layouts[LayoutRawTimers]++
+			k.subtasks = append(k.subtasks, sk)
+		}
+	}
 	if len(k.subtasks) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNotKeyed, op.ID)
 	}
@@ -307,7 +321,7 @@ type keyGroupData struct {
 func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, layout Layout) (*keyGroupData, error) {
 	h := sk.handle
 	off := h.Offsets[i]
-	if off == 0 {
+	if off == 0 && layout != LayoutRawTimers {
 		return nil, nil
 	}
 	end := r.spanEnd(h, off, sk)
@@ -319,7 +333,7 @@ func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, 
 		return nil, err
 	}
 	d := &keyGroupData{b: b, base: off}
-	if !sk.header.Compressed {
+	if sk.header == nil || !sk.header.Compressed {
 		return d, nil
 	}
 	d.compressed = true

@@ -357,3 +357,17 @@ func fieldOf(o *javaobj.Object, name string) any {
 	v, _ := o.Field(name)
 	return v
 }
+
+// ReadJavaSerializer reads a Java-serialized serializer written straight
+// into the stream, with no length (Flink 1.3 and 1.4.0 timer services).
+func ReadJavaSerializer(r *wire.Buf) (*Serializer, error) {
+	p := &parser{r: r}
+	v := p.javaObject("Java-serialized serializer")
+	if p.err != nil {
+		return nil, p.err
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	return FromJava(v)
+}

@@ -91,3 +91,11 @@ func valueErr(s *Serializer, err error) error {
 func newSerializer(class string, version int, t *Type, c codec) *Serializer {
 	return &Serializer{Class: class, Version: version, Type: t, c: c}
 }
+
+// Timer returns the serializer of timers of key and namespace, for timers
+// whose snapshot records only those two.
+func Timer(key, ns *Serializer) *Serializer {
+	s := newSerializer("org.apache.flink.streaming.api.operators.TimerSerializer", 0, &Type{Kind: KindTimer, Key: key.Type, Value: ns.Type, Serializer: "org.apache.flink.streaming.api.operators.TimerSerializer"}, timerCodec{key: key.c, ns: ns.c})
+	s.Args = []*Serializer{key, ns}
+	return s
+}
