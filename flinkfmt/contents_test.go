@@ -276,3 +276,113 @@ func TestBroadcastStateMigrationContents(t *testing.T) {
 	}
 	t.Logf("%d fixtures checked, %d skipped", len(readers), skipped)
 }
+
+// listStates returns, per operator, its list states' decoded elements by
+// subtask.
+func listStates(t *testing.T, r *Reader) []map[string][][]any {
+	var out []map[string][][]any
+	for _, op := range r.Metadata().Operators {
+		states, _, err := r.OperatorStates(context.Background(), op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string][][]any{}
+		for _, s := range states {
+			if s.Mode == Broadcast {
+				continue
+			}
+			subs := make([][]any, op.Parallelism)
+			for _, sub := range s.Subtasks {
+				for _, e := range sub.Elements {
+					if sub.Index < len(subs) {
+						subs[sub.Index] = append(subs[sub.Index], mustDecode(t, s.Element, e))
+					}
+				}
+			}
+			m[s.Name] = subs
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// stringStoringMaps finds the operators whose "_default_" list state holds,
+// on subtask i, just prefix+i: the ListCheckpointed StatefulStringStoringMap
+// of Flink's operator restore tests. It returns the prefixes found.
+func stringStoringMaps(t *testing.T, name string, r *Reader) []string {
+	var found []string
+	for _, m := range listStates(t, r) {
+		subs, ok := m["_default_"]
+		if !ok || len(subs) == 0 || len(subs[0]) != 1 {
+			continue
+		}
+		first, _ := subs[0][0].(string)
+		prefix := strings.TrimSuffix(first, "0")
+		for i, els := range subs {
+			if len(els) != 1 || els[0] != fmt.Sprintf("%s%d", prefix, i) {
+				t.Errorf("%s: %s map: subtask %d holds %v", name, prefix, i, els)
+			}
+		}
+		found = append(found, prefix)
+	}
+	sort.Strings(found)
+	return found
+}
+
+// NonKeyedJob of AbstractNonKeyedOperatorRestoreTestBase (fixtures
+// operatorstate/nonKeyed-*): three StatefulStringStoringMaps at
+// parallelism 4 keep "first"+i, "second"+i and "third"+i on subtask i, in
+// ListCheckpointed state (Java-serialized strings).
+func TestNonKeyedOperatorRestoreContents(t *testing.T) {
+	readers, skipped := readable(t, "nonKeyed-")
+	for name, r := range readers {
+		if got := strings.Join(stringStoringMaps(t, name, r), ","); got != "first,second,third" {
+			t.Errorf("%s: string-storing maps %q", name, got)
+		}
+	}
+	t.Logf("%d fixtures checked, %d skipped", len(readers), skipped)
+}
+
+// KeyedJob of AbstractKeyedOperatorRestoreTestBase (fixtures
+// operatorstate/complexKeyed-*): (x, x) for x in 0..9, keyed by field 0
+// into a count window whose function adds f1 to ListState "values"; then
+// two StatefulStringStoringMaps, "first" and "second".
+func TestKeyedOperatorRestoreContents(t *testing.T) {
+	readers, skipped := readable(t, "complexKeyed-")
+	for name, r := range readers {
+		if got := strings.Join(stringStoringMaps(t, name, r), ","); got != "first,second" {
+			t.Errorf("%s: string-storing maps %q", name, got)
+		}
+		windows := 0
+		for _, op := range r.Metadata().Operators {
+			k, err := r.Keyed(context.Background(), op)
+			if err != nil {
+				continue
+			}
+			es := stateEntries(t, k, "values")
+			if es == nil {
+				continue
+			}
+			windows++
+			seen := map[int32]bool{}
+			for _, d := range es {
+				key, ok := d.key.(typeser.RecordValue)
+				if !ok || len(key.Fields) != 1 {
+					t.Fatalf("%s: key %v", name, d.key)
+				}
+				x := key.Fields[0].Value.(int32)
+				if d.value != x || seen[x] {
+					t.Errorf("%s: values of key %d: %v", name, x, d.value)
+				}
+				seen[x] = true
+			}
+			if len(seen) != 10 {
+				t.Errorf("%s: %d keys in values, want 0..9", name, len(seen))
+			}
+		}
+		if windows != 1 {
+			t.Errorf("%s: %d window operators", name, windows)
+		}
+	}
+	t.Logf("%d fixtures checked, %d skipped", len(readers), skipped)
+}

@@ -416,15 +416,47 @@ func (opaqueCodec) size() (int, bool) { return 1, false }
 type javaCodec struct{ serializer string }
 
 func (c javaCodec) read(r *wire.Buf, _ bool) any {
-	start := r.Pos()
 	v, n, err := javaobj.Parse(r.Rest(), javaobj.Limits{})
 	if err != nil {
 		r.Fail("Java-serialized value", err)
 		return nil
 	}
 	b := r.Raw(n, "Java-serialized value")
-	_ = start
+	if jv, ok := jdkValue(v); ok {
+		return jv
+	}
 	return OpaqueValue{Class: javaClassOf(v), Serializer: c.serializer, Bytes: append([]byte(nil), b...)}
+}
+
+// jdkBoxes are the JDK classes whose serialized form is one field "value"
+// of the primitive they box.
+var jdkBoxes = map[string]bool{
+	"java.lang.Integer": true, "java.lang.Long": true, "java.lang.Short": true, "java.lang.Byte": true,
+	"java.lang.Boolean": true, "java.lang.Double": true, "java.lang.Float": true,
+}
+
+// jdkValue decodes the JDK values whose serialized form is defined by the
+// Java serialization specification and the JDK's fields: strings and boxed
+// primitives. Other classes stay opaque.
+func jdkValue(v any) (any, bool) {
+	switch o := v.(type) {
+	case string:
+		return o, true
+	case nil:
+		return nil, true
+	case *javaobj.Object:
+		if jdkBoxes[o.Class.Name] {
+			return o.Field("value")
+		}
+		if o.Class.Name == "java.lang.Character" {
+			if c, ok := o.Field("value"); ok {
+				if u, ok := c.(uint16); ok {
+					return wire.UTF16String([]uint16{u}), true
+				}
+			}
+		}
+	}
+	return nil, false
 }
 
 func javaClassOf(v any) string {

@@ -29,7 +29,8 @@
 //	VoidNamespace                    VoidNamespace
 //	TimeWindow, GlobalWindow         TimeWindow, GlobalWindow
 //	Avro                             hamba's generic values, decoded by package serializers
-//	Kryo, Java serialization         Opaque: the class name and the bytes
+//	Java serialization               strings and boxed primitives as above, others Opaque
+//	Kryo                             Opaque: the class name and the bytes
 //
 // # Framing
 //
