@@ -386,3 +386,125 @@ func TestKeyedOperatorRestoreContents(t *testing.T) {
 	}
 	t.Logf("%d fixtures checked, %d skipped", len(readers), skipped)
 }
+
+// caseClass checks a CustomCaseClass(s, n) of the Scala migration tests and
+// returns its fields.
+func caseClass(t *testing.T, v any) (string, int64) {
+	t.Helper()
+	r, ok := v.(typeser.RecordValue)
+	if !ok || r.Class != "org.apache.flink.api.scala.migration.CustomCaseClass" || len(r.Fields) != 2 {
+		t.Fatalf("%#v is not a CustomCaseClass", v)
+	}
+	s, _ := r.Fields[0].Value.(string)
+	n, _ := r.Fields[1].Value.(int64)
+	return s, n
+}
+
+// The Scala StatefulJobSavepointMigrationITCase and
+// StatefulJobWBroadcastStateMigrationITCase (fixtures
+// stateful-scala-*): keys i in 0..3 (Scala Longs, Kryo-serialized); per key
+// caseClassState = CustomCaseClass(i.toString, 2i), the same nested in
+// caseClassWithNestingState and in the one-element collectionState,
+// tryState = Success(CustomCaseClass(i.toString, 5i)), tryFailureState a
+// Failure, optionState Some, optionNoneState None, eitherLeftState Left and
+// eitherRightState Right((3i).toString), enumOneState THREE (it is set to
+// ONE, then THREE); the source keeps CustomCaseClass("Here be dragons!",
+// 123). The broadcast variant adds broadcast states of (i, i).
+func TestScalaMigrationContents(t *testing.T) {
+	readers, skipped := readable(t, "stateful-scala-")
+	unwalked := 0
+	for name, r := range readers {
+		sources := 0
+		for _, m := range listStates(t, r) {
+			if subs, ok := m["sourceState"]; ok {
+				sources++
+				s, n := caseClass(t, subs[0][0])
+				if s != "Here be dragons!" || n != 123 {
+					t.Errorf("%s: sourceState %q %d", name, s, n)
+				}
+			}
+		}
+		// The broadcast variant has a second source of the same kind.
+		if sources == 0 {
+			t.Errorf("%s: no source state", name)
+		}
+		for _, op := range r.Metadata().Operators {
+			k, err := r.Keyed(context.Background(), op)
+			if err != nil || k.State("caseClassState") < 0 {
+				continue
+			}
+			it := k.Entries(context.Background(), -1, keygroup.All(op.MaxParallelism))
+			byKey := map[string]map[string]any{}
+			for it.Next() {
+				e := it.Entry()
+				m := k.States[e.State]
+				if m.Kind == Timers {
+					continue
+				}
+				id := string(e.Key)
+				if byKey[id] == nil {
+					byKey[id] = map[string]any{}
+				}
+				byKey[id][m.Name] = mustDecode(t, m.Stored, e.Value)
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(it.Warnings()) > 0 {
+				// The heap layout writes the Kryo keys unframed.
+				unwalked++
+				continue
+			}
+			var is []string
+			for _, states := range byKey {
+				s, n := caseClass(t, states["caseClassState"])
+				is = append(is, s)
+				if fmt.Sprint(n/2) != s || n%2 != 0 {
+					t.Errorf("%s: caseClassState (%s, %d)", name, s, n)
+				}
+				nest := states["caseClassWithNestingState"].(typeser.RecordValue)
+				if ns, nn := caseClass(t, nest.Fields[1].Value); fmt.Sprint(nest.Fields[0].Value) != s || ns != s || nn != n {
+					t.Errorf("%s: caseClassWithNestingState %v", name, nest)
+				}
+				if coll := states["collectionState"].([]any); len(coll) != 1 {
+					t.Errorf("%s: collectionState %v", name, coll)
+				} else if cs, cn := caseClass(t, coll[0]); cs != s || cn != n {
+					t.Errorf("%s: collectionState %v", name, coll)
+				}
+				if try := states["tryState"].(typeser.EitherValue); try.Left {
+					t.Errorf("%s: tryState is a failure", name)
+				} else if ts, tn := caseClass(t, try.Value); ts != s || tn != 5*(n/2) {
+					t.Errorf("%s: tryState (%s, %d)", name, ts, tn)
+				}
+				if fail := states["tryFailureState"].(typeser.EitherValue); !fail.Left {
+					t.Errorf("%s: tryFailureState is a success", name)
+				}
+				if os, on := caseClass(t, states["optionState"]); os != s || on != n {
+					t.Errorf("%s: optionState (%s, %d)", name, os, on)
+				}
+				if v, ok := states["optionNoneState"]; !ok || v != nil {
+					t.Errorf("%s: optionNoneState %v", name, v)
+				}
+				if left := states["eitherLeftState"].(typeser.EitherValue); !left.Left {
+					t.Errorf("%s: eitherLeftState is right", name)
+				}
+				var i int64
+				fmt.Sscan(s, &i)
+				if right := states["eitherRightState"].(typeser.EitherValue); right.Left || right.Value != fmt.Sprint(3*i) {
+					t.Errorf("%s: eitherRightState %v", name, right)
+				}
+				if states["enumOneState"] != "THREE" {
+					t.Errorf("%s: enumOneState %v", name, states["enumOneState"])
+				}
+				if _, ok := states["enumThreeState"]; ok {
+					t.Errorf("%s: enumThreeState was never set", name)
+				}
+			}
+			sort.Strings(is)
+			if strings.Join(is, ",") != "0,1,2,3" {
+				t.Errorf("%s: keys %v", name, is)
+			}
+		}
+	}
+	t.Logf("%d fixtures checked (%d with Kryo keys in the heap layout, whose keyed values are not walked), %d skipped", len(readers), unwalked, skipped)
+}
