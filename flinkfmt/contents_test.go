@@ -409,7 +409,8 @@ func caseClass(t *testing.T, v any) (string, int64) {
 // Failure, optionState Some, optionNoneState None, eitherLeftState Left and
 // eitherRightState Right((3i).toString), enumOneState THREE (it is set to
 // ONE, then THREE); the source keeps CustomCaseClass("Here be dragons!",
-// 123). The broadcast variant adds broadcast states of (i, i).
+// 123). The broadcast variant adds broadcast states of (i, i). The keys
+// are Kryo-serialized boxed Longs, which decode and hash by value.
 func TestScalaMigrationContents(t *testing.T) {
 	readers, skipped := readable(t, "stateful-scala-")
 	unwalked := 0
@@ -451,7 +452,8 @@ func TestScalaMigrationContents(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(it.Warnings()) > 0 {
-				// The heap layout writes the Kryo keys unframed.
+				// The heap layout writes the Failure's Kryo-serialized
+				// Throwable unframed.
 				unwalked++
 				continue
 			}
@@ -506,5 +508,5 @@ func TestScalaMigrationContents(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d fixtures checked (%d with Kryo keys in the heap layout, whose keyed values are not walked), %d skipped", len(readers), unwalked, skipped)
+	t.Logf("%d fixtures checked (%d in the heap layout, where the Kryo-serialized Throwable of tryFailureState stops the walk of the key group), %d skipped", len(readers), unwalked, skipped)
 }

@@ -30,7 +30,9 @@
 //	TimeWindow, GlobalWindow         TimeWindow, GlobalWindow
 //	Avro                             hamba's generic values, decoded by package serializers
 //	Java serialization               strings and boxed primitives as above, others Opaque
-//	Kryo                             Opaque: the class name and the bytes
+//	Kryo                             Kryo's default registrations (boxed primitives,
+//	                                 String) as above; other classes Opaque: the class
+//	                                 name and the bytes
 //
 // # Framing
 //
@@ -38,9 +40,10 @@
 // only by decoding it. Decode takes bytes that hold exactly one value (the
 // canonical layout frames every key and value); Read takes one value from
 // the front of a stream (the heap layout writes values back to back).
-// Kryo-serialized values cannot be decoded without their classes, so they
-// can be taken as Opaque only where the frame ends with them; in a stream
-// Read fails with ErrUnframed. Java-serialized values are walked with a
+// Kryo-serialized values of classes other than Kryo's default
+// registrations cannot be decoded without their classes, so they can be
+// taken as Opaque only where the frame ends with them; in a stream Read
+// fails with ErrUnframed. Java-serialized values are walked with a
 // bounded object-stream parser, so they are Opaque but framed.
 //
 // # Untrusted bytes

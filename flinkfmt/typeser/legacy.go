@@ -313,7 +313,7 @@ func fromJava(v any, depth int) (*Serializer, error) {
 		if c, ok := fieldOf(o, "type").(*javaobj.Class); ok && c.Desc != nil {
 			typ = c.Desc.Name
 		}
-		return mk(&Type{Kind: KindOpaque, Class: typ}, opaqueCodec{class: typ, serializer: class})
+		return mk(&Type{Kind: KindOpaque, Class: typ}, kryoCodec{class: typ, serializer: class})
 	}
 	if strings.HasSuffix(class, "Serializer") {
 		return nil, fmt.Errorf("%w: Java-serialized %s", ErrUnsupported, class)

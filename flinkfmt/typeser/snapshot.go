@@ -452,7 +452,7 @@ func restoreKryo(p *parser, class string, version int) (*Type, codec) {
 	for _, m := range []string{"Kryo registrations", "Kryo default serializers", "Kryo default serializer classes"} {
 		p.optionalMap(m)
 	}
-	return &Type{Kind: KindOpaque, Class: name}, opaqueCodec{class: name, serializer: class}
+	return &Type{Kind: KindOpaque, Class: name}, kryoCodec{class: name, serializer: class}
 }
 
 func restoreJava(p *parser, class string, version int) (*Type, codec) {
