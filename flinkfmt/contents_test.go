@@ -510,3 +510,58 @@ func TestScalaMigrationContents(t *testing.T) {
 	}
 	t.Logf("%d fixtures checked (%d in the heap layout, where the Kryo-serialized Throwable of tryFailureState stops the walk of the key group), %d skipped", len(readers), unwalked, skipped)
 }
+
+// UnifiedSinkMigrationITCase (fixture unified-sink-migration-test): a
+// Sink V1 with uid 1c4ec0f9-… whose writer keeps WRITER_STATE 1, whose
+// committers keep COMMITTER_STATE 2 and the global committable "3", fed
+// by env.fromSequence(1, Long.MAX_VALUE).
+func TestUnifiedSinkMigrationContents(t *testing.T) {
+	readers, _ := readable(t, "savepoint-7bd90b")
+	r := readers["savepoint-7bd90b-3a2cda6957cb"]
+	writer, err := r.Operator("1c4ec0f9-2d96-46e9-99ea-45e8c3df5202")
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, _, err := r.OperatorStates(context.Background(), writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range states {
+		if s.Name != "writer_raw_states" {
+			continue
+		}
+		found = true
+		v, p, err := DecodeVersioned(mustDecode(t, s.Element, s.Subtasks[0].Elements[0]).([]byte))
+		if err != nil || v != 0 || fmt.Sprintf("%x", p) != "00000001" {
+			t.Errorf("writer state: version %d, % x, %v", v, p, err)
+		}
+	}
+	if !found {
+		t.Errorf("the operator of the sink's uid has no writer state")
+	}
+	var splits []SourceSplit
+	for _, op := range r.Metadata().Operators {
+		states, _, err := r.OperatorStates(context.Background(), op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range states {
+			if s.Name != SourceReaderState {
+				continue
+			}
+			for _, e := range s.Subtasks[0].Elements {
+				split, err := DecodeSourceSplit(mustDecode(t, s.Element, e).([]byte))
+				if err != nil {
+					t.Fatal(err)
+				}
+				splits = append(splits, split)
+			}
+		}
+	}
+	if len(splits) != 1 || splits[0].NumberSequence == nil || splits[0].NumberSequence.To != math.MaxInt64 || splits[0].NumberSequence.From < 1 {
+		t.Errorf("source splits %+v", splits)
+	} else {
+		t.Logf("the sequence source had reached %d", splits[0].NumberSequence.From)
+	}
+}
