@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
+	"github.com/stateproc/stateproc/flinkfmt/keyhash"
 	"github.com/stateproc/stateproc/flinkfmt/typeser"
 	"github.com/stateproc/stateproc/keygroup"
 )
@@ -23,6 +25,8 @@ type EntryIterator struct {
 	err      error
 	warnings []Warning
 	closed   bool
+	// keep, when set, selects the entries of a lookup.
+	keep func(*Entry) bool
 }
 
 // Entries iterates the entries of state (an index into States, or -1 for
@@ -95,6 +99,15 @@ func (it *EntryIterator) loadNext() bool {
 			it.err = err
 			return false
 		}
+		if it.keep != nil {
+			kept := it.buf[:0]
+			for j := range it.buf {
+				if it.keep(&it.buf[j]) {
+					kept = append(kept, it.buf[j])
+				}
+			}
+			it.buf = kept
+		}
 		if len(it.buf) > 0 {
 			return true
 		}
@@ -118,14 +131,7 @@ func (k *Keyed) readEntries(ctx context.Context, sk *subtaskKeyed, i, kg, state 
 		base = d.base
 	}
 	r := wire.New(d.b, base)
-	switch sk.layout {
-	case LayoutHeap:
-		err = p.heap(r)
-	case LayoutRawTimers:
-		err = p.rawTimers(r)
-	default:
-		err = p.canonical(r)
-	}
+	err = p.parse(r)
 	if p.warn != nil {
 		p.warn.File, p.warn.Compressed = sk.file, d.compressed
 		*warns = append(*warns, *p.warn)
@@ -143,6 +149,21 @@ func (k *Keyed) readEntries(ctx context.Context, sk *subtaskKeyed, i, kg, state 
 		return at(sk.file, k.Operator.ID.String(), kg, off, err)
 	}
 	return nil
+}
+
+// parse walks one key group in the subtask's layout. Every error is a
+// structural one unless it says what is not readable yet.
+func (p *kgParser) parse(r *wire.Buf) error {
+	var err error
+	switch p.sk.layout {
+	case LayoutHeap:
+		err = p.heap(r)
+	case LayoutRawTimers:
+		err = p.rawTimers(r)
+	default:
+		err = p.canonical(r)
+	}
+	return corrupt(err)
 }
 
 // prefixLen is the length of the key-group prefix of composite keys.
@@ -515,4 +536,31 @@ func (p *kgParser) heapState(r *wire.Buf, m *StateMeta, idx int) (stop bool, err
 		}
 	}
 	return false, corrupt(r.Err())
+}
+
+// KeyGroupOf returns the key group Flink assigns to key, a value as the
+// key serializer decodes it, when Java's hashCode of the key is defined by
+// its value (see package keyhash).
+func (k *Keyed) KeyGroupOf(key any) (int, bool) {
+	h, ok := keyhash.HashCode(key)
+	if !ok {
+		return 0, false
+	}
+	return keyhash.KeyGroup(h, k.Operator.MaxParallelism), true
+}
+
+// Lookup iterates the entries of state whose key decodes to key. It reads
+// only the key's key group when KeyGroupOf knows it, and every key group
+// otherwise.
+func (k *Keyed) Lookup(ctx context.Context, state int, key any) *EntryIterator {
+	kgs := keygroup.All(k.Operator.MaxParallelism)
+	if kg, ok := k.KeyGroupOf(key); ok {
+		kgs = keygroup.Range{Start: kg, End: kg}
+	}
+	it := k.Entries(ctx, state, kgs)
+	it.keep = func(e *Entry) bool {
+		v, err := k.Key.Decode(e.Key)
+		return err == nil && reflect.DeepEqual(v, key)
+	}
+	return it
 }
