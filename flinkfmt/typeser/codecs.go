@@ -476,3 +476,5 @@ func javaClassOf(v any) string {
 }
 
 func (javaCodec) size() (int, bool) { return 5, false }
+
+func bigFromInt64(v int64) *big.Int { return big.NewInt(v) }

@@ -492,8 +492,9 @@ func restoreAvro(p *parser, class string, version int) (*Type, codec) {
 }
 
 const (
-	base   = "org.apache.flink.api.common.typeutils.base."
-	arrays = base + "array."
+	base         = "org.apache.flink.api.common.typeutils.base."
+	arrays       = base + "array."
+	tableRuntime = "org.apache.flink.table.runtime.typeutils."
 )
 
 var registry map[string]restoreFunc
@@ -546,6 +547,10 @@ func init() {
 		"org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot":                                 restoreKryo,
 		"org.apache.flink.api.java.typeutils.runtime.PojoSerializerSnapshot":                                      restorePojo,
 		"org.apache.flink.api.java.typeutils.runtime.RowSerializer$RowSerializerSnapshot":                         restoreRow,
+		tableRuntime + "RowDataSerializer$RowDataSerializerSnapshot":                                              restoreRowData,
+		tableRuntime + "StringDataSerializer$StringDataSerializerSnapshot":                                        simple(Type{Kind: KindString}, stringDataCodec{}),
+		tableRuntime + "DecimalDataSerializer$DecimalSerializerSnapshot":                                          restoreTableParams(2),
+		tableRuntime + "TimestampDataSerializer$TimestampDataSerializerSnapshot":                                  restoreTableParams(1),
 		"org.apache.flink.api.scala.typeutils.ScalaCaseClassSerializerSnapshot":                                   restoreCaseClass,
 		"org.apache.flink.api.scala.typeutils.Tuple2CaseClassSerializerSnapshot":                                  restoreCaseClass,
 		"org.apache.flink.api.scala.typeutils.ScalaOptionSerializerSnapshot":                                      restoreOption,

@@ -129,7 +129,10 @@ func shortClass(c string) string {
 
 // RecordValue is a decoded tuple, case class, POJO or row.
 type RecordValue struct {
-	Class  string
+	Class string
+	// Kind is a Table API row's RowKind: +I, -U, +U or -D; empty for other
+	// records.
+	Kind   string
 	Fields []FieldValue
 }
 
