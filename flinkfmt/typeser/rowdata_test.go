@@ -82,7 +82,7 @@ func TestRowData(t *testing.T) {
 		t.Errorf("%#v", r)
 	}
 	// A variable part past the end of the row.
-	row = buf(nil).raw(le64(0)...).raw(le64(7)...).raw(le64(64<<32|5)...).raw(le64(1234)...)
+	row = buf(nil).raw(le64(0)...).raw(le64(7)...).raw(le64(64<<32 | 5)...).raw(le64(1234)...)
 	if _, err := s.Decode(buf(nil).i32(len(row)).raw(row...)); err == nil {
 		t.Error("an offset past the row decoded")
 	}
