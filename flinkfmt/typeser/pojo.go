@@ -135,8 +135,3 @@ func (m missingSubclass) read(r *wire.Buf, last bool) any {
 }
 
 func (missingSubclass) size() (int, bool) { return 0, false }
-
-func restoreRow(p *parser, class string, version int) (*Type, codec) {
-	p.unsupported(class, version, "Row serializers are not restored yet")
-	return nil, nil
-}

@@ -87,3 +87,23 @@ func TestRowData(t *testing.T) {
 		t.Error("an offset past the row decoded")
 	}
 }
+
+// A Row of (long, string) outside legacy mode: the mask's first two bits
+// are the RowKind, then one bit per field, most significant first.
+func TestRow(t *testing.T) {
+	// The outer snapshot: version 3 and the legacy flag.
+	snap := versioned("org.apache.flink.api.java.typeutils.runtime.RowSerializer$RowSerializerSnapshot", 3,
+		buf(nil).i32(compositeMagic).i32(3).u8(0).i32(nestedMagic).i32(1).i32(2).raw(longSnap...).raw(stringSnap...))
+	s := restore(t, snap)
+	// +U (2 = bits 0 1), field 1 null: 01 0 1 -> 0101 0000.
+	v := decode(t, s, buf{0x50}.i64(5))
+	want := RecordValue{Class: "org.apache.flink.types.Row", Kind: "+U", Fields: []FieldValue{{"f0", int64(5)}, {"f1", nil}}}
+	if !reflect.DeepEqual(v, want) {
+		t.Errorf("%#v", v)
+	}
+	legacy := restore(t, versioned("org.apache.flink.api.java.typeutils.runtime.RowSerializer$RowSerializerSnapshot", 3,
+		buf(nil).i32(compositeMagic).i32(2).i32(nestedMagic).i32(1).i32(2).raw(longSnap...).raw(stringSnap...)))
+	if v := decode(t, legacy, buf{0x00}.i64(1).ascii("a")).(RecordValue); v.Kind != "" || v.Fields[1].Value != "a" {
+		t.Errorf("legacy %#v", v)
+	}
+}
