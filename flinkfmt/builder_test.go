@@ -1,6 +1,10 @@
 package flinkfmt
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
+)
 
 // bld writes the big-endian forms of Java's DataOutputStream, so that tests
 // can build Flink files from their documented layout.
@@ -74,3 +78,5 @@ func metadata(version int, id OperatorID, name, uid string, h bld) bld {
 	}
 	return b
 }
+
+func wireBuf(b []byte) *wire.Buf { return wire.New(b, 0) }
