@@ -308,7 +308,7 @@ func (p *kgParser) splitList(m *StateMeta, e Entry, val []byte) error {
 			if errors.Is(err, typeser.ErrUnframed) {
 				e.Value = val[start:]
 				*p.out = append(*p.out, e)
-				p.warnf(m, m.Stored, int64(start), int64(len(val)-start), "list elements without a length of their own: the rest of the list is one opaque entry")
+				p.warnf(m, m.Stored, err, int64(start), int64(len(val)-start), "list elements without a length of their own: the rest of the list is one opaque entry")
 				return nil
 			}
 			return err
@@ -327,11 +327,15 @@ func (p *kgParser) splitList(m *StateMeta, e Entry, val []byte) error {
 	return nil
 }
 
-func (p *kgParser) warnf(m *StateMeta, s *typeser.Serializer, off, n int64, format string, args ...any) {
+func (p *kgParser) warnf(m *StateMeta, s *typeser.Serializer, err error, off, n int64, format string, args ...any) {
 	if p.warn != nil {
 		return
 	}
 	p.warn = &Warning{KeyGroup: p.kg, Offset: off, Length: n, State: m.Name, Serializer: s.Class, Message: fmt.Sprintf(format, args...)}
+	var ue *typeser.UnframedError
+	if errors.As(err, &ue) {
+		p.warn.Serializer, p.warn.Class = ue.Serializer, ue.Class
+	}
 }
 
 // splitKey splits the key, namespace and map user key of a canonical
@@ -447,7 +451,7 @@ func (p *kgParser) heapState(r *wire.Buf, m *StateMeta, idx int) (stop bool, err
 		start := r.Pos()
 		if _, err := s.Read(r); err != nil {
 			if errors.Is(err, typeser.ErrUnframed) {
-				p.warnf(m, s, r.Offset()-int64(r.Pos()-start), int64(len(b)-start), "%v: the rest of the key group is opaque", err)
+				p.warnf(m, s, err, r.Offset()-int64(r.Pos()-start), int64(len(b)-start), "%v: the rest of the key group is opaque", err)
 				return nil, true, nil
 			}
 			return nil, false, err

@@ -64,9 +64,11 @@ type Warning struct {
 	Length     int64
 	Compressed bool
 	// State is the state whose value stopped the walk, Serializer the
-	// serializer class that gives no length.
+	// serializer (snapshot) class that gives no length and Class the class
+	// it writes.
 	State      string
 	Serializer string
+	Class      string
 	Message    string
 }
 

@@ -247,5 +247,10 @@ func partial(err error) error {
 }
 
 func opaqueWarning(file, state string, s *typeser.Serializer, start, end int, err error) Warning {
-	return Warning{KeyGroup: -1, File: file, Offset: int64(start), Length: int64(end - start), State: state, Serializer: s.Class, Message: err.Error()}
+	w := Warning{KeyGroup: -1, File: file, Offset: int64(start), Length: int64(end - start), State: state, Serializer: s.Class, Message: err.Error()}
+	var ue *typeser.UnframedError
+	if errors.As(err, &ue) {
+		w.Serializer, w.Class = ue.Serializer, ue.Class
+	}
+	return w
 }

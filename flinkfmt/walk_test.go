@@ -69,7 +69,7 @@ func readFixture(t *testing.T, dir string) fixtureResult {
 			continue
 		}
 		for _, w := range warns {
-			res.opaque[w.Serializer] = true
+			res.opaque[shortName(w.Serializer)+" of "+w.Class] = true
 		}
 		for _, s := range states {
 			for _, sub := range s.Subtasks {
@@ -124,7 +124,7 @@ func (res *fixtureResult) walkKeyed(t *testing.T, dir string, k *Keyed) {
 		}
 	}
 	for _, w := range it.Warnings() {
-		res.opaque[w.Serializer] = true
+		res.opaque[shortName(w.Serializer)+" of "+w.Class+", unframed"] = true
 	}
 }
 
@@ -147,7 +147,7 @@ func opaqueClasses(v any, depth int) []string {
 	var out []string
 	switch x := v.(type) {
 	case typeser.OpaqueValue:
-		out = append(out, x.Serializer)
+		out = append(out, shortName(x.Serializer)+" of "+x.Class)
 	case typeser.RecordValue:
 		for _, f := range x.Fields {
 			out = append(out, opaqueClasses(f.Value, depth+1)...)
@@ -242,7 +242,7 @@ func TestEveryFixture(t *testing.T) {
 		case len(res.opaque) > 0:
 			c.opaque++
 			for s := range res.opaque {
-				c.opaqueBy[shortName(s)]++
+				c.opaqueBy[s]++
 			}
 		default:
 			c.complete++

@@ -402,7 +402,7 @@ type opaqueCodec struct{ class, serializer string }
 
 func (c opaqueCodec) read(r *wire.Buf, last bool) any {
 	if !last {
-		r.Fail(fmt.Sprintf("%s value of %s", shortClass(c.serializer), c.class), ErrUnframed)
+		r.Fail("value", &UnframedError{Class: c.class, Serializer: c.serializer})
 		return nil
 	}
 	b := r.Raw(r.Len(), "opaque value")

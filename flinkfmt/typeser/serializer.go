@@ -25,6 +25,18 @@ var (
 	ErrUnframed = errors.New("typeser: value has no length of its own")
 )
 
+// UnframedError names the serializer whose values have no length of their
+// own, and the class it writes. It wraps ErrUnframed.
+type UnframedError struct {
+	Class, Serializer string
+}
+
+func (e *UnframedError) Error() string {
+	return fmt.Sprintf("%s value of %s has no length of its own", shortClass(e.Serializer), e.Class)
+}
+
+func (e *UnframedError) Unwrap() error { return ErrUnframed }
+
 // Serializer decodes the values of one Flink type serializer, restored from
 // its snapshot.
 type Serializer struct {
