@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -265,6 +266,14 @@ func TestEveryFixture(t *testing.T) {
 		sum[3] += c.refused
 	}
 	fmt.Fprintf(&sb, "total\t\t\t%d\t%d\t%d\t%d\n", sum[0], sum[1], sum[2], sum[3])
+	// FORMAT-NOTES.md repeats the totals; keep it true.
+	notes, err := os.ReadFile("FORMAT-NOTES.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("| **total** | | | **%d** | **%d** | **%d** | **%d** |", sum[0], sum[1], sum[2], sum[3]); !strings.Contains(string(notes), want) {
+		t.Errorf("FORMAT-NOTES.md does not have the totals %q", want)
+	}
 	t.Log(sb.String())
 	t.Logf("%d fixtures, %d keyed entries, %d distinct keys checked against their key group", len(rows), entries, keys)
 	if keys == 0 {
