@@ -31,6 +31,9 @@ type OperatorState struct {
 type OperatorSubtask struct {
 	Index    int
 	Elements [][]byte
+	// Splits holds, for a source reader's SourceReaderState, the decoded
+	// splits, one per element.
+	Splits []SourceSplit
 }
 
 // BroadcastEntry is one serialized entry of a broadcast state.
@@ -232,6 +235,19 @@ func readOperatorState(b []byte, compressed bool, file string, subtask int, s Op
 			continue
 		}
 		sub.Elements = append(sub.Elements, seg[:r.Pos()])
+	}
+	if s.Name == SourceReaderState && os.Element.Type.Kind == typeser.KindBytes {
+		for _, e := range sub.Elements {
+			v, err := os.Element.Decode(e)
+			if err != nil {
+				return nil, corrupt(fmt.Errorf("source split: %w", err))
+			}
+			split, err := DecodeSourceSplit(v.([]byte))
+			if err != nil {
+				return nil, err
+			}
+			sub.Splits = append(sub.Splits, split)
+		}
 	}
 	os.Subtasks = append(os.Subtasks, sub)
 	return warns, nil
