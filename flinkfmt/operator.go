@@ -46,8 +46,9 @@ type BroadcastEntry struct {
 // 4 for 1.6 (these with Java-serialized serializers), 5 up to Flink 1.17,
 // 6 from 1.18.
 const (
-	minOperatorProxyVersion = 5
-	maxOperatorProxyVersion = 6
+	oldestOperatorProxyVersion = 2
+	minOperatorProxyVersion    = 5
+	maxOperatorProxyVersion    = 6
 )
 
 // OperatorStates reads the managed operator and broadcast state of every
@@ -108,7 +109,7 @@ func parseOperatorHeader(r *wire.Buf) (map[string]*StateMeta, bool, error) {
 	if v < 1 || v > maxOperatorProxyVersion {
 		return nil, false, corruptf("operator state header version %d", v)
 	}
-	if v < minOperatorProxyVersion-3 {
+	if v < oldestOperatorProxyVersion {
 		return nil, false, unsupportedf("operator state header version %d (Flink 1.2)", v)
 	}
 	compressed := false
@@ -125,7 +126,7 @@ func parseOperatorHeader(r *wire.Buf) (map[string]*StateMeta, bool, error) {
 			var m *StateMeta
 			var err error
 			switch {
-			case v >= 5:
+			case v >= minOperatorProxyVersion:
 				m, err = parseStateMeta(r, false)
 			case v == 4:
 				m, err = parseStateMetaV5(r)

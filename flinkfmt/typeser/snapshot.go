@@ -96,9 +96,6 @@ func (p *parser) versioned() *Serializer {
 	}
 	f, ok := registry[class]
 	if !ok {
-		f, ok = byPrefix(class)
-	}
-	if !ok {
 		p.unsupported(class, version, "unknown snapshot class")
 		return nil
 	}
@@ -115,15 +112,6 @@ func (p *parser) versioned() *Serializer {
 	s := newSerializer(class, version, t, c)
 	s.Args = args
 	return s
-}
-
-func byPrefix(class string) (restoreFunc, bool) {
-	for _, s := range suffixes {
-		if strings.HasSuffix(class, s.suffix) {
-			return s.f, true
-		}
-	}
-	return nil, false
 }
 
 // simple restores a SimpleTypeSerializerSnapshot: version 3 has no body,
@@ -562,12 +550,6 @@ func init() {
 		"org.apache.flink.test.migration.TypeSerializerSnapshotMigrationITCase$TestSerializerSnapshot":            restoreMigrationTestSerializer,
 	}
 }
-
-// suffixes restore snapshot classes found by the end of their name.
-var suffixes = []struct {
-	suffix string
-	f      restoreFunc
-}{}
 
 func primArray(k Kind) restoreFunc {
 	return simple(Type{Kind: KindArray, Elem: &Type{Kind: k}}, primArrayCodec{elem: primCodec{k}})

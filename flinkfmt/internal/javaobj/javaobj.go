@@ -1,7 +1,6 @@
 package javaobj
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -545,17 +544,4 @@ func (p *Parser) object() (*Object, error) {
 		o.Data = append(o.Data, cd)
 	}
 	return o, nil
-}
-
-// BlockInts reads big-endian int32s from the start of block data, as a
-// writeObject method's writeInt calls leave them.
-func BlockInts(b BlockData, n int) ([]int32, bool) {
-	if len(b) < 4*n {
-		return nil, false
-	}
-	out := make([]int32, n)
-	for i := range out {
-		out[i] = int32(binary.BigEndian.Uint32(b[4*i:]))
-	}
-	return out, true
 }
