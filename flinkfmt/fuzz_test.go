@@ -60,6 +60,12 @@ func seedKeyedStreams(f *testing.F) {
 					f.Add(h.Stream.Data, uint16(op.MaxParallelism), uint16(h.KeyGroups.Start))
 					n++
 				}
+				if h := st.ManagedOperator; h != nil && h.Stream != nil && h.Stream.Kind == StreamInline && len(h.Stream.Data) <= maxSeedSize {
+					f.Add(h.Stream.Data, uint16(op.MaxParallelism), uint16(0))
+				}
+				if h := st.RawKeyed; h != nil && h.Stream != nil && h.Stream.Kind == StreamInline && len(h.Stream.Data) <= maxSeedSize {
+					f.Add(h.Stream.Data, uint16(op.MaxParallelism), uint16(h.KeyGroups.Start))
+				}
 			}
 		}
 	}
@@ -68,11 +74,25 @@ func seedKeyedStreams(f *testing.F) {
 	}
 }
 
-// FuzzKeyedStream parses a keyed-stream header and then the bytes after it
-// as one key group, in both layouts, decoding every entry it yields.
+// FuzzKeyedStream parses state streams: as an operator-state stream with
+// its elements, as legacy raw keyed timers, and as a keyed-stream header
+// followed by one key group, in both layouts, decoding every entry it
+// yields.
 func FuzzKeyedStream(f *testing.F) {
 	seedKeyedStreams(f)
 	f.Fuzz(func(t *testing.T, b []byte, maxP, kg uint16) {
+		if metas, compressed, err := parseOperatorHeader(wire.New(b, 0)); err == nil {
+			for _, m := range metas {
+				os := &OperatorState{Name: m.Name, Element: m.Serializers[valueSerializerKey], Key: m.Serializers[keySerializerKey], Value: m.Serializers[valueSerializerKey]}
+				offs := []int64{int64(kg) % int64(len(b)+1)}
+				mode := SplitDistribute
+				if m.Backend == BroadcastMap {
+					mode = Broadcast
+				}
+				_, _ = readOperatorState(b, compressed, "fuzz", 0, OperatorStateOffsets{Name: m.Name, Mode: mode, Offsets: offs}, os, offs, 1<<20)
+			}
+		}
+		_, _ = parseRawTimers(wire.New(b, 0))
 		r := wire.New(b, 0)
 		h, err := ParseKeyedHeader(r)
 		if err != nil || len(h.States) == 0 {
