@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
 	"github.com/stateproc/stateproc/flinkfmt/keyhash"
@@ -19,7 +20,8 @@ type EntryIterator struct {
 	k        *Keyed
 	state    int // -1 for every state
 	kgs      keygroup.Range
-	sub, idx int
+	steps    []step
+	next     int
 	buf      []Entry
 	pos      int
 	err      error
@@ -67,35 +69,53 @@ func (it *EntryIterator) Close() error { it.closed = true; return nil }
 // Warnings lists the parts skipped so far.
 func (it *EntryIterator) Warnings() []Warning { return it.warnings }
 
+// step is one key group of one subtask's handle to read; idx is -1 for a
+// handle whose layout cannot be read.
+type step struct{ kg, sub, idx int }
+
+// plan lists the key groups to read in ascending order; a subtask's
+// managed state comes before its raw keyed timers of the same key group.
+func (it *EntryIterator) plan() []step {
+	var steps []step
+	for j, sk := range it.k.subtasks {
+		h := sk.handle
+		switch {
+		case sk.layout == LayoutRocksDBNative || sk.layout == LayoutChangelog:
+			if r := it.kgs.Intersect(h.KeyGroups); r.Len() > 0 {
+				steps = append(steps, step{kg: r.Start, sub: j, idx: -1})
+			}
+		case sk.header != nil || sk.layout == LayoutRawTimers:
+			for i := range h.Offsets {
+				if kg := h.KeyGroups.Start + i; it.kgs.Contains(kg) {
+					steps = append(steps, step{kg: kg, sub: j, idx: i})
+				}
+			}
+		}
+	}
+	sort.SliceStable(steps, func(a, b int) bool { return steps[a].kg < steps[b].kg })
+	return steps
+}
+
 // loadNext reads the next key group with entries into buf.
 func (it *EntryIterator) loadNext() bool {
-	for it.sub < len(it.k.subtasks) {
-		sk := it.k.subtasks[it.sub]
-		h := sk.handle
-		if sk.layout == LayoutRocksDBNative || sk.layout == LayoutChangelog {
-			if it.kgs.Intersect(h.KeyGroups).Len() == 0 {
-				it.sub, it.idx = it.sub+1, 0
-				continue
-			}
-			it.err = at(sk.file, it.k.Operator.ID.String(), h.KeyGroups.Start, -1, unsupportedf("%s layout (%s, %d bytes): not readable yet", sk.layout, h.Kind, h.Size()))
+	if it.steps == nil {
+		it.steps = it.plan()
+	}
+	for it.next < len(it.steps) {
+		st := it.steps[it.next]
+		it.next++
+		sk := it.k.subtasks[st.sub]
+		if st.idx < 0 {
+			h := sk.handle
+			it.err = at(sk.file, it.k.Operator.ID.String(), st.kg, -1, unsupportedf("%s layout (%s, %d bytes): not readable yet", sk.layout, h.Kind, h.Size()))
 			return false
-		}
-		if it.idx >= len(h.Offsets) || sk.header == nil && sk.layout != LayoutRawTimers {
-			it.sub, it.idx = it.sub+1, 0
-			continue
-		}
-		i := it.idx
-		it.idx++
-		kg := h.KeyGroups.Start + i
-		if !it.kgs.Contains(kg) {
-			continue
 		}
 		if err := it.ctx.Err(); err != nil {
 			it.err = err
 			return false
 		}
 		it.buf, it.pos = it.buf[:0], -1
-		if err := it.k.readEntries(it.ctx, sk, i, kg, it.state, &it.buf, &it.warnings); err != nil {
+		if err := it.k.readEntries(it.ctx, sk, st.idx, st.kg, it.state, &it.buf, &it.warnings); err != nil {
 			it.err = err
 			return false
 		}

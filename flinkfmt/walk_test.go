@@ -90,9 +90,14 @@ func readFixture(t *testing.T, dir string) fixtureResult {
 func (res *fixtureResult) walkKeyed(t *testing.T, dir string, k *Keyed) {
 	it := k.Entries(context.Background(), -1, keygroup.All(k.Operator.MaxParallelism))
 	seen := map[string]bool{}
+	lastKG := -1
 	for it.Next() {
 		e := it.Entry()
 		res.entries++
+		if e.KeyGroup < lastKG {
+			t.Errorf("%s: key group %d after %d", dir, e.KeyGroup, lastKG)
+		}
+		lastKG = e.KeyGroup
 		m := k.States[e.State]
 		key := res.decode(t, dir, m.Name+" key", k.Key, e.Key)
 		if h, ok := keyhash.HashCode(key); ok {
@@ -200,8 +205,9 @@ func refusal(err error) string {
 // TestEveryFixture reads every Flink savepoint and checkpoint of
 // ../shared/flink-savepoints and tabulates the outcome by metadata version,
 // backend and layout. No fixture may panic, give a structural error or a
-// value that does not decode; keys whose Java hashCode is defined by value
-// must hash to the key group they were read from.
+// value that does not decode; entries come in ascending key groups, and
+// keys whose Java hashCode is defined by value must hash to the key group
+// they were read from.
 func TestEveryFixture(t *testing.T) {
 	root, rows := inventory(t)
 	type cell struct {
