@@ -182,4 +182,10 @@ func TestAbsolutePaths(t *testing.T) {
 	if _, err := read(file("/x/../../a1b2"), Options{PathMap: map[string]string{"/x": ".."}}); err == nil {
 		t.Error("a path map target leaving the savepoint was followed")
 	}
+	// A map entry applies to whole directory names only: /old/placement is
+	// not under /old/place, so its file is looked up by base name.
+	write(filepath.Join(dir, "e5"), stream)
+	if got, err := read(file("/old/placement/e5"), Options{PathMap: map[string]string{"/old/place": other}}); err != nil || len(got) != 2 {
+		t.Errorf("a path map entry matched part of a directory name: %v, %v", got, err)
+	}
 }

@@ -120,13 +120,13 @@ func (r *Reader) resolve(s *StreamHandle) (storage.Dir, string, error) {
 	}
 	best := ""
 	for old := range r.opts.PathMap {
-		if (strings.HasPrefix(s.Name, old) || strings.HasPrefix(p, old)) && len(old) > len(best) {
+		if (hasPathPrefix(s.Name, old) || hasPathPrefix(p, old)) && len(old) > len(best) {
 			best = old
 		}
 	}
 	if best != "" {
 		rest := strings.TrimPrefix(strings.TrimPrefix(s.Name, best), "/")
-		if !strings.HasPrefix(s.Name, best) {
+		if !hasPathPrefix(s.Name, best) {
 			rest = strings.TrimPrefix(strings.TrimPrefix(p, best), "/")
 		}
 		target := path.Join(r.opts.PathMap[best], rest)
@@ -147,6 +147,14 @@ func (r *Reader) resolve(s *StreamHandle) (storage.Dir, string, error) {
 		return nil, "", corruptf("file handle %q has no file name", s.Name)
 	}
 	return r.dir, base, nil
+}
+
+// hasPathPrefix reports whether prefix names path or a directory above it.
+func hasPathPrefix(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || strings.HasSuffix(prefix, "/") || path[len(prefix)] == '/'
 }
 
 // streamBytes reads length bytes at off of a stream handle; length < 0
