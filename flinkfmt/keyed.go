@@ -88,8 +88,11 @@ type Keyed struct {
 	Layouts map[Layout]int
 	// Compressed reports that some subtask's state is Snappy-compressed.
 	Compressed bool
-	subtasks   []*subtaskKeyed
-	r          *Reader
+	// Notes are parts that were not read and why: raw keyed state that is
+	// not timers.
+	Notes    []string
+	subtasks []*subtaskKeyed
+	r        *Reader
 }
 
 type subtaskKeyed struct {
@@ -163,14 +166,25 @@ func (r *Reader) Keyed(ctx context.Context, op *Operator) (*Keyed, error) {
 		}
 		sk := &subtaskKeyed{index: st.Index, handle: h, layout: LayoutRawTimers}
 		if err := r.addRawTimers(ctx, k, sk, byName); err != nil {
-			return nil, at(sk.file, op.ID.String(), h.KeyGroups.Start, -1, fmt.Errorf("raw keyed state: %w", err))
+			var versioned bool
+			if len(h.Offsets) > 0 && h.Stream != nil {
+				head, _, herr := r.streamBytes(ctx, h.Stream, h.Offsets[0], min(4, r.spanEnd(h, h.Offsets[0], sk)-h.Offsets[0]))
+				versioned = herr == nil && bytes.Equal(head, timerServiceMagic)
+			}
+			if versioned {
+				return nil, at(sk.file, op.ID.String(), h.KeyGroups.Start, -1, fmt.Errorf("raw keyed state: %w", err))
+			}
+			// Without the timer services' marker the bytes may be an
+			// operator's own raw keyed state, which only its code reads.
+			k.Notes = append(k.Notes, fmt.Sprintf("subtask %d: raw keyed state of %d bytes that is not timers (%v): not read", st.Index, h.Size(), err))
+			continue
 		}
 		if len(sk.ids) > 0 {
 			k.Layouts[LayoutRawTimers]++
 			k.subtasks = append(k.subtasks, sk)
 		}
 	}
-	if len(k.subtasks) == 0 {
+	if len(k.subtasks) == 0 && len(k.Notes) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNotKeyed, op.ID)
 	}
 	sort.Slice(k.subtasks, func(i, j int) bool {

@@ -145,3 +145,25 @@ func TestAmbiguousCompositeKey(t *testing.T) {
 		}
 	}
 }
+
+// Raw keyed state without the timer services' marker that does not parse
+// as Flink 1.3's timers is an operator's own: it is noted, not an error.
+func TestRawKeyedStateOfAnOperator(t *testing.T) {
+	const maxP = 128
+	raw := bld(nil).i32(3).raw([]byte("user bytes")...)
+	handle := bld(nil).u8(byte(KeyedKeyGroups)).i32(0).i32(1).i64(0).u8(byte(StreamInline)).utf("raw").i32(len(raw)).raw(raw...)
+	meta := bld(nil).i32(Magic).i32(3).i64(1).i32(0).i32(1).raw(make([]byte, 16)...).i32(1).i32(maxP).u8(0).i32(1).
+		i32(0).i32(0).i32(0).u8(0).raw(handle...).i32(0).i32(0)
+	m, err := ParseMetadata(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reader{meta: m, opts: Options{MaxKeyGroupBytes: 1 << 20}}
+	k, err := r.Keyed(context.Background(), m.Operators[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Notes) != 1 || len(k.States) != 0 {
+		t.Errorf("notes %q, %d states", k.Notes, len(k.States))
+	}
+}
