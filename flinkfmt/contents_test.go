@@ -559,3 +559,134 @@ func TestUnifiedSinkMigrationContents(t *testing.T) {
 		t.Logf("the sequence source had reached %d", splits[0].NumberSequence.From)
 	}
 }
+
+// StatefulStreamingJob of flink-end-to-end-tests/flink-state-evolution-test
+// (fixtures savepoints/1.6 and 1.7): every record is keyed to 0, and the
+// map with uid "my-map" keeps an Avro Address {555, "555 W 42nd St", "New
+// York", "NY", "10036"} in "test-state", Tuple2("19", 19) in
+// "tuple-state" and Left("255") in "either-state"; an address that has the
+// field appno must have the job's expected default "123".
+func TestStateEvolutionContents(t *testing.T) {
+	root, _ := inventory(t)
+	for _, v := range []string{"1.6", "1.7"} {
+		r, err := Open(context.Background(), storage.LocalDir(filepath.Join(root, "flink-end-to-end-tests/flink-state-evolution-test/savepoints", v)), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := r.Operator("my-map")
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		k, err := r.Keyed(context.Background(), op)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		got := map[string]string{}
+		for _, name := range []string{"test-state", "tuple-state", "either-state"} {
+			es := stateEntries(t, k, name)
+			if len(es) != 1 || es[0].key != int32(0) {
+				t.Fatalf("%s: %s: %d entries %v", v, name, len(es), es)
+			}
+			if addr, ok := es[0].value.(map[string]any); ok {
+				// The 1.6 savepoint's schema already has the field the job
+				// evolves to, appno, with its default "123".
+				if appno, ok := addr["appno"]; ok && appno != "123" {
+					t.Errorf("%s: appno %v", v, appno)
+				}
+				delete(addr, "appno")
+			}
+			got[name] = fmt.Sprint(es[0].value)
+		}
+		want := map[string]string{
+			"test-state":   "map[city:New York num:555 state:NY street:555 W 42nd St zip:10036]",
+			"tuple-state":  "{org.apache.flink.api.java.tuple.Tuple2  [{f0 19} {f1 19}]}",
+			"either-state": "{true 255}",
+		}
+		for name, w := range want {
+			if got[name] != w {
+				t.Errorf("%s: %s = %s, want %s", v, name, got[name], w)
+			}
+		}
+	}
+}
+
+// TimersSavepointITCase (fixture legacy-raw-state-heap-timers-rocks-db-1.12):
+// the key 0 registers an event-time timer at 2 in RocksDB's timer state;
+// the source keeps its emittedCount, 1, in list state.
+func TestTimersSavepointContents(t *testing.T) {
+	root, _ := inventory(t)
+	r, err := Open(context.Background(), storage.LocalDir(filepath.Join(root, "flink-tests/src/test/resources/legacy-raw-state-heap-timers-rocks-db-1.12")), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timers []decoded
+	var counts []any
+	for _, op := range r.Metadata().Operators {
+		if k, err := r.Keyed(context.Background(), op); err == nil {
+			timers = append(timers, stateEntries(t, k, "_timer_state/event_user-timers")...)
+			if es := stateEntries(t, k, "_timer_state/processing_user-timers"); len(es) != 0 {
+				t.Errorf("processing timers %v", es)
+			}
+		}
+	}
+	for _, m := range listStates(t, r) {
+		for _, sub := range m["emittedCount"] {
+			counts = append(counts, sub...)
+		}
+	}
+	if len(timers) != 1 || timers[0].key != int32(0) || timers[0].ts != 2 || timers[0].ns != (typeser.VoidNamespace{}) {
+		t.Errorf("event timers %+v", timers)
+	}
+	if fmt.Sprint(counts) != fmt.Sprint([]any{int32(1)}) {
+		t.Errorf("emittedCount %v", counts)
+	}
+}
+
+// LegacyStatefulJobSavepointMigrationITCase (fixtures
+// stateful-udf-migration-itcase-flink1.4-*): the earlier form of the job of
+// TestStatefulJobSnapshotMigrationContents, with one TimelyStatefulOperator
+// whose timer service "timer" holds, per key, an event timer at
+// currentWatermark()+10 (no watermark yet: Long.MIN_VALUE+10) and a
+// processing-time timer, in the key's namespace.
+func TestLegacyStatefulJobContents(t *testing.T) {
+	readers, skipped := readable(t, "stateful-udf-migration-itcase-")
+	for name, r := range readers {
+		valueStates, timers := 0, 0
+		for _, op := range r.Metadata().Operators {
+			k, err := r.Keyed(context.Background(), op)
+			if err != nil {
+				continue
+			}
+			if es := stateEntries(t, k, "state-name"); es != nil {
+				valueStates++
+				if keys := distinctKeys(t, es); keys != "0,1,2,3" {
+					t.Errorf("%s: state-name keys %s", name, keys)
+				}
+				for _, d := range es {
+					if d.value != tuple1(t, d.key) {
+						t.Errorf("%s: state-name of %v is %v", name, d.key, d.value)
+					}
+				}
+			}
+			for _, svc := range rawTimerNames("timer") {
+				es := stateEntries(t, k, svc)
+				if es == nil {
+					continue
+				}
+				timers++
+				if len(es) != 4 || distinctKeys(t, es) != "0,1,2,3" {
+					t.Errorf("%s: %s: %d timers", name, svc, len(es))
+				}
+				for _, d := range es {
+					if d.ns != tuple1(t, d.key) || strings.Contains(svc, "event") && d.ts != math.MinInt64+10 {
+						t.Errorf("%s: %s timer %+v", name, svc, d)
+					}
+				}
+			}
+		}
+		if valueStates < 3 || timers != 2 {
+			t.Errorf("%s: %d operators with state-name, %d timer services", name, valueStates, timers)
+		}
+	}
+	t.Logf("%d fixtures checked, %d skipped", len(readers), skipped)
+}
