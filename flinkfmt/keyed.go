@@ -104,6 +104,9 @@ type subtaskKeyed struct {
 	ids []int
 	// file names the stream for errors.
 	file string
+	// sorted and streamLen serve spanEnd.
+	sorted    []int64
+	streamLen int64
 }
 
 // HandleLayout is the layout a keyed handle's tag records, or "" for the
@@ -309,22 +312,26 @@ func (r *Reader) sniffLayout(ctx context.Context, sk *subtaskKeyed, op *Operator
 }
 
 // spanEnd is where the key group at off ends: the next larger offset of
-// the handle, or the end of the stream.
+// the handle, or the end of the stream. The sorted offsets and the stream's
+// length are found once per handle, so that walking every key group of a
+// handle costs n log n, not n².
 func (r *Reader) spanEnd(h *KeyedHandle, off int64, sk *subtaskKeyed) int64 {
-	end := int64(-1)
-	for _, o := range h.Offsets {
-		if o > off && (end < 0 || o < end) {
-			end = o
+	if sk.sorted == nil {
+		sk.sorted = append([]int64(nil), h.Offsets...)
+		sort.Slice(sk.sorted, func(i, j int) bool { return sk.sorted[i] < sk.sorted[j] })
+		sk.streamLen = -1
+	}
+	if i := sort.Search(len(sk.sorted), func(i int) bool { return sk.sorted[i] > off }); i < len(sk.sorted) {
+		return sk.sorted[i]
+	}
+	if sk.streamLen < 0 {
+		n, _, err := r.streamSize(context.Background(), h.Stream)
+		if err != nil {
+			return off
 		}
+		sk.streamLen = n
 	}
-	if end >= 0 {
-		return end
-	}
-	n, _, err := r.streamSize(context.Background(), h.Stream)
-	if err != nil {
-		return off
-	}
-	return n
+	return sk.streamLen
 }
 
 // keyGroupData is one key group's bytes, decompressed.
