@@ -4,8 +4,9 @@
 //
 // It sits under flinkfmt, the reader of Flink's savepoint layouts: flinkfmt
 // parses the keyed-stream and operator-state headers, hands each serializer
-// snapshot to ReadSnapshot, and decodes keys, namespaces and values with the
-// Serializer it gets back.
+// snapshot to ReadProxied or ReadVersioned (ReadLegacySerializers for the
+// Java-serialized serializers of Flink 1.3 to 1.6), and decodes keys,
+// namespaces and values with the Serializer it gets back.
 //
 // # Go values
 //
@@ -14,25 +15,26 @@
 //	Float, Double                    float32, float64
 //	Char                             string of the one UTF-16 unit
 //	String (StringValue encoding)    string, or nil for null
-//	byte[]                           []byte; other primitive arrays as []int32, []int64, ...
+//	byte[]                           []byte; other primitive arrays as []any of their elements
 //	BigInteger, BigDecimal           *big.Int, string (the decimal's plain form)
 //	Date, Timestamp, Instant         time.Time, or nil for null
 //	Enum, Scala Enumeration          the symbol as a string
-//	Tuple, case class, POJO, Row     Record: the class and its fields in order
+//	Tuple, case class, POJO          RecordValue: the class and its fields in order
+//	Row, RowData                     RecordValue with the RowKind in Kind
 //	List, ArrayList, Traversable     []any
 //	Map                              []MapEntry in stored order
 //	Nullable, Scala Option           nil, or the element's value
-//	Either, Scala Either             Either
-//	Try                              Either (Left is the failure)
+//	Either, Scala Either             EitherValue
+//	Try                              EitherValue (Left is the failure)
 //	TTL                              TTLValue
 //	Timer                            TimerValue
 //	VoidNamespace                    VoidNamespace
 //	TimeWindow, GlobalWindow         TimeWindow, GlobalWindow
 //	Avro                             hamba's generic values, decoded by package serializers
-//	Java serialization               strings and boxed primitives as above, others Opaque
+//	Java serialization               strings and boxed primitives as above, others OpaqueValue
 //	Kryo                             Kryo's default registrations (boxed primitives,
-//	                                 String) as above; other classes Opaque: the class
-//	                                 name and the bytes
+//	                                 String) as above; other classes OpaqueValue: the
+//	                                 class name and the bytes
 //
 // # Framing
 //
