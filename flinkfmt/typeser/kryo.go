@@ -1,23 +1,30 @@
 package typeser
 
 import (
+	"bytes"
 	"math"
 
+	"github.com/stateproc/stateproc/flinkfmt/internal/javaobj"
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
 )
 
 // Flink's KryoSerializer writes every value with Kryo's
 // writeClassAndObject: the class's registration id plus 2 as a varint (0
-// for null, 1 for a class written by name), then the object. Kryo (2.24,
-// which Flink ships) registers the primitives, their boxes and String
-// first, with ids 0 to 9, whatever else the job registers; their encodings
-// are Kryo's own, so values of those classes decode without the job. Any
-// other class is opaque.
+// for null, 1 for a class written by name: a name id and, the first time,
+// the name), then, as references are on, 1 for a new object unless the
+// class is a primitive box, then the object. Kryo (2.24, which Flink ships)
+// registers the primitives, their boxes and String first, with ids 0 to 9,
+// whatever else the job registers; their encodings are Kryo's own, so
+// values of those classes decode without the job. Flink serializes
+// Throwables with Java serialization inside Kryo, so a class written by
+// name whose object is a Java object stream is walked to its end and kept
+// opaque with its class. Any other class is opaque.
 type kryoCodec struct{ class, serializer string }
 
 // Kryo's default registrations, by the id written (registration id + 2).
 const (
 	kryoNull    = 0
+	kryoByName  = 1
 	kryoInt     = 2
 	kryoString  = 3
 	kryoFloat   = 4
@@ -39,6 +46,12 @@ func (c kryoCodec) read(r *wire.Buf, last bool) any {
 		switch id {
 		case kryoNull:
 			return nil
+		case kryoByName:
+			if v, ok := c.javaInKryo(r); ok {
+				return v
+			}
+			r.Seek(start)
+			return opaqueCodec{class: c.class, serializer: c.serializer}.read(r, last)
 		case kryoInt:
 			if v, ok := kryoVarint(r, 5); ok {
 				return int32(zigzag(v))
@@ -48,6 +61,12 @@ func (c kryoCodec) read(r *wire.Buf, last bool) any {
 				return zigzag(v)
 			}
 		case kryoString:
+			if ref, ok := kryoVarint(r, 5); !ok || ref != kryoNotNull {
+				if r.Err() == nil {
+					r.Failf(wire.ErrMalformed, "Kryo string with reference marker %d", ref)
+				}
+				return nil
+			}
 			if s, ok := readKryoString(r); ok {
 				return s
 			}
@@ -158,4 +177,32 @@ func readKryoString(r *wire.Buf) (any, bool) {
 		return nil, false
 	}
 	return wire.UTF16String(units), true
+}
+
+// kryoNotNull is Kryo's reference marker for an object not seen before.
+const kryoNotNull = 1
+
+var javaStreamMagic = []byte{0xAC, 0xED, 0x00, 0x05}
+
+// javaInKryo reads a class written by name whose object is a Java object
+// stream (Flink's Kryo serializes Throwables so), or reports false.
+func (c kryoCodec) javaInKryo(r *wire.Buf) (any, bool) {
+	start := r.Pos()
+	if _, ok := kryoVarint(r, 5); !ok {
+		return nil, false
+	}
+	name, ok := readKryoString(r)
+	cls, isString := name.(string)
+	if !ok || !isString {
+		return nil, false
+	}
+	if ref, ok := kryoVarint(r, 5); !ok || ref != kryoNotNull || !bytes.HasPrefix(r.Rest(), javaStreamMagic) {
+		return nil, false
+	}
+	_, n, err := javaobj.Parse(r.Rest(), javaobj.Limits{})
+	if err != nil || r.Err() != nil {
+		return nil, false
+	}
+	r.Raw(n, "Java-serialized object in Kryo")
+	return OpaqueValue{Class: cls, Serializer: c.serializer, Bytes: append([]byte(nil), r.Bytes()[start-1:r.Pos()]...)}, true
 }

@@ -160,9 +160,9 @@ func TestKryoDefaultRegistrations(t *testing.T) {
 		{buf{kryoLong, 6}, int64(3)},
 		{buf{kryoLong, 1}, int64(-1)},
 		{buf{kryoInt, 0xAC, 0x02}, int32(150)},
-		{buf{kryoString, 'a', 'b' | 0x80}, "ab"},
-		{buf{kryoString, 0x81}, ""},
-		{buf{kryoString, 0x83, 'h', 0xC3, 0xA9}, "h\u00e9"},
+		{buf{kryoString, kryoNotNull, 'a', 'b' | 0x80}, "ab"},
+		{buf{kryoString, kryoNotNull, 0x81}, ""},
+		{buf{kryoString, kryoNotNull, 0x83, 'h', 0xC3, 0xA9}, "h\u00e9"},
 		{buf{kryoBoolean, 1}, true},
 	} {
 		if got := decode(t, s, c.in); got != c.want {
