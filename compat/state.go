@@ -51,8 +51,11 @@ func CheckState(saved, declared *savepoint.KeyedState) serializers.Compatibility
 // must not be incompatible.
 func Converter(saved, declared *savepoint.KeyedState, now int64) (serializers.Migrate, error) {
 	from, to := saved.StoredValue(), declared.StoredValue()
-	if serializers.Check(from, to).Verdict == serializers.CompatibleAsIs {
+	switch c := serializers.Check(from, to); c.Verdict {
+	case serializers.CompatibleAsIs:
 		return nil, nil
+	case serializers.Incompatible:
+		return nil, fmt.Errorf("%w: %s", ErrIncompatible, c.Reason)
 	}
 	return serializers.Migrator(from, to, serializers.MigrateOptions{Now: now})
 }

@@ -32,7 +32,7 @@ func ParseSchema(schema string) (avro.Schema, string, error) {
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, []byte(schema)); err != nil {
-		return nil, "", fmt.Errorf("schema is not JSON: %w", err)
+		return nil, "", fmt.Errorf("schema does not parse: not JSON: %w", err)
 	}
 	compact := buf.String()
 	parsed, err := avro.ParseWithCache(compact, "", &avro.SchemaCache{})

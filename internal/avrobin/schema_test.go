@@ -34,7 +34,7 @@ func TestParseSchemaDepth(t *testing.T) {
 		{"JSON past its bound", strings.Repeat("[", 20000) + strings.Repeat("]", 20000), "schema's JSON nests deeper than 4000 levels"},
 		{"brackets in strings do not count", `{"type":"record","name":"R","doc":"` + strings.Repeat("[{", 5000) + `","fields":[]}`, ""},
 		{"a recursive record is bounded by its data", `{"type":"record","name":"Node","fields":[{"name":"next","type":["null","Node"]}]}`, ""},
-		{"not JSON", `{"type":`, "schema is not JSON: unexpected end of JSON input"},
+		{"not JSON", `{"type":`, "schema does not parse: not JSON: unexpected end of JSON input"},
 		{"no prefix from hamba", `{"type":"nothing"}`, "schema does not parse: unknown type: nothing"},
 		{"fixed at its bound", `{"type":"fixed","name":"F","size":1048576}`, ""},
 		{"fixed past its bound", `{"type":"fixed","name":"F","size":1099511627776}`, "fixed F has size 1099511627776, more than the 1048576 bytes a fixed may have"},
@@ -87,17 +87,17 @@ func TestSchemaWalksAreLinear(t *testing.T) {
 
 func TestMinSize(t *testing.T) {
 	for schema, want := range map[string]int{
-		`"null"`:    0,
-		`"boolean"`: 1,
-		`"float"`:   4,
-		`"double"`:  8,
-		`"string"`:  1,
-		`{"type":"fixed","name":"F","size":16}`:                                                                  16,
-		`{"type":"record","name":"R","fields":[{"name":"a","type":"null"},{"name":"b","type":"null"}]}`:          0,
+		`"null"`:                                0,
+		`"boolean"`:                             1,
+		`"float"`:                               4,
+		`"double"`:                              8,
+		`"string"`:                              1,
+		`{"type":"fixed","name":"F","size":16}`: 16,
+		`{"type":"record","name":"R","fields":[{"name":"a","type":"null"},{"name":"b","type":"null"}]}`:         0,
 		`{"type":"record","name":"R","fields":[{"name":"a","type":"double"},{"name":"b","type":["null","R"]}]}`: 9,
-		`{"type":"array","items":"double"}`:                                                                      1,
-		`["double","null"]`:                                                                                      1,
-		`{"type":"enum","name":"E","symbols":["A"]}`:                                                             1,
+		`{"type":"array","items":"double"}`:          1,
+		`["double","null"]`:                          1,
+		`{"type":"enum","name":"E","symbols":["A"]}`: 1,
 	} {
 		s, _, err := ParseSchema(schema)
 		if err != nil {
