@@ -119,3 +119,29 @@ func BenchmarkAvroDecode(b *testing.B) {
 		}
 	}
 }
+
+// A batch makes room up front for no more rows than rowGroupBytes of
+// fixed-width values hold: the index's row count and a fixed's size are
+// input.
+func TestReserveRowsIsBoundedByWidth(t *testing.T) {
+	for _, c := range []struct {
+		schema       string
+		maxRows, out int
+	}{
+		{`"long"`, 128 << 10, 128 << 10},
+		{`"string"`, 128 << 10, 128 << 10},
+		{`{"type":"fixed","name":"F","size":1048576}`, 128 << 10, 64},
+		{`{"type":"fixed","name":"F","size":1048576}`, 3, 3},
+		{`{"type":"record","name":"R","fields":[{"name":"a","type":{"type":"fixed","name":"F","size":524288}},{"name":"b","type":"F"}]}`, 1 << 20, 64},
+		{`{"type":"array","items":{"type":"fixed","name":"F","size":1048576}}`, 128 << 10, 128 << 10},
+	} {
+		col, err := avroColumn(c.schema, "value")
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: col.typ, Nullable: col.nullable}}, nil)
+		if got := reserveRows(schema, c.maxRows); got != c.out {
+			t.Errorf("%s, %d rows: reserves %d, want %d", c.schema, c.maxRows, got, c.out)
+		}
+	}
+}
