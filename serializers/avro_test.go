@@ -2,6 +2,7 @@ package serializers
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"runtime"
@@ -312,5 +313,30 @@ func TestAvroStringsAreUTF8(t *testing.T) {
 	g := must[Of[any]](t)(AvroGeneric(`{"type":"map","values":"int"}`))
 	if _, err := g.AppendAny(nil, map[string]any{"\xfe": int32(1)}); !errors.Is(err, ErrEncode) || !strings.Contains(err.Error(), "map key at byte 1 is not valid UTF-8") {
 		t.Fatalf("AppendAny of a map key that is not UTF-8: %v", err)
+	}
+}
+
+// An Avro null is nil in the untyped view: the "null" schema and a union's
+// null branch encode it, and the state handles read it back through As.
+func TestAvroNullValues(t *testing.T) {
+	for schema, enc := range map[string]string{`"null"`: "", `["null","string"]`: "00", `["string","null"]`: "02"} {
+		s := must[Of[any]](t)(AvroGeneric(schema))
+		b, err := s.AppendAny(nil, nil)
+		if err != nil || hex.EncodeToString(b) != enc {
+			t.Errorf("%s: AppendAny(nil) = %x, %v; want %s", schema, b, err, enc)
+		}
+		r := must[Serializer](t)(Restore(s.Snapshot()))
+		if v, err := r.DecodeAny(b); err != nil || v != nil {
+			t.Errorf("%s: DecodeAny(%x) = %#v, %v", schema, b, v, err)
+		}
+	}
+	if v, ok := As[any](nil); !ok || v != nil {
+		t.Errorf("As[any](nil) = %v, %v", v, ok)
+	}
+	if _, ok := As[*int](nil); ok {
+		t.Error("As[*int](nil) is ok: only interface types hold a nil interface")
+	}
+	if _, ok := As[string](nil); ok {
+		t.Error("As[string](nil) is ok")
 	}
 }

@@ -73,41 +73,45 @@ func (c *Cursor) End() error {
 	return nil
 }
 
-func (c *Cursor) truncated(what string) error {
-	return errorf("%s truncated at byte %d", what, c.pos)
+// truncated and the other errors take what a value is in two parts, so
+// that the hot paths build no string: "string" and " length".
+func (c *Cursor) truncated(what, part string) error {
+	return errorf("%s%s truncated at byte %d", what, part, c.pos)
 }
 
 // Long reads a zig-zag varint of at most 64 bits; what names it in errors.
 func (c *Cursor) Long(what string) (int64, error) {
-	if c.pos < len(c.buf) {
-		if b := c.buf[c.pos]; b < 0x80 {
-			c.pos++
-			return int64(b>>1) ^ -int64(b&1), nil
-		}
+	if c.pos < len(c.buf) && c.buf[c.pos] < 0x80 {
+		b := c.buf[c.pos]
+		c.pos++
+		return int64(b>>1) ^ -int64(b&1), nil
 	}
-	u, err := c.varint(10, 0x01, what)
+	return c.longSlow(what, "")
+}
+
+func (c *Cursor) longSlow(what, part string) (int64, error) {
+	u, err := c.varint(10, 0x01, what, part)
 	return int64(u>>1) ^ -int64(u&1), err
 }
 
 // Int reads a zig-zag varint of at most 32 bits.
 func (c *Cursor) Int(what string) (int32, error) {
-	if c.pos < len(c.buf) {
-		if b := c.buf[c.pos]; b < 0x80 {
-			c.pos++
-			return int32(b>>1) ^ -int32(b&1), nil
-		}
+	if c.pos < len(c.buf) && c.buf[c.pos] < 0x80 {
+		b := c.buf[c.pos]
+		c.pos++
+		return int32(b>>1) ^ -int32(b&1), nil
 	}
-	u, err := c.varint(5, 0x0f, what)
+	u, err := c.varint(5, 0x0f, what, "")
 	return int32(u>>1) ^ -int32(u&1), err
 }
 
 // varint reads the raw varint of an int (maxBytes 5, the last byte at most
 // 0x0f) or a long (10, 0x01); longer or wider encodings overflow.
-func (c *Cursor) varint(maxBytes int, lastMax byte, what string) (uint64, error) {
+func (c *Cursor) varint(maxBytes int, lastMax byte, what, part string) (uint64, error) {
 	var v uint64
 	for i := range maxBytes {
 		if c.pos >= len(c.buf) {
-			return 0, c.truncated(what)
+			return 0, c.truncated(what, part)
 		}
 		b := c.buf[c.pos]
 		c.pos++
@@ -119,7 +123,7 @@ func (c *Cursor) varint(maxBytes int, lastMax byte, what string) (uint64, error)
 			return v, nil
 		}
 	}
-	return 0, errorf("%s overflows at byte %d", what, c.pos-1)
+	return 0, errorf("%s%s overflows at byte %d", what, part, c.pos-1)
 }
 
 // Take reads n bytes, a fixed or a float; the slice aliases the datum.
@@ -135,9 +139,16 @@ func (c *Cursor) Take(n int, what string) ([]byte, error) {
 // Bytes reads a length-prefixed bytes value.
 func (c *Cursor) Bytes(what string) ([]byte, error) {
 	at := c.pos
-	n, err := c.Long(what + " length")
-	if err != nil {
-		return nil, err
+	var n int64
+	if c.pos < len(c.buf) && c.buf[c.pos] < 0x80 {
+		b := c.buf[c.pos]
+		c.pos++
+		n = int64(b>>1) ^ -int64(b&1)
+	} else {
+		var err error
+		if n, err = c.longSlow(what, " length"); err != nil {
+			return nil, err
+		}
 	}
 	if n < 0 || n > int64(len(c.buf)-c.pos) {
 		return nil, errorf("%s length %d at byte %d does not fit in the %d bytes that remain", what, n, at, len(c.buf)-c.pos)
@@ -160,7 +171,7 @@ func (c *Cursor) String(what string) ([]byte, error) {
 // Bool reads a boolean, one byte 0x00 or 0x01.
 func (c *Cursor) Bool() (bool, error) {
 	if c.pos >= len(c.buf) {
-		return false, c.truncated("boolean")
+		return false, c.truncated("boolean", "")
 	}
 	b := c.buf[c.pos]
 	if b > 1 {
