@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -33,9 +34,6 @@ func usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
-// ErrIncompatible is wrapped by errors that end a command with exit code 3.
-var ErrIncompatible = errors.New("incompatible")
-
 // ExitCode maps an error to the command's exit code.
 func ExitCode(err error) int {
 	var u *UsageError
@@ -44,7 +42,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &u), errors.Is(err, storage.ErrExists):
 		return ExitUsage
-	case errors.Is(err, ErrIncompatible):
+	case errors.Is(err, compat.ErrIncompatible):
 		return ExitIncompatible
 	case errors.Is(err, snapshotfmt.ErrNotSavepoint), errors.Is(err, snapshotfmt.ErrCorrupt),
 		errors.Is(err, snapshotfmt.ErrNewerVersion), errors.Is(err, snapshotfmt.ErrUnsupportedVersion):
