@@ -242,10 +242,14 @@ func (f *bucketFile) ReadAt(p []byte, off int64) (int, error) {
 		if err == nil {
 			break
 		}
+		var opening *openError
 		switch {
 		case errors.Is(err, ErrChanged):
 			return got, err
-		case !Retryable(err) || attempt >= f.st.policy.Attempts:
+		// The S3 client has retried the request itself; only a body that
+		// broke after the answer began is for this loop.
+		case errors.As(err, &opening) && f.st.s3 != nil,
+			!Retryable(err) || attempt >= f.st.policy.Attempts:
 			return got, fmt.Errorf("storage: reading %s at offset %d: %w", f.st.where(f.name), off+int64(got), err)
 		}
 		f.st.c.Retries.Add(1)
@@ -263,7 +267,7 @@ func (f *bucketFile) readRange(p []byte, off int64) (int, error) {
 	f.st.c.Requests.Add(1)
 	r, err := f.st.b.NewRangeReader(f.ctx, f.st.key(f.name), off, int64(len(p)), &blob.ReaderOptions{BeforeRead: f.ifMatch})
 	if err != nil {
-		return 0, f.changed(err)
+		return 0, &openError{f.changed(err)}
 	}
 	defer r.Close()
 	// Where the store takes no version condition, the size and time of
@@ -274,6 +278,12 @@ func (f *bucketFile) readRange(p []byte, off int64) (int, error) {
 	n, err := io.ReadFull(r, p)
 	return n, err
 }
+
+// openError is a read that failed before its body began.
+type openError struct{ err error }
+
+func (e *openError) Error() string { return e.err.Error() }
+func (e *openError) Unwrap() error { return e.err }
 
 // ifMatch makes an S3 read fail rather than return bytes of another
 // version of the object than the one opened.

@@ -268,18 +268,22 @@ func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, ds
 		t.c.BytesCopied.Add(size)
 		return nil
 	}
-	if size > maxCopyObject {
+	// A create-only copy is a multipart upload of copied parts, completed
+	// with If-None-Match: not every server honours the condition on
+	// CopyObject, every one that has conditions does on completion.
+	if size > maxCopyObject || createOnly {
 		k := &s3Composer{t: t, ctx: ctx, key: dstKey, createOnly: createOnly}
-		if err := k.copyParts(src.loc.Bucket, srcKey, 0, size); err != nil {
-			k.abort()
-			return err
+		err := k.copyParts(src.loc.Bucket, srcKey, 0, size)
+		if err == nil {
+			// With no part (an empty file), finish makes it one PUT.
+			err = k.finish()
 		}
-		return k.complete()
+		if err != nil {
+			k.abort()
+		}
+		return err
 	}
 	in := &s3.CopyObjectInput{Bucket: aws.String(t.loc.Bucket), Key: aws.String(dstKey), CopySource: aws.String(copySource(src.loc.Bucket, srcKey))}
-	if createOnly {
-		in.IfNoneMatch = aws.String("*")
-	}
 	if _, err := t.s3.CopyObject(ctx, in); err != nil {
 		return err
 	}

@@ -174,9 +174,7 @@ func (k *s3Composer) sendPending(n int) error {
 	if err != nil {
 		return k.fail(fmt.Errorf("storage: uploading part %d of %s: %w", *num, k.key, err))
 	}
-	k.parts = append(k.parts, s3types.CompletedPart{PartNumber: num, ETag: out.ETag,
-		ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C, ChecksumCRC64NVME: out.ChecksumCRC64NVME,
-		ChecksumSHA1: out.ChecksumSHA1, ChecksumSHA256: out.ChecksumSHA256})
+	k.parts = append(k.parts, s3types.CompletedPart{PartNumber: num, ETag: out.ETag})
 	k.pending = append(k.pending[:0], k.pending[n:]...)
 	return nil
 }
@@ -185,6 +183,9 @@ func (k *s3Composer) sendPending(n int) error {
 // of even size so that none falls short of minPart. n must be at least
 // minPart unless these are the upload's last parts.
 func (k *s3Composer) copyParts(srcBucket, srcKey string, off, n int64) error {
+	if n == 0 {
+		return nil
+	}
 	if err := k.start(); err != nil {
 		return err
 	}
@@ -203,10 +204,7 @@ func (k *s3Composer) copyParts(srcBucket, srcKey string, off, n int64) error {
 		if err != nil {
 			return k.fail(fmt.Errorf("storage: copying bytes %d-%d of %s into part %d of %s: %w", lo, hi-1, srcKey, *num, k.key, err))
 		}
-		r := out.CopyPartResult
-		k.parts = append(k.parts, s3types.CompletedPart{PartNumber: num, ETag: r.ETag,
-			ChecksumCRC32: r.ChecksumCRC32, ChecksumCRC32C: r.ChecksumCRC32C, ChecksumCRC64NVME: r.ChecksumCRC64NVME,
-			ChecksumSHA1: r.ChecksumSHA1, ChecksumSHA256: r.ChecksumSHA256})
+		k.parts = append(k.parts, s3types.CompletedPart{PartNumber: num, ETag: out.CopyPartResult.ETag})
 		k.t.c.BytesCopied.Add(hi - lo)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -74,7 +75,7 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 			r.Out.Host = r.In.Host
 		},
 		ModifyResponse: p.modifyResponse,
-		ErrorLog:       nil,
+		ErrorLog:       log.New(io.Discard, "", 0),
 	}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
