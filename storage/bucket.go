@@ -276,6 +276,14 @@ func (f *bucketFile) readRange(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("%w: %s was %d bytes of %v when opened, is %d bytes of %v now", ErrChanged, f.st.where(f.name), f.size, f.modTime, r.Size(), r.ModTime())
 	}
 	n, err := io.ReadFull(r, p)
+	if err == nil {
+		// Reading on to the body's end lets the connection be reused;
+		// closing a body before its end discards the connection.
+		var extra [1]byte
+		if m, _ := r.Read(extra[:]); m != 0 {
+			return n, fmt.Errorf("%w: %s served more bytes than asked for", ErrChanged, f.st.where(f.name))
+		}
+	}
 	return n, err
 }
 
