@@ -18,11 +18,11 @@ func TestParseLocation(t *testing.T) {
 		"file:///var/state/sp": {Scheme: "file", Path: "/var/state/sp"},
 		"file://localhost/x":   {Scheme: "file", Path: "/x"},
 		`C:\state\sp`:          {Scheme: "file", Path: filepath.Clean(`C:\state\sp`)},
-		"s3://prod-state/savepoints/savepoint-4711": {Scheme: "s3", Bucket: "prod-state", Prefix: "savepoints/savepoint-4711"},
+		"s3://prod-state/savepoints/savepoint-4711":                    {Scheme: "s3", Bucket: "prod-state", Prefix: "savepoints/savepoint-4711"},
 		"s3://b/p/?endpoint=http://127.0.0.1:9000&use_path_style=true": {Scheme: "s3", Bucket: "b", Prefix: "p"},
-		"gs://bucket/a/b":     {Scheme: "gs", Bucket: "bucket", Prefix: "a/b"},
-		"azblob://container":  {Scheme: "azblob", Bucket: "container"},
-		"S3://Bucket/sp":      {Scheme: "s3", Bucket: "Bucket", Prefix: "sp"},
+		"gs://bucket/a/b":    {Scheme: "gs", Bucket: "bucket", Prefix: "a/b"},
+		"azblob://container": {Scheme: "azblob", Bucket: "container"},
+		"S3://Bucket/sp":     {Scheme: "s3", Bucket: "Bucket", Prefix: "sp"},
 	} {
 		got, err := ParseLocation(in)
 		if err != nil {

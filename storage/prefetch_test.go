@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"time"
 	"testing"
+	"time"
 )
 
 // memFile is a File over bytes.
