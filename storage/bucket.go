@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	gcs "cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -147,7 +148,12 @@ func (d *bucketDir) Open(ctx context.Context, name string) (File, error) {
 		}
 		return nil, fmt.Errorf("storage: %s: %w", d.where(name), err)
 	}
-	return &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: attrs.Size, etag: attrs.ETag, modTime: attrs.ModTime}, nil
+	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: attrs.Size, etag: attrs.ETag, modTime: attrs.ModTime}
+	var oa gcs.ObjectAttrs
+	if attrs.As(&oa) {
+		f.generation = oa.Generation
+	}
+	return f, nil
 }
 
 // List names the objects under the prefix, temporary uploads left out.
@@ -214,6 +220,8 @@ type bucketFile struct {
 	size    int64
 	etag    string
 	modTime time.Time
+	// generation is the GCS object's generation, 0 elsewhere.
+	generation int64
 }
 
 func (f *bucketFile) Size() int64 { return f.size }
@@ -271,8 +279,9 @@ func (f *bucketFile) readRange(p []byte, off int64) (int, error) {
 	}
 	defer r.Close()
 	// Where the store takes no version condition, the size and time of
-	// what it serves tell a replaced object.
-	if r.Size() != f.size || (!r.ModTime().IsZero() && !f.modTime.IsZero() && !r.ModTime().Equal(f.modTime)) {
+	// what it serves tell a replaced object; some serve the time to the
+	// second only.
+	if r.Size() != f.size || (!r.ModTime().IsZero() && !f.modTime.IsZero() && !r.ModTime().Truncate(time.Second).Equal(f.modTime.Truncate(time.Second))) {
 		return 0, fmt.Errorf("%w: %s was %d bytes of %v when opened, is %d bytes of %v now", ErrChanged, f.st.where(f.name), f.size, f.modTime, r.Size(), r.ModTime())
 	}
 	n, err := io.ReadFull(r, p)
@@ -293,12 +302,17 @@ type openError struct{ err error }
 func (e *openError) Error() string { return e.err.Error() }
 func (e *openError) Unwrap() error { return e.err }
 
-// ifMatch makes an S3 read fail rather than return bytes of another
-// version of the object than the one opened.
+// ifMatch makes a read fail rather than return bytes of another version
+// of the object than the one opened: on S3 by If-Match on the ETag, on GCS
+// by asking for the generation opened.
 func (f *bucketFile) ifMatch(as func(any) bool) error {
 	var in *s3.GetObjectInput
 	if f.etag != "" && as(&in) {
 		in.IfMatch = aws.String(f.etag)
+	}
+	var h **gcs.ObjectHandle
+	if f.generation != 0 && as(&h) {
+		*h = (*h).Generation(f.generation)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	gcs "cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -26,8 +27,10 @@ import (
 type bucketTarget struct {
 	*bucketStore
 	force bool
-	// oldETag is the version of the _metadata being replaced, "" if none.
-	oldETag string
+	// oldETag is the version of the _metadata being replaced, "" if none;
+	// oldGeneration is the same on GCS.
+	oldETag       string
+	oldGeneration int64
 	// old lists the files under the prefix when the target was opened
 	// with force: a published replacement deletes those it does not use.
 	old []string
@@ -56,6 +59,10 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 		return nil, fmt.Errorf("%w: %s holds a savepoint (use --force to replace it)", ErrExists, loc)
 	case err == nil:
 		t.oldETag = attrs.ETag
+		var oa gcs.ObjectAttrs
+		if attrs.As(&oa) {
+			t.oldGeneration = oa.Generation
+		}
 	case gcerrors.Code(err) != gcerrors.NotFound:
 		st.Close()
 		return nil, fmt.Errorf("storage: %s: %w", st.where(MetadataName), err)
@@ -357,10 +364,16 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 	}
 	opts := &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: t.oldETag == ""}
 	if t.oldETag != "" {
+		// On S3 and GCS the replacement is conditional on the version
+		// replaced; on Azure the last writer wins.
 		opts.BeforeWrite = func(as func(any) bool) error {
 			var in *transfermanager.UploadObjectInput
 			if as(&in) {
 				in.IfMatch = aws.String(t.oldETag)
+			}
+			var h **gcs.ObjectHandle
+			if t.oldGeneration != 0 && as(&h) {
+				*h = (*h).If(gcs.Conditions{GenerationMatch: t.oldGeneration})
 			}
 			return nil
 		}
