@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/s3test"
+	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // BenchmarkRangedReads reads a 64 MiB object from versitygw in ranges of
@@ -16,12 +16,12 @@ import (
 //
 //	go test ./storage -run '^$' -bench RangedReads
 func BenchmarkRangedReads(b *testing.B) {
-	srv := s3test.Start(b)
+	srv := storetest.Start(b)
 	srv.Env(b)
 	srv.Bucket(b, "state")
 	const size = 64 << 20
 	ctx := context.Background()
-	tg, err := storage.OpenTarget(ctx, s3test.URL(srv.Endpoint(), "state", "bench"), storage.TargetOptions{})
+	tg, err := storage.OpenTarget(ctx, storetest.URL(srv.Endpoint(), "state", "bench"), storage.TargetOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func BenchmarkRangedReads(b *testing.B) {
 		b.Fatal(err)
 	}
 	tg.Close()
-	d, err := storage.OpenDir(ctx, s3test.URL(srv.Endpoint(), "state", "bench"), storage.Options{})
+	d, err := storage.OpenDir(ctx, storetest.URL(srv.Endpoint(), "state", "bench"), storage.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

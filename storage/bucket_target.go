@@ -13,6 +13,9 @@ import (
 	"time"
 
 	gcs "cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	azblobblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -106,17 +109,42 @@ func (t *bucketTarget) Create(ctx context.Context, name string) (io.WriteCloser,
 		return &metadataWriter{t: t}, nil
 	}
 	t.c.Requests.Add(1)
-	w, err := t.b.NewWriter(ctx, t.key(name), &blob.WriterOptions{IfNotExist: true, ContentType: "application/octet-stream"})
-	if err != nil {
-		return nil, fmt.Errorf("storage: %s: %w", t.where(name), err)
-	}
+	w := upload(ctx, t.b, t.key(name), &blob.WriterOptions{IfNotExist: true, ContentType: "application/octet-stream"})
 	return &bucketWriter{t: t, name: name, w: w}, nil
 }
 
 type bucketWriter struct {
 	t    *bucketTarget
 	name string
-	w    *blob.Writer
+	w    *uploadWriter
+}
+
+// uploadWriter streams what is written to it into one upload. It feeds the
+// driver's Upload through a pipe rather than writing to a blob.Writer,
+// whose Azure driver dereferences a nil pipe when Close follows a failed
+// upload (a create-only conflict, say).
+type uploadWriter struct {
+	pw   *io.PipeWriter
+	done chan error
+}
+
+func upload(ctx context.Context, b *blob.Bucket, key string, opts *blob.WriterOptions) *uploadWriter {
+	pr, pw := io.Pipe()
+	w := &uploadWriter{pw: pw, done: make(chan error, 1)}
+	go func() {
+		err := b.Upload(ctx, key, pr, opts)
+		pr.CloseWithError(err)
+		w.done <- err
+	}()
+	return w
+}
+
+func (w *uploadWriter) Write(p []byte) (int, error) { return w.pw.Write(p) }
+
+// Close ends the upload and returns its outcome.
+func (w *uploadWriter) Close() error {
+	w.pw.Close()
+	return <-w.done
 }
 
 func (w *bucketWriter) Write(p []byte) (int, error) {
@@ -172,10 +200,7 @@ func (t *bucketTarget) CreateNamed(ctx context.Context, stem, ext string) (Named
 	}
 	tmp := t.key(randomTempName())
 	t.c.Requests.Add(1)
-	w, err := t.b.NewWriter(ctx, tmp, &blob.WriterOptions{ContentType: "application/octet-stream"})
-	if err != nil {
-		return nil, fmt.Errorf("storage: %s: %w", t.Location(), err)
-	}
+	w := upload(ctx, t.b, tmp, &blob.WriterOptions{ContentType: "application/octet-stream"})
 	t.mu.Lock()
 	t.temps[tmp] = true
 	t.mu.Unlock()
@@ -186,7 +211,7 @@ type bucketNamed struct {
 	t         *bucketTarget
 	ctx       context.Context
 	tmp       string
-	w         *blob.Writer
+	w         *uploadWriter
 	h         hash.Hash
 	size      int64
 	stem, ext string
@@ -364,8 +389,8 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 	}
 	opts := &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: t.oldETag == ""}
 	if t.oldETag != "" {
-		// On S3 and GCS the replacement is conditional on the version
-		// replaced; on Azure the last writer wins.
+		// The replacement is conditional on the version replaced: its ETag
+		// on S3 and Azure, its generation on GCS.
 		opts.BeforeWrite = func(as func(any) bool) error {
 			var in *transfermanager.UploadObjectInput
 			if as(&in) {
@@ -375,11 +400,16 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 			if t.oldGeneration != 0 && as(&h) {
 				*h = (*h).If(gcs.Conditions{GenerationMatch: t.oldGeneration})
 			}
+			var az *azblob.UploadStreamOptions
+			if as(&az) {
+				etag := azcore.ETag(t.oldETag)
+				az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblobblob.ModifiedAccessConditions{IfMatch: &etag}}
+			}
 			return nil
 		}
 	}
 	t.c.Requests.Add(1)
-	if err := t.b.WriteAll(ctx, t.key(MetadataName), meta.Bytes(), opts); err != nil {
+	if err := t.b.Upload(ctx, t.key(MetadataName), bytes.NewReader(meta.Bytes()), opts); err != nil {
 		if isPreconditionFailed(err) {
 			return fmt.Errorf("%w: another writer published a savepoint at %s first; nothing of this run is visible", ErrConflict, t.Location())
 		}

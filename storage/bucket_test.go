@@ -12,14 +12,14 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/s3test"
+	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // newBucket starts versitygw with one bucket and returns the server and the
 // location of prefix in it, through endpoint (the server's when "").
-func newBucket(t *testing.T) *s3test.Server {
+func newBucket(t *testing.T) *storetest.Server {
 	t.Helper()
-	srv := s3test.Start(t)
+	srv := storetest.Start(t)
 	srv.Env(t)
 	srv.Bucket(t, "state")
 	return srv
@@ -61,7 +61,7 @@ func readAll(t *testing.T, d storage.Dir, name string) []byte {
 func TestBucketWriteThenRead(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
-	loc := s3test.URL(srv.Endpoint(), "state", "savepoints/sp-1")
+	loc := storetest.URL(srv.Endpoint(), "state", "savepoints/sp-1")
 	tg, err := storage.OpenTarget(ctx, loc, storage.TargetOptions{})
 	if err != nil {
 		t.Fatal(err)

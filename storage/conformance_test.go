@@ -17,14 +17,14 @@ import (
 
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/s3test"
+	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // conformance runs the behaviour every bucket store must show through the
 // storage package against one store; loc gives the location of a prefix.
 // (The S3 tests elsewhere go further: faults, conditions on the client,
 // server-side copies.)
-func conformance(t *testing.T, loc func(prefix string) string, conditionalReplace bool) {
+func conformance(t *testing.T, loc func(prefix string) string) {
 	ctx := context.Background()
 	open := func(t *testing.T, prefix string) storage.DirCloser {
 		d, err := storage.OpenDir(ctx, loc(prefix), storage.Options{Retry: fastRetries})
@@ -95,8 +95,8 @@ func conformance(t *testing.T, loc func(prefix string) string, conditionalReplac
 	t.Run("racing publishes", func(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		for i := range 2 {
-			tg := openTarget(t, loc("c"), false)
+		targets := []storage.Target{openTarget(t, loc("c"), false), openTarget(t, loc("c"), false)}
+		for i, tg := range targets {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -144,9 +144,6 @@ func conformance(t *testing.T, loc func(prefix string) string, conditionalReplac
 		}
 	})
 	t.Run("racing forced publishes", func(t *testing.T) {
-		if !conditionalReplace {
-			t.Skip("this store replaces _metadata without a condition: the last writer wins")
-		}
 		if _, err := writeSavepoint(t, openTarget(t, loc("g"), false), "old", map[string][]byte{"old": []byte("o")}); err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +191,7 @@ func conformance(t *testing.T, loc func(prefix string) string, conditionalReplac
 
 func TestConformanceS3(t *testing.T) {
 	srv := newBucket(t)
-	conformance(t, func(prefix string) string { return s3test.URL(srv.Endpoint(), "state", "conf/"+prefix) }, true)
+	conformance(t, func(prefix string) string { return storetest.URL(srv.Endpoint(), "state", "conf/"+prefix) })
 }
 
 // TestConformanceGCS runs against fake-gcs-server, in this process, reached
@@ -216,5 +213,11 @@ func TestConformanceGCS(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "state"})
 	t.Setenv("STORAGE_EMULATOR_HOST", host)
-	conformance(t, func(prefix string) string { return "gs://state/conf/" + prefix }, true)
+	conformance(t, func(prefix string) string { return "gs://state/conf/" + prefix })
+}
+
+// TestConformanceAzure runs against Azurite, the Azure Storage emulator.
+func TestConformanceAzure(t *testing.T) {
+	q := storetest.StartAzurite(t, "state")
+	conformance(t, func(prefix string) string { return "azblob://state/conf/" + prefix + "?" + q })
 }

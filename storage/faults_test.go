@@ -15,14 +15,14 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/s3test"
+	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // fastRetries keeps the tests' backoff short; the attempts are the default.
 var fastRetries = storage.RetryPolicy{Attempts: 4, BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond}
 
 // putObject stores an object behind the storage package's back.
-func putObject(t *testing.T, srv *s3test.Server, key string, b []byte) {
+func putObject(t *testing.T, srv *storetest.Server, key string, b []byte) {
 	t.Helper()
 	_, err := srv.Client(srv.Endpoint()).PutObject(context.Background(), &s3.PutObjectInput{
 		Bucket: aws.String("state"), Key: aws.String(key), Body: bytes.NewReader(b)})
@@ -33,7 +33,7 @@ func putObject(t *testing.T, srv *s3test.Server, key string, b []byte) {
 
 func openVia(t *testing.T, endpoint, prefix string, policy storage.RetryPolicy) storage.DirCloser {
 	t.Helper()
-	d, err := storage.OpenDir(context.Background(), s3test.URL(endpoint, "state", prefix), storage.Options{Retry: policy})
+	d, err := storage.OpenDir(context.Background(), storetest.URL(endpoint, "state", prefix), storage.Options{Retry: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestReadsRetryThrottlingAndResets(t *testing.T) {
 	srv := newBucket(t)
 	want := randomBytes(3, 3<<20)
 	putObject(t, srv, "sp/data-000", want)
-	p := s3test.NewProxy(t, srv.Endpoint())
+	p := storetest.NewProxy(t, srv.Endpoint())
 	d := openVia(t, p.URL, "sp", fastRetries)
 	f, err := d.Open(ctx, "data-000")
 	if err != nil {
@@ -60,10 +60,10 @@ func TestReadsRetryThrottlingAndResets(t *testing.T) {
 		inject func()
 	}{
 		{"503 SlowDown", func() { p.Throttle("GetObject", 3) }},
-		{"429", func() { p.Inject(s3test.Status, "GetObject", 3, http.StatusTooManyRequests, "TooManyRequests", 0) }},
-		{"500", func() { p.Inject(s3test.Status, "GetObject", 2, http.StatusInternalServerError, "InternalError", 0) }},
-		{"reset before the answer", func() { p.Inject(s3test.Reset, "GetObject", 3, 0, "", 0) }},
-		{"body cut after 1 MiB", func() { p.Inject(s3test.CutBody, "GetObject", 3, 0, "", 1<<20) }},
+		{"429", func() { p.Inject(storetest.Status, "GetObject", 3, http.StatusTooManyRequests, "TooManyRequests", 0) }},
+		{"500", func() { p.Inject(storetest.Status, "GetObject", 2, http.StatusInternalServerError, "InternalError", 0) }},
+		{"reset before the answer", func() { p.Inject(storetest.Reset, "GetObject", 3, 0, "", 0) }},
+		{"body cut after 1 MiB", func() { p.Inject(storetest.CutBody, "GetObject", 3, 0, "", 1<<20) }},
 	}
 	c := storage.CountersOf(d)
 	for _, tc := range cases {
@@ -94,7 +94,7 @@ func TestRetriesAreBounded(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
 	putObject(t, srv, "sp/data-000", randomBytes(4, 1000))
-	p := s3test.NewProxy(t, srv.Endpoint())
+	p := storetest.NewProxy(t, srv.Endpoint())
 	d := openVia(t, p.URL, "sp", fastRetries)
 	f, err := d.Open(ctx, "data-000")
 	if err != nil {
@@ -109,7 +109,7 @@ func TestRetriesAreBounded(t *testing.T) {
 		t.Fatalf("%d GETs under endless throttling, want exactly %d attempts", n, fastRetries.Attempts)
 	}
 	// A fresh proxy, without the throttling left over.
-	p = s3test.NewProxy(t, srv.Endpoint())
+	p = storetest.NewProxy(t, srv.Endpoint())
 	d = openVia(t, p.URL, "sp", fastRetries)
 	f, err = d.Open(ctx, "data-000")
 	if err != nil {
@@ -117,7 +117,7 @@ func TestRetriesAreBounded(t *testing.T) {
 	}
 	for _, status := range []int{http.StatusForbidden, http.StatusBadRequest, http.StatusBadGateway} {
 		code := map[int]string{403: "AccessDenied", 400: "InvalidRequest", 502: "BadGateway"}[status]
-		p.Inject(s3test.Status, "GetObject", 1, status, code, 0)
+		p.Inject(storetest.Status, "GetObject", 1, status, code, 0)
 		before := p.Ops("GetObject")
 		_, err := f.ReadAt(make([]byte, 10), 0)
 		n := p.Ops("GetObject") - before
@@ -136,17 +136,17 @@ func TestRetriesAreBounded(t *testing.T) {
 func TestWritesRetryThrottlingAndResets(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
-	p := s3test.NewProxy(t, srv.Endpoint())
-	loc := s3test.URL(p.URL, "state", "sp")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	loc := storetest.URL(p.URL, "state", "sp")
 	tg, err := storage.OpenTarget(ctx, loc, storage.TargetOptions{Options: storage.Options{Retry: fastRetries}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
 	p.Throttle("PutObject", 2)
-	p.Inject(s3test.Reset, "UploadPart", 2, 0, "", 0)
-	p.Inject(s3test.Status, "CreateMultipartUpload", 1, 503, "SlowDown", 0)
-	p.Inject(s3test.Status, "CompleteMultipartUpload", 1, 500, "InternalError", 0)
+	p.Inject(storetest.Reset, "UploadPart", 2, 0, "", 0)
+	p.Inject(storetest.Status, "CreateMultipartUpload", 1, 503, "SlowDown", 0)
+	p.Inject(storetest.Status, "CompleteMultipartUpload", 1, 500, "InternalError", 0)
 	p.Throttle("CopyObject", 2)
 	big, small := randomBytes(5, 20<<20), randomBytes(6, 300)
 	w, err := tg.Create(ctx, "big")
@@ -161,7 +161,7 @@ func TestWritesRetryThrottlingAndResets(t *testing.T) {
 	writeAll(t, nw, small)
 	mw, _ := tg.Create(ctx, storage.MetadataName)
 	writeAll(t, mw, []byte("meta"))
-	p.Inject(s3test.Reset, "PutObject", 1, 0, "", 0)
+	p.Inject(storetest.Reset, "PutObject", 1, 0, "", 0)
 	if err := tg.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestWritesRetryThrottlingAndResets(t *testing.T) {
 func TestProxyEnforcesThePartRule(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
-	p := s3test.NewProxy(t, srv.Endpoint())
+	p := storetest.NewProxy(t, srv.Endpoint())
 	c := srv.Client(p.URL)
 	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("state"), Key: aws.String("x")})
 	if err != nil {
@@ -223,7 +223,7 @@ func TestServerStoppedMidReadAndMidWrite(t *testing.T) {
 	if _, err := f.ReadAt(make([]byte, 1<<20), 0); err != nil {
 		t.Fatal(err)
 	}
-	tg, err := storage.OpenTarget(ctx, s3test.URL(srv.Endpoint(), "state", "out"), storage.TargetOptions{Options: storage.Options{Retry: fastRetries}})
+	tg, err := storage.OpenTarget(ctx, storetest.URL(srv.Endpoint(), "state", "out"), storage.TargetOptions{Options: storage.Options{Retry: fastRetries}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/s3test"
+	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // copySavepoint rewrites the savepoint of r into staging as a rewrite that
@@ -110,7 +110,7 @@ func TestSavepointInABucket(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
 	local := sptest.Open(t, makeSavepoint(t, 600))
-	loc := s3test.URL(srv.Endpoint(), "state", "savepoints/sp-1")
+	loc := storetest.URL(srv.Endpoint(), "state", "savepoints/sp-1")
 	tg := openTarget(t, loc, false)
 	if err := copySavepoint(ctx, local, tg, ""); err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestKilledBucketWritesLeaveNothingPartial(t *testing.T) {
 	// quicker of two, so that most kills land before the end.
 	full := time.Duration(1<<63 - 1)
 	for i := range 2 {
-		loc := s3test.URL(srv.Endpoint(), "state", fmt.Sprint("full-", i))
+		loc := storetest.URL(srv.Endpoint(), "state", fmt.Sprint("full-", i))
 		start := time.Now()
 		if out, err := run(loc, "", false).CombinedOutput(); err != nil {
 			t.Fatalf("writer: %v\n%s", err, out)
@@ -174,7 +174,7 @@ func TestKilledBucketWritesLeaveNothingPartial(t *testing.T) {
 	for i := range 12 {
 		force := i%2 == 1
 		prefix := fmt.Sprintf("kill-%d", i)
-		loc := s3test.URL(srv.Endpoint(), "state", prefix)
+		loc := storetest.URL(srv.Endpoint(), "state", prefix)
 		if force {
 			tg := openTarget(t, loc, false)
 			if err := copySavepoint(context.Background(), local, tg, ".old"); err != nil {

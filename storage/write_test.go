@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/s3test"
+	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 func openTarget(t *testing.T, loc string, force bool) storage.Target {
@@ -35,13 +35,13 @@ func TestComposeCopiesOnTheServerWithinThePartRule(t *testing.T) {
 	srv := newBucket(t)
 	src := randomBytes(10, 20<<20)
 	putObject(t, srv, "in/data-000", src)
-	p := s3test.NewProxy(t, srv.Endpoint())
+	p := storetest.NewProxy(t, srv.Endpoint())
 	in := openVia(t, p.URL, "in", fastRetries)
 	f, err := in.Open(ctx, "data-000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := openTarget(t, s3test.URL(p.URL, "state", "out"), false)
+	tg := openTarget(t, storetest.URL(p.URL, "state", "out"), false)
 	k, err := tg.Compose(ctx, "data-000")
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +110,9 @@ func TestCopyOnTheServer(t *testing.T) {
 	srv := newBucket(t)
 	src := randomBytes(11, 3<<20)
 	putObject(t, srv, "in/data-000", src)
-	p := s3test.NewProxy(t, srv.Endpoint())
+	p := storetest.NewProxy(t, srv.Endpoint())
 	in := openVia(t, p.URL, "in", fastRetries)
-	tg := openTarget(t, s3test.URL(p.URL, "state", "out"), false)
+	tg := openTarget(t, storetest.URL(p.URL, "state", "out"), false)
 	if err := tg.Copy(ctx, in, "data-000", "data-000"); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestConcurrentWritersOneWins(t *testing.T) {
 	for round := range 8 {
 		force := round%2 == 1
 		prefix := fmt.Sprintf("race-%d", round)
-		loc := s3test.URL(srv.Endpoint(), "state", prefix)
+		loc := storetest.URL(srv.Endpoint(), "state", prefix)
 		if force {
 			if _, err := writeSavepoint(t, openTarget(t, loc, false), "old", map[string][]byte{"old-data": []byte("old")}); err != nil {
 				t.Fatal(err)
@@ -190,8 +190,9 @@ func TestConcurrentWritersOneWins(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		for w := range 2 {
-			tg := openTarget(t, loc, force)
+		// Both open before either writes, as two runs started together.
+		targets := []storage.Target{openTarget(t, loc, force), openTarget(t, loc, force)}
+		for w, tg := range targets {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -249,7 +250,7 @@ func TestConcurrentWritersOneWins(t *testing.T) {
 func TestForceReplacesAndRemovesTheOldFiles(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
-	loc := s3test.URL(srv.Endpoint(), "state", "sp")
+	loc := storetest.URL(srv.Endpoint(), "state", "sp")
 	oldNames, err := writeSavepoint(t, openTarget(t, loc, false), "old meta", map[string][]byte{
 		"only-old*": []byte("old bytes"), "kept*": []byte("bytes in both"), "old-exact": []byte("exact")})
 	if err != nil {
@@ -293,7 +294,7 @@ func TestForceReplacesAndRemovesTheOldFiles(t *testing.T) {
 func TestOrphansOfADeadRun(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
-	loc := s3test.URL(srv.Endpoint(), "state", "sp")
+	loc := storetest.URL(srv.Endpoint(), "state", "sp")
 	tg := openTarget(t, loc, false)
 	w, _ := tg.Create(ctx, "data-000")
 	writeAll(t, w, []byte("left behind"))

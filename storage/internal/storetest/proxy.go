@@ -1,4 +1,4 @@
-package s3test
+package storetest
 
 import (
 	"bytes"
@@ -309,7 +309,7 @@ type cutBody struct {
 	left int64
 }
 
-var errCut = errors.New("s3test: body cut by the test proxy")
+var errCut = errors.New("storetest: body cut by the test proxy")
 
 func (b *cutBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {

@@ -1,4 +1,4 @@
-package s3test
+package storetest
 
 import (
 	"context"
