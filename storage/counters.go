@@ -1,6 +1,9 @@
 package storage
 
-import "sync/atomic"
+import (
+	"io"
+	"sync/atomic"
+)
 
 // Counters count what a location's files move, for progress output and for
 // the tests that prove which way bytes went. Every field may be read while
@@ -24,10 +27,7 @@ type Counters struct {
 
 // countingWriter counts the bytes written through it.
 type countingWriter struct {
-	w interface {
-		Write([]byte) (int, error)
-		Close() error
-	}
+	w io.WriteCloser
 	n *atomic.Int64
 }
 

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -321,4 +322,15 @@ func (b *cutBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
+}
+
+type cutKey struct{}
+
+func withCut(ctx context.Context, after int64) context.Context {
+	return context.WithValue(ctx, cutKey{}, after)
+}
+
+func cutOf(ctx context.Context) (int64, bool) {
+	v, ok := ctx.Value(cutKey{}).(int64)
+	return v, ok
 }
