@@ -48,6 +48,7 @@ func StartAzurite(t testing.TB, container string) (query string) {
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting azurite: %v", err)
 	}

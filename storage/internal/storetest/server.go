@@ -95,6 +95,7 @@ func (s *Server) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	s.cmd.Stdout, s.cmd.Stderr = log, log
+	dieWithParent(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("starting versitygw: %v", err)
 	}
