@@ -45,7 +45,8 @@ func ExitCode(err error) int {
 	case errors.Is(err, compat.ErrIncompatible):
 		return ExitIncompatible
 	case errors.Is(err, snapshotfmt.ErrNotSavepoint), errors.Is(err, snapshotfmt.ErrCorrupt),
-		errors.Is(err, snapshotfmt.ErrNewerVersion), errors.Is(err, snapshotfmt.ErrUnsupportedVersion):
+		errors.Is(err, snapshotfmt.ErrNewerVersion), errors.Is(err, snapshotfmt.ErrUnsupportedVersion),
+		errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrBadName):
 		return ExitBadInput
 	}
 	return ExitFailure
