@@ -87,7 +87,7 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	bar := newRewriteProgress(o.stderr, "migrating")
+	bar := newByteProgress(o.stderr, "migrating")
 	rep, err := evolve.Migrate(ctx, r, args[0], t, opts, bar.options(o.options()))
 	bar.end(err)
 	if errors.Is(err, evolve.ErrIncompatible) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -46,8 +47,7 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, ErrIncompatible):
 		return ExitIncompatible
-	case errors.Is(err, snapshotfmt.ErrNotSavepoint), errors.Is(err, snapshotfmt.ErrCorrupt),
-		errors.Is(err, snapshotfmt.ErrNewerVersion), errors.Is(err, snapshotfmt.ErrUnsupportedVersion):
+	case savepoint.BadInput(err):
 		return ExitBadInput
 	}
 	return ExitFailure
@@ -63,9 +63,11 @@ func hint(err error) string {
 		return "choose another target or pass --force"
 	case errors.Is(err, snapshotfmt.ErrNewerVersion):
 		return "use a newer stateproc to read this savepoint"
-	case errors.Is(err, snapshotfmt.ErrNotSavepoint):
+	case errors.Is(err, savepoint.ErrUnsupported):
+		return "stateproc reads its own savepoints and checkpoints; Apache Flink's are not read yet"
+	case errors.Is(err, savepoint.ErrNotSavepoint):
 		return "point at a savepoint directory (the one holding _metadata)"
-	case errors.Is(err, snapshotfmt.ErrCorrupt):
+	case errors.Is(err, savepoint.ErrCorrupt):
 		return "the savepoint is damaged; stateproc verify tells where"
 	}
 	return ""

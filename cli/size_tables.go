@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/sizing"
 )
 
@@ -142,7 +143,7 @@ func sizeAgeTable(w io.Writer, rep *sizing.Report) error {
 			if a == nil {
 				continue
 			}
-			row := []any{op.UID, st.Name, formatMillis(a.TTLMillis)}
+			row := []any{op.UID, st.Name, jsonvalue.Duration(a.TTLMillis)}
 			for _, b := range a.Buckets {
 				row = append(row, count(b))
 			}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/ttl"
 )
 
@@ -49,10 +48,10 @@ func newTally(kind string, c *ttl.Config, now int64, shape *heapShape) *tally {
 
 // segment streams one segment's entries, and checks them as the reader
 // always does.
-func (t *tally) segment(ctx context.Context, r *snapshotfmt.Reader, seg snapshotfmt.Segment) error {
+func (t *tally) segment(ctx context.Context, r savepoint.Source, seg savepoint.Segment) error {
 	t.bytes += float64(seg.Bytes)
 	t.keys += float64(seg.Keys)
-	it := r.Entries(ctx, seg)
+	it := savepoint.SegmentEntries(ctx, r, seg)
 	defer it.Close()
 	for it.Next() {
 		t.add(it.Entry())

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hamba/avro/v2"
+
 	"github.com/stateproc/stateproc/serializers"
 )
 

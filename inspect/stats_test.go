@@ -1,4 +1,4 @@
-package cli
+package inspect
 
 import (
 	"maps"
@@ -178,16 +178,6 @@ func TestLongestRun(t *testing.T) {
 	}{{nil, 0}, {[]uint64{5}, 1}, {[]uint64{3, 1, 3, 2, 3, 1}, 3}, {[]uint64{1, 2, 3}, 1}} {
 		if got := longestRun(c.in); got != c.want {
 			t.Errorf("longestRun(%v) = %d, want %d", c.in, got, c.want)
-		}
-	}
-}
-
-func TestFormatMillis(t *testing.T) {
-	for ms, want := range map[int64]string{
-		0: "0s", 604_800_000: "7d", 151_200_000: "1d18h", 5_400_000: "1h30m", 1500: "1s500ms", -60_000: "-1m",
-	} {
-		if got := formatMillis(ms); got != want {
-			t.Errorf("formatMillis(%d) = %q, want %q", ms, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package prune
+package prunettl
 
 import (
 	"encoding/binary"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // A segment is copied, dropped or filtered by its oldest and newest
@@ -14,7 +13,7 @@ import (
 func TestDecide(t *testing.T) {
 	const d, now = 100, 1000
 	seg := func(minTS, maxTS int64) *rewrite.SegmentPlan {
-		return &rewrite.SegmentPlan{Src: snapshotfmt.Segment{Stats: savepoint.Stats{MinTimestamp: minTS, MaxTimestamp: maxTS}}}
+		return &rewrite.SegmentPlan{Src: savepoint.Segment{Stats: savepoint.Stats{MinTimestamp: minTS, MaxTimestamp: maxTS}}}
 	}
 	value := func(ts int64) *savepoint.Entry {
 		return &savepoint.Entry{Value: binary.BigEndian.AppendUint64(nil, uint64(ts))}

@@ -1,17 +1,15 @@
-package prune
+package prunettl
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/ttl"
 )
 
@@ -52,42 +50,41 @@ type prunedState struct {
 }
 
 // Run prunes src, the savepoint read from input, into out.Out.
-func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Options, out rewrite.Options) (*Report, error) {
+func Run(ctx context.Context, src savepoint.Source, input string, opts Options, out rewrite.Options) (*Report, error) {
 	m := src.Metadata()
 	rep := &Report{Now: opts.Now, DryRun: out.DryRun}
 	states, err := resolve(m, opts.TTL, rep)
 	if err != nil {
 		return nil, err
 	}
-	plans := rewrite.SameLayout(src, func(seg snapshotfmt.Segment) (rewrite.SegmentPlan, bool) {
-		p := rewrite.SegmentPlan{Src: seg, Op: seg.Operator, Ref: seg.Ref}
-		if s, ok := states[[2]int{seg.Operator, seg.Ref}]; ok {
+	plans, err := rewrite.SameLayout(ctx, src, func(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
+		p := rewrite.SegmentPlan{Src: seg, Dst: seg.Ref}
+		if s, ok := states[seg.Ref]; ok {
 			decide(&p, s.millis, opts.Now)
 		}
 		return p, true
 	})
+	if err != nil {
+		return nil, err
+	}
 	meta := rewrite.DeriveMetadata(input, m, describe(rep))
 	size := rewrite.PlannedBytes(plans)
 	if !out.DryRun {
-		if out.Writer, err = rewrite.WriterOptions(src); err != nil {
+		if out.Writer, err = rewrite.WriterOptions(ctx, src); err != nil {
 			return nil, err
 		}
 		out.Need = size
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	meter := rewrite.NewMeter(size, out.Progress)
-	err = rewrite.Execute(ctx, src, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
-		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, workers, meter)
+	err = rewrite.Execute(ctx, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
+		return rewrite.WriteFiles(ctx, src, o, plans, opts.Workers, meter)
 	})
 	if err != nil {
 		return nil, err
 	}
 	for _, fp := range plans {
 		for _, p := range fp.Segments {
-			if s, ok := states[[2]int{p.Src.Operator, p.Src.Ref}]; ok {
+			if s, ok := states[p.Src.Ref]; ok {
 				rep.States[s.line].Before += p.Src.Entries
 				rep.States[s.line].After += p.Kept
 			}
@@ -117,7 +114,7 @@ func decide(p *rewrite.SegmentPlan, millis, now int64) {
 
 // resolve lists every TTL state with the TTL that applies, checks the
 // overrides, and adds a line per state to the report.
-func resolve(m *savepoint.Metadata, overrides map[string]time.Duration, rep *Report) (map[[2]int]prunedState, error) {
+func resolve(m *savepoint.Metadata, overrides map[string]time.Duration, rep *Report) (map[savepoint.StateRef]prunedState, error) {
 	for name, d := range overrides {
 		uid, state, ok := strings.Cut(name, "/")
 		if !ok {
@@ -137,7 +134,7 @@ func resolve(m *savepoint.Metadata, overrides map[string]time.Duration, rep *Rep
 			return nil, rewrite.Refusef("--ttl %q: a TTL is at least a millisecond", name)
 		}
 	}
-	states := map[[2]int]prunedState{}
+	states := map[savepoint.StateRef]prunedState{}
 	for oi := range m.Operators {
 		op := &m.Operators[oi]
 		for ref := range op.States {
@@ -149,7 +146,7 @@ func resolve(m *savepoint.Metadata, overrides map[string]time.Duration, rep *Rep
 			if !over {
 				d = s.TTL.TTL
 			}
-			states[[2]int{oi, ref}] = prunedState{millis: d.Milliseconds(), line: len(rep.States)}
+			states[savepoint.StateRef{Operator: oi, State: ref}] = prunedState{millis: d.Milliseconds(), line: len(rep.States)}
 			rep.States = append(rep.States, StateReport{Operator: op.UID, State: s.Name, TTL: d, TTLMillis: d.Milliseconds(), Overridden: over})
 		}
 	}

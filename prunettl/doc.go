@@ -1,4 +1,4 @@
-// Package prune implements `stateproc prune-ttl`: a rewrite of a savepoint
+// Package prunettl implements `stateproc prune-ttl`: a rewrite of a savepoint
 // without the values, list elements and map entries that are expired at a
 // given time under the TTL rule of package ttl, which the engine, inspect
 // and export apply too.
@@ -12,4 +12,4 @@
 // segment order, block size and compression), so its data files and index
 // are byte for byte those the engine writes with full-snapshot cleanup at
 // the same time from the same state.
-package prune
+package prunettl

@@ -1,4 +1,4 @@
-package operators_test
+package operatoredit_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
-	"github.com/stateproc/stateproc/operators"
+	"github.com/stateproc/stateproc/operatoredit"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
@@ -40,7 +40,7 @@ func read(t *testing.T, path string) []byte {
 func TestRemove(t *testing.T) {
 	in, r := setup(t)
 	out := filepath.Join(t.TempDir(), "out")
-	rep, err := operators.Remove(context.Background(), r, in, "features", rewrite.Options{Out: out})
+	rep, err := operatoredit.Remove(context.Background(), r, in, "features", rewrite.Options{Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestRemove(t *testing.T) {
 			t.Fatalf("%s changed", name)
 		}
 	}
-	if got, want := o.Segments(1), r.Segments(2); len(got) != len(want) {
+	if got, want := sptest.OperatorSegments(t, o, 1), sptest.OperatorSegments(t, r, 2); len(got) != len(want) {
 		t.Fatalf("%d segments of accounts, want %d", len(got), len(want))
 	}
 }
@@ -69,7 +69,7 @@ func TestRemove(t *testing.T) {
 func TestRename(t *testing.T) {
 	in, r := setup(t)
 	out := filepath.Join(t.TempDir(), "out")
-	if _, err := operators.Rename(context.Background(), r, in, "accounts", "billing", rewrite.Options{Out: out}); err != nil {
+	if _, err := operatoredit.Rename(context.Background(), r, in, "accounts", "billing", rewrite.Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
 	o := sptest.Open(t, out)
@@ -85,12 +85,12 @@ func TestRename(t *testing.T) {
 		}
 	}
 	for _, uid := range []string{"", "accounts", "features"} {
-		_, err := operators.Rename(context.Background(), r, in, "accounts", uid, rewrite.Options{Out: filepath.Join(t.TempDir(), "x")})
+		_, err := operatoredit.Rename(context.Background(), r, in, "accounts", uid, rewrite.Options{Out: filepath.Join(t.TempDir(), "x")})
 		if !errors.Is(err, rewrite.ErrRefused) {
 			t.Errorf("rename to %q: %v", uid, err)
 		}
 	}
-	if _, err := operators.Remove(context.Background(), r, in, "nope", rewrite.Options{Out: filepath.Join(t.TempDir(), "x")}); !errors.Is(err, rewrite.ErrRefused) {
+	if _, err := operatoredit.Remove(context.Background(), r, in, "nope", rewrite.Options{Out: filepath.Join(t.TempDir(), "x")}); !errors.Is(err, rewrite.ErrRefused) {
 		t.Errorf("remove nope: %v", err)
 	}
 }

@@ -1,15 +1,17 @@
-package cli
+package inspect
 
 import (
 	"bytes"
 	"cmp"
 	"container/heap"
 	"slices"
+
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 // hotKey is one key of one keyed state with what it holds there.
 type hotKey struct {
-	op, ref int
+	ref     savepoint.StateRef
 	key     []byte
 	entries uint64
 	// bytes sums the map keys and values of the key's entries, without
@@ -50,7 +52,7 @@ func (t *topKeys) better(a, b *hotKey) bool {
 	if wa, wb := t.weight(a), t.weight(b); wa != wb {
 		return wa > wb
 	}
-	return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(a.ref, b.ref), bytes.Compare(a.key, b.key)) < 0
+	return cmp.Or(a.ref.Compare(b.ref), bytes.Compare(a.key, b.key)) < 0
 }
 
 // offer considers k. The key bytes are copied only when k is kept, so the

@@ -1,13 +1,12 @@
-package operators
+package operatoredit
 
 import (
 	"context"
 	"fmt"
-	"runtime"
 
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // Report says what a remove or rename changed.
@@ -29,31 +28,37 @@ type Report struct {
 }
 
 // Remove writes src without the operator uid.
-func Remove(ctx context.Context, src *snapshotfmt.Reader, input, uid string, out rewrite.Options) (*Report, error) {
+func Remove(ctx context.Context, src savepoint.Source, input, uid string, out rewrite.Options) (*Report, error) {
 	m := src.Metadata()
 	idx, err := find(m, uid)
 	if err != nil {
 		return nil, err
 	}
-	rep := describe(src, idx, "remove", out.DryRun)
+	rep, err := describe(ctx, src, idx, "remove", out.DryRun)
+	if err != nil {
+		return nil, err
+	}
 	meta := rewrite.DeriveMetadata(input, m, fmt.Sprintf("operator remove %q", uid))
 	meta.Operators = append(meta.Operators[:idx:idx], meta.Operators[idx+1:]...)
-	plans := rewrite.SameLayout(src, func(seg snapshotfmt.Segment) (rewrite.SegmentPlan, bool) {
-		op := seg.Operator
+	plans, err := rewrite.SameLayout(ctx, src, func(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
+		dst := seg.Ref
 		switch {
-		case op == idx:
+		case dst.Operator == idx:
 			return rewrite.SegmentPlan{}, false
-		case op > idx:
-			op--
+		case dst.Operator > idx:
+			dst.Operator--
 		}
-		return rewrite.SegmentPlan{Src: seg, Op: op, Ref: seg.Ref}, true
+		return rewrite.SegmentPlan{Src: seg, Dst: dst}, true
 	})
+	if err != nil {
+		return nil, err
+	}
 	return rep, write(ctx, src, input, meta, plans, out)
 }
 
 // Rename writes src with the operator uid renamed to newUID. Everything
 // else, the operator's name included, stays as it is.
-func Rename(ctx context.Context, src *snapshotfmt.Reader, input, uid, newUID string, out rewrite.Options) (*Report, error) {
+func Rename(ctx context.Context, src savepoint.Source, input, uid, newUID string, out rewrite.Options) (*Report, error) {
 	m := src.Metadata()
 	idx, err := find(m, uid)
 	if err != nil {
@@ -67,39 +72,61 @@ func Rename(ctx context.Context, src *snapshotfmt.Reader, input, uid, newUID str
 	case taken:
 		return nil, rewrite.Refusef("the savepoint already has an operator %q", newUID)
 	}
-	rep := describe(src, idx, "rename", out.DryRun)
+	rep, err := describe(ctx, src, idx, "rename", out.DryRun)
+	if err != nil {
+		return nil, err
+	}
 	rep.NewUID = newUID
 	meta := rewrite.DeriveMetadata(input, m, fmt.Sprintf("operator rename %q to %q", uid, newUID))
 	meta.Operators[idx].UID = newUID
-	plans := rewrite.SameLayout(src, func(seg snapshotfmt.Segment) (rewrite.SegmentPlan, bool) {
-		return rewrite.SegmentPlan{Src: seg, Op: seg.Operator, Ref: seg.Ref}, true
+	plans, err := rewrite.SameLayout(ctx, src, func(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
+		return rewrite.SegmentPlan{Src: seg, Dst: seg.Ref}, true
 	})
+	if err != nil {
+		return nil, err
+	}
 	return rep, write(ctx, src, input, meta, plans, out)
 }
 
-// write copies the planned segments, all as opaque bytes. A dry run reads
-// nothing: the index says all the report needs.
-func write(ctx context.Context, src *snapshotfmt.Reader, input string, meta *savepoint.Metadata, plans []rewrite.FilePlan, out rewrite.Options) error {
+// write copies the planned segments, as opaque bytes where the input keeps
+// them in its data files. A dry run reads nothing: the index says all the
+// report needs.
+func write(ctx context.Context, src savepoint.Source, input string, meta *savepoint.Metadata, plans []rewrite.FilePlan, out rewrite.Options) error {
 	out.Need = rewrite.PlannedBytes(plans)
-	return rewrite.Execute(ctx, src, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
+	if !out.DryRun {
+		// Segments copied as bytes keep their blocks; those streamed, from
+		// a source that keeps them elsewhere, get the input's compression.
+		var err error
+		if out.Writer, err = rewrite.WriterOptions(ctx, src); err != nil {
+			return err
+		}
+	}
+	return rewrite.Execute(ctx, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
 		if o == nil {
 			return nil
 		}
-		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, runtime.GOMAXPROCS(0), rewrite.NewMeter(out.Need, out.Progress))
+		return rewrite.WriteFiles(ctx, src, o, plans, 0, rewrite.NewMeter(out.Need, out.Progress))
 	})
 }
 
 // describe counts what operator idx holds, from the metadata and index.
-func describe(src *snapshotfmt.Reader, idx int, action string, dryRun bool) *Report {
-	op := &src.Metadata().Operators[idx]
+func describe(ctx context.Context, src savepoint.Source, idx int, action string, dryRun bool) (*Report, error) {
+	m := src.Metadata()
+	op := &m.Operators[idx]
 	rep := &Report{Action: action, UID: op.UID, DryRun: dryRun, KeyedStates: len(op.States), TimerServices: len(op.Timers),
 		OperatorStates: len(op.OperatorStates), BroadcastStates: len(op.BroadcastStates)}
-	for _, s := range src.Segments(idx) {
-		rep.Segments++
-		rep.Entries += s.Entries
-		rep.Bytes += s.Length
+	for _, ref := range m.Refs(idx) {
+		segs, err := src.Segments(ctx, ref, keygroup.All(op.MaxParallelism))
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range segs {
+			rep.Segments++
+			rep.Entries += s.Entries
+			rep.Bytes += s.Length
+		}
 	}
-	return rep
+	return rep, nil
 }
 
 func find(m *savepoint.Metadata, uid string) (int, error) {

@@ -1,8 +1,10 @@
-package cli
+package inspect
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 func TestTopKeys(t *testing.T) {
@@ -35,10 +37,10 @@ func TestTopKeysTiesAndMerge(t *testing.T) {
 	// Equal weights are ordered by operator, state, then key bytes, so two
 	// workers' heaps merge to the same answer in any order.
 	a, b := newTopKeys(2, byEntries), newTopKeys(2, byEntries)
-	a.offer(hotKey{op: 1, key: []byte("x"), entries: 5})
-	a.offer(hotKey{op: 0, key: []byte("z"), entries: 5})
-	b.offer(hotKey{op: 0, key: []byte("y"), entries: 5})
-	b.offer(hotKey{op: 0, key: []byte("w"), entries: 1})
+	a.offer(hotKey{ref: savepoint.StateRef{Operator: 1}, key: []byte("x"), entries: 5})
+	a.offer(hotKey{ref: savepoint.StateRef{Operator: 0}, key: []byte("z"), entries: 5})
+	b.offer(hotKey{ref: savepoint.StateRef{Operator: 0}, key: []byte("y"), entries: 5})
+	b.offer(hotKey{ref: savepoint.StateRef{Operator: 0}, key: []byte("w"), entries: 1})
 	a.merge(b)
 	got := a.sorted()
 	if len(got) != 2 || string(got[0].key) != "y" || string(got[1].key) != "z" {

@@ -1,4 +1,4 @@
-package prune_test
+package prunettl_test
 
 import (
 	"cmp"
@@ -13,7 +13,7 @@ import (
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway"
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway/gatewaytest"
 	"github.com/stateproc/stateproc/internal/sptest"
-	"github.com/stateproc/stateproc/prune"
+	"github.com/stateproc/stateproc/prunettl"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/ttl"
@@ -64,7 +64,7 @@ func TestLeakPrunedRunEqualsCleanedRun(t *testing.T) {
 		engine.RunOptions{Backend: engine.Pebble, StopAfter: src.Events() - gateway.Splits, SavepointDir: mid})
 	in := sptest.Open(t, mid)
 	now := in.Metadata().CreatedAt
-	rep, err := prune.Run(context.Background(), in, mid, prune.Options{Now: now}, rewrite.Options{Out: pruned})
+	rep, err := prunettl.Run(context.Background(), in, mid, prunettl.Options{Now: now}, rewrite.Options{Out: pruned})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package inspect
 
 import (
 	"bytes"
@@ -7,10 +7,8 @@ import (
 	"hash/maphash"
 	"slices"
 
-	"github.com/schollz/progressbar/v3"
-
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // stateScan is what a scan learns about one state or timer service beyond
@@ -31,22 +29,22 @@ func (s *stateScan) merge(o *stateScan) {
 	s.maxTimersPerKey = max(s.maxTimersPerKey, o.maxTimersPerKey)
 }
 
-// scanResult holds, per operator and ref (its states, then its timer
-// services), what the scan found, and the heaviest keys when asked for.
+// scanResult holds, per state and timer service, what the scan found, and
+// the heaviest keys when asked for.
 type scanResult struct {
-	states             [][]stateScan
+	states             map[savepoint.StateRef]*stateScan
 	byEntries, byBytes *topKeys
 }
 
 func newScanResult(m *savepoint.Metadata, now int64, top int) *scanResult {
-	sc := &scanResult{states: make([][]stateScan, len(m.Operators))}
+	sc := &scanResult{states: map[savepoint.StateRef]*stateScan{}}
 	for i := range m.Operators {
-		op := &m.Operators[i]
-		sc.states[i] = make([]stateScan, len(op.States)+len(op.Timers))
-		for ref := range op.States {
-			if c := op.States[ref].TTL; c != nil {
-				sc.states[i][ref].ages = newAgeHist(c.Millis(), now)
+		for _, ref := range m.Refs(i) {
+			st := &stateScan{}
+			if ks := m.KeyedState(ref); ks != nil && ks.TTL != nil {
+				st.ages = newAgeHist(ks.TTL.Millis(), now)
 			}
+			sc.states[ref] = st
 		}
 	}
 	if top > 0 {
@@ -56,10 +54,8 @@ func newScanResult(m *savepoint.Metadata, now int64, top int) *scanResult {
 }
 
 func (sc *scanResult) merge(o *scanResult) {
-	for op := range sc.states {
-		for ref := range sc.states[op] {
-			sc.states[op][ref].merge(&o.states[op][ref])
-		}
+	for ref, st := range sc.states {
+		st.merge(o.states[ref])
 	}
 	if sc.byEntries != nil {
 		sc.byEntries.merge(o.byEntries)
@@ -85,24 +81,32 @@ func newSegmentScanner(m *savepoint.Metadata, now int64, top int) *segmentScanne
 	return &segmentScanner{m: m, res: newScanResult(m, now, top), seed: maphash.MakeSeed()}
 }
 
-// scanSavepoint walks every segment on every core. The iterator checks each
-// segment's records against the index (entries, distinct keys, bytes, TTL
-// and timer time bounds), so a mismatch ends the scan as corruption.
-func scanSavepoint(ctx context.Context, r *snapshotfmt.Reader, segs []snapshotfmt.Segment, now int64, top int,
-	progress *progressbar.ProgressBar) (*scanResult, error) {
-	m := r.Metadata()
-	workers := workerCount()
-	scanners := make([]*segmentScanner, workers)
-	err := walkSegments(ctx, segs, workers, progress, func(ctx context.Context, w int, seg snapshotfmt.Segment) error {
+// scan walks segs on n workers. Reading a segment to its end checks it
+// against its figures (entries, distinct keys, bytes, TTL and timer time
+// bounds), so a mismatch ends the scan as corruption. progress, when set,
+// is told of each segment's Length once it is read.
+func scan(ctx context.Context, src savepoint.Source, segs []savepoint.Segment, now int64, top, n int, progress func(int64)) (*scanResult, error) {
+	m := src.Metadata()
+	if n <= 0 {
+		n = workers.Default()
+	}
+	scanners := make([]*segmentScanner, n)
+	err := workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
 		if scanners[w] == nil {
 			// Built by the worker itself, so that its counters, written at
 			// every entry, come from its own allocator and share no cache
 			// line with another worker's.
 			scanners[w] = newSegmentScanner(m, now, top)
 		}
-		it := r.Entries(ctx, seg)
+		it := savepoint.SegmentEntries(ctx, src, segs[i])
 		defer it.Close()
-		return scanners[w].segment(seg.Operator, seg.Ref, it)
+		if err := scanners[w].segment(segs[i].Ref, it); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(segs[i].Length)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -116,24 +120,23 @@ func scanSavepoint(ctx context.Context, r *snapshotfmt.Reader, segs []snapshotfm
 	return res, nil
 }
 
-// segment scans the entries of one (state, key group) of operator op.
-func (s *segmentScanner) segment(op, ref int, it *snapshotfmt.Iterator) error {
-	o := &s.m.Operators[op]
-	st := &s.res.states[op][ref]
-	if ref >= len(o.States) {
+// segment scans the entries of one (state, key group).
+func (s *segmentScanner) segment(ref savepoint.StateRef, it savepoint.EntryIterator) error {
+	st := s.res.states[ref]
+	if ref.Timer {
 		return s.timerSegment(st, it)
 	}
-	ttlOn := o.States[ref].TTL != nil
+	ttlOn := s.m.KeyedState(ref).TTL != nil
 	if s.res.byEntries == nil {
 		return s.valueSegment(st, ttlOn, it)
 	}
 	// --top needs every entry's key.
-	cur := hotKey{op: op, ref: ref}
+	cur := hotKey{ref: ref}
 	for it.Next() {
 		e := it.Entry()
 		v := e.Value
 		if ttlOn {
-			// The iterator has checked that a TTL value holds its timestamp.
+			// Every layout checks that a TTL value holds its timestamp.
 			st.ages.add(int64(binary.BigEndian.Uint64(v)))
 			v = v[8:]
 		}
@@ -154,10 +157,10 @@ func (s *segmentScanner) segment(op, ref int, it *snapshotfmt.Iterator) error {
 
 // valueSegment gathers what a scan without --top needs of a state's
 // segment, the value sizes and TTL times, in batches.
-func (s *segmentScanner) valueSegment(st *stateScan, ttlOn bool, it *snapshotfmt.Iterator) error {
+func (s *segmentScanner) valueSegment(st *stateScan, ttlOn bool, it savepoint.EntryIterator) error {
 	sizes, times := s.sizes[:], s.times[:]
 	for {
-		n := it.NextValues(sizes, times)
+		n := savepoint.NextValues(it, ttlOn, sizes, times)
 		if ttlOn {
 			st.ages.addAll(times[:n])
 		}
@@ -182,7 +185,7 @@ func (s *segmentScanner) offer(k hotKey) {
 // allocation per timer; two keys whose hashes collide would be counted as
 // one, a chance of about one in 40 million for a key group with a million
 // keys.
-func (s *segmentScanner) timerSegment(st *stateScan, it *snapshotfmt.Iterator) error {
+func (s *segmentScanner) timerSegment(st *stateScan, it savepoint.EntryIterator) error {
 	s.timerKeys = s.timerKeys[:0]
 	for it.Next() {
 		s.timerKeys = append(s.timerKeys, maphash.Bytes(s.seed, it.Entry().Key))

@@ -1,4 +1,4 @@
-package prune_test
+package prunettl_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
-	"github.com/stateproc/stateproc/prune"
+	"github.com/stateproc/stateproc/prunettl"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -161,7 +161,7 @@ func TestPruneMatchesFullSnapshotCleanup(t *testing.T) {
 			snapshot(t, kind, raw, false, now, tc.codec)
 			snapshot(t, kind, cleaned, true, now, tc.codec)
 			r := sptest.Open(t, raw)
-			rep, err := prune.Run(context.Background(), r, raw, prune.Options{Now: now}, rewrite.Options{Out: pruned})
+			rep, err := prunettl.Run(context.Background(), r, raw, prunettl.Options{Now: now}, rewrite.Options{Out: pruned})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +180,7 @@ func TestPruneMatchesFullSnapshotCleanup(t *testing.T) {
 				t.Fatalf("data files differ: %v vs %v", slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
 			}
 			pa, pb := sptest.Open(t, pruned), sptest.Open(t, cleaned)
-			if sa, sb := pa.Segments(0), pb.Segments(0); !slices.Equal(sa, sb) {
+			if sa, sb := sptest.OperatorSegments(t, pa, 0), sptest.OperatorSegments(t, pb, 0); !slices.Equal(sa, sb) {
 				t.Fatalf("indexes differ: %d segments vs %d", len(sa), len(sb))
 			}
 			ma, mb := *pa.Metadata(), *pb.Metadata()
