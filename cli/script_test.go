@@ -59,9 +59,10 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mksavepoint": cmdMksavepoint,
-			"flipbyte":    cmdFlipbyte,
-			"exits":       cmdExits,
+			"mksavepoint":  cmdMksavepoint,
+			"mkcheckpoint": cmdMkcheckpoint,
+			"flipbyte":     cmdFlipbyte,
+			"exits":        cmdExits,
 		},
 	})
 }

@@ -37,7 +37,7 @@ func compareBool(a, b bool) int {
 // op, in Compare order.
 func (m *Metadata) Refs(op int) []StateRef {
 	o := &m.Operators[op]
-	refs := make([]StateRef, 0, len(o.States)+len(o.Timers))
+	var refs []StateRef
 	for i := range o.States {
 		refs = append(refs, StateRef{Operator: op, State: i})
 	}
