@@ -14,7 +14,11 @@ import (
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/ttl"
 )
 
@@ -141,4 +145,52 @@ func cmdMkcheckpoint(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("mkcheckpoint: the job completed no checkpoint")
 	}
 	ts.Check(os.Symlink(filepath.Base(res.LastCheckpoint), filepath.Join(root, "last")))
+}
+
+// unionSchema and unionRecordSchema are the values of mkunions.
+const (
+	unionSchema       = `["float","long"]`
+	unionRecordSchema = `{"type":"record","name":"Reading","namespace":"demo","fields":[{"name":"note","type":["null","string"]},` +
+		`{"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"raw","type":"bytes"},` +
+		`{"name":"reading","type":["int","string",{"type":"record","name":"Pair","fields":[{"name":"x","type":"int"}]}]}]}`
+)
+
+// cmdMkunions writes a savepoint whose operator "u" keeps, per string key,
+// a value of ["float", "long"] in state num and a record with unions in
+// state rec: a: float 42, b: long 42: mkunions DIR.
+func cmdMkunions(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mkunions DIR")
+	}
+	void := serializers.Snapshot{Kind: serializers.KindVoid}
+	num := serializers.Snapshot{Kind: serializers.KindAvro, Schema: unionSchema}
+	rec := serializers.Snapshot{Kind: serializers.KindAvro, Schema: unionRecordSchema}
+	meta := &savepoint.Metadata{ID: 1, CreatedAt: demoNow, Operators: []savepoint.Operator{{
+		UID: "u", Name: "Unions", Parallelism: 1, MaxParallelism: 128, KeyHash: keygroup.Murmur3,
+		Key: serializers.Snapshot{Kind: serializers.KindString},
+		States: []savepoint.KeyedState{
+			{Name: "num", Kind: savepoint.Value, Namespace: void, Value: num},
+			{Name: "rec", Kind: savepoint.Value, Namespace: void, Value: rec},
+		},
+	}}}
+	enc := func(snap serializers.Snapshot, v any) []byte {
+		ser, err := serializers.Restore(snap)
+		ts.Check(err)
+		b, err := ser.AppendAny(nil, v)
+		ts.Check(err)
+		return b
+	}
+	entries := map[savepoint.StateRef][]savepoint.Entry{
+		{State: 0}: {
+			{Key: []byte("a"), Value: enc(num, map[string]any{"float": float32(42)})},
+			{Key: []byte("b"), Value: enc(num, map[string]any{"long": int64(42)})},
+		},
+		{State: 1}: {
+			{Key: []byte("a"), Value: enc(rec, map[string]any{"note": nil, "at": time.UnixMilli(demoNow), "raw": []byte{0xca, 0xfe},
+				"reading": map[string]any{"demo.Pair": map[string]any{"x": 3}}})},
+			{Key: []byte("b"), Value: enc(rec, map[string]any{"note": "hand", "at": time.UnixMilli(demoNow + 1500), "raw": []byte{},
+				"reading": map[string]any{"string": "high"}})},
+		},
+	}
+	ts.Check(sptest.Write(ts.MkAbs(args[0]), meta, entries, snapshotfmt.Options{}))
 }

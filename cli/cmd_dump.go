@@ -164,7 +164,13 @@ func dumpKeyed(ctx context.Context, src savepoint.Source, ref stateRef, o dumpOp
 		}
 		kgs = keygroup.Range{Start: kg, End: kg}
 	}
-	p := dumpPrinter{sink: sink, dec: dec, raw: o.raw, now: now, state: ref.Keyed, voidNS: isVoid(ref)}
+	p := dumpPrinter{sink: sink, dec: dec, raw: o.raw, now: now, state: ref.Keyed, voidNS: isVoid(ref),
+		key: jsonvalue.For(op.Key)}
+	if ref.Keyed != nil {
+		p.namespace, p.mapKey, p.value = jsonvalue.For(ref.Keyed.Namespace), jsonvalue.For(ref.Keyed.MapKey), jsonvalue.For(ref.Keyed.Value)
+	} else {
+		p.namespace = jsonvalue.For(ref.Timers.Namespace)
+	}
 	segs, err := src.Segments(ctx, ref.Ref, kgs)
 	if err != nil {
 		return err
@@ -193,6 +199,9 @@ type dumpPrinter struct {
 	now    int64
 	state  *savepoint.KeyedState // nil for timers
 	voidNS bool
+	// key, namespace, mapKey and value render the decoded parts in the
+	// JSON conventions.
+	key, namespace, mapKey, value func(any) any
 	// The previous entry's key and namespace, to number list elements.
 	prevKey, prevNS []byte
 	havePrev        bool
@@ -258,20 +267,20 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 	if err != nil {
 		return err
 	}
-	f.add("key", jsonvalue.Value(d.Key))
+	f.add("key", p.key(d.Key))
 	if !p.voidNS {
-		f.add("namespace", jsonvalue.Value(d.Namespace))
+		f.add("namespace", p.namespace(d.Namespace))
 	}
 	switch {
 	case p.state == nil:
 		f.add("timestamp", jsonvalue.Time(d.Timestamp))
 		return p.sink.line(f)
 	case p.state.Kind == savepoint.Map:
-		f.add("map_key", jsonvalue.Value(d.MapKey))
+		f.add("map_key", p.mapKey(d.MapKey))
 	case list:
 		f.add("index", p.index)
 	}
-	f.add("value", jsonvalue.Value(d.Value))
+	f.add("value", p.value(d.Value))
 	if d.HasTTL {
 		f.add("ttl_last_modified", jsonvalue.Time(d.LastModified))
 		f.add("expired", p.state.TTL.Expired(d.LastModified, p.now))
@@ -289,7 +298,7 @@ func dumpOperatorState(s *savepoint.OperatorState, raw bool, sink *dumpSink) err
 			f := fields{}
 			f.add("subtask", sub)
 			f.add("index", i)
-			v, err := decodeOrHex(ser, b, raw)
+			v, err := decodeOrHex(ser, jsonvalue.For(s.Element), b, raw)
 			if err != nil {
 				return inspect.MetadataCorrupt(fmt.Sprintf("operator state %q subtask %d element %d", s.Name, sub, i), err)
 			}
@@ -311,6 +320,7 @@ func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) e
 	if err != nil {
 		return inspect.MetadataCorrupt(fmt.Sprintf("broadcast state %q", s.Name), err)
 	}
+	keyJSON, valJSON := jsonvalue.For(s.Key), jsonvalue.For(s.Value)
 	var only []byte
 	if o.key != "" {
 		if only, err = encodeKeyArg(keySer, o.key); err != nil {
@@ -321,11 +331,11 @@ func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) e
 		if only != nil && !bytes.Equal(e.Key, only) {
 			continue
 		}
-		k, err := decodeOrHex(keySer, e.Key, o.raw)
+		k, err := decodeOrHex(keySer, keyJSON, e.Key, o.raw)
 		if err != nil {
 			return inspect.MetadataCorrupt(fmt.Sprintf("broadcast state %q entry %d: key", s.Name, i), err)
 		}
-		v, err := decodeOrHex(valSer, e.Value, o.raw)
+		v, err := decodeOrHex(valSer, valJSON, e.Value, o.raw)
 		if err != nil {
 			return inspect.MetadataCorrupt(fmt.Sprintf("broadcast state %q entry %d: value", s.Name, i), err)
 		}
@@ -341,12 +351,12 @@ func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) e
 
 func isDecodeErr(err error) bool { return errors.Is(err, serializers.ErrDecode) }
 
-func decodeOrHex(ser serializers.Serializer, b []byte, raw bool) (any, error) {
+func decodeOrHex(ser serializers.Serializer, render func(any) any, b []byte, raw bool) (any, error) {
 	if raw {
 		return hex.EncodeToString(b), nil
 	}
 	v, err := ser.DecodeAny(b)
-	return jsonvalue.Value(v), err
+	return render(v), err
 }
 
 // parseKeyGroups reads --key-groups: A-B or A, within the max parallelism.

@@ -120,7 +120,7 @@ func writeMigrateReport(out io.Writer, o migrateOptions, input string, rep *evol
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "migrate", "Migrated", input))
 	fmt.Fprintf(out, "Against %s: %s\n", rep.Target, summary(rep))
 	if rep.Now != 0 {
-		fmt.Fprintf(out, "TTL timestamps of states that gained TTL: %s\n", formatTime(rep.Now))
+		fmt.Fprintf(out, "TTL timestamps of states that gained TTL: %s\n", formatTime(int64(rep.Now)))
 	}
 	return verdictTable(out, rep, true)
 }

@@ -80,12 +80,23 @@ func newRoot(prof *cpuProfile) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "stateproc",
 		Short:         "Inspect, export and rewrite stateproc savepoints without the job's code",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			return prof.start()
 		},
+		// Without a command there is nothing to do: the help goes to
+		// stderr and the exit code is a usage error's, as for an unknown
+		// command.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Help()
+			return usagef("a command is required")
+		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&prof.path, "cpuprofile", "",
 		"write a CPU profile of the command to `FILE`, for go tool pprof and the build's profile-guided optimization")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })

@@ -61,6 +61,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"mksavepoint":  cmdMksavepoint,
 			"mkcheckpoint": cmdMkcheckpoint,
+			"mkunions":     cmdMkunions,
 			"flipbyte":     cmdFlipbyte,
 			"exits":        cmdExits,
 		},

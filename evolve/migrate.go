@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -42,7 +43,7 @@ func Migrate(ctx context.Context, src savepoint.Source, input string, t Target, 
 		if !opts.HasNow {
 			return nil, rewrite.Refusef("TTL is turned on for %s: give --now, the last-modified time of the values", strings.Join(gains, ", "))
 		}
-		rep.Now = opts.Now
+		rep.Now = jsonvalue.Instant(opts.Now)
 	}
 	if out.Out != "" {
 		if err := rewrite.CheckTarget(input, out.Out, out.Force); err != nil {
@@ -228,7 +229,7 @@ func (m *mapping) metadata(input string, t Target, rep *Report) *savepoint.Metad
 		did += ", left out " + strings.Join(dropped, ", ")
 	}
 	if rep.Now != 0 {
-		did += ", TTL timestamps set to " + time.UnixMilli(rep.Now).UTC().Format("2006-01-02T15:04:05.000Z")
+		did += ", TTL timestamps set to " + time.UnixMilli(int64(rep.Now)).UTC().Format("2006-01-02T15:04:05.000Z")
 	}
 	out := rewrite.DeriveMetadata(input, m.in, did)
 	out.Operators = m.ops

@@ -79,7 +79,7 @@ func TestMigrateTTLOnNeedsNow(t *testing.T) {
 	}
 	const now = t0 + 12345
 	rep, err := evolve.Migrate(context.Background(), r, sp, tg, evolve.MigrateOptions{Now: now, HasNow: true}, rewrite.Options{Out: out})
-	if err != nil || rep.Now != now {
+	if err != nil || int64(rep.Now) != now {
 		t.Fatalf("%v, now %d", err, rep.Now)
 	}
 	mr := openSavepoint(t, out)

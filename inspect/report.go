@@ -415,5 +415,5 @@ func DisplayKey(op *savepoint.Operator, key []byte) any {
 	if err != nil {
 		return hex.EncodeToString(key)
 	}
-	return jsonvalue.Value(v)
+	return jsonvalue.For(op.Key)(v)
 }

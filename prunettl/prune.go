@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/ttl"
@@ -28,7 +29,7 @@ type StateReport struct {
 	Operator   string        `json:"operator"`
 	State      string        `json:"state"`
 	TTL        time.Duration `json:"-"`
-	TTLMillis  int64         `json:"ttl_millis"`
+	TTLMillis  int64         `json:"ttl_ms"`
 	Overridden bool          `json:"overridden"`
 	Before     uint64        `json:"before"`
 	Dropped    uint64        `json:"dropped"`
@@ -37,9 +38,9 @@ type StateReport struct {
 
 // Report lists every state with TTL, in operator and state order.
 type Report struct {
-	Now    int64         `json:"now"`
-	DryRun bool          `json:"dry_run"`
-	States []StateReport `json:"states"`
+	Now    jsonvalue.Instant `json:"now"`
+	DryRun bool              `json:"dry_run"`
+	States []StateReport     `json:"states"`
 }
 
 // prunedState is a TTL state to prune: the TTL that applies, and its line
@@ -52,7 +53,7 @@ type prunedState struct {
 // Run prunes src, the savepoint read from input, into out.Out.
 func Run(ctx context.Context, src savepoint.Source, input string, opts Options, out rewrite.Options) (*Report, error) {
 	m := src.Metadata()
-	rep := &Report{Now: opts.Now, DryRun: out.DryRun}
+	rep := &Report{Now: jsonvalue.Instant(opts.Now), DryRun: out.DryRun}
 	states, err := resolve(m, opts.TTL, rep)
 	if err != nil {
 		return nil, err
@@ -168,7 +169,7 @@ func describe(rep *Report) string {
 	if len(parts) > 0 {
 		what = "expired entries of " + strings.Join(parts, ", ")
 	}
-	return fmt.Sprintf("prune-ttl at %s dropped %s", time.UnixMilli(rep.Now).UTC().Format("2006-01-02T15:04:05.000Z"), what)
+	return fmt.Sprintf("prune-ttl at %s dropped %s", time.UnixMilli(int64(rep.Now)).UTC().Format("2006-01-02T15:04:05.000Z"), what)
 }
 
 // shortDuration drops the zero minutes and seconds of whole hours and

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/ttl"
 )
@@ -75,8 +76,8 @@ func (t *tally) add(e *savepoint.Entry) {
 		t.scratch = binary.AppendUvarint(t.scratch[:0], uint64(len(e.Key)))
 		t.scratch = append(append(t.scratch, e.Key...), e.Namespace...)
 		t.perKey[string(t.scratch)]++
-		t.timers.EarliestMillis = min(t.timers.EarliestMillis, e.Timestamp)
-		t.timers.LatestMillis = max(t.timers.LatestMillis, e.Timestamp)
+		t.timers.Earliest = min(t.timers.Earliest, jsonvalue.Instant(e.Timestamp))
+		t.timers.Latest = max(t.timers.Latest, jsonvalue.Instant(e.Timestamp))
 		return
 	}
 	if !t.open || !bytes.Equal(e.Key, t.key) || !bytes.Equal(e.Namespace, t.ns) {
