@@ -199,7 +199,7 @@ func notRestorable(rep *evolve.Report, input string) error {
 	if len(bad) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(bad)-1)
 	}
-	return fmt.Errorf("%w: %s", ErrIncompatible, msg)
+	return &incompatibleError{msg: msg}
 }
 
 func itemName(it evolve.Item) string {

@@ -35,7 +35,14 @@ func usagef(format string, args ...any) error {
 }
 
 // ErrIncompatible is wrapped by errors that end a command with exit code 3.
-var ErrIncompatible = errors.New("incompatible")
+var ErrIncompatible = errors.New("cli: incompatible")
+
+// incompatibleError is a job that cannot restore a savepoint, which the
+// command prints as "incompatible: why".
+type incompatibleError struct{ msg string }
+
+func (e *incompatibleError) Error() string { return "incompatible: " + e.msg }
+func (e *incompatibleError) Unwrap() error { return ErrIncompatible }
 
 // ExitCode maps an error to the command's exit code.
 func ExitCode(err error) int {
