@@ -179,16 +179,16 @@ func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *Seg
 		}
 		return f.CopySegment(ctx, r, p.Src, p.Dst, p.Src.KeyGroup)
 	}
-	return FilterSegment(ctx, src, f, p)
+	return filterSegment(ctx, src, f, p)
 }
 
-// FilterSegment streams the entries of p.Src that p.Keep keeps (all when
+// filterSegment streams the entries of p.Src that p.Keep keeps (all when
 // Keep is nil), with their values rewritten by p.Value when set, into a
 // segment of f, one entry at a time: memory holds one input block, one
 // output block and one value. The output segment is opened at the first
 // kept entry, so nothing is written when none is. With f nil it only counts
 // (and rewrites values, whose errors it reports).
-func FilterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *SegmentPlan) (err error) {
+func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *SegmentPlan) (err error) {
 	it := savepoint.SegmentEntries(ctx, src, p.Src)
 	defer it.Close()
 	var sw *SegmentWriter

@@ -127,7 +127,7 @@ func readAt(f storage.File, name string, kg int, p []byte, off int64) error {
 
 // Layout says what r reads: a stateproc savepoint and its format version.
 func (r *Reader) Layout() savepoint.Layout {
-	return savepoint.Layout{Name: "stateproc savepoint", Version: uint32(r.idx.version)}
+	return savepoint.Layout{Name: "stateproc savepoint", Version: uint32(r.Version())}
 }
 
 // Version is the format version of the savepoint.
