@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/evolve"
 )
 
@@ -90,7 +91,7 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 	bar := newByteProgress(o.stderr, "migrating")
 	rep, err := evolve.Migrate(ctx, r, args[0], t, opts, bar.options(o.options()))
 	bar.end(err)
-	if errors.Is(err, evolve.ErrIncompatible) {
+	if rep != nil && errors.Is(err, compat.ErrIncompatible) {
 		// The report says why; the refusal exits 3.
 		if werr := writeMigrateReport(out, o, args[0], rep, true); werr != nil {
 			return werr

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
@@ -34,16 +35,6 @@ func usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
-// ErrIncompatible is wrapped by errors that end a command with exit code 3.
-var ErrIncompatible = errors.New("cli: incompatible")
-
-// incompatibleError is a job that cannot restore a savepoint, which the
-// command prints as "incompatible: why".
-type incompatibleError struct{ msg string }
-
-func (e *incompatibleError) Error() string { return "incompatible: " + e.msg }
-func (e *incompatibleError) Unwrap() error { return ErrIncompatible }
-
 // ExitCode maps an error to the command's exit code.
 func ExitCode(err error) int {
 	var u *UsageError
@@ -52,7 +43,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &u), errors.Is(err, storage.ErrExists):
 		return ExitUsage
-	case errors.Is(err, ErrIncompatible):
+	case errors.Is(err, compat.ErrIncompatible):
 		return ExitIncompatible
 	case savepoint.BadInput(err):
 		return ExitBadInput

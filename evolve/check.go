@@ -2,12 +2,12 @@ package evolve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
 )
 
 // Options configure Check and Migrate.
@@ -28,10 +28,6 @@ func (o Options) workers() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// ErrIncompatible is wrapped by Migrate's refusal of a savepoint that the
-// target cannot restore.
-var ErrIncompatible = errors.New("evolve: the job cannot restore the savepoint")
-
 // Check decides whether the target's job can restore the savepoint in r,
 // item by item. It reads values only of the states whose migration depends
 // on the data.
@@ -47,7 +43,8 @@ func Check(ctx context.Context, r savepoint.Source, t Target, opts Options) (*Re
 func decide(meta *savepoint.Metadata, t Target, opts Options) *Report {
 	rep := &Report{Target: t.Name, Restorable: true}
 	for _, f := range compat.CheckJob(meta, t.Operators, compat.Options{AllowNonRestoredState: opts.AllowNonRestoredState}) {
-		it := Item{Operator: f.Operator, What: f.What, Name: f.Name, Verdict: f.Verdict, Reason: f.Reason, finding: f}
+		it := Item{Operator: f.Operator, What: f.What, Name: f.Name, Verdict: f.Verdict, Reason: f.Reason,
+			DataDependent: f.DataDependent && f.Verdict == compat.AfterMigration, finding: f}
 		if f.What == compat.KeyedState {
 			it.Kind = keyedState(meta, t, &f).Kind.String()
 		}
@@ -83,7 +80,7 @@ func settle(ctx context.Context, r savepoint.Source, t Target, it *Item, workers
 		return err
 	}
 	it.Verdict, it.Unreadable = compat.Incompatible, &u.at
-	it.Reason = fmt.Sprintf("%v (first at %s)", u.err, &u.at)
+	it.Reason = fmt.Sprintf("%s (first at %s)", serializers.Detail(u.err), &u.at)
 	return nil
 }
 

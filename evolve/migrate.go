@@ -27,7 +27,7 @@ type MigrateOptions struct {
 // Migrate rewrites the savepoint src, read from the directory input, into
 // out.Out for the target, so that the target's job restores it as it is.
 // It refuses, before writing anything, a savepoint that Check does not find
-// restorable (ErrIncompatible, with the report), and a state that gains TTL
+// restorable (compat.ErrIncompatible, with the report), and a state that gains TTL
 // without opts.HasNow (rewrite.ErrRefused). What the target does not
 // declare, which opts.AllowNonRestoredState lets pass, is left out; what
 // only the target declares is not added, since it starts empty.
@@ -37,7 +37,7 @@ func Migrate(ctx context.Context, src savepoint.Source, input string, t Target, 
 	// the reading of the states whose migration depends on their values.
 	rep := decide(meta, t, opts.Options)
 	if !rep.Restorable {
-		return rep, fmt.Errorf("%w: %d incompatible", ErrIncompatible, len(rep.Incompatible()))
+		return rep, notRestorable(rep)
 	}
 	if gains := gainTTL(meta, t, rep); len(gains) > 0 {
 		if !opts.HasNow {
@@ -54,7 +54,7 @@ func Migrate(ctx context.Context, src savepoint.Source, input string, t Target, 
 		return nil, err
 	}
 	if !rep.Restorable {
-		return rep, fmt.Errorf("%w: %d incompatible", ErrIncompatible, len(rep.Incompatible()))
+		return rep, notRestorable(rep)
 	}
 	m, err := newMapping(meta, t, rep, opts.Now)
 	if err != nil {
@@ -80,6 +80,10 @@ func Migrate(ctx context.Context, src savepoint.Source, input string, t Target, 
 	}
 	m.count(rep, plans)
 	return rep, nil
+}
+
+func notRestorable(rep *Report) error {
+	return fmt.Errorf("evolve: the job cannot restore the savepoint: %w: %d items", compat.ErrIncompatible, len(rep.Incompatible()))
 }
 
 // gainTTL names the states that gain TTL in the migration.

@@ -30,6 +30,10 @@ type Item struct {
 	Kind     string         `json:"kind,omitempty"`
 	Verdict  compat.Verdict `json:"verdict"`
 	Reason   string         `json:"reason,omitempty"`
+	// DataDependent: the schemas alone did not settle the verdict (a union
+	// branch or enum symbol the new schema removed), so it comes from
+	// reading the stored values.
+	DataDependent bool `json:"data_dependent"`
 	// Unreadable is the first value, in key-group order, that the new
 	// serializer cannot read, which made a state incompatible.
 	Unreadable *Location `json:"unreadable,omitempty"`

@@ -87,7 +87,13 @@
 //
 // Avro values are decoded from their binary encoding straight into Arrow
 // builders by a plan compiled once per schema, never through generic Go
-// values; every length and count is checked against the bytes that remain.
+// values; every length and count is checked against the bytes that remain,
+// by the same cursor as the serializers' (internal/avrobin): export
+// accepts exactly the values that dump and verify --deep read, and refuses,
+// as they do, strings and map keys that are not UTF-8 and repeated map
+// keys. A schema is parsed with the cursor's bounds (at most 1000 levels of
+// nesting, fixed types of at most 1 MiB), so a column never holds more
+// levels of builders than that.
 // A value that does not decode fails the export with an error wrapping
 // serializers.ErrDecode that names the state, key group and entry.
 //

@@ -208,7 +208,8 @@ func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writ
 	rb := array.NewRecordBuilder(memAlloc, schema)
 	defer rb.Release()
 	b := &batcher{name: name, rb: rb, rows: ds.layout.bind(rb), fw: fw, maxRows: min(x.opts.RowGroupRows, int(max(p.rows, 1))), wrote: x.wrote}
-	b.rb.Reserve(b.maxRows)
+	b.reserve = reserveRows(schema, b.maxRows)
+	b.rb.Reserve(b.reserve)
 	switch {
 	case ds.opState != nil:
 		err = x.operatorRows(p, b)
@@ -320,11 +321,13 @@ func (x *exporter) undecodable(ds *dataset, kg int, n uint64, err error) error {
 // batcher collects rows into a record batch, and writes it as a row group
 // when it holds enough rows or input bytes.
 type batcher struct {
-	name     string
-	rb       *array.RecordBuilder
-	rows     *rowWriter
-	fw       fileWriter
-	maxRows  int
+	name    string
+	rb      *array.RecordBuilder
+	rows    *rowWriter
+	fw      fileWriter
+	maxRows int
+	// reserve is the rows the builders make room for up front.
+	reserve  int
 	n, bytes int
 	wrote    func(rows int)
 }
@@ -360,7 +363,7 @@ func (b *batcher) flush(last bool) error {
 	n := b.n
 	b.n, b.bytes = 0, 0
 	if !last {
-		b.rb.Reserve(b.maxRows)
+		b.rb.Reserve(b.reserve)
 		for i, f := range fields {
 			if d, ok := f.(dataReserver); ok {
 				d.ReserveData(data[i])
@@ -372,6 +375,37 @@ func (b *batcher) flush(last bool) error {
 	}
 	b.wrote(n)
 	return nil
+}
+
+// reserveRows is how many rows a batch makes room for up front: maxRows,
+// but no more than rowGroupBytes of fixed-width values hold. Both the row
+// count (from the index) and the width (an Avro fixed's size) are input,
+// and a row group is cut at rowGroupBytes of input anyway.
+func reserveRows(schema *arrow.Schema, maxRows int) int {
+	width := 0
+	for _, f := range schema.Fields() {
+		width += fixedWidth(f.Type)
+	}
+	if width == 0 {
+		return maxRows
+	}
+	return max(1, min(maxRows, rowGroupBytes/width))
+}
+
+// fixedWidth is the bytes a builder of t reserves per row: lists, maps and
+// strings reserve offsets only, their values grow with the data.
+func fixedWidth(t arrow.DataType) int {
+	switch t := t.(type) {
+	case *arrow.StructType:
+		w := 0
+		for _, f := range t.Fields() {
+			w += fixedWidth(f.Type)
+		}
+		return w
+	case arrow.FixedWidthDataType:
+		return max(t.BitWidth()/8, 1)
+	}
+	return 0
 }
 
 // dataReserver is a builder of strings or bytes.

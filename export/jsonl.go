@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/hamba/avro/v2"
 
+	"github.com/stateproc/stateproc/internal/avrobin"
 	"github.com/stateproc/stateproc/serializers"
 )
 
@@ -55,7 +56,7 @@ func newJSONLWriter(bw *bufio.Writer, schema *arrow.Schema) *jsonlWriter {
 			snap, ok = snaps["element"]
 		}
 		if ok && snap.Kind == serializers.KindAvro {
-			w.avro[i], _ = avro.ParseWithCache(snap.Schema, "", &avro.SchemaCache{})
+			w.avro[i], _, _ = avrobin.ParseSchema(snap.Schema)
 		}
 	}
 	return w

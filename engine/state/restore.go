@@ -11,10 +11,6 @@ import (
 	"github.com/stateproc/stateproc/serializers"
 )
 
-// ErrIncompatible is wrapped when a savepoint's state cannot be restored into
-// the declared one.
-var ErrIncompatible = errors.New("state: incompatible state")
-
 // ErrNotRestored is wrapped when a savepoint holds state that nothing
 // declares and dropping it was not allowed.
 var ErrNotRestored = errors.New("state: state in the savepoint is not declared by the job")
@@ -62,7 +58,7 @@ func PlanRestore(opIdx int, op *savepoint.Operator, declared []*Spec, timers map
 		}
 		conv, err := compat.Converter(&op.States[f.Saved], &states[f.Declared], opts.Now)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrIncompatible, f.Where(), err)
+			return nil, fmt.Errorf("state: %w: %s: %v", compat.ErrIncompatible, f.Where(), err)
 		}
 		plan = append(plan, Restored{Ref: savepoint.StateRef{Operator: opIdx, State: f.Saved}, Spec: declared[f.Declared], Convert: conv})
 	}
@@ -78,7 +74,7 @@ func Refusal(f *compat.Finding) error {
 	case f.Unclaimed:
 		return fmt.Errorf("%w: %s", ErrNotRestored, f.Where())
 	}
-	return fmt.Errorf("%w: %s: %s", ErrIncompatible, f.Where(), f.Reason)
+	return fmt.Errorf("state: %w: %s: %s", compat.ErrIncompatible, f.Where(), f.Reason)
 }
 
 // Ref returns the ref of the named state of operator opIdx of a savepoint,

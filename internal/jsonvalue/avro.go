@@ -11,6 +11,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
+	"github.com/stateproc/stateproc/internal/avrobin"
 	"github.com/stateproc/stateproc/serializers"
 )
 
@@ -23,7 +24,7 @@ import (
 func For(snap serializers.Snapshot) func(v any) any {
 	switch snap.Kind {
 	case serializers.KindAvro:
-		s, err := avro.ParseWithCache(snap.Schema, "", &avro.SchemaCache{})
+		s, _, err := avrobin.ParseSchema(snap.Schema)
 		if err != nil {
 			return Value
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
@@ -74,13 +75,13 @@ func testRestoreIncompatible(t *testing.T, newBackend Factory) {
 
 	otherValue := newFixture(t, newBackend)
 	valueOf(otherValue, state.NewValue("v", serializers.String()))
-	if err := restoreErr(otherValue.b, r, state.RestoreOptions{Now: t0}); !errors.Is(err, state.ErrIncompatible) {
-		t.Errorf("restore of an int64 value as a string: got %v, want state.ErrIncompatible", err)
+	if err := restoreErr(otherValue.b, r, state.RestoreOptions{Now: t0}); !errors.Is(err, compat.ErrIncompatible) {
+		t.Errorf("restore of an int64 value as a string: got %v, want compat.ErrIncompatible", err)
 	}
 	otherKind := newFixture(t, newBackend)
 	listOf(otherKind, state.NewList("v", serializers.Int64()))
-	if err := restoreErr(otherKind.b, r, state.RestoreOptions{Now: t0}); !errors.Is(err, state.ErrIncompatible) {
-		t.Errorf("restore of a value state as a list state: got %v, want state.ErrIncompatible", err)
+	if err := restoreErr(otherKind.b, r, state.RestoreOptions{Now: t0}); !errors.Is(err, compat.ErrIncompatible) {
+		t.Errorf("restore of a value state as a list state: got %v, want compat.ErrIncompatible", err)
 	}
 }
 
