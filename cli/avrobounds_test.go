@@ -35,7 +35,7 @@ func avroSavepoint(t *testing.T, dir, schema string, values ...[]byte) {
 	for i, v := range values {
 		entries = append(entries, savepoint.Entry{Key: fmt.Appendf(nil, "k%d", i), Value: v})
 	}
-	if err := sptest.Write(dir, meta, map[[2]int][]savepoint.Entry{{0, 0}: entries}, snapshotfmt.Options{}); err != nil {
+	if err := sptest.Write(dir, meta, map[savepoint.StateRef][]savepoint.Entry{{}: entries}, snapshotfmt.Options{}); err != nil {
 		t.Fatal(err)
 	}
 }

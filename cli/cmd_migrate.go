@@ -88,7 +88,7 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	bar := newRewriteProgress(o.stderr, "migrating")
+	bar := newByteProgress(o.stderr, "migrating")
 	rep, err := evolve.Migrate(ctx, r, args[0], t, opts, bar.options(o.options()))
 	bar.end(err)
 	if rep != nil && errors.Is(err, compat.ErrIncompatible) {
@@ -121,7 +121,7 @@ func writeMigrateReport(out io.Writer, o migrateOptions, input string, rep *evol
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "migrate", "Migrated", input))
 	fmt.Fprintf(out, "Against %s: %s\n", rep.Target, summary(rep))
 	if rep.Now != 0 {
-		fmt.Fprintf(out, "TTL timestamps of states that gained TTL: %s\n", formatTime(rep.Now))
+		fmt.Fprintf(out, "TTL timestamps of states that gained TTL: %s\n", formatTime(int64(rep.Now)))
 	}
 	return verdictTable(out, rep, true)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/evolve"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -320,7 +321,7 @@ func TestCasesAgree(t *testing.T) {
 				t.Fatalf("migrate: %v", migrateErr)
 			}
 			mr := openSavepoint(t, migrated)
-			if err := mr.Verify(context.Background()); err != nil {
+			if err := sptest.Verify(mr); err != nil {
 				t.Fatal(err)
 			}
 			again, err := evolve.Check(context.Background(), mr, tg, evolve.Options{})

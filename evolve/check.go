@@ -8,7 +8,6 @@ import (
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // Options configure Check and Migrate.
@@ -32,7 +31,7 @@ func (o Options) workers() int {
 // Check decides whether the target's job can restore the savepoint in r,
 // item by item. It reads values only of the states whose migration depends
 // on the data.
-func Check(ctx context.Context, r *snapshotfmt.Reader, t Target, opts Options) (*Report, error) {
+func Check(ctx context.Context, r savepoint.Source, t Target, opts Options) (*Report, error) {
 	rep := decide(r.Metadata(), t, opts)
 	if err := settleAll(ctx, r, t, rep, opts.workers()); err != nil {
 		return nil, err
@@ -56,7 +55,7 @@ func decide(meta *savepoint.Metadata, t Target, opts Options) *Report {
 }
 
 // settleAll settles every item whose verdict depends on the data.
-func settleAll(ctx context.Context, r *snapshotfmt.Reader, t Target, rep *Report, workers int) error {
+func settleAll(ctx context.Context, r savepoint.Source, t Target, rep *Report, workers int) error {
 	for i := range rep.Items {
 		if it := &rep.Items[i]; it.finding.DataDependent && it.Verdict == compat.AfterMigration {
 			if err := settle(ctx, r, t, it, workers); err != nil {
@@ -70,13 +69,13 @@ func settleAll(ctx context.Context, r *snapshotfmt.Reader, t Target, rep *Report
 
 // settle reads the values of a state whose migration depends on the data,
 // and makes it incompatible if one cannot be migrated.
-func settle(ctx context.Context, r *snapshotfmt.Reader, t Target, it *Item, workers int) error {
+func settle(ctx context.Context, r savepoint.Source, t Target, it *Item, workers int) error {
 	op, saved, declared := pair(r.Metadata(), t, &it.finding)
 	conv, err := compat.Converter(saved, declared, 0)
 	if err != nil {
 		return err
 	}
-	u, err := firstUnreadable(ctx, r, op, it.finding.Saved, conv, workers)
+	u, err := firstUnreadable(ctx, r, savepoint.StateRef{Operator: op, State: it.finding.Saved}, conv, workers)
 	if err != nil || u == nil {
 		return err
 	}

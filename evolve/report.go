@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/serializers"
 )
 
@@ -18,7 +19,7 @@ type Report struct {
 	Items      []Item `json:"items"`
 	// Now is the last-modified time migrate gave to values whose state
 	// gained TTL; zero when none did.
-	Now int64 `json:"now,omitempty"`
+	Now jsonvalue.Instant `json:"now,omitempty"`
 }
 
 // Item is the verdict on one operator or state.

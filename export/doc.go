@@ -1,9 +1,9 @@
 // Package export writes the state of a savepoint as datasets of Parquet (or
 // Arrow IPC, or JSON lines) files, typed from the serializer snapshots the
 // savepoint carries, so that DuckDB, Spark or pyarrow read state without the
-// job's code. It reads through Source, the layout-independent model of
-// package savepoint, and writes into a storage.Staging that its caller
-// publishes when Run succeeds.
+// job's code. It reads through the read seam, savepoint.Source, so that it
+// exports a savepoint of any layout package layouts opens, and writes into
+// a storage.Staging that its caller publishes when Run succeeds.
 //
 // # Layout
 //

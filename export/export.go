@@ -6,17 +6,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -91,7 +89,7 @@ type DatasetSummary struct {
 // has no Arrow mapping fails the export with an error wrapping
 // ErrUnmappable. A value that does not decode fails it with an error
 // wrapping serializers.ErrDecode.
-func Run(ctx context.Context, src Source, out storage.Staging, o Options) (*Summary, error) {
+func Run(ctx context.Context, src savepoint.Source, out storage.Staging, o Options) (*Summary, error) {
 	o.defaults()
 	if !o.Format.valid() {
 		return nil, fmt.Errorf("export: unknown format %q", o.Format)
@@ -105,7 +103,9 @@ func Run(ctx context.Context, src Source, out storage.Staging, o Options) (*Summ
 	}
 	var parts []*part
 	for _, ds := range datasets {
-		ds.count(src, o.KeyGroups)
+		if err := ds.count(ctx, src, o.KeyGroups); err != nil {
+			return nil, err
+		}
 		parts = append(parts, ds.parts(o.MaxRowsPerFile)...)
 	}
 	x := &exporter{src: src, out: out, opts: o,
@@ -150,12 +150,12 @@ func (o *Options) defaults() {
 		o.RowGroupRows = DefaultRowGroupRows
 	}
 	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
+		o.Workers = workers.Default()
 	}
 }
 
 type exporter struct {
-	src     Source
+	src     savepoint.Source
 	out     storage.Staging
 	opts    Options
 	wo      writerOptions
@@ -174,25 +174,12 @@ func (x *exporter) wrote(rows int) {
 // run writes the parts on the workers, longest first, each worker taking
 // the next part when it is done with one, so that they finish close
 // together. Which worker writes a part does not change the part's bytes.
-func (x *exporter) run(ctx context.Context, parts []*part, workers int) error {
+func (x *exporter) run(ctx context.Context, parts []*part, n int) error {
 	queue := slices.Clone(parts)
 	slices.SortStableFunc(queue, func(a, b *part) int { return cmp.Compare(b.rows, a.rows) })
-	g, ctx := errgroup.WithContext(ctx)
-	var next atomic.Int64
-	for range min(workers, len(queue)) {
-		g.Go(func() error {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(queue) {
-					return nil
-				}
-				if err := x.writePart(ctx, queue[i]); err != nil {
-					return err
-				}
-			}
-		})
-	}
-	return g.Wait()
+	return workers.Run(ctx, len(queue), n, func(ctx context.Context, _, i int) error {
+		return x.writePart(ctx, queue[i])
+	})
 }
 
 // writePart writes one file and records its size in p.
@@ -250,7 +237,7 @@ func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher) error {
 	var prevKey, prevNs []byte
 	for i := p.first; left > 0 && i < len(ds.index); i++ {
 		st := ds.index[i]
-		it := x.src.Entries(ctx, ds.opIdx, ds.ref, st.KeyGroup)
+		it := savepoint.SegmentEntries(ctx, x.src, st)
 		var n uint64 // entries read from this key group
 		var index int32
 		for left > 0 && it.Next() {
@@ -289,7 +276,7 @@ func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher) error {
 			return err
 		case more, left > 0 && n < st.Entries:
 			return fmt.Errorf("export: operator %q %s %q: key group %d: the data holds other than the %d entries the index says: %w",
-				ds.op.UID, ds.what(), ds.name, st.KeyGroup, st.Entries, snapshotfmt.ErrCorrupt)
+				ds.op.UID, ds.what(), ds.name, st.KeyGroup, st.Entries, savepoint.ErrCorrupt)
 		}
 	}
 	return nil

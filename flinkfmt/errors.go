@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
@@ -13,12 +14,13 @@ var (
 	// ErrNotFlink: the file does not start with Flink's metadata magic.
 	ErrNotFlink = errors.New("flinkfmt: not a Flink savepoint or checkpoint")
 	// ErrCorrupt: a structural error in a Flink file (a length past the
-	// end, a bad tag, a header that does not parse). It also matches
-	// snapshotfmt.ErrCorrupt, so that the toolkit maps it to the exit code
-	// of a corrupt savepoint.
+	// end, a bad tag, a header that does not parse). It also matches the
+	// read seam's savepoint.ErrCorrupt (and snapshotfmt.ErrCorrupt), so
+	// that the toolkit maps it to the exit code of a corrupt savepoint.
 	ErrCorrupt = errors.New("flinkfmt: corrupt Flink savepoint")
 	// ErrUnsupported: a well-formed part that this reader cannot read yet
-	// (a metadata version, a state layout, a serializer snapshot).
+	// (a metadata version, a state layout, a serializer snapshot). It also
+	// matches savepoint.ErrUnsupported.
 	ErrUnsupported = errors.New("flinkfmt: not readable yet")
 )
 
@@ -60,7 +62,7 @@ func (p *problem) Error() string   { return p.msg }
 func (p *problem) Unwrap() []error { return p.kind }
 
 func corruptf(format string, args ...any) error {
-	return &problem{msg: fmt.Sprintf(format, args...), kind: []error{ErrCorrupt, snapshotfmt.ErrCorrupt}}
+	return &problem{msg: fmt.Sprintf(format, args...), kind: []error{ErrCorrupt, savepoint.ErrCorrupt, snapshotfmt.ErrCorrupt}}
 }
 
 // corrupt marks err as a structural error, keeping what it wraps.
@@ -68,11 +70,11 @@ func corrupt(err error) error {
 	if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupported) {
 		return err
 	}
-	return &problem{msg: err.Error(), kind: []error{ErrCorrupt, snapshotfmt.ErrCorrupt, err}}
+	return &problem{msg: err.Error(), kind: []error{ErrCorrupt, savepoint.ErrCorrupt, snapshotfmt.ErrCorrupt, err}}
 }
 
 func unsupportedf(format string, args ...any) error {
-	return &problem{msg: fmt.Sprintf(format, args...), kind: []error{ErrUnsupported}}
+	return &problem{msg: fmt.Sprintf(format, args...), kind: []error{ErrUnsupported, savepoint.ErrUnsupported}}
 }
 
 func at(file, op string, kg int, off int64, err error) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 	"github.com/stateproc/stateproc/storage/internal/storetest"
@@ -38,15 +39,18 @@ func copySavepoint(ctx context.Context, r *snapshotfmt.Reader, staging storage.S
 			w.Abort()
 			return err
 		}
-		for op := range r.Metadata().Operators {
-			for _, seg := range r.Segments(op) {
-				if seg.File != name {
-					continue
-				}
-				if err := f.CopySegment(ctx, r, seg, op, seg.Ref, seg.KeyGroup); err != nil {
-					w.Abort()
-					return err
-				}
+		segs, err := savepoint.AllSegments(ctx, r)
+		if err != nil {
+			w.Abort()
+			return err
+		}
+		for _, seg := range segs {
+			if seg.File != name {
+				continue
+			}
+			if err := f.CopySegment(ctx, r, seg, seg.Ref, seg.KeyGroup); err != nil {
+				w.Abort()
+				return err
 			}
 		}
 		if err := f.Close(); err != nil {
@@ -83,18 +87,18 @@ func openBucketSavepoint(t *testing.T, loc string) (*snapshotfmt.Reader, error) 
 		return nil, err
 	}
 	t.Cleanup(func() { r.Close() })
-	return r, r.Verify(context.Background())
+	return r, sptest.Verify(r)
 }
 
 // sameEntries compares every state and timer service of two savepoints.
 func sameEntries(t *testing.T, a, b *snapshotfmt.Reader) int {
 	t.Helper()
 	n := 0
-	for op, o := range a.Metadata().Operators {
-		for ref := range len(o.States) + len(o.Timers) {
-			ea, eb := sptest.EntriesAt(t, a, op, ref), sptest.EntriesAt(t, b, op, ref)
+	for op := range a.Metadata().Operators {
+		for _, ref := range a.Metadata().Refs(op) {
+			ea, eb := sptest.EntriesOf(t, a, ref), sptest.EntriesOf(t, b, ref)
 			if !reflect.DeepEqual(ea, eb) {
-				t.Fatalf("operator %s ref %d: %d entries locally, %d from the bucket, or different ones", o.UID, ref, len(ea), len(eb))
+				t.Fatalf("%v: %d entries locally, %d from the bucket, or different ones", ref, len(ea), len(eb))
 			}
 			n += len(ea)
 		}
