@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stateproc/stateproc/flinkfmt/internal/sstbuild"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/fixture"
-	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/sstbuild"
 )
 
 type memFile struct{ *bytes.Reader }

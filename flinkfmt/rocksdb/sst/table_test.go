@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/sstbuild"
+	"github.com/stateproc/stateproc/flinkfmt/internal/sstbuild"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
 )
 
