@@ -249,7 +249,7 @@ func (m *Iter) resolve() (bool, error) {
 				}
 				m.ops = append(m.ops, s.it.Value()...)
 				m.opEnds = append(m.opEnds, len(m.ops))
-				if max := m.cf.MaxValueSize; max > 0 && len(m.ops)+len(m.opEnds)*len(m.cf.delimiter) > max {
+				if max := m.cf.MaxValueSize; max > 0 && len(m.ops)+(len(m.opEnds)-1)*len(m.cf.delimiter) > max {
 					return false, sst.At(name, -1, sst.Unsupportedf("the merge operands of user key %q join to more than %d bytes", m.key, max))
 				}
 			default: // DELETE, SINGLEDEL
