@@ -77,7 +77,7 @@ func (it *EntryIterator) Close() error {
 func (it *EntryIterator) Warnings() []Warning { return it.warnings }
 
 // step is one key group of one subtask's handle to read; idx is its index
-// in the handle's key groups, -1 for a handle whose layout cannot be read.
+// in the handle's key groups, -1 for a changelog handle, which is refused.
 type step struct{ kg, sub, idx int }
 
 // plan lists the key groups to read in ascending order; a subtask's
@@ -127,8 +127,7 @@ func (it *EntryIterator) loadNext() bool {
 			sk := it.k.subtasks[st.sub]
 			switch {
 			case st.idx < 0:
-				h := sk.handle
-				return it.fail(at(sk.file, it.k.Operator.ID.String(), st.kg, -1, unsupportedf("%s layout (%s, %d bytes): not readable yet", sk.layout, h.Kind, h.Size())))
+				return it.fail(at(sk.file, it.k.Operator.ID.String(), st.kg, -1, changelogRefusal(sk.handle)))
 			case sk.layout == LayoutRocksDBNative:
 				if err := it.native.start(it, st.sub, st.kg); err != nil {
 					return it.fail(err)
