@@ -12,7 +12,8 @@
 // Reading follows the serializer snapshots the savepoint carries: package
 // flinkfmt/typeser restores them into decoders, so no job classes are
 // needed. Entries come key group by key group in the model of
-// savepoint.Entry; memory is bounded by one key group.
+// savepoint.Entry; memory is bounded by one key group, and for native
+// RocksDB handles, whose key groups are streamed, by the number of tables.
 //
 // Everything read is untrusted: lengths are checked before allocation,
 // Java object streams are parsed with bounds, and paths recorded in the

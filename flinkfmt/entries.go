@@ -35,7 +35,9 @@ type EntryIterator struct {
 
 // Entries iterates the entries of state (an index into States, or -1 for
 // every state) in the key groups kgs, in ascending key-group order and, in
-// a key group, in the order the layout stores them.
+// a key group, in the order the layout stores them (for native RocksDB
+// handles, as the canonical layout does: by state, then by key). Close
+// releases the files a native handle keeps open.
 func (k *Keyed) Entries(ctx context.Context, state int, kgs keygroup.Range) *EntryIterator {
 	it := &EntryIterator{ctx: ctx, k: k, state: state, kgs: kgs, pos: -1}
 	if state < -1 || state >= len(k.States) {

@@ -180,8 +180,8 @@ func (r *Reader) openNative(ctx context.Context, sk *subtaskKeyed) (*nativeInsta
 		byName[m.Name] = sid
 	}
 	for _, cf := range cfs {
-		sid, ok := byName[cf.Name]
-		if !ok {
+		sid, named := byName[cf.Name]
+		if !named {
 			if cf.Name == "default" {
 				// Flink keeps no state in RocksDB's default column family
 				// and does not read it on restore.
@@ -222,8 +222,9 @@ func locateNative(file, op string, kg int, err error) error {
 	return at(file, op, kg, off, &problem{msg: msg, kind: kinds})
 }
 
-// nativeChunk bounds the entries one read of a native key group buffers:
-// a key group of a native handle may be of any size, so it is streamed.
+// A key group of a native handle may be of any size, so it is streamed in
+// chunks of at most this many entries or bytes of keys and values (a
+// single value may be larger).
 const (
 	nativeChunkEntries = 4096
 	nativeChunkBytes   = 1 << 20
@@ -242,6 +243,9 @@ type nativeCursor struct {
 	sids   []int
 	si     int
 	cur    *rocksdb.Iter
+	// arenaHint is the size of the last chunk's keys and values, which
+	// the next chunk's memory starts at.
+	arenaHint int
 }
 
 func (c *nativeCursor) close() {
@@ -284,9 +288,10 @@ func (c *nativeCursor) start(it *EntryIterator, sub, kg int) error {
 func (c *nativeCursor) fill(it *EntryIterator) error {
 	k := it.k
 	sk := k.subtasks[c.sub]
-	var arena []byte
+	arena := make([]byte, 0, c.arenaHint)
 	p := &kgParser{k: k, sk: sk, kg: c.kg, state: it.state, out: &it.buf, prefix: prefixLen(k.Operator.MaxParallelism)}
 	defer func() {
+		c.arenaHint = min(len(arena), nativeChunkBytes)
 		if p.warn != nil {
 			p.warn.File = sk.file
 			it.warnings = append(it.warnings, *p.warn)

@@ -29,7 +29,8 @@ type Options struct {
 	// local file system.
 	OpenDir func(location string) (storage.Dir, error)
 	// MaxKeyGroupBytes bounds the bytes one key group may decompress to;
-	// 1 GiB by default.
+	// 1 GiB by default. For native RocksDB handles, it bounds a table's
+	// blocks (at most 256 MiB) and a value joined from merge operands.
 	MaxKeyGroupBytes int64
 }
 
