@@ -16,8 +16,8 @@ import (
 )
 
 // readable opens the fixtures whose directory name starts with prefix and
-// whose keyed and operator state this reader reads (not the native RocksDB
-// or changelog layouts), and reports how many it skipped.
+// whose keyed and operator state this reader reads (not the changelog
+// layout), and reports how many it skipped.
 func readable(t *testing.T, prefix string) (map[string]*Reader, int) {
 	root, rows := inventory(t)
 	out := map[string]*Reader{}
@@ -33,7 +33,7 @@ func readable(t *testing.T, prefix string) (map[string]*Reader, int) {
 		}
 		ok := true
 		for _, op := range r.Metadata().Operators {
-			if k, err := r.Keyed(context.Background(), op); err != nil && !errors.Is(err, ErrNotKeyed) || err == nil && (k.Layouts[LayoutRocksDBNative] > 0 || k.Layouts[LayoutChangelog] > 0) {
+			if k, err := r.Keyed(context.Background(), op); err != nil && !errors.Is(err, ErrNotKeyed) || err == nil && k.Layouts[LayoutChangelog] > 0 {
 				ok = false
 			}
 			if _, _, err := r.OperatorStates(context.Background(), op); errors.Is(err, ErrUnsupported) {
@@ -188,7 +188,7 @@ func TestStatefulJobSnapshotMigrationContents(t *testing.T) {
 			t.Errorf("%s: %d timer services, want 4", name, timerServices)
 		}
 	}
-	t.Logf("%d fixtures checked, %d skipped (native RocksDB or changelog layouts)", len(readers), skipped)
+	t.Logf("%d fixtures checked, %d skipped (changelog layout)", len(readers), skipped)
 }
 
 func distinctKeys(t *testing.T, es []decoded) string {

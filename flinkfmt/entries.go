@@ -29,11 +29,15 @@ type EntryIterator struct {
 	closed   bool
 	// keep, when set, selects the entries of a lookup.
 	keep func(*Entry) bool
+	// native reads the steps of native handles.
+	native nativeCursor
 }
 
 // Entries iterates the entries of state (an index into States, or -1 for
 // every state) in the key groups kgs, in ascending key-group order and, in
-// a key group, in the order the layout stores them.
+// a key group, in the order the layout stores them (for native RocksDB
+// handles, as the canonical layout does: by state, then by key). Close
+// releases the files a native handle keeps open.
 func (k *Keyed) Entries(ctx context.Context, state int, kgs keygroup.Range) *EntryIterator {
 	it := &EntryIterator{ctx: ctx, k: k, state: state, kgs: kgs, pos: -1}
 	if state < -1 || state >= len(k.States) {
@@ -63,14 +67,19 @@ func (it *EntryIterator) Entry() *Entry { return &it.buf[it.pos] }
 // Err returns the first error.
 func (it *EntryIterator) Err() error { return it.err }
 
-// Close ends the iteration.
-func (it *EntryIterator) Close() error { it.closed = true; return nil }
+// Close ends the iteration and closes the files it has open (the tables
+// of a native handle).
+func (it *EntryIterator) Close() error {
+	it.closed = true
+	it.native.close()
+	return nil
+}
 
 // Warnings lists the parts skipped so far.
 func (it *EntryIterator) Warnings() []Warning { return it.warnings }
 
-// step is one key group of one subtask's handle to read; idx is -1 for a
-// handle whose layout cannot be read.
+// step is one key group of one subtask's handle to read; idx is its index
+// in the handle's key groups, -1 for a changelog handle, which is refused.
 type step struct{ kg, sub, idx int }
 
 // plan lists the key groups to read in ascending order; a subtask's
@@ -80,7 +89,14 @@ func (it *EntryIterator) plan() []step {
 	for j, sk := range it.k.subtasks {
 		h := sk.handle
 		switch {
-		case sk.layout == LayoutRocksDBNative || sk.layout == LayoutChangelog:
+		case sk.layout == LayoutRocksDBNative:
+			// Only the handle's own key groups: a rescaled instance may
+			// still hold others, which Flink skips on restore.
+			r := it.kgs.Intersect(h.KeyGroups)
+			for kg := r.Start; kg <= r.End && r.Len() > 0; kg++ {
+				steps = append(steps, step{kg: kg, sub: j, idx: kg - h.KeyGroups.Start})
+			}
+		case sk.layout == LayoutChangelog:
 			if r := it.kgs.Intersect(h.KeyGroups); r.Len() > 0 {
 				steps = append(steps, step{kg: r.Start, sub: j, idx: -1})
 			}
@@ -96,28 +112,38 @@ func (it *EntryIterator) plan() []step {
 	return steps
 }
 
-// loadNext reads the next key group with entries into buf.
+// loadNext reads the next key group with entries into buf, or of a native
+// handle, the next chunk of a key group.
 func (it *EntryIterator) loadNext() bool {
 	if it.steps == nil {
 		it.steps = it.plan()
 	}
-	for it.next < len(it.steps) {
-		st := it.steps[it.next]
-		it.next++
-		sk := it.k.subtasks[st.sub]
-		if st.idx < 0 {
-			h := sk.handle
-			it.err = at(sk.file, it.k.Operator.ID.String(), st.kg, -1, unsupportedf("%s layout (%s, %d bytes): not readable yet", sk.layout, h.Kind, h.Size()))
-			return false
-		}
+	for it.native.active || it.next < len(it.steps) {
 		if err := it.ctx.Err(); err != nil {
-			it.err = err
-			return false
+			return it.fail(err)
 		}
 		it.buf, it.pos = it.buf[:0], -1
-		if err := it.k.readEntries(it.ctx, sk, st.idx, st.kg, it.state, &it.buf, &it.warnings); err != nil {
-			it.err = err
-			return false
+		if !it.native.active {
+			st := it.steps[it.next]
+			it.next++
+			sk := it.k.subtasks[st.sub]
+			switch {
+			case st.idx < 0:
+				return it.fail(at(sk.file, it.k.Operator.ID.String(), st.kg, -1, changelogRefusal(sk.handle)))
+			case sk.layout == LayoutRocksDBNative:
+				if err := it.native.start(it, st.sub, st.kg); err != nil {
+					return it.fail(err)
+				}
+			default:
+				if err := it.k.readEntries(it.ctx, sk, st.idx, st.kg, it.state, &it.buf, &it.warnings); err != nil {
+					return it.fail(err)
+				}
+			}
+		}
+		if it.native.active {
+			if err := it.native.fill(it); err != nil {
+				return it.fail(err)
+			}
 		}
 		if it.keep != nil {
 			kept := it.buf[:0]
@@ -132,6 +158,13 @@ func (it *EntryIterator) loadNext() bool {
 			return true
 		}
 	}
+	it.native.close()
+	return false
+}
+
+func (it *EntryIterator) fail(err error) bool {
+	it.err = err
+	it.native.close()
 	return false
 }
 

@@ -107,6 +107,9 @@ type subtaskKeyed struct {
 	// sorted and streamLen serve spanEnd.
 	sorted    []int64
 	streamLen int64
+	// native holds a native handle's files; notes what of it is not read.
+	native *nativeFiles
+	notes  []string
 }
 
 // HandleLayout is the layout a keyed handle's tag records, or "" for the
@@ -145,6 +148,9 @@ func (r *Reader) Keyed(ctx context.Context, op *Operator) (*Keyed, error) {
 			return nil, at(sk.file, op.ID.String(), -1, -1, err)
 		}
 		k.Layouts[sk.layout]++
+		for _, n := range sk.notes {
+			k.Notes = append(k.Notes, fmt.Sprintf("subtask %d: %s", st.Index, n))
+		}
 		if sk.header != nil {
 			if k.Key == nil {
 				k.Key = sk.header.Key
@@ -212,14 +218,20 @@ func (r *Reader) keyedHeader(ctx context.Context, sk *subtaskKeyed, op *Operator
 	case KeyedIncremental, KeyedIncrementalV2:
 		sk.layout = LayoutRocksDBNative
 		if h.Meta == nil {
-			return nil
+			return corruptf("native handle without its metadata stream")
 		}
 		b, name, err := r.streamBytes(ctx, h.Meta, 0, -1)
 		sk.file = name
 		if err != nil {
 			return err
 		}
-		sk.header, err = ParseKeyedHeader(wire.New(b, 0))
+		if sk.header, err = ParseKeyedHeader(wire.New(b, 0)); err != nil {
+			return err
+		}
+		if sk.header.End != int64(len(b)) {
+			return corruptf("%d bytes follow the keyed state header of a native handle", int64(len(b))-sk.header.End)
+		}
+		sk.native, sk.notes, err = classifyNative(h)
 		return err
 	case KeyedChangelog, KeyedChangelogV2, KeyedChangelogByteIncrement, KeyedChangelogFileIncrement, KeyedChangelogFileIncrement2:
 		sk.layout = LayoutChangelog

@@ -29,7 +29,8 @@ type Options struct {
 	// local file system.
 	OpenDir func(location string) (storage.Dir, error)
 	// MaxKeyGroupBytes bounds the bytes one key group may decompress to;
-	// 1 GiB by default.
+	// 1 GiB by default. For native RocksDB handles, it bounds a table's
+	// blocks (at most 256 MiB) and a value joined from merge operands.
 	MaxKeyGroupBytes int64
 }
 
@@ -40,6 +41,9 @@ type Reader struct {
 	dir  storage.Dir
 	meta *Metadata
 	opts Options
+	// root is the job's checkpoint directory of a reader from
+	// OpenCheckpoint, nil otherwise.
+	root storage.Dir
 }
 
 // Open reads the metadata of the Flink savepoint or checkpoint in dir.
@@ -109,15 +113,7 @@ func (r *Reader) resolve(s *StreamHandle) (storage.Dir, string, error) {
 	default:
 		return nil, "", fmt.Errorf("flinkfmt: %s handle has no file", s.Kind)
 	}
-	p := s.Name
-	if u := strings.Index(p, "://"); u >= 0 {
-		p = p[u+3:]
-		if i := strings.IndexByte(p, '/'); i >= 0 {
-			p = p[i:]
-		}
-	} else {
-		p = strings.TrimPrefix(p, "file:")
-	}
+	p := stripScheme(s.Name)
 	best := ""
 	for old := range r.opts.PathMap {
 		if (hasPathPrefix(s.Name, old) || hasPathPrefix(p, old)) && len(old) > len(best) {
@@ -142,11 +138,29 @@ func (r *Reader) resolve(s *StreamHandle) (storage.Dir, string, error) {
 		}
 		return d, path.Base(target), nil
 	}
+	if r.root != nil {
+		if rel, ok := checkpointRelative(p); ok {
+			return r.root, rel, nil
+		}
+	}
 	base := path.Base(p)
 	if err := storage.CheckName(base); err != nil || base == "/" {
 		return nil, "", corruptf("file handle %q has no file name", s.Name)
 	}
 	return r.dir, base, nil
+}
+
+// stripScheme drops the scheme and authority of a URI (hdfs://host:8020,
+// s3://bucket, file:), leaving its path.
+func stripScheme(p string) string {
+	if u := strings.Index(p, "://"); u >= 0 {
+		p = p[u+3:]
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			return p[i:]
+		}
+		return p
+	}
+	return strings.TrimPrefix(p, "file:")
 }
 
 // hasPathPrefix reports whether prefix names path or a directory above it.
@@ -191,7 +205,7 @@ func (r *Reader) streamBytes(ctx context.Context, s *StreamHandle, off, length i
 	}
 	f, err := dir.Open(ctx, name)
 	if err != nil {
-		return nil, name, fmt.Errorf("flinkfmt: opening %s (for %s): %w", name, s.Name, err)
+		return nil, name, fmt.Errorf("flinkfmt: opening %s (for %s)%s: %w", name, s.Name, r.outsideHint(s, err), err)
 	}
 	defer f.Close()
 	size := f.Size()
@@ -236,7 +250,7 @@ func (r *Reader) streamSize(ctx context.Context, s *StreamHandle) (int64, string
 	}
 	f, err := dir.Open(ctx, name)
 	if err != nil {
-		return 0, name, fmt.Errorf("flinkfmt: opening %s (for %s): %w", name, s.Name, err)
+		return 0, name, fmt.Errorf("flinkfmt: opening %s (for %s)%s: %w", name, s.Name, r.outsideHint(s, err), err)
 	}
 	defer f.Close()
 	n := f.Size() - s.Offset

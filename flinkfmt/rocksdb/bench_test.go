@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/sstbuild"
+	"github.com/stateproc/stateproc/flinkfmt/internal/sstbuild"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
 )
 

@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdb_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/stateproc/stateproc/flinkfmt/rocksdb"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/fixture"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
 	"github.com/stateproc/stateproc/storage"
@@ -79,6 +80,9 @@ type handleState struct {
 // whole column family finds nothing outside the range.
 func readHandle(t *testing.T, h fixture.Handle, maxP int) handleState {
 	t.Helper()
+	if h.MaxParallelism != maxP {
+		t.Fatalf("%s: max parallelism %d, want %d", h.Options(), h.MaxParallelism, maxP)
+	}
 	opts, err := ReadOptions(openFile(t, h.Options()), h.Options())
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +106,7 @@ func readHandle(t *testing.T, h fixture.Handle, maxP int) handleState {
 			t.Fatalf("%s: column family %q in OPTIONS: %v %+v", h.Options(), cf.Name, ok, o)
 		}
 		it := cf.NewIter()
-		for kg := h.StartKeyGroup; kg < h.StartKeyGroup+h.NumKeyGroups; kg++ {
+		for kg := h.KeyGroups.Start; kg <= h.KeyGroups.End; kg++ {
 			p, err := KeyGroupPrefix(kg, maxP)
 			if err != nil {
 				t.Fatal(err)
@@ -127,7 +131,7 @@ func readHandle(t *testing.T, h fixture.Handle, maxP int) handleState {
 			t.Errorf("%s: column family %q: %d live keys from %d stored entries", h.Options(), cf.Name, all, stored)
 		}
 		if all != len(hs.entries[cf.Name]) {
-			t.Errorf("%s: column family %q: %d keys, %d of them in key groups %d+%d", h.Options(), cf.Name, all, len(hs.entries[cf.Name]), h.StartKeyGroup, h.NumKeyGroups)
+			t.Errorf("%s: column family %q: %d keys, %d of them in key groups %v", h.Options(), cf.Name, all, len(hs.entries[cf.Name]), h.KeyGroups)
 		}
 	}
 	return hs
@@ -165,10 +169,7 @@ func TestStatefulJobSnapshotMigration(t *testing.T) {
 			continue
 		}
 		n++
-		hs, err := fixture.Handles(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hs := fixture.Handles(t, dir)
 		t.Logf("%s: %d handles", filepath.Base(dir), len(hs))
 		version := "6.20.3"
 		if strings.Contains(dir, "flink2.0") {
@@ -292,10 +293,7 @@ func TestScalaSavepointMigration(t *testing.T) {
 			continue
 		}
 		n++
-		hs, err := fixture.Handles(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hs := fixture.Handles(t, dir)
 		keys := map[string][]int64{}
 		for _, h := range hs {
 			st := readHandle(t, h, maxP)
@@ -360,10 +358,7 @@ func TestTypeSerializerSnapshotMigration(t *testing.T) {
 			continue
 		}
 		n++
-		hs, err := fixture.Handles(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hs := fixture.Handles(t, dir)
 		var keys []int64
 		for _, h := range hs {
 			st := readHandle(t, h, 1)
@@ -399,10 +394,7 @@ func TestBroadcastStateMigration(t *testing.T) {
 			continue
 		}
 		n++
-		hs, err := fixture.Handles(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hs := fixture.Handles(t, dir)
 		for _, h := range hs {
 			if tabs := h.Tables(); len(tabs) != 0 {
 				t.Errorf("%s: tables %v", dir, tabs)

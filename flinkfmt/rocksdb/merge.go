@@ -24,10 +24,14 @@ var DefaultDelimiter = []byte{','}
 // RocksDB instance lists them (one Flink keyed-state handle), to be read as
 // the column family's current contents.
 type ColumnFamily struct {
-	Name      string
-	tables    []*sst.Table
-	frags     []fragment
-	delimiter []byte
+	Name string
+	// MaxValueSize bounds the value of one user key after its merge
+	// operands are joined (0: no bound). Each operand is bounded by its
+	// block, but a key may have any number of them.
+	MaxValueSize int
+	tables       []*sst.Table
+	frags        []fragment
+	delimiter    []byte
 	// appendOp: the tables name a string-append merge operator; merge
 	// operands of any other operator are refused when met.
 	appendOp bool
@@ -245,6 +249,9 @@ func (m *Iter) resolve() (bool, error) {
 				}
 				m.ops = append(m.ops, s.it.Value()...)
 				m.opEnds = append(m.opEnds, len(m.ops))
+				if max := m.cf.MaxValueSize; max > 0 && len(m.ops)+(len(m.opEnds)-1)*len(m.cf.delimiter) > max {
+					return false, sst.At(name, -1, sst.Unsupportedf("the merge operands of user key %q join to more than %d bytes", m.key, max))
+				}
 			default: // DELETE, SINGLEDEL
 				done = true
 			}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/sstbuild"
+	"github.com/stateproc/stateproc/flinkfmt/internal/sstbuild"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
 )
 
@@ -332,6 +332,31 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("error %v, want %v naming a table and %q", err, c.want, c.msg)
 			}
 		})
+	}
+}
+
+// A key's merge operands are bounded when joined: each sits in a block of
+// its own size, but a hostile table may hold any number of them.
+func TestMaxValueSize(t *testing.T) {
+	var es []sstbuild.Entry
+	for i := 0; i < 100; i++ {
+		es = append(es, merge("k", uint64(i+1), "0123456789"))
+	}
+	cf, err := NewColumnFamily([]*sst.Table{build(t, es, sstbuild.Options{})}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		max int
+		ok  bool
+	}{{0, true}, {100*10 + 99, true}, {100*10 + 98, false}} {
+		cf.MaxValueSize = c.max
+		it := cf.NewIter()
+		ok := it.First()
+		if ok != c.ok || c.ok && len(it.Value()) != 1099 || !c.ok && !errors.Is(it.Err(), sst.ErrUnsupported) {
+			t.Errorf("bound %d: %v, %d bytes, %v", c.max, ok, len(it.Value()), it.Err())
+		}
+		it.Close()
 	}
 }
 

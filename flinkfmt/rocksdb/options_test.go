@@ -1,4 +1,4 @@
-package rocksdb
+package rocksdb_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/stateproc/stateproc/flinkfmt/rocksdb"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/fixture"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
 )
@@ -16,10 +17,7 @@ import (
 func TestFixtureOptions(t *testing.T) {
 	seen := map[string]bool{}
 	for _, dir := range fixture.Dirs(t) {
-		hs, err := fixture.Handles(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hs := fixture.Handles(t, dir)
 		for _, h := range hs {
 			o, err := ReadOptions(openFile(t, h.Options()), h.Options())
 			if err != nil {
@@ -135,10 +133,7 @@ func FuzzOptions(f *testing.F) {
 				!strings.HasSuffix(dir, "new-stateful-udf-migration-itcase-flink2.0-rocksdb-checkpoint") {
 				continue
 			}
-			hs, err := fixture.Handles(dir)
-			if err != nil {
-				f.Fatal(err)
-			}
+			hs := fixture.Handles(f, dir)
 			b, err := os.ReadFile(hs[0].Options())
 			if err != nil {
 				f.Fatal(err)

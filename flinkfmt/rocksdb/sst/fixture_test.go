@@ -1,4 +1,4 @@
-package sst
+package sst_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/fixture"
+	. "github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -26,22 +27,17 @@ func openPath(tb testing.TB, path string) *Table {
 	return t
 }
 
-// hasTableMagic tells a table file by its last eight bytes.
-func hasTableMagic(path string) bool {
-	f, err := os.Open(path)
+// tableMagic ends every block-based table (RocksDB's
+// kBlockBasedTableMagicNumber).
+const tableMagic = 0x88e241b785f4cff7
+
+// isTable tells a table file by its last eight bytes.
+func isTable(t *testing.T, path string) bool {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return false
+		t.Fatal(err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() < 8 {
-		return false
-	}
-	var b [8]byte
-	if _, err := f.ReadAt(b[:], st.Size()-8); err != nil {
-		return false
-	}
-	return binary.LittleEndian.Uint64(b[:]) == magicNumber
+	return len(b) >= 8 && binary.LittleEndian.Uint64(b[len(b)-8:]) == tableMagic
 }
 
 // TestFixtureTables opens every table of Flink's native savepoints and
@@ -52,10 +48,7 @@ func TestFixtureTables(t *testing.T) {
 	var tables, entries int
 	checksums := map[ChecksumType]int{}
 	for _, dir := range dirs {
-		hs, err := fixture.Handles(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hs := fixture.Handles(t, dir)
 		listed := map[string]bool{}
 		for _, h := range hs {
 			for _, name := range h.Tables() {
@@ -86,7 +79,7 @@ func TestFixtureTables(t *testing.T) {
 		}
 		for _, e := range files {
 			path := filepath.Join(dir, e.Name())
-			if hasTableMagic(path) && !listed[path] {
+			if isTable(t, path) && !listed[path] {
 				t.Errorf("%s: table not listed by any handle", path)
 			}
 		}

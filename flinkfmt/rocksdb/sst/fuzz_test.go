@@ -9,8 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/fixture"
-	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/sstbuild"
+	"github.com/stateproc/stateproc/flinkfmt/internal/sstbuild"
 )
 
 type memFile struct{ *bytes.Reader }
@@ -44,32 +43,56 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		return seeds
 	}
 	want := map[string]bool{"crc": false, "xxh3": false, "snappy": false}
-	for _, dir := range fixture.Dirs(f) {
-		hs, err := fixture.Handles(dir)
+	dirs, err := filepath.Glob(filepath.Join(fixtureRootForFuzz(), "flink-tests", "src", "test", "resources", "*rocksdb*"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, dir := range dirs {
+		files, err := os.ReadDir(dir)
 		if err != nil {
 			f.Fatal(err)
 		}
-		for _, h := range hs {
-			for _, name := range h.Tables() {
-				b, err := os.ReadFile(h.Files[name])
-				if err != nil {
-					f.Fatal(err)
-				}
-				kind := "crc"
-				switch {
-				case b[len(b)-53] == byte(ChecksumXXH3):
-					kind = "xxh3"
-				case len(b) > 1200:
-					kind = "snappy"
-				}
-				if !want[kind] {
-					want[kind] = true
-					seeds = append(seeds, b)
-				}
+		for _, e := range files {
+			path := filepath.Join(dir, e.Name())
+			if !hasTableMagic(path) {
+				continue
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				f.Fatal(err)
+			}
+			kind := "crc"
+			switch {
+			case b[len(b)-53] == byte(ChecksumXXH3):
+				kind = "xxh3"
+			case len(b) > 1200:
+				kind = "snappy"
+			}
+			if !want[kind] {
+				want[kind] = true
+				seeds = append(seeds, b)
 			}
 		}
 	}
 	return seeds
+}
+
+// hasTableMagic tells a table file by its last eight bytes.
+func hasTableMagic(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() < 8 {
+		return false
+	}
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], st.Size()-8); err != nil {
+		return false
+	}
+	return binary.LittleEndian.Uint64(b[:]) == magicNumber
 }
 
 func fixtureRootForFuzz() string {

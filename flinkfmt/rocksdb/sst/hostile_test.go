@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/sstbuild"
+	"github.com/stateproc/stateproc/flinkfmt/internal/sstbuild"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
 )
 

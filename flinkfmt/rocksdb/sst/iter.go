@@ -23,6 +23,11 @@ type Iter struct {
 	key     InternalKey
 	valid   bool
 	err     error
+	// loaded is the handle of the data block in data, when hasLoaded: a
+	// seek into the block already there (the next key group's seek after
+	// a scan of the previous one) reuses it instead of reading it again.
+	loaded    BlockHandle
+	hasLoaded bool
 }
 
 // NewIter returns an iterator positioned before the first entry.
@@ -164,6 +169,13 @@ func (it *Iter) loadBlock() bool {
 		}
 	}
 	loc := location{file: it.t.name, off: int64(h.Offset), what: "data block"}
+	if it.hasLoaded && h == it.loaded {
+		// The block's bytes are still in the buffers and were checked
+		// when read.
+		it.data.init(loc, it.data.data, false, compareInternal)
+		return true
+	}
+	it.hasLoaded = false
 	data, err := it.t.readBlock(h, loc, &it.bufs)
 	if err != nil {
 		return it.stop(err)
@@ -171,6 +183,7 @@ func (it *Iter) loadBlock() bool {
 	if err := it.data.init(loc, data, false, compareInternal); err != nil {
 		return it.stop(err)
 	}
+	it.loaded, it.hasLoaded = h, true
 	return true
 }
 

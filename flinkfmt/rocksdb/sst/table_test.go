@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stateproc/stateproc/flinkfmt/rocksdb/internal/sstbuild"
+	"github.com/stateproc/stateproc/flinkfmt/internal/sstbuild"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
 )
 
@@ -311,4 +311,57 @@ func touchesHandles(footer []byte, i int) bool {
 		n += m
 	}
 	return i < n
+}
+
+// countingFile counts reads.
+type countingFile struct {
+	memFile
+	reads *int
+}
+
+func (f countingFile) ReadAt(b []byte, off int64) (int, error) {
+	*f.reads++
+	return f.memFile.ReadAt(b, off)
+}
+
+// A seek into the data block the iterator already holds, as the next key
+// group's seek after a scan of the previous one lands, reads nothing; one
+// into another block reads it.
+func TestSeekReusesBlock(t *testing.T) {
+	var es []sstbuild.Entry
+	for i := 0; i < 200; i++ {
+		es = append(es, sstbuild.Entry{UserKey: []byte{byte(i / 50), byte(i)}, Seq: uint64(i + 1), Kind: sstbuild.Set, Value: bytes.Repeat([]byte{'v'}, 20)})
+	}
+	b, err := sstbuild.Build(es, sstbuild.Options{BlockSize: 256, Snappy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	tab, err := sst.Open(countingFile{newFile(b), &reads}, "test.sst", sst.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := tab.NewIter()
+	seek := func(key []byte, wantReads int) {
+		t.Helper()
+		before := reads
+		if !it.SeekGE(key) || !bytes.Equal(it.Key().UserKey, key) {
+			t.Fatalf("seek %x: at %x, %v", key, it.Key().UserKey, it.Err())
+		}
+		if got := reads - before; got != wantReads {
+			t.Errorf("seek %x: %d reads, want %d", key, got, wantReads)
+		}
+	}
+	seek([]byte{1, 60}, 1)
+	seek([]byte{1, 60}, 0)
+	seek([]byte{1, 61}, 0)
+	seek([]byte{3, 199}, 1)
+	// Scanning on from a reused block still checks the order of keys.
+	n := 0
+	for ok := it.SeekGE([]byte{0, 0}); ok; ok = it.Next() {
+		n++
+	}
+	if n != 200 || it.Err() != nil {
+		t.Errorf("scan of %d entries, %v", n, it.Err())
+	}
 }

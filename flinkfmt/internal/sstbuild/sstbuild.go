@@ -1,7 +1,7 @@
 // Package sstbuild writes small RocksDB block-based tables for the tests of
-// the packages under flinkfmt/rocksdb: deletions, merge operands, range
-// tombstones, several blocks, both checksum types and Snappy, which the
-// Flink fixtures do not all have. It follows RocksDB's layout independently
+// flinkfmt and the packages under flinkfmt/rocksdb: deletions, merge
+// operands, range tombstones, several blocks, both checksum types and
+// Snappy, which the Flink fixtures do not all have. It follows RocksDB's layout independently
 // of the reader (its checksums and block encoding are its own code), so
 // that a reader bug is not mirrored here. Nothing outside tests imports it.
 package sstbuild
