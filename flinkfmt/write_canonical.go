@@ -118,6 +118,9 @@ type Pair struct {
 	// State indexes Keyed.States.
 	State      int
 	Key, Value []byte
+	// UserKey is the key serializer's bytes within Key: what Flink hashes
+	// (after decoding) to find the key group.
+	UserKey []byte
 }
 
 // CanonicalPairs appends the canonical pairs of entries, the entries of one
@@ -126,7 +129,7 @@ type Pair struct {
 // one pair joined by Flink's delimiter. Keys and values are encoded into
 // one new buffer per call, which the pairs share.
 func (k *Keyed) CanonicalPairs(dst []Pair, entries []Entry) []Pair {
-	type span struct{ state, koff, klen, voff, vlen int }
+	type span struct{ state, koff, klen, voff, vlen, ukoff, uklen int }
 	spans := make([]span, 0, len(entries))
 	var buf []byte
 	for i := 0; i < len(entries); {
@@ -138,7 +141,10 @@ func (k *Keyed) CanonicalPairs(dst []Pair, entries []Entry) []Pair {
 				j++
 			}
 		}
-		s := span{state: e.State, koff: len(buf)}
+		s := span{state: e.State, koff: len(buf), ukoff: len(buf), uklen: len(e.Key)}
+		if m.Kind == Timers {
+			s.ukoff += 8
+		}
 		buf = k.appendCompositeKey(buf, m, e)
 		s.klen, s.voff = len(buf)-s.koff, len(buf)
 		switch m.Kind {
@@ -164,7 +170,8 @@ func (k *Keyed) CanonicalPairs(dst []Pair, entries []Entry) []Pair {
 		i = j
 	}
 	for _, s := range spans {
-		dst = append(dst, Pair{State: s.state, Key: buf[s.koff : s.koff+s.klen : s.koff+s.klen], Value: buf[s.voff : s.voff+s.vlen : s.voff+s.vlen]})
+		dst = append(dst, Pair{State: s.state, Key: buf[s.koff : s.koff+s.klen : s.koff+s.klen], Value: buf[s.voff : s.voff+s.vlen : s.voff+s.vlen],
+			UserKey: buf[s.ukoff : s.ukoff+s.uklen : s.ukoff+s.uklen]})
 	}
 	return dst
 }

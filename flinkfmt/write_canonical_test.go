@@ -77,7 +77,14 @@ func reproduceCanonical(ctx context.Context, k *Keyed, p int) (int, error) {
 			return 0, err
 		}
 		pairs = k.CanonicalPairs(pairs[:0], entries)
+		keys := map[string]bool{}
+		for _, e := range entries {
+			keys[string(e.Key)] = true
+		}
 		for _, pr := range pairs {
+			if !keys[string(pr.UserKey)] {
+				return 0, fmt.Errorf("key group %d: a pair's user key % x is no entry's key", kg, pr.UserKey)
+			}
 			if err := w.Add(kg, h.IDs[pr.State], pr.Key, pr.Value); err != nil {
 				return 0, err
 			}

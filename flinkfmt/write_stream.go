@@ -106,3 +106,9 @@ func (w *StreamWriter) Close() error {
 	w.f = nil
 	return err
 }
+
+// Locate returns the directory and the name of the file a stream handle
+// reads from: a relative file in the savepoint directory, an absolute one
+// where Options.PathMap or its base name places it. A rewrite copies the
+// files it keeps from there.
+func (r *Reader) Locate(s *StreamHandle) (storage.Dir, string, error) { return r.resolve(s) }
