@@ -123,57 +123,143 @@ type Pair struct {
 	UserKey []byte
 }
 
-// CanonicalPairs appends the canonical pairs of entries, the entries of one
-// key group in the reader's order, to dst: a value, map entry or timer is
-// a pair of its own, the elements of a list, which follow each other, are
-// one pair joined by Flink's delimiter. Keys and values are encoded into
-// one new buffer per call, which the pairs share.
-func (k *Keyed) CanonicalPairs(dst []Pair, entries []Entry) []Pair {
-	type span struct{ state, koff, klen, voff, vlen, ukoff, uklen int }
-	spans := make([]span, 0, len(entries))
-	var buf []byte
+// PairEncoder turns the reader's entries back into the canonical layout's
+// pairs, reusing its buffers from call to call; one goroutine uses one.
+type PairEncoder struct {
+	k     *Keyed
+	buf   []byte
+	pairs []Pair
+}
+
+// PairEncoder returns an encoder of the operator's entries.
+func (k *Keyed) PairEncoder() *PairEncoder { return &PairEncoder{k: k} }
+
+// Encode returns the canonical pairs of entries, the entries of one key
+// group in the reader's order: a value, map entry or timer is a pair of
+// its own, the elements of a list, which follow each other, are one pair
+// joined by Flink's delimiter. The pairs and their bytes are valid until
+// the next call.
+func (p *PairEncoder) Encode(entries []Entry) []Pair {
+	k := p.k
+	// The bytes are counted first, so that the buffer never grows while
+	// pairs point into it.
+	size := 0
 	for i := 0; i < len(entries); {
-		e := &entries[i]
-		m := k.States[e.State]
-		j := i + 1
-		if m.Kind == List {
-			for j < len(entries) && entries[j].State == e.State && bytes.Equal(entries[j].Key, e.Key) && bytes.Equal(entries[j].Namespace, e.Namespace) {
-				j++
-			}
-		}
-		s := span{state: e.State, koff: len(buf), ukoff: len(buf), uklen: len(e.Key)}
-		if m.Kind == Timers {
-			s.ukoff += 8
-		}
-		buf = k.appendCompositeKey(buf, m, e)
-		s.klen, s.voff = len(buf)-s.koff, len(buf)
-		switch m.Kind {
-		case Timers:
-		case Map:
-			if e.Null {
-				buf = append(buf, 1)
-			} else {
-				buf = append(append(buf, 0), e.Value...)
-			}
-		case List:
-			for x := i; x < j; x++ {
-				if x > i {
-					buf = append(buf, listDelimiter)
-				}
-				buf = append(buf, entries[x].Value...)
-			}
-		default:
-			buf = append(buf, e.Value...)
-		}
-		s.vlen = len(buf) - s.voff
-		spans = append(spans, s)
+		j := k.groupEnd(entries, i)
+		size += k.compositeKeyLen(&entries[i]) + valueLen(k.States[entries[i].State].Kind, entries[i:j])
 		i = j
 	}
-	for _, s := range spans {
-		dst = append(dst, Pair{State: s.state, Key: buf[s.koff : s.koff+s.klen : s.koff+s.klen], Value: buf[s.voff : s.voff+s.vlen : s.voff+s.vlen],
-			UserKey: buf[s.ukoff : s.ukoff+s.uklen : s.ukoff+s.uklen]})
+	if cap(p.buf) < size {
+		p.buf = make([]byte, 0, size)
 	}
-	return dst
+	buf, pairs := p.buf[:0], p.pairs[:0]
+	for i := 0; i < len(entries); {
+		var pr Pair
+		buf, pr, i = k.appendPair(buf, entries, i)
+		pairs = append(pairs, pr)
+	}
+	p.buf, p.pairs = buf, pairs
+	return pairs
+}
+
+// Each calls f with the canonical pairs of entries one after another, as
+// Encode would return them, without keeping them: each pair is valid
+// during its call only.
+func (p *PairEncoder) Each(entries []Entry, f func(Pair) error) error {
+	for i := 0; i < len(entries); {
+		var pr Pair
+		p.buf, pr, i = p.k.appendPair(p.buf[:0], entries, i)
+		if err := f(pr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendPair encodes the pair that starts at entries[i] at the end of buf,
+// and returns it and where the next starts. Its slices point into buf,
+// until buf grows.
+func (k *Keyed) appendPair(buf []byte, entries []Entry, i int) ([]byte, Pair, int) {
+	e := &entries[i]
+	m := k.States[e.State]
+	j := k.groupEnd(entries, i)
+	koff := len(buf)
+	uk := koff
+	if m.Kind == Timers {
+		uk += 8
+	}
+	buf = k.appendCompositeKey(buf, m, e)
+	voff := len(buf)
+	switch m.Kind {
+	case Timers:
+	case Map:
+		if e.Null {
+			buf = append(buf, 1)
+		} else {
+			buf = append(append(buf, 0), e.Value...)
+		}
+	case List:
+		for x := i; x < j; x++ {
+			if x > i {
+				buf = append(buf, listDelimiter)
+			}
+			buf = append(buf, entries[x].Value...)
+		}
+	default:
+		buf = append(buf, e.Value...)
+	}
+	return buf, Pair{State: e.State, Key: buf[koff:voff:voff], Value: buf[voff:len(buf):len(buf)],
+		UserKey: buf[uk : uk+len(e.Key) : uk+len(e.Key)]}, j
+}
+
+// groupEnd returns where the pair that starts at entries[i] ends: after
+// the elements of a list with the same key and namespace, or after i.
+func (k *Keyed) groupEnd(entries []Entry, i int) int {
+	e := &entries[i]
+	j := i + 1
+	if k.States[e.State].Kind == List {
+		for j < len(entries) && entries[j].State == e.State && bytes.Equal(entries[j].Key, e.Key) && bytes.Equal(entries[j].Namespace, e.Namespace) {
+			j++
+		}
+	}
+	return j
+}
+
+func (k *Keyed) compositeKeyLen(e *Entry) int {
+	m := k.States[e.State]
+	if m.Kind == Timers {
+		return 8 + len(e.Key) + len(e.Namespace)
+	}
+	n := len(e.Key) + len(e.Namespace) + len(e.MapKey)
+	if k.Key.FixedLen() < 0 && m.Namespace.FixedLen() < 0 {
+		n += variableIntLen(len(e.Key)) + variableIntLen(len(e.Namespace))
+	}
+	return n
+}
+
+func valueLen(kind Kind, group []Entry) int {
+	switch kind {
+	case Timers:
+		return 0
+	case Map:
+		if group[0].Null {
+			return 1
+		}
+		return 1 + len(group[0].Value)
+	}
+	n := len(group) - 1
+	for i := range group {
+		n += len(group[i].Value)
+	}
+	return n
+}
+
+func variableIntLen(v int) int {
+	n := 1
+	for v >>= 8; v != 0; v >>= 8 {
+		n++
+	}
+	return n
 }
 
 // appendCompositeKey appends the composite key of e without its key-group

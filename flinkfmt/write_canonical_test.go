@@ -70,13 +70,13 @@ func reproduceCanonical(ctx context.Context, k *Keyed, p int) (int, error) {
 		return 0, err
 	}
 	var entries []Entry
-	var pairs []Pair
+	enc := k.PairEncoder()
 	for kg := sk.handle.KeyGroups.Start; kg <= sk.handle.KeyGroups.End; kg++ {
 		entries, _, err = k.ReadKeyGroup(ctx, p, kg, entries[:0])
 		if err != nil {
 			return 0, err
 		}
-		pairs = k.CanonicalPairs(pairs[:0], entries)
+		pairs := enc.Encode(entries)
 		keys := map[string]bool{}
 		for _, e := range entries {
 			keys[string(e.Key)] = true

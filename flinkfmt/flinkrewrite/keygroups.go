@@ -142,7 +142,7 @@ func (j *keyGroupJob) stream(ctx context.Context, o *output, i int, of []int) (*
 	}
 	parts := j.k.Parts()
 	var entries []flinkfmt.Entry
-	var pairs []flinkfmt.Pair
+	enc := j.k.PairEncoder()
 	for kg := plan.kgs.Start; kg <= plan.kgs.End; kg++ {
 		p := of[kg]
 		if p < 0 {
@@ -173,15 +173,20 @@ func (j *keyGroupJob) stream(ctx context.Context, o *output, i int, of []int) (*
 		if cw == nil {
 			continue
 		}
-		pairs = j.k.CanonicalPairs(pairs[:0], kept)
-		if j.sortKeys {
+		add := func(pr flinkfmt.Pair) error { return cw.Add(kg, header.IDs[pr.State], pr.Key, pr.Value) }
+		if !j.sortKeys {
+			if err := enc.Each(kept, add); err != nil {
+				return nil, err
+			}
+		} else {
+			pairs := enc.Encode(kept)
 			slices.SortStableFunc(pairs, func(a, b flinkfmt.Pair) int {
 				return cmp.Or(cmp.Compare(header.IDs[a.State], header.IDs[b.State]), bytes.Compare(a.Key, b.Key))
 			})
-		}
-		for _, pr := range pairs {
-			if err := cw.Add(kg, header.IDs[pr.State], pr.Key, pr.Value); err != nil {
-				return nil, err
+			for _, pr := range pairs {
+				if err := add(pr); err != nil {
+					return nil, err
+				}
 			}
 		}
 		o.meter.Add(parts[p].Handle.Size() / int64(max(1, parts[p].Handle.KeyGroups.Len())))
@@ -208,6 +213,9 @@ func (j *keyGroupJob) stream(ctx context.Context, o *output, i int, of []int) (*
 // heap layout whose end cannot be found (a Kryo class that only the job
 // knows) leaves the rest of the key group unread: it cannot be rewritten.
 func readKeyGroup(ctx context.Context, k *flinkfmt.Keyed, part flinkfmt.Part, p, kg int, dst []flinkfmt.Entry) ([]flinkfmt.Entry, error) {
+	// Entries kept from an earlier, larger key group would keep its bytes
+	// alive.
+	clear(dst[:cap(dst)])
 	entries, warns, err := k.ReadKeyGroup(ctx, p, kg, dst)
 	if err != nil {
 		return nil, err

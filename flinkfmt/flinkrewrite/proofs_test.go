@@ -47,12 +47,12 @@ func rocksDBOrder(t *testing.T, k *flinkfmt.Keyed, p int) bool {
 	}
 	part := k.Parts()[p]
 	var entries []flinkfmt.Entry
-	var pairs []flinkfmt.Pair
+	enc := k.PairEncoder()
 	for kg := part.Handle.KeyGroups.Start; kg <= part.Handle.KeyGroups.End; kg++ {
 		if entries, _, err = k.ReadKeyGroup(context.Background(), p, kg, entries[:0]); err != nil {
 			t.Fatal(err)
 		}
-		pairs = k.CanonicalPairs(pairs[:0], entries)
+		pairs := enc.Encode(entries)
 		if !slices.IsSortedFunc(pairs, func(a, b flinkfmt.Pair) int {
 			return cmp.Or(cmp.Compare(h.IDs[a.State], h.IDs[b.State]), bytes.Compare(a.Key, b.Key))
 		}) {

@@ -170,7 +170,7 @@ func (j *rebucketJob) spillPart(ctx context.Context, o *output, p int, bk *bucke
 	part := j.k.Parts()[p]
 	oldMaxP := j.k.Operator.MaxParallelism
 	var entries []flinkfmt.Entry
-	var pairs []flinkfmt.Pair
+	enc := j.k.PairEncoder()
 	var lastKey []byte
 	newKG := -1
 	r := part.Handle.KeyGroups.Intersect(keygroup.All(oldMaxP))
@@ -183,8 +183,7 @@ func (j *rebucketJob) spillPart(ctx context.Context, o *output, p int, bk *bucke
 			return err
 		}
 		j.entries.Add(uint64(len(entries)))
-		pairs = j.k.CanonicalPairs(pairs[:0], entries)
-		for _, pr := range pairs {
+		err = enc.Each(entries, func(pr flinkfmt.Pair) error {
 			if newKG < 0 || !bytes.Equal(pr.UserKey, lastKey) {
 				// The key's own key group is checked too: a key the
 				// savepoint holds elsewhere than Flink's hash puts it is one
@@ -201,11 +200,11 @@ func (j *rebucketJob) spillPart(ctx context.Context, o *output, p int, bk *bucke
 				}
 				lastKey = append(lastKey[:0], pr.UserKey...)
 			}
-			class := uint32(newKG)<<16 | uint32(j.header.IDs[pr.State])
-			if err := sp.Add(bk.of[newKG], class, pr.Key, pr.Value); err != nil {
-				return err
-			}
 			j.spilled.Add(1)
+			return sp.Add(bk.of[newKG], uint32(newKG)<<16|uint32(j.header.IDs[pr.State]), pr.Key, pr.Value)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	o.meter.Add(part.Handle.Size())
