@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -81,6 +83,26 @@ func reproduceCanonical(ctx context.Context, k *Keyed, p int) (int, error) {
 		for _, e := range entries {
 			keys[string(e.Key)] = true
 		}
+		// The pairs as stored are the pairs rebuilt from the entries, and
+		// UserKey finds the key in each.
+		x := 0
+		err = k.CanonicalKeyGroup(ctx, p, kg, func(state int, key, value []byte) error {
+			if x >= len(pairs) || state != pairs[x].State || !bytes.Equal(key, pairs[x].Key) || !bytes.Equal(value, pairs[x].Value) {
+				return fmt.Errorf("stored pair %d differs from the one rebuilt", x)
+			}
+			uk, err := k.UserKey(state, key)
+			if err != nil || !bytes.Equal(uk, pairs[x].UserKey) {
+				return fmt.Errorf("pair %d: user key % x, want % x (%v)", x, uk, pairs[x].UserKey, err)
+			}
+			x++
+			return nil
+		})
+		if err == nil && x != len(pairs) {
+			err = fmt.Errorf("%d pairs stored, %d rebuilt", x, len(pairs))
+		}
+		if err != nil {
+			return 0, fmt.Errorf("key group %d: %w", kg, err)
+		}
 		for _, pr := range pairs {
 			if !keys[string(pr.UserKey)] {
 				return 0, fmt.Errorf("key group %d: a pair's user key % x is no entry's key", kg, pr.UserKey)
@@ -125,4 +147,84 @@ func reproduceCanonical(ctx context.Context, k *Keyed, p int) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// A savepoint built with the writer: String keys, one value state of
+// longs, a pair in key group 5, the stream in a file of its own.
+func writtenSavepoint(t *testing.T, dir string) []byte {
+	t.Helper()
+	void := SimpleSnapshot(VoidNamespaceClass)
+	h, err := NewCanonicalHeader(SimpleSnapshot(StringSnapshotClass), false, []StateSpec{{Name: "v", Kind: Value, Namespace: void, Value: SimpleSnapshot(LongSnapshotClass)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stream bytes.Buffer
+	w, err := NewCanonicalWriter(&stream, h, 128, keygroup.All(128))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(5, 0, []byte{4, 'k', 'e', 'y', 0}, []byte{0, 0, 0, 0, 0, 0, 0, 9}); err != nil {
+		t.Fatal(err)
+	}
+	offsets, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Metadata{Version: 3, Operators: []*Operator{{Parallelism: 1, MaxParallelism: 128, Subtasks: []Subtask{{ManagedKeyed: &KeyedHandle{
+		Kind: KeyedSavepointKeyGroups, KeyGroups: keygroup.All(128), Offsets: offsets,
+		Stream: &StreamHandle{Kind: StreamRelativeFile, Name: "keyed", Size: int64(stream.Len())}}}}}}}
+	b, err := EncodeMetadata(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, MetadataFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keyed"), stream.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return stream.Bytes()
+}
+
+// Reading pairs as stored checks their framing and key-group prefix, and
+// locates what is wrong.
+func TestCanonicalKeyGroupRefusesDamage(t *testing.T) {
+	dir := t.TempDir()
+	good := writtenSavepoint(t, dir)
+	read := func() error {
+		r, err := Open(context.Background(), storage.LocalDir(dir), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := r.Keyed(context.Background(), r.Metadata().Operators[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.CanonicalKeyGroup(context.Background(), 0, 5, func(state int, key, value []byte) error {
+			if uk, err := k.UserKey(state, key); err != nil || string(uk) != "\x04key" {
+				t.Errorf("user key %q, %v", uk, err)
+			}
+			return nil
+		})
+	}
+	if err := read(); err != nil {
+		t.Fatal(err)
+	}
+	// The pair starts after the state id: its key length, then the prefix.
+	at := len(good) - (2 + 4 + 6 + 4 + 8 + 2) + 2
+	for name, damage := range map[string]func(b []byte) []byte{
+		"prefix of another key group": func(b []byte) []byte { b[at+4] = 0x80 | 6; return b },
+		"value past the end":          func(b []byte) []byte { b[at+4+6+3] = 99; return b },
+		"no end mark":                 func(b []byte) []byte { return b[:len(b)-2] },
+	} {
+		b := damage(bytes.Clone(good))
+		if err := os.WriteFile(filepath.Join(dir, "keyed"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := read()
+		var fe *Error
+		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &fe) || fe.KeyGroup != 5 || fe.File != "keyed" {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }

@@ -169,41 +169,65 @@ func (j *rebucketJob) partition(ctx context.Context, o *output, managed []int, b
 func (j *rebucketJob) spillPart(ctx context.Context, o *output, p int, bk *bucketing, sp *extsort.Spiller) error {
 	part := j.k.Parts()[p]
 	oldMaxP := j.k.Operator.MaxParallelism
-	var entries []flinkfmt.Entry
-	enc := j.k.PairEncoder()
+	// Pairs are moved as they are stored, undecoded, unless the part is in
+	// the heap layout, or the operator has a list state, whose pairs hold
+	// several entries each: they go through the entries, which count them.
+	raw := part.Layout == flinkfmt.LayoutCanonical
+	for _, m := range j.k.States {
+		raw = raw && m.Kind != flinkfmt.List
+	}
 	var lastKey []byte
 	newKG := -1
+	kg := 0
+	spill := func(state int, key, value, userKey []byte) error {
+		if newKG < 0 || !bytes.Equal(userKey, lastKey) {
+			// The key's own key group is checked too: a key the savepoint
+			// holds elsewhere than Flink's hash puts it is one this rewrite
+			// does not hash as Flink did.
+			old, err := keyhash.KeyGroupOf(j.k.Key, userKey, oldMaxP)
+			if err == nil && old != kg {
+				err = fmt.Errorf("%w: the key hashes to key group %d, not the key group %d it is stored in", flinkfmt.ErrCorrupt, old, kg)
+			}
+			if err == nil {
+				newKG, err = keyhash.KeyGroupOf(j.k.Key, userKey, j.maxP)
+			}
+			if err != nil {
+				return fmt.Errorf("flinkrewrite: operator %s key group %d: key % x of state %q: %w", j.k.Operator.ID, kg, userKey, j.k.States[state].Name, err)
+			}
+			lastKey = append(lastKey[:0], userKey...)
+		}
+		j.spilled.Add(1)
+		return sp.Add(bk.of[newKG], uint32(newKG)<<16|uint32(j.header.IDs[state]), key, value)
+	}
+	var entries []flinkfmt.Entry
+	enc := j.k.PairEncoder()
 	r := part.Handle.KeyGroups.Intersect(keygroup.All(oldMaxP))
-	for kg := r.Start; kg <= r.End; kg++ {
+	for kg = r.Start; kg <= r.End; kg++ {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if raw {
+			n := 0
+			err := j.k.CanonicalKeyGroup(ctx, p, kg, func(state int, key, value []byte) error {
+				n++
+				uk, err := j.k.UserKey(state, key)
+				if err != nil {
+					return err
+				}
+				return spill(state, key, value, uk)
+			})
+			if err != nil {
+				return err
+			}
+			j.entries.Add(uint64(n))
+			continue
 		}
 		var err error
 		if entries, err = readKeyGroup(ctx, j.k, part, p, kg, entries[:0]); err != nil {
 			return err
 		}
 		j.entries.Add(uint64(len(entries)))
-		err = enc.Each(entries, func(pr flinkfmt.Pair) error {
-			if newKG < 0 || !bytes.Equal(pr.UserKey, lastKey) {
-				// The key's own key group is checked too: a key the
-				// savepoint holds elsewhere than Flink's hash puts it is one
-				// this rewrite does not hash as Flink did.
-				old, err := keyhash.KeyGroupOf(j.k.Key, pr.UserKey, oldMaxP)
-				if err == nil && old != kg {
-					err = fmt.Errorf("%w: the key hashes to key group %d, not the key group %d it is stored in", flinkfmt.ErrCorrupt, old, kg)
-				}
-				if err == nil {
-					newKG, err = keyhash.KeyGroupOf(j.k.Key, pr.UserKey, j.maxP)
-				}
-				if err != nil {
-					return fmt.Errorf("flinkrewrite: operator %s key group %d: key % x of state %q: %w", j.k.Operator.ID, kg, pr.UserKey, j.k.States[pr.State].Name, err)
-				}
-				lastKey = append(lastKey[:0], pr.UserKey...)
-			}
-			j.spilled.Add(1)
-			return sp.Add(bk.of[newKG], uint32(newKG)<<16|uint32(j.header.IDs[pr.State]), pr.Key, pr.Value)
-		})
-		if err != nil {
+		if err := enc.Each(entries, func(pr flinkfmt.Pair) error { return spill(pr.State, pr.Key, pr.Value, pr.UserKey) }); err != nil {
 			return err
 		}
 	}
