@@ -123,7 +123,7 @@ func sameKeyGroups(t *testing.T, dirA, dirB string, id flinkfmt.OperatorID, byte
 func TestRescaleToOwnMaxParallelismIsIdentity(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
-	var fixturesDone, ops, bytesKG, multisetParts, entries, hashed int
+	var fixturesDone, ops, bytesKG, bytesParts, heapOrder, heapLayout, entries, hashed int
 	eachFixture(t, func(t *testing.T, dir string, r *flinkfmt.Reader, keyed []*flinkfmt.Keyed) {
 		in := readBack(t, dir)
 		for _, k := range keyed {
@@ -139,14 +139,18 @@ func TestRescaleToOwnMaxParallelismIsIdentity(t *testing.T) {
 				t.Fatalf("operator %s: %s", op.ID, d)
 			}
 			sorted := map[int]bool{}
-			multiset := 0
+			var nBytes, nOrder, nHeap int
 			for p, part := range k.Parts() {
-				if part.Layout == flinkfmt.LayoutCanonical {
-					sorted[part.Subtask] = rocksDBOrder(t, k, p)
-				}
-				if part.Layout == flinkfmt.LayoutHeap || part.Layout == flinkfmt.LayoutCanonical && !sorted[part.Subtask] {
-					multiset++
-					if strings.Contains(filepath.Base(dir), "rocksdb") && part.Layout == flinkfmt.LayoutCanonical {
+				switch {
+				case part.Layout == flinkfmt.LayoutHeap:
+					nHeap++
+				case part.Layout != flinkfmt.LayoutCanonical:
+				case rocksDBOrder(t, k, p):
+					sorted[part.Subtask] = true
+					nBytes++
+				default:
+					nOrder++
+					if strings.Contains(filepath.Base(dir), "rocksdb") {
 						t.Errorf("operator %s subtask %d: a RocksDB savepoint not in key order", op.ID, part.Subtask)
 					}
 				}
@@ -160,7 +164,9 @@ func TestRescaleToOwnMaxParallelismIsIdentity(t *testing.T) {
 			mu.Lock()
 			ops++
 			bytesKG += n
-			multisetParts += multiset
+			bytesParts += nBytes
+			heapOrder += nOrder
+			heapLayout += nHeap
 			entries += got.entries
 			hashed += got.hashed
 			mu.Unlock()
@@ -169,9 +175,10 @@ func TestRescaleToOwnMaxParallelismIsIdentity(t *testing.T) {
 		fixturesDone++
 		mu.Unlock()
 	})
-	t.Logf("%d fixtures, %d operators rescaled to their own max parallelism: %d key groups byte for byte, %d subtasks in the heap's order equal as multisets; %d entries read back, %d keys in the key group of Flink's hash",
-		fixturesDone, ops, bytesKG, multisetParts, entries, hashed)
-	if bytesKG == 0 || multisetParts == 0 || ops < 100 {
+	t.Logf("%d fixtures, %d operators rescaled to their own max parallelism: %d canonical subtasks in RocksDB's order, header and %d key groups byte for byte; "+
+		"%d canonical subtasks in the heap's order and %d in the heap layout equal as multisets; %d entries read back, %d keys in the key group of Flink's hash",
+		fixturesDone, ops, bytesParts, bytesKG, heapOrder, heapLayout, entries, hashed)
+	if bytesKG == 0 || heapOrder == 0 || heapLayout == 0 || ops < 100 {
 		t.Errorf("too little compared")
 	}
 }
