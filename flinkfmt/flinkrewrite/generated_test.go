@@ -161,8 +161,19 @@ func TestRescaleSpillAndSortGeneratedSavepoint(t *testing.T) {
 		t.Errorf("%d key groups compared", n)
 	}
 	st = stage(t)
-	if _, err := Rescale(context.Background(), r, st, RescaleOptions{MaxParallelism: 1000, Parallelism: 3, sortBudget: 64 << 10}); err != nil {
+	var done, total int64
+	progress := func(d, tot int64) {
+		if d < done || tot != total && total != 0 {
+			t.Errorf("progress %d of %d after %d of %d", d, tot, done, total)
+		}
+		done, total = d, tot
+	}
+	if _, err := Rescale(context.Background(), r, st, RescaleOptions{MaxParallelism: 1000, Parallelism: 3, sortBudget: 64 << 10,
+		Options: Options{Progress: progress}}); err != nil {
 		t.Fatal(err)
+	}
+	if done > total || done < total*95/100 {
+		t.Errorf("progress ended at %d of %d", done, total)
 	}
 	mid := st.publish(t)
 	in, got := readBack(t, dir), readBack(t, mid)

@@ -130,23 +130,21 @@ func RenameOperator(ctx context.Context, src *flinkfmt.Reader, dst storage.Stagi
 // changing what is not state) into dst, its state copied as it is.
 func copyOperators(ctx context.Context, src *flinkfmt.Reader, inputMeta []byte, dst storage.Staging, what string, opts Options,
 	change func(*flinkfmt.Operator) *flinkfmt.Operator) error {
+	var ops []*flinkfmt.Operator
 	var total int64
-	forEachStream(src.Metadata(), func(s *flinkfmt.StreamHandle) {
-		if s.Kind == flinkfmt.StreamRelativeFile || s.Kind == flinkfmt.StreamFile {
-			total += s.Size
+	for _, op := range src.Metadata().Operators {
+		if changed := change(op); changed != nil {
+			ops = append(ops, changed)
+			total += fileBytes(op, true)
 		}
-	})
+	}
 	o, err := newOutput(ctx, src, inputMeta, dst, what, opts, rewrite.NewMeter(total, opts.Progress))
 	if err != nil {
 		return err
 	}
 	meta := outputMetadata(src.Metadata())
-	for _, op := range src.Metadata().Operators {
-		changed := change(op)
-		if changed == nil {
-			continue
-		}
-		kept, err := o.keepOperator(changed)
+	for _, op := range ops {
+		kept, err := o.keepOperator(op)
 		if err != nil {
 			return err
 		}

@@ -355,3 +355,23 @@ func forEachStream(m *flinkfmt.Metadata, f func(*flinkfmt.StreamHandle)) {
 		}
 	}
 }
+
+// fileBytes sums the files the state of op refers to, those of its managed
+// keyed state only when keyed is true: what copying them costs.
+func fileBytes(op *flinkfmt.Operator, keyed bool) int64 {
+	c := *op
+	if !keyed {
+		c.Subtasks = make([]flinkfmt.Subtask, len(op.Subtasks))
+		for i, st := range op.Subtasks {
+			st.ManagedKeyed = nil
+			c.Subtasks[i] = st
+		}
+	}
+	var n int64
+	forEachStream(&flinkfmt.Metadata{Operators: []*flinkfmt.Operator{&c}}, func(s *flinkfmt.StreamHandle) {
+		if s.Kind == flinkfmt.StreamRelativeFile || s.Kind == flinkfmt.StreamFile {
+			n += s.Size
+		}
+	})
+	return n
+}

@@ -81,11 +81,16 @@ func PruneTTL(ctx context.Context, src *flinkfmt.Reader, dst storage.Staging, op
 	var o *output
 	if dst != nil {
 		var total int64
-		forEachStream(src.Metadata(), func(s *flinkfmt.StreamHandle) {
-			if s.Kind == flinkfmt.StreamRelativeFile || s.Kind == flinkfmt.StreamFile {
-				total += s.Size
+		for _, op := range src.Metadata().Operators {
+			if _, ok := plans[op]; ok {
+				for _, st := range op.Subtasks {
+					total += st.ManagedKeyed.Size()
+				}
+				total += fileBytes(op, false)
+			} else {
+				total += fileBytes(op, true)
 			}
-		})
+		}
 		what := fmt.Sprintf("prune-ttl at %d of %v", opts.Now, describeTTLs(rep))
 		if o, err = newOutput(ctx, src, inputMeta, dst, what, opts.Options, rewrite.NewMeter(total, opts.Progress)); err != nil {
 			return nil, err

@@ -102,7 +102,7 @@ func Rescale(ctx context.Context, src *flinkfmt.Reader, dst storage.Staging, opt
 	}
 	rep := &RescaleReport{DryRun: dst == nil}
 	for _, p := range plans {
-		r := OperatorReport{ID: p.op.ID.String(), UID: p.op.UID, Name: p.op.Name, Keyed: p.keyed != nil, Action: p.action,
+		r := OperatorReport{ID: p.op.ID.String(), UID: p.op.UID, Name: p.op.Name, Keyed: hasKeyedState(p.op), Action: p.action,
 			MaxParallelismBefore: p.op.MaxParallelism, MaxParallelism: p.maxP, ParallelismBefore: p.op.Parallelism, Parallelism: p.parallelism}
 		for _, st := range p.op.Subtasks {
 			r.KeyedBytes += st.ManagedKeyed.Size()
@@ -112,15 +112,17 @@ func Rescale(ctx context.Context, src *flinkfmt.Reader, dst storage.Staging, opt
 	if dst == nil {
 		return rep, nil
 	}
+	// What the meter is told of: the files copied, the keyed state read
+	// (twice when it is spilled and sorted).
 	var total int64
-	forEachStream(src.Metadata(), func(s *flinkfmt.StreamHandle) {
-		if s.Kind == flinkfmt.StreamRelativeFile || s.Kind == flinkfmt.StreamFile {
-			total += s.Size
-		}
-	})
 	for i, p := range plans {
-		if p.action == Rebucketed {
-			total += rep.Operators[i].KeyedBytes
+		switch p.action {
+		case Unchanged:
+			total += fileBytes(p.op, true)
+		case Rewritten:
+			total += fileBytes(p.op, false) + rep.Operators[i].KeyedBytes
+		case Rebucketed:
+			total += fileBytes(p.op, false) + 2*rep.Operators[i].KeyedBytes
 		}
 	}
 	meter := rewrite.NewMeter(total, opts.Progress)
