@@ -85,3 +85,31 @@ func TestAppendUTF(t *testing.T) {
 		t.Error("a string of 65536 bytes was encoded")
 	}
 }
+
+// FuzzEncodeMetadata encodes whatever parses: the encoding must parse
+// again into metadata that encodes to the same bytes, so the writer keeps
+// everything the reader keeps, whatever the input.
+func FuzzEncodeMetadata(f *testing.F) {
+	seedMetadata(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseMetadata(b)
+		if err != nil {
+			return
+		}
+		e, err := EncodeMetadata(m)
+		if err != nil {
+			if !errors.Is(err, ErrUnsupported) && !strings.Contains(err.Error(), "checkpoint properties") && !strings.Contains(err.Error(), "65535") {
+				t.Fatalf("parsed metadata does not encode: %v", err)
+			}
+			return
+		}
+		again, err := ParseMetadata(e)
+		if err != nil {
+			t.Fatalf("encoded metadata does not parse: %v", err)
+		}
+		e2, err := EncodeMetadata(again)
+		if err != nil || !bytes.Equal(e, e2) {
+			t.Fatalf("encoding is not stable: %v", err)
+		}
+	})
+}

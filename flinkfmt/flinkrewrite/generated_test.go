@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,23 @@ func pojoSavepoint(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Order{id: 7}: no subclass, the field not null, the long; in the void
+	// namespace.
+	key := append([]byte{2, 0}, binary.BigEndian.AppendUint64(nil, 7)...)
+	return writeSavepoint(t, h, []builtPair{{5, 0, append(key, 0), binary.BigEndian.AppendUint64(nil, 42)}})
+}
+
+// builtPair is a pair of a savepoint built for a test: its key group, state
+// id, composite key without the prefix, and value.
+type builtPair struct {
+	kg, state  int
+	key, value []byte
+}
+
+// writeSavepoint writes a savepoint of one operator ("orders", parallelism
+// 1, max parallelism 128) whose keyed state is the given pairs, in order.
+func writeSavepoint(t *testing.T, h *flinkfmt.CanonicalHeader, pairs []builtPair) string {
+	t.Helper()
 	st := stage(t)
 	w := flinkfmt.NewStreamWriter(context.Background(), st, "keyed", -1)
 	kgs := keygroup.All(128)
@@ -223,11 +241,10 @@ func pojoSavepoint(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Order{id: 7}: no subclass, the field not null, the long; in the void
-	// namespace.
-	key := append([]byte{2, 0}, binary.BigEndian.AppendUint64(nil, 7)...)
-	if err := cw.Add(5, 0, append(key, 0), binary.BigEndian.AppendUint64(nil, 42)); err != nil {
-		t.Fatal(err)
+	for _, p := range pairs {
+		if err := cw.Add(p.kg, p.state, p.key, p.value); err != nil {
+			t.Fatal(err)
+		}
 	}
 	offsets, err := cw.Finish()
 	if err != nil {
@@ -327,5 +344,73 @@ func TestRescaleRefusals(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(fmt.Sprint(rep.Operators[0])), []byte("256")) {
 		t.Errorf("%+v", rep.Operators[0])
+	}
+}
+
+// Pruning a list state drops its expired elements one by one, and the list
+// when none is left; a value state drops its expired values.
+func TestPruneListAndValueStates(t *testing.T) {
+	str := flinkfmt.SimpleSnapshot(flinkfmt.StringSnapshotClass)
+	void := flinkfmt.SimpleSnapshot(flinkfmt.VoidNamespaceClass)
+	ttlLong, err := flinkfmt.TTLSnapshot(flinkfmt.SimpleSnapshot(flinkfmt.LongSnapshotClass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := flinkfmt.ListSnapshot(ttlLong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := flinkfmt.NewCanonicalHeader(str, false, []flinkfmt.StateSpec{
+		{Name: "events", Kind: flinkfmt.List, Namespace: void, Value: list},
+		{Name: "last", Kind: flinkfmt.Value, Namespace: void, Value: ttlLong},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttlValue := func(ts, v int64) []byte {
+		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(ts)), uint64(v))
+	}
+	join := func(elems ...[]byte) []byte { return bytes.Join(elems, []byte{','}) }
+	var pairs []builtPair
+	keys := map[int]string{}
+	for _, k := range []string{"a", "b", "c"} {
+		h, _ := keyhash.HashCode(k)
+		keys[keyhash.KeyGroup(h, 128)] = k
+	}
+	kgs := []int{}
+	for kg := range keys {
+		kgs = append(kgs, kg)
+	}
+	slices.Sort(kgs)
+	for _, kg := range kgs {
+		key := append([]byte{2, keys[kg][0]}, 0)
+		switch keys[kg] {
+		case "a": // two elements of three expired
+			pairs = append(pairs, builtPair{kg, 0, key, join(ttlValue(100, 1), ttlValue(900, 2), ttlValue(50, 3))})
+			pairs = append(pairs, builtPair{kg, 1, key, ttlValue(900, 7)})
+		case "b": // every element expired, and the value
+			pairs = append(pairs, builtPair{kg, 0, key, join(ttlValue(10, 1), ttlValue(20, 2))})
+			pairs = append(pairs, builtPair{kg, 1, key, ttlValue(20, 8)})
+		case "c":
+			pairs = append(pairs, builtPair{kg, 1, key, ttlValue(1000, 9)})
+		}
+	}
+	dir := writeSavepoint(t, h, pairs)
+	// TTL 500 at 600: last accesses at or before 100 are expired.
+	st := stage(t)
+	rep, err := PruneTTL(context.Background(), open(t, dir), st, PruneOptions{Now: 600,
+		TTL: map[string]time.Duration{"orders/events": 500 * time.Millisecond, "orders/last": 500 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.States) != 2 || rep.States[0].Before != 5 || rep.States[0].Dropped != 4 || rep.States[1].Before != 3 || rep.States[1].Dropped != 1 {
+		t.Fatalf("%+v", rep.States)
+	}
+	got := readBack(t, st.publish(t))
+	id := flinkfmt.UIDHash("orders").String()
+	events, last := got.keyed[id+"/events"], got.keyed[id+"/last"]
+	want := []string{fmt.Sprintf("0261|00||%x|0|false", ttlValue(900, 2))}
+	if fmt.Sprint(events) != fmt.Sprint(want) || len(last) != 2 {
+		t.Errorf("events %v, want %v; last %v", events, want, last)
 	}
 }
