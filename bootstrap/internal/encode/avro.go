@@ -390,7 +390,7 @@ func (e *optionalEnc) bind(arr arrow.Array) {
 }
 
 func (e *optionalEnc) append(dst []byte, i int) ([]byte, error) {
-	if e.arr.IsNull(i) {
+	if isNull(e.arr, i) {
 		return e.n.putNull(dst)
 	}
 	if e.elem == nil {
@@ -472,7 +472,7 @@ func (e *unionEnc) bind(arr arrow.Array) {
 }
 
 func (e *unionEnc) append(dst []byte, i int) ([]byte, error) {
-	if e.arr.IsNull(i) {
+	if isNull(e.arr, i) {
 		return unionNull(dst, e.n)
 	}
 	set := -1
@@ -481,7 +481,7 @@ func (e *unionEnc) append(dst []byte, i int) ([]byte, error) {
 		if b.arr == nil {
 			return dst, errType(e.arr, e.n)
 		}
-		if b.arr.IsNull(i) {
+		if isNull(b.arr, i) {
 			continue
 		}
 		if set >= 0 {

@@ -61,6 +61,14 @@ type arrowEnc interface {
 	append(dst []byte, i int) ([]byte, error)
 }
 
+// isNull says whether row i of arr is null: every row of an array of the
+// null type is, though it may have no validity bitmap.
+func isNull(arr arrow.Array, i int) bool { return arr.DataType().ID() == arrow.NULL || arr.IsNull(i) }
+
+// IsNull says whether row i of arr is null, for the columns whose nulls
+// their reader treats itself.
+func IsNull(arr arrow.Array, i int) bool { return isNull(arr, i) }
+
 // Column encodes the values of one serializer.
 type Column struct {
 	root node

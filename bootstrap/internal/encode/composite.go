@@ -34,7 +34,7 @@ type nullableEnc struct {
 func (e *nullableEnc) bind(arr arrow.Array) { e.arr = arr; e.elem.bind(arr) }
 
 func (e *nullableEnc) append(dst []byte, i int) ([]byte, error) {
-	if e.arr.IsNull(i) {
+	if isNull(e.arr, i) {
 		return append(dst, 0), nil
 	}
 	return e.elem.append(append(dst, 1), i)
@@ -81,7 +81,7 @@ func (e *elements) span(i int, n node) (int, int, error) {
 	if e.arr == nil {
 		return 0, 0, errorf("a batch of another type than a list, for %s", n.what())
 	}
-	if e.arr.IsNull(i) {
+	if isNull(e.arr, i) {
 		return 0, 0, errNull(n)
 	}
 	start, end := e.arr.ValueOffsets(i)
@@ -201,7 +201,7 @@ func (m *mapEntries) span(i int, n node) (int, int, error) {
 	if m.arr == nil {
 		return 0, 0, errorf("a batch of another type than a map, for %s", n.what())
 	}
-	if m.arr.IsNull(i) {
+	if isNull(m.arr, i) {
 		return 0, 0, errNull(n)
 	}
 	start, end := m.arr.ValueOffsets(i)
@@ -407,7 +407,7 @@ func (f *fieldsEnc) check(i int) error {
 	if f.arr == nil {
 		return errorf("a batch of another type than a struct, for %s", f.n.what())
 	}
-	if f.arr.IsNull(i) {
+	if isNull(f.arr, i) {
 		return errNull(f.n)
 	}
 	return nil

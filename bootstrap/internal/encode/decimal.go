@@ -126,7 +126,7 @@ func (e *decimalEnc) bind(arr arrow.Array) {
 }
 
 func (e *decimalEnc) append(dst []byte, i int) ([]byte, error) {
-	if e.arr.IsNull(i) {
+	if isNull(e.arr, i) {
 		return dst, errNull(e.n)
 	}
 	if e.get == nil {

@@ -181,7 +181,7 @@ type intEnc struct {
 func (e *intEnc) bind(arr arrow.Array) { e.arr, e.get = arr, intValues(arr) }
 
 func (e *intEnc) append(dst []byte, i int) ([]byte, error) {
-	if e.arr.IsNull(i) {
+	if isNull(e.arr, i) {
 		return dst, errNull(e.n)
 	}
 	if e.get == nil {

@@ -73,7 +73,7 @@ func (e *floatEnc) bind(arr arrow.Array) {
 }
 
 func (e *floatEnc) append(dst []byte, i int) ([]byte, error) {
-	if e.arr.IsNull(i) {
+	if isNull(e.arr, i) {
 		return dst, errNull(e.n)
 	}
 	switch {
@@ -215,7 +215,7 @@ type textEnc struct {
 func (e *textEnc) bind(arr arrow.Array) { e.arr, e.get = arr, strValues(arr) }
 
 func (e *textEnc) append(dst []byte, i int) ([]byte, error) {
-	if e.arr.IsNull(i) {
+	if isNull(e.arr, i) {
 		return dst, errNull(e.n)
 	}
 	if e.get == nil {
@@ -363,7 +363,7 @@ type nullEnc struct {
 func (e *nullEnc) bind(arr arrow.Array) { e.arr = arr }
 
 func (e *nullEnc) append(dst []byte, i int) ([]byte, error) {
-	if !e.arr.IsNull(i) {
+	if !isNull(e.arr, i) {
 		return dst, errorf("a value, and %s holds only null", e.n.name)
 	}
 	return dst, nil
