@@ -146,7 +146,9 @@ func seq(es ...bootstrap.Entry) iter.Seq2[bootstrap.Entry, error] {
 	}
 }
 
-func winNS(start, end int64) serializers.TimeWindow { return serializers.TimeWindow{Start: start, End: end} }
+func winNS(start, end int64) serializers.TimeWindow {
+	return serializers.TimeWindow{Start: start, End: end}
+}
 
 // addTypes adds the entries of the types job to b, from Go values.
 func addTypes(t *testing.T, b *bootstrap.Builder) {
@@ -159,12 +161,12 @@ func addTypes(t *testing.T, b *bootstrap.Builder) {
 		"nums": []any{int64(1), int64(-2), int64(3)}, "attrs": map[string]any{"b": "2", "a": "1"},
 		"opt": "here", "late": nil, "alone": int64(5), "nothing": nil, "either": "text", "maybe": map[string]any{"t.Color": "BLUE"},
 		"twins": map[string]any{"y.A": map[string]any{"w": "why"}},
-		"ts": ts, "tsu": ts.Add(123 * time.Microsecond), "local": ts, "localu": ts.Add(7 * time.Microsecond),
+		"ts":    ts, "tsu": ts.Add(123 * time.Microsecond), "local": ts, "localu": ts.Add(7 * time.Microsecond),
 		"day": time.Date(2023, 11, 14, 0, 0, 0, 0, time.UTC),
-		"tm": 90 * time.Minute, "tmu": 90*time.Minute + 5*time.Microsecond,
+		"tm":  90 * time.Minute, "tmu": 90*time.Minute + 5*time.Microsecond,
 		"price": big.NewRat(-12345, 100), "big": new(big.Rat).SetFrac(new(big.Int).Exp(big.NewInt(10), big.NewInt(36), nil), big.NewInt(100000)),
 		"tiny": big.NewRat(-99, 1),
-		"id": "0b7f8a9e-3f0c-4d5e-9a1b-2c3d4e5f6a7b", "wait": avro.LogicalDuration{Months: 1, Days: 2, Milliseconds: 3},
+		"id":   "0b7f8a9e-3f0c-4d5e-9a1b-2c3d4e5f6a7b", "wait": avro.LogicalDuration{Months: 1, Days: 2, Milliseconds: 3},
 		"inner": map[string]any{"x": int32(5), "tags": []any{"a", "b"}}, "optInner": map[string]any{"t.Inner": map[string]any{"x": int32(6), "tags": []any{}}},
 		"points": []any{map[string]any{"x": 0.5, "y": -0.5}},
 		"nested": map[string]any{"k": []any{map[string]any{"x": int32(1), "tags": []any{"z"}}}},
@@ -175,9 +177,9 @@ func addTypes(t *testing.T, b *bootstrap.Builder) {
 		"raw": []byte{}, "fx": [4]byte{}, "color": "RED", "nums": []any{}, "attrs": map[string]any{},
 		"opt": nil, "late": "late", "alone": int64(-1), "nothing": nil, "either": int64(42), "maybe": nil,
 		"twins": map[string]any{"x.A": map[string]any{"v": int32(-1)}},
-		"ts": time.UnixMilli(-86_400_000).UTC(), "tsu": time.UnixMilli(0).UTC(), "local": time.UnixMilli(0).UTC(), "localu": time.UnixMilli(0).UTC(),
+		"ts":    time.UnixMilli(-86_400_000).UTC(), "tsu": time.UnixMilli(0).UTC(), "local": time.UnixMilli(0).UTC(), "localu": time.UnixMilli(0).UTC(),
 		"day": time.Date(1969, 7, 20, 0, 0, 0, 0, time.UTC),
-		"tm": time.Duration(0), "tmu": time.Duration(0), "price": big.NewRat(-128, 100), "big": big.NewRat(-1, 100000), "tiny": big.NewRat(0, 1),
+		"tm":  time.Duration(0), "tmu": time.Duration(0), "price": big.NewRat(-128, 100), "big": big.NewRat(-1, 100000), "tiny": big.NewRat(0, 1),
 		"id": "", "wait": avro.LogicalDuration{}, "inner": map[string]any{"x": int32(0), "tags": []any{}}, "optInner": nil, "points": []any{},
 		"nested": map[string]any{}, "counts": map[string]any{},
 	}
