@@ -47,7 +47,8 @@ func (e *RowError) Unwrap() []error { return []error{ErrBadData, e.Err} }
 
 // BadRows is the error of a bootstrap that met bad rows: the first
 // Options.MaxBadRows of them, in the order of their sources, and how many
-// more were found before the bootstrap stopped looking.
+// more were found before the bootstrap stopped looking (it stops at the
+// first beyond the limit).
 type BadRows struct {
 	Rows []*RowError
 	More int
@@ -82,16 +83,17 @@ type badRows struct {
 	more  int
 }
 
-// add records a bad row; it returns false once enough are known.
+// add records a bad row; it returns false once one is found beyond the
+// limit, when looking further is no use.
 func (b *badRows) add(e *RowError) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.rows) < b.limit {
 		b.rows = append(b.rows, e)
-	} else {
-		b.more++
+		return true
 	}
-	return len(b.rows) < b.limit
+	b.more++
+	return false
 }
 
 func (b *badRows) any() bool {
@@ -100,11 +102,12 @@ func (b *badRows) any() bool {
 	return len(b.rows) > 0
 }
 
-// full reports whether enough bad rows are known to stop looking.
+// full reports whether more bad rows were found than are reported: a
+// bootstrap then stops looking.
 func (b *badRows) full() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.rows) >= b.limit
+	return b.more > 0
 }
 
 func (b *badRows) err() error {
