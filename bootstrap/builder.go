@@ -51,6 +51,10 @@ type Options struct {
 	// MaxBadRows is how many bad rows are reported before the bootstrap
 	// stops looking for more: DefaultMaxBadRows when 0.
 	MaxBadRows int
+	// Progress, when set, is called as Load advances, with the bytes of
+	// dataset files read so far and the bytes of all of them, once per
+	// file, one call at a time. It is for a progress bar.
+	Progress func(done, total int64)
 }
 
 const (

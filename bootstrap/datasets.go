@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/workers"
@@ -64,12 +65,23 @@ func (b *Builder) Load(ctx context.Context, dir storage.Dir) error {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(files[y].size, files[x].size) })
+	var total, done int64
+	for _, f := range files {
+		total += f.size
+	}
+	var progress sync.Mutex
 	err = workers.Run(ctx, len(order), b.opts.Workers, func(ctx context.Context, _, i int) error {
 		f := &files[order[i]]
 		if err := b.loadFile(ctx, dir, f, srcs[order[i]]); err != nil {
 			return err
 		}
 		f.t.files.Add(1)
+		if b.opts.Progress != nil {
+			progress.Lock()
+			done += f.size
+			b.opts.Progress(done, total)
+			progress.Unlock()
+		}
 		return nil
 	})
 	if errors.Is(err, errEnough) {
