@@ -2,9 +2,11 @@ package bootstrap_test
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stateproc/stateproc/bootstrap"
@@ -14,6 +16,7 @@ import (
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
 )
 
 // gatewayManifest is the manifest of the GatewayMeter build of cfg.
@@ -89,4 +92,70 @@ func TestGatewayBootstrappedRestores(t *testing.T) {
 	if got, want := sptest.Contents(t, final), sptest.Contents(t, whole); !maps.EqualFunc(got, want, slices.Equal) {
 		t.Fatal("the final state differs from the uninterrupted run's")
 	}
+}
+
+// A fix-up through a query engine: the export of a GatewayMeter savepoint
+// is rewritten by DuckDB (its own Parquet types: timestamps in
+// microseconds, enums as strings, key_group left out) with one tenant's
+// usd_total corrected, and bootstrapped. The savepoint holds the same state
+// but for that value.
+func TestDuckDBFixUp(t *testing.T) {
+	sp := "../testdata/savepoints/v1/gateway-p2-pebble"
+	orig := sptest.Open(t, sp)
+	exported := exportTo(t, sp, export.Options{})
+	dump := filepath.Join(t.TempDir(), "dump")
+	datasets, err := filepath.Glob(filepath.Join(exported, "*", "*"))
+	if err != nil || len(datasets) == 0 {
+		t.Fatalf("no datasets: %v", err)
+	}
+	const tenant = "tenant-100"
+	for _, ds := range datasets {
+		rel, _ := filepath.Rel(exported, ds)
+		q := fmt.Sprintf("SELECT * FROM read_parquet('%s/*.parquet')", ds)
+		if (strings.HasPrefix(rel, gateway.TenantCostUID+"/") || strings.HasPrefix(rel, gateway.AssembleUID+"/")) && rel != gateway.TenantCostUID+"/prices" {
+			q = fmt.Sprintf("SELECT * EXCLUDE (key_group) FROM read_parquet('%s/*.parquet')", ds)
+		}
+		if rel == gateway.TenantCostUID+"/"+gateway.USDTotalState {
+			q = fmt.Sprintf("SELECT key, CASE WHEN key = '%s' THEN value + 1 ELSE value END AS value FROM (%s)", tenant, q)
+		}
+		duckParquet(t, dump, filepath.Join(rel, "part-0.parquet"), q)
+	}
+	out := filepath.Join(t.TempDir(), "fixed")
+	m := orig.Metadata()
+	if _, err := load(t, savepoint.NewManifest("gatewaymeter", m.Operators), dump, bootstrap.Options{Out: out, Now: m.CreatedAt}); err != nil {
+		t.Fatal(err)
+	}
+	got, want := sptest.KeyedState(t, sptest.Open(t, out)), sptest.KeyedState(t, orig)
+	usd := gateway.TenantCostUID + "/" + gateway.USDTotalState
+	changed := 0
+	for i, e := range want[usd] {
+		g := got[usd][i]
+		if string(e.Key) != string(g.Key) {
+			t.Fatalf("usd_total entry %d: key %s, want %s", i, g.Key, e.Key)
+		}
+		if string(e.Key) == tenant {
+			v, _ := serializers.Int64().Decode(e.Value)
+			if w, _ := serializers.Int64().Decode(g.Value); w != v+1 {
+				t.Errorf("%s: usd_total %d, want %d", tenant, w, v+1)
+			}
+			changed++
+			continue
+		}
+		if !bytes.Equal(e.Value, g.Value) {
+			t.Errorf("usd_total of %s changed", e.Key)
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%s found %d times", tenant, changed)
+	}
+	delete(got, usd)
+	delete(want, usd)
+	if !maps.EqualFunc(got, want, func(a, b []savepoint.Entry) bool {
+		return slices.EqualFunc(a, b, func(x, y savepoint.Entry) bool {
+			return bytes.Equal(x.Key, y.Key) && bytes.Equal(x.Namespace, y.Namespace) && bytes.Equal(x.MapKey, y.MapKey) && bytes.Equal(x.Value, y.Value) && x.Timestamp == y.Timestamp
+		})
+	}) {
+		t.Fatal("the other states differ")
+	}
+	equalOperatorState(t, orig, sptest.Open(t, out))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -49,6 +50,32 @@ func TestRoundTripCheckedIn(t *testing.T) {
 				}
 				t.Logf("%d rows, %d spilled", sum.Rows, sum.Spilled)
 			})
+		}
+	}
+}
+
+// The sort spills runs to files when the entries do not fit its memory,
+// and the savepoint is the same, whatever the memory and the workers.
+func TestSpilled(t *testing.T) {
+	sp := "../testdata/savepoints/v1/sessions-p2-heap"
+	orig := sptest.Open(t, sp)
+	m := orig.Metadata()
+	dir := exportTo(t, sp, export.Options{MaxRowsPerFile: 1000})
+	for _, workers := range []int{1, 3} {
+		parent := t.TempDir()
+		out := filepath.Join(parent, "spilled")
+		sum, err := load(t, manifestOf(m), dir, bootstrap.Options{Out: out, Now: m.CreatedAt, ID: m.ID, Memory: 64 << 10, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Spilled < 10 {
+			t.Errorf("%d workers: %d runs spilled, want many", workers, sum.Spilled)
+		}
+		if got, want := sptest.DataFiles(t, out), sptest.DataFiles(t, sp); !maps.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("%d workers: data files differ", workers)
+		}
+		if left, _ := os.ReadDir(parent); len(left) != 1 {
+			t.Errorf("%d workers: %d entries beside the target, want only the savepoint", workers, len(left))
 		}
 	}
 }
