@@ -60,7 +60,7 @@ type Options struct {
 const (
 	// DefaultMemory keeps a bootstrap's resident memory at a few hundred
 	// MiB however large its input.
-	DefaultMemory = 128 << 20
+	DefaultMemory = 64 << 20
 	// DefaultMaxBadRows reports enough bad rows to see a pattern.
 	DefaultMaxBadRows = 20
 )

@@ -134,12 +134,12 @@ func (w *Writer) Add(rec []byte) error {
 	if len(rec) > maxRecord {
 		return fmt.Errorf("extsort: a record of %d bytes, above the limit of %d", len(rec), maxRecord)
 	}
-	if !w.c.fits(len(rec), w.s.chunkSize) && len(w.c.spans) > 0 {
+	if !w.c.add(rec, w.s.chunkSize) {
 		if w.err = w.s.spill(w.c); w.err != nil {
 			return w.err
 		}
+		w.c.add(rec, w.s.chunkSize)
 	}
-	w.c.add(rec, w.s.chunkSize)
 	w.added++
 	return nil
 }
@@ -169,21 +169,37 @@ type chunk struct {
 
 type span struct{ off, len uint32 }
 
-func (c *chunk) size() int { return len(c.data) + spanSize*len(c.spans) }
-
-// fits says whether a record of n bytes can join the chunk within size.
-func (c *chunk) fits(n, size int) bool { return c.size()+n+spanSize <= size }
-
-// add appends rec. The buffer grows by doubling up to the chunk's size,
-// so a small sort does not pay for the whole budget; a record larger than
-// the chunk makes the chunk as large as it needs.
-func (c *chunk) add(rec []byte, size int) {
+// add appends rec if the chunk can hold it within size bytes, counting
+// what its buffers take (their capacity), not what they hold: the buffers
+// grow by doubling up to that, so a small sort does not pay for the whole
+// budget. An empty chunk takes a record of any size, growing as large as it
+// needs.
+func (c *chunk) add(rec []byte, size int) bool {
+	if len(c.spans) == cap(c.spans) {
+		limit := (size - cap(c.data)) / spanSize
+		n := min(max(2*cap(c.spans), minChunk/spanSize), limit)
+		if n <= len(c.spans) {
+			if len(c.spans) > 0 {
+				return false
+			}
+			n = 1
+		}
+		c.spans = append(make([]span, 0, n), c.spans...)
+	}
 	if need := len(c.data) + len(rec); need > cap(c.data) {
-		grown := min(max(2*cap(c.data), minChunk), size)
-		c.data = slices.Grow(c.data, max(need, grown)-len(c.data))
+		limit := size - spanSize*cap(c.spans)
+		n := min(max(2*cap(c.data), minChunk), limit)
+		if n < need {
+			if len(c.spans) > 0 {
+				return false
+			}
+			n = need
+		}
+		c.data = append(make([]byte, 0, n), c.data...)
 	}
 	c.spans = append(c.spans, span{uint32(len(c.data)), uint32(len(rec))})
 	c.data = append(c.data, rec...)
+	return true
 }
 
 func (c *chunk) record(sp span) []byte { return c.data[sp.off : sp.off+sp.len : sp.off+sp.len] }

@@ -182,14 +182,15 @@ func TestDamagedRun(t *testing.T) {
 	b, _ := os.ReadFile(runs[0])
 	b = append(binary.AppendUvarint(nil, 1<<40), b...)
 	os.WriteFile(runs[0], b, 0o600)
+	// The damaged run fails a merge ahead in Sorted, or the last one.
 	it, err := s.Sorted(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		defer it.Close()
+		for it.Next() {
+		}
+		err = it.Err()
 	}
-	defer it.Close()
-	for it.Next() {
-	}
-	if err := it.Err(); err == nil || !bytes.Contains([]byte(err.Error()), []byte(runs[0])) {
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(runs[0])) {
 		t.Fatalf("Err = %v, want one naming %s", err, runs[0])
 	}
 }
