@@ -347,10 +347,10 @@ func TestComposites(t *testing.T) {
 	// branch by name.
 	col := compile(t, rec)
 	for js, ok := range map[string]bool{
-		`{"a": 1, "u": {"string": "s"}, "m": {"y": 2, "x": 1}, "l": [1, 2]}`:                                   true,
+		`{"a": 1, "u": {"string": "s"}, "m": {"y": 2, "x": 1}, "l": [1, 2]}`:                                     true,
 		`{"a": 1, "u": {"string": "s"}, "m": [{"key": "y", "value": 2}, {"key": "x", "value": 1}], "l": [1, 2]}`: true,
-		`{"a": 1, "u": {"bool": true}, "m": {}, "l": []}`:                                                       false,
-		`{"a": 1, "u": {"string": "s", "long": 1}, "m": {}, "l": []}`:                                           false,
+		`{"a": 1, "u": {"bool": true}, "m": {}, "l": []}`:                                                        false,
+		`{"a": 1, "u": {"string": "s", "long": 1}, "m": {}, "l": []}`:                                            false,
 	} {
 		got, err := col.AppendJSON(nil, jsonValue(t, js))
 		if ok && (err != nil || !bytes.Equal(got, w)) || !ok && err == nil {
