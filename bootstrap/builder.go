@@ -76,7 +76,7 @@ type Builder struct {
 	// refs lists the refs of each operator, as Metadata.Refs does.
 	refs    [][]savepoint.StateRef
 	targets map[targetName]*target
-	sorter  *extsort.Sorter
+	spill   *spilling
 	out     *rewrite.Output
 	// spillDir is the directory the builder made for spill files, removed
 	// by Close; empty when the output's own is used.
@@ -167,16 +167,13 @@ func New(manifest savepoint.Manifest, opts Options) (*Builder, error) {
 		b.Close()
 		return nil, err
 	}
-	b.sorter, err = extsort.New(extsort.Options{
-		Compare: func(x, y []byte) int { return compareRecords(b.shapes, x, y) },
-		Memory:  opts.Memory,
-		Writers: opts.Workers,
-		Dir:     b.spillPath(),
-	})
-	if err != nil {
-		b.Close()
-		return nil, err
+	maxP := make([]int, len(ops))
+	for op := range ops {
+		if len(b.refs[op]) > 0 {
+			maxP[op] = ops[op].MaxParallelism
+		}
 	}
+	b.spill = newSpilling(b.spillPath(), maxP, opts.Workers, opts.Memory)
 	return b, nil
 }
 
@@ -309,7 +306,7 @@ type sink struct {
 	b      *Builder
 	t      *target
 	source uint64
-	w      *extsort.Writer
+	sp     *extsort.Spiller
 	rec    []byte
 }
 
@@ -321,20 +318,18 @@ func (b *Builder) open(ctx context.Context, t *target, name string) (*sink, erro
 	}
 	s := &sink{b: b, t: t, source: src}
 	if t.keyed != nil || t.timers != nil {
-		if s.w, err = b.sorter.Writer(ctx); err != nil {
+		if s.sp, err = b.spill.take(ctx); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
 }
 
-func (s *sink) close() error {
-	if s.w == nil {
-		return nil
+func (s *sink) close() {
+	if s.sp != nil {
+		s.b.spill.give(s.sp)
+		s.sp = nil
 	}
-	err := s.w.Close()
-	s.w = nil
-	return err
 }
 
 // noIndex says a list element has no index of its own.
@@ -348,22 +343,21 @@ const noIndex = -1
 func (s *sink) keyed(row int64, key, ns, mapKey []byte, index int64, lastModified int64, value []byte, timestamp int64) error {
 	t := s.t
 	kg := keygroup.Of(key, t.operator.MaxParallelism)
-	r := binary.BigEndian.AppendUint16(s.rec[:0], uint16(t.op))
-	r = binary.BigEndian.AppendUint16(r, uint16(kg))
-	r = binary.BigEndian.AppendUint16(r, uint16(t.ref))
+	r := s.rec[:0]
 	if t.shape.timer {
 		r = binary.BigEndian.AppendUint64(r, uint64(timestamp)^timeSignBit)
 	}
-	r = appendBytes(r, key)
-	r = appendBytes(r, ns)
+	r = appendEsc(r, key)
+	r = appendEsc(r, ns)
 	if t.shape.isMap {
-		r = appendBytes(r, mapKey)
+		r = appendEsc(r, mapKey)
 	}
 	if t.shape.isList {
-		r = binary.AppendUvarint(r, uint64(index+1))
+		r = binary.BigEndian.AppendUint64(r, uint64(index+1))
 	}
-	r = binary.AppendUvarint(r, s.source)
-	r = binary.AppendUvarint(r, uint64(row))
+	r = binary.BigEndian.AppendUint64(r, s.source)
+	r = binary.BigEndian.AppendUint64(r, uint64(row))
+	k := len(r)
 	if !t.shape.timer {
 		if t.keyed.TTL != nil {
 			r = binary.BigEndian.AppendUint64(r, uint64(lastModified))
@@ -372,7 +366,7 @@ func (s *sink) keyed(row int64, key, ns, mapKey []byte, index int64, lastModifie
 	}
 	s.rec = r
 	t.rows.Add(1)
-	return s.w.Add(r)
+	return s.sp.Add(s.b.spill.bucketOf(t.op, kg), class(kg, t.ref), r[:k], r[k:])
 }
 
 // element is an element of operator list state, and where it came from.
@@ -414,8 +408,9 @@ func (b *Builder) Close() error {
 	b.done = true
 	b.mu.Unlock()
 	var errs []error
-	if b.sorter != nil {
-		errs = append(errs, b.sorter.Close())
+	if b.spill != nil && b.spill.spillers != nil {
+		_, _, err := b.spill.finish()
+		errs = append(errs, err)
 	}
 	if b.spillDir != "" {
 		errs = append(errs, os.RemoveAll(b.spillDir))

@@ -25,8 +25,11 @@ type Summary struct {
 	States []StateSummary
 	// Rows counts the entries added, which are the savepoint's entries.
 	Rows int64
-	// Spilled is the number of sorted runs the entries took on disk; 0
-	// when they fitted Options.Memory.
+	// SpillBytes is what the keyed entries took in spill files, where
+	// they wait to be sorted one bucket of key groups at a time.
+	SpillBytes int64
+	// Spilled is the number of sorted runs the sort wrote: 0 when every
+	// bucket fitted Options.Memory.
 	Spilled int
 	DryRun  bool
 }
@@ -62,16 +65,16 @@ func (b *Builder) Commit(ctx context.Context) (*Summary, error) {
 			b.finishBroadcast(t)
 		}
 	}
-	it, err := b.sorter.Sorted(ctx)
+	spills, spillBytes, err := b.spill.finish()
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
 	kw := &keyedWriter{b: b, fop: -1, made: map[[2]int]bool{}}
 	if !b.bad.any() {
 		kw.out = b.out
 	}
-	if err := kw.run(ctx, it); err != nil {
+	srt := extsort.NewSorter(b.opts.Memory, b.spillPath(), "sort")
+	if err := kw.run(ctx, srt, spills); err != nil {
 		return nil, err
 	}
 	if err := b.bad.err(); err != nil {
@@ -82,7 +85,7 @@ func (b *Builder) Commit(ctx context.Context) (*Summary, error) {
 			return nil, err
 		}
 	}
-	s := &Summary{ID: b.meta.ID, CreatedAt: b.meta.CreatedAt, Spilled: b.sorter.Spilled(), DryRun: b.opts.DryRun}
+	s := &Summary{ID: b.meta.ID, CreatedAt: b.meta.CreatedAt, SpillBytes: spillBytes, Spilled: srt.Runs(), DryRun: b.opts.DryRun}
 	for _, t := range b.order() {
 		n := t.rows.Load()
 		s.States = append(s.States, StateSummary{Operator: t.uid, State: t.name, Kind: t.kind, Files: t.files.Load(), Rows: n})
@@ -190,7 +193,7 @@ type keyedWriter struct {
 	e    savepoint.Entry
 }
 
-func (kw *keyedWriter) run(ctx context.Context, it *extsort.Iterator) (err error) {
+func (kw *keyedWriter) run(ctx context.Context, srt *extsort.Sorter, spills [][]extsort.Spill) (err error) {
 	defer func() {
 		if cerr := kw.closeFile(); err == nil {
 			err = cerr
@@ -199,28 +202,39 @@ func (kw *keyedWriter) run(ctx context.Context, it *extsort.Iterator) (err error
 	b := kw.b
 	var cur entry
 	var prev []byte
+	var prevClass uint32
 	var prevSource, prevRow uint64
-	have := false
-	for it.Next() {
-		if err := decodeRecord(b.shapes, it.Record(), &cur); err != nil {
-			return err
+	for bk, op := range b.spill.ops {
+		files := make([]extsort.Spill, 0, len(spills))
+		for _, w := range spills {
+			files = append(files, w[bk])
 		}
-		sh := b.shapes[cur.op][cur.ref]
-		if have && sameEntry(sh, prev, &cur) {
-			b.duplicate(&cur, prevSource, prevRow)
-			kw.out = nil
-			continue
-		}
-		prev = append(prev[:0], cur.identity...)
-		prevSource, prevRow, have = cur.source, cur.row, true
-		if kw.out != nil {
-			if err := kw.add(ctx, &cur); err != nil {
+		have := false
+		err := srt.Sort(ctx, files, func(cls uint32, key, value []byte) error {
+			ref := int(cls & 0xFFFF)
+			if ref >= len(b.shapes[op]) || int(cls>>16) >= b.meta.Operators[op].MaxParallelism {
+				return errDamaged
+			}
+			sh := b.shapes[op][ref]
+			if err := decodeRecord(op, sh, cls, key, value, &cur); err != nil {
 				return err
 			}
+			if have && cls == prevClass && sameEntry(sh, prev, &cur) {
+				b.duplicate(&cur, prevSource, prevRow)
+				kw.out = nil
+				return nil
+			}
+			prev = append(prev[:0], cur.identity...)
+			prevClass, prevSource, prevRow, have = cls, cur.source, cur.row, true
+			if kw.out == nil {
+				return nil
+			}
+			return kw.add(ctx, &cur)
+		})
+		removeSpills(files)
+		if err != nil {
+			return err
 		}
-	}
-	if err := it.Err(); err != nil {
-		return err
 	}
 	if kw.out == nil {
 		return nil

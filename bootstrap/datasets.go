@@ -166,7 +166,7 @@ func (b *Builder) loadFile(ctx context.Context, dir storage.Dir, df *dataFile, s
 	defer f.Close()
 	s := &sink{b: b, t: df.t, source: src}
 	if df.t.keyed != nil || df.t.timers != nil {
-		if s.w, err = b.sorter.Writer(ctx); err != nil {
+		if s.sp, err = b.spill.take(ctx); err != nil {
 			return err
 		}
 	}
@@ -184,9 +184,7 @@ func (b *Builder) loadFile(ctx context.Context, dir storage.Dir, df *dataFile, s
 	if err != nil {
 		return err
 	}
-	if err := s.close(); err != nil {
-		return err
-	}
+	s.close()
 	if b.bad.full() {
 		return errEnough
 	}

@@ -54,11 +54,12 @@
 //
 // # Memory
 //
-// Keyed entries are encoded as they are read and sorted by (operator, key
-// group, state, key, namespace, ...) in an external merge sort
-// (internal/extsort) within Options.Memory, spilling sorted runs to files
-// beside the target, so memory does not grow with the data. The merged
-// stream is written straight into the data files of the engine's layout,
+// Keyed entries are encoded as they are read and written, unsorted, to
+// spill files beside the target, one per bucket of key groups of an
+// operator and per worker (internal/extsort). Commit sorts the buckets in
+// turn by (key group, state, key, namespace, ...) within Options.Memory,
+// in sorted runs and a merge when a bucket does not fit it, so memory
+// does not grow with the data. The sorted stream is written straight into the data files of the engine's layout,
 // one per subtask of each keyed operator, segment by segment: a bootstrap
 // of an export of an engine's savepoint, into the same job, writes data
 // files byte for byte like the engine's. Operator and broadcast state are

@@ -2,128 +2,88 @@ package bootstrap
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 )
 
-// A record is one keyed entry on its way through the sort, in an encoding
-// private to one bootstrap and never kept:
+// A keyed entry goes through the sort as a record of extsort, in an
+// encoding private to one bootstrap and never kept. Its bucket is a range
+// of key groups of one operator; its class is the key group and the ref:
 //
-//	u16 operator; u16 key group; u16 ref
-//	timers:  u64 time, sign bit flipped; bytes key; bytes namespace
-//	states:  bytes key; bytes namespace; [bytes map key]; [uvarint index]
-//	uvarint source; uvarint row
-//	value    the rest: a state's stored value, TTL time in front
+//	class  u16 key group, u16 ref
+//	key    timers: u64 time, sign bit flipped; esc key; esc namespace
+//	       states: esc key; esc namespace; [esc map key]; [u64 index]
+//	       then u64 source, u64 row
+//	value  a state's stored value, its TTL time in front
 //
-// where bytes is a uvarint length and the bytes. ref numbers the states
-// and then the timer services of the operator, as Metadata.Refs lists
-// them, so that records sort into the order the savepoint format writes
-// segments in: by key group, then ref. The map key is there for map
-// states; the index, an element's position plus one (0: none given), for
-// list states. Within a ref, records sort by time (timers), key and
-// namespace, then map key or index, then by where they came from, which
-// keeps list elements without an index in the order they were read and
-// makes the order total.
-
-// headerLen is the fixed start of a record.
-const headerLen = 6
+// where numbers are big-endian and esc is the bytes with each 0x00 written
+// as 0x00 0xFF, ended by 0x00 0x01: comparing two encoded keys as bytes
+// compares their fields in turn, so records sort into the order the
+// savepoint format writes entries in. ref numbers the states and then the
+// timer services of the operator, as Metadata.Refs lists them, so that
+// classes sort into the order of segments: by key group, then ref. The
+// map key is there for map states; the index, an element's position plus
+// one (0: none given), for list states. Within a ref, records sort by time
+// (timers), key and namespace, then map key or index, then by where they
+// came from, which keeps list elements without an index in the order they
+// were read and makes the order total.
 
 // shape is what the records of one ref hold.
 type shape struct {
 	timer, isMap, isList bool
 }
 
-const timeSignBit = 1 << 63
+const (
+	timeSignBit = 1 << 63
+	// whereLen is the source and row at the end of a record's key.
+	whereLen = 16
+)
 
-func appendBytes(b, p []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(p)))
-	return append(b, p...)
-}
+func class(kg, ref int) uint32 { return uint32(kg)<<16 | uint32(ref) }
 
-// field splits a length-prefixed field off b. Records are the
-// bootstrap's own, but a spill file read back could be damaged: a bad
-// length yields what remains, and decode reports it.
-func field(b []byte) ([]byte, []byte, bool) {
-	if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) {
-		n := int(b[0]) + 1
-		return b[1:n:n], b[n:], true
-	}
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
-		return b, nil, false
-	}
-	end := k + int(n)
-	return b[k:end:end], b[end:], true
-}
-
-func number(b []byte) (uint64, []byte, bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return 0, nil, false
-	}
-	return n, b[k:], true
-}
-
-// compareRecords orders records; shapes[op][ref] says what a ref's hold.
-func compareRecords(shapes [][]shape, a, b []byte) int {
-	if len(a) < headerLen || len(b) < headerLen {
-		return cmp.Compare(len(a), len(b))
-	}
-	if c := bytes.Compare(a[:headerLen], b[:headerLen]); c != 0 {
-		return c
-	}
-	sh, ok := shapeOf(shapes, a)
-	if !ok {
-		return 0
-	}
-	ra, rb := a[headerLen:], b[headerLen:]
-	if sh.timer {
-		if len(ra) < 8 || len(rb) < 8 {
-			return cmp.Compare(len(ra), len(rb))
+// appendEsc appends p escaped, so that bytes order is kept across fields.
+func appendEsc(b, p []byte) []byte {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, 0)
+		if i < 0 {
+			b = append(b, p...)
+			break
 		}
-		if c := bytes.Compare(ra[:8], rb[:8]); c != 0 {
-			return c
-		}
-		ra, rb = ra[8:], rb[8:]
+		b = append(b, p[:i]...)
+		b = append(b, 0, 0xFF)
+		p = p[i+1:]
 	}
-	n := 2
-	if sh.isMap {
-		n = 3
-	}
-	for range n {
-		var fa, fb []byte
-		fa, ra, _ = field(ra)
-		fb, rb, _ = field(rb)
-		if c := bytes.Compare(fa, fb); c != 0 {
-			return c
-		}
-	}
-	// The index of a list state, then the source and the row.
-	for range 2 + btoi(sh.isList) {
-		var na, nb uint64
-		na, ra, _ = number(ra)
-		nb, rb, _ = number(rb)
-		if c := cmp.Compare(na, nb); c != 0 {
-			return c
-		}
-	}
-	return 0
+	return append(b, 0, 1)
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
+// unesc splits an escaped field off b into into (or, with no 0x00 in it,
+// a slice of b). Records are the bootstrap's own, but a spill file read
+// back could be damaged: a bad escape reports false.
+func unesc(b, into []byte) (field, rest, buf []byte, ok bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 || i+1 >= len(b) {
+		return nil, nil, into, false
 	}
-	return 0
-}
-
-func shapeOf(shapes [][]shape, rec []byte) (shape, bool) {
-	op, ref := int(binary.BigEndian.Uint16(rec)), int(binary.BigEndian.Uint16(rec[4:]))
-	if op >= len(shapes) || ref >= len(shapes[op]) {
-		return shape{}, false
+	if b[i+1] == 1 {
+		return b[:i:i], b[i+2:], into, true
 	}
-	return shapes[op][ref], true
+	into = into[:0]
+	for {
+		if i < 0 || i+1 >= len(b) {
+			return nil, nil, into, false
+		}
+		into = append(into, b[:i]...)
+		switch b[i+1] {
+		case 1:
+			return into, b[i+2:], into, true
+		case 0xFF:
+			into = append(into, 0)
+		default:
+			return nil, nil, into, false
+		}
+		b = b[i+2:]
+		i = bytes.IndexByte(b, 0)
+	}
 }
 
 // entry is a decoded record.
@@ -135,23 +95,25 @@ type entry struct {
 	index       uint64
 	source, row uint64
 	value       []byte
-	// identity is the start of the record that says which entry of the
-	// savepoint it is: everything before the source.
+	// identity is the part of the record's key that says which entry of
+	// the savepoint it is: everything before the source.
 	identity []byte
+	// Buffers for fields that held a 0x00.
+	kbuf, nbuf, mbuf []byte
 }
 
 var errDamaged = errors.New("bootstrap: a spill record is damaged")
 
-func decodeRecord(shapes [][]shape, rec []byte, e *entry) error {
-	if len(rec) < headerLen {
+// decodeRecord decodes a record of operator op; sh is its ref's shape.
+func decodeRecord(op int, sh shape, cls uint32, key, value []byte, e *entry) error {
+	e.op, e.kg, e.ref = op, int(cls>>16), int(cls&0xFFFF)
+	if len(key) < whereLen {
 		return errDamaged
 	}
-	sh, ok := shapeOf(shapes, rec)
-	if !ok {
-		return errDamaged
-	}
-	e.op, e.kg, e.ref = int(binary.BigEndian.Uint16(rec)), int(binary.BigEndian.Uint16(rec[2:])), int(binary.BigEndian.Uint16(rec[4:]))
-	r := rec[headerLen:]
+	r := key[:len(key)-whereLen]
+	e.identity = r
+	e.source = binary.BigEndian.Uint64(key[len(r):])
+	e.row = binary.BigEndian.Uint64(key[len(r)+8:])
 	e.time, e.mk, e.index = 0, nil, 0
 	if sh.timer {
 		if len(r) < 8 {
@@ -160,30 +122,35 @@ func decodeRecord(shapes [][]shape, rec []byte, e *entry) error {
 		e.time = int64(binary.BigEndian.Uint64(r) ^ timeSignBit)
 		r = r[8:]
 	}
-	var okKey, okNs, okMK, okIdx, okSrc, okRow bool
-	e.key, r, okKey = field(r)
-	e.ns, r, okNs = field(r)
-	okMK, okIdx = true, true
-	if sh.isMap {
-		e.mk, r, okMK = field(r)
-	}
-	if sh.isList {
-		e.index, r, okIdx = number(r)
-	}
-	e.identity = rec[:len(rec)-len(r)]
-	e.source, r, okSrc = number(r)
-	e.row, r, okRow = number(r)
-	if !(okKey && okNs && okMK && okIdx && okSrc && okRow) {
+	var ok bool
+	if e.key, r, e.kbuf, ok = unesc(r, e.kbuf); !ok {
 		return errDamaged
 	}
-	e.value = r
+	if e.ns, r, e.nbuf, ok = unesc(r, e.nbuf); !ok {
+		return errDamaged
+	}
+	if sh.isMap {
+		if e.mk, r, e.mbuf, ok = unesc(r, e.mbuf); !ok {
+			return errDamaged
+		}
+	}
+	if sh.isList {
+		if len(r) < 8 {
+			return errDamaged
+		}
+		e.index, r = binary.BigEndian.Uint64(r), r[8:]
+	}
+	if len(r) != 0 {
+		return errDamaged
+	}
+	e.value = value
 	return nil
 }
 
 // sameEntry reports whether the record decoded into e is the same entry of
-// the savepoint as the one before it, whose identity is prev: the same
-// value (key, namespace), map entry, timer, or list element at an index
-// given for both.
+// the savepoint as the one before it, of the same class, whose identity is
+// prev: the same value (key, namespace), map entry, timer, or list element
+// at an index given for both.
 func sameEntry(sh shape, prev []byte, e *entry) bool {
 	if sh.isList && e.index == 0 {
 		return false

@@ -13,7 +13,9 @@ import (
 	"github.com/stateproc/stateproc/bootstrap"
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
@@ -48,14 +50,15 @@ func TestRoundTripCheckedIn(t *testing.T) {
 				if !maps.EqualFunc(gotFiles, wantFiles, bytes.Equal) {
 					t.Errorf("data files differ: %v vs %v", slices.Sorted(maps.Keys(gotFiles)), slices.Sorted(maps.Keys(wantFiles)))
 				}
-				t.Logf("%d rows, %d spilled", sum.Rows, sum.Spilled)
+				t.Logf("%d rows, %d spill bytes, %d sorted runs", sum.Rows, sum.SpillBytes, sum.Spilled)
 			})
 		}
 	}
 }
 
-// The sort spills runs to files when the entries do not fit its memory,
-// and the savepoint is the same, whatever the memory and the workers.
+// Entries more than the sort's memory go through spill files bucket by
+// bucket, and the savepoint is the same, whatever the memory and the
+// workers.
 func TestSpilled(t *testing.T) {
 	sp := "../testdata/savepoints/v1/sessions-p2-heap"
 	orig := sptest.Open(t, sp)
@@ -68,8 +71,8 @@ func TestSpilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Spilled < 10 {
-			t.Errorf("%d workers: %d runs spilled, want many", workers, sum.Spilled)
+		if sum.SpillBytes < 4*(64<<10) {
+			t.Errorf("%d workers: %d bytes spilled, want more than the memory", workers, sum.SpillBytes)
 		}
 		if got, want := sptest.DataFiles(t, out), sptest.DataFiles(t, sp); !maps.EqualFunc(got, want, bytes.Equal) {
 			t.Errorf("%d workers: data files differ", workers)
@@ -77,5 +80,66 @@ func TestSpilled(t *testing.T) {
 		if left, _ := os.ReadDir(parent); len(left) != 1 {
 			t.Errorf("%d workers: %d entries beside the target, want only the savepoint", workers, len(left))
 		}
+	}
+}
+
+// A bucket of key groups larger than the sort's memory is sorted in runs
+// and merged, and gives the savepoint the sort in memory gives: list
+// elements spread over runs keep their order.
+func TestSortedRuns(t *testing.T) {
+	job := savepoint.NewManifest("runs", []savepoint.Operator{
+		{UID: "op", Name: "Op", Parallelism: 1, MaxParallelism: 1, KeyHash: keygroup.Murmur3, Key: i64,
+			States: []savepoint.KeyedState{
+				{Name: "value", Kind: savepoint.Value, Namespace: void, Value: str},
+				{Name: "log", Kind: savepoint.List, Namespace: void, Value: str},
+			}},
+	})
+	const n = 20000
+	build := func(memory int) (string, *bootstrap.Summary) {
+		out := filepath.Join(t.TempDir(), "runs")
+		b, err := bootstrap.New(job, bootstrap.Options{Out: out, Now: testNow, Memory: memory, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		ctx := context.Background()
+		values := func(yield func(int64, string) bool) {
+			for i := range int64(n) {
+				if !yield(i*7919%n, fmt.Sprintf("value %06d of a key", i)) {
+					return
+				}
+			}
+		}
+		if err := bootstrap.Values(ctx, b, "op", "value", values); err != nil {
+			t.Fatal(err)
+		}
+		log := make([]string, n)
+		for i := range log {
+			log[i] = fmt.Sprintf("e%06d", i)
+		}
+		if err := bootstrap.Lists(ctx, b, "op", "log", func(yield func(int64, []string) bool) { yield(7, log) }); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := b.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, sum
+	}
+	inMemory, sum := build(0)
+	if sum.Spilled != 0 {
+		t.Fatalf("default memory: %d sorted runs, want none", sum.Spilled)
+	}
+	inRuns, sum := build(64 << 10)
+	if sum.Spilled < 4 {
+		t.Fatalf("64 KiB: %d sorted runs, want several", sum.Spilled)
+	}
+	sptest.SameFiles(t, inMemory, inRuns)
+	elems := sptest.Entries(t, sptest.Open(t, inRuns), "op", "log")
+	if len(elems) != n || !slices.IsSortedFunc(elems, func(a, b savepoint.Entry) int { return bytes.Compare(a.Value, b.Value) }) {
+		t.Errorf("%d list elements, in order %v; want %d in order", len(elems), slices.IsSortedFunc(elems, func(a, b savepoint.Entry) int { return bytes.Compare(a.Value, b.Value) }), n)
+	}
+	if vals := sptest.Entries(t, sptest.Open(t, inRuns), "op", "value"); len(vals) != n {
+		t.Errorf("%d values, want %d", len(vals), n)
 	}
 }

@@ -65,9 +65,10 @@ state, a repeated map key, list index, timer or broadcast key), are reported
 with the file, the row (from 1; a JSON line's number) and the column, up to
 --max-bad-rows of them, and the command exits 4.
 
-Keyed entries are sorted by key group in bounded memory, spilling sorted runs
-beside --out (or in --spill-dir), so memory does not grow with the data; the
-spill files take about the raw size of the state and are removed at the end.
+Keyed entries are spilled beside --out (or in --spill-dir) into buckets of key
+groups, each sorted in bounded memory, so memory does not grow with the data;
+the spill files take about the raw size of the state and are removed as each
+bucket is written.
 The data files follow the engine's layout, one per subtask. The output is
 written to a temporary directory beside --out, synced and renamed; an existing
 --out is refused (exit 2) unless --force. --dry-run reads and checks every row,
@@ -187,6 +188,7 @@ type bootstrapReport struct {
 	SavepointID uint64              `json:"savepoint_id"`
 	Created     jsonvalue.Instant   `json:"created"`
 	Rows        int64               `json:"rows"`
+	SpillBytes  int64               `json:"spill_bytes"`
 	Spilled     int                 `json:"spilled_runs"`
 	States      []bootstrapStateRow `json:"states"`
 }
@@ -202,7 +204,7 @@ type bootstrapStateRow struct {
 
 func printBootstrap(out io.Writer, o bootstrapOptions, job string, s *bootstrap.Summary) error {
 	rep := bootstrapReport{Job: job, From: o.from, Out: o.out, DryRun: s.DryRun, SavepointID: s.ID, Created: jsonvalue.Instant(s.CreatedAt),
-		Rows: s.Rows, Spilled: s.Spilled, States: []bootstrapStateRow{}}
+		Rows: s.Rows, SpillBytes: s.SpillBytes, Spilled: s.Spilled, States: []bootstrapStateRow{}}
 	for _, st := range s.States {
 		rep.States = append(rep.States, bootstrapStateRow{Operator: st.Operator, State: st.State, Kind: st.Kind,
 			Dir: export.DatasetDir(st.Operator, st.State), Files: st.Files, Rows: st.Rows})

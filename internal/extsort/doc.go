@@ -1,25 +1,20 @@
-// Package extsort sorts byte records that need not fit in memory: an
-// external merge sort within a fixed memory budget.
+// Package extsort sorts more records than fit in memory, for the tools
+// that write entries in an order other than the one they read them in:
+// the rescale of Flink savepoints in flinkfmt/flinkrewrite, which moves
+// entries between key groups, and bootstrap, whose input comes in any
+// order. It sits below them and knows no savepoint layout: a record is a
+// class (a caller puts the key group and state in it), a key and a value,
+// ordered by class, then key bytes.
 //
-// Records are gathered into chunks, each a share of the budget. Several
-// writers, one per goroutine, fill chunks at once; a full chunk is sorted by
-// the writer that filled it and written to a run file, and a writer that is
-// done hands its chunk, partly filled, to the next. Sorted merges the run
-// files and the chunks still in memory with a heap, in several passes when
-// there are more runs than its fan-in, and streams the records in order.
-// Nothing spills when everything fits: small inputs never touch the disk.
+// It works in two phases. A Spiller appends records, unsorted, to one file
+// per bucket (a range of classes the caller chooses, sized to fit a sort
+// chunk); each goroutine has its own. A Sorter then reads a bucket's files
+// in chunks that fit its memory budget, sorts each chunk, and either emits
+// it (a bucket that fits in one chunk) or writes it as a sorted run; runs
+// are combined by a k-way merge, in several passes when there are more
+// than its fan-in. Records with equal class and key keep the order of the
+// files given and, within a file, of their addition.
 //
-// Memory is the budget, plus a read buffer per run being merged, plus any
-// single record larger than a chunk (a chunk grows to hold it). Run files
-// are this package's own and are removed by Close; a record read back is
-// checked against the longest one written, so a damaged run file is an
-// error, not an allocation.
-//
-// Records that compare equal come out in an unspecified order: a caller
-// that needs a deterministic order makes its comparison total (a sequence
-// number as the last key does).
-//
-// It is the sort of package bootstrap, whose input comes in any order.
-// rescale keeps its own, which exploits that its input is already sorted
-// within each old key group.
+// Memory is bounded by the budget, plus the largest single record, which
+// grows a chunk that could not hold it.
 package extsort

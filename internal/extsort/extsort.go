@@ -2,372 +2,571 @@ package extsort
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
-	"sync"
 )
 
-// Options configure a Sorter.
-type Options struct {
-	// Compare orders records; it must be safe to call from several
-	// goroutines at once.
-	Compare func(a, b []byte) int
-	// Memory bounds the chunks, in bytes: DefaultMemory when 0.
-	Memory int
-	// Writers is the number of writers that may fill chunks at once, each
-	// a Memory/Writers share; 1 when 0. A further writer waits for one of
-	// them to close.
-	Writers int
-	// Dir receives the run files, created when a chunk fills. It must
-	// exist; the default is os.TempDir.
-	Dir string
-	// FanIn bounds the runs one merge reads at once; DefaultFanIn when 0.
-	FanIn int
+// Spill is one spill file: its path, empty when nothing was spilled into
+// its bucket, and its size.
+type Spill struct {
+	Path string
+	Size int64
 }
 
-const (
-	// DefaultMemory is the budget when Options.Memory is 0.
-	DefaultMemory = 64 << 20
-	// DefaultFanIn keeps a merge's read buffers at a few MiB.
-	DefaultFanIn = 64
-	// readBuffer is a run's read buffer in a merge.
-	readBuffer = 64 << 10
-	// spanSize is what the index of a chunk takes per record.
-	spanSize = 8
-	// minChunk keeps a chunk useful whatever the budget.
-	minChunk = 16 << 10
-)
-
-// Sorter is one sort: writers add records, then Sorted reads them back in
-// order. Close removes its files in every case.
-type Sorter struct {
-	opts      Options
-	chunkSize int
-	// free holds the chunks no writer fills at the moment; a chunk in it
-	// may hold records.
-	free chan *chunk
-
-	mu      sync.Mutex
-	runs    []string
-	longest int // the longest record written to a run file
-	added   int64
-	sorted  bool
-	closed  bool
+// Spiller writes records into one spill file per bucket, under a name
+// prefix of its own in a directory.
+type Spiller struct {
+	dir, name string
+	bufSize   int
+	files     []*spillFile
+	scratch   []byte
 }
 
-// New returns a sorter. Nothing is allocated until records are added.
-func New(o Options) (*Sorter, error) {
-	if o.Compare == nil {
-		return nil, errors.New("extsort: no comparison")
-	}
-	if o.Memory <= 0 {
-		o.Memory = DefaultMemory
-	}
-	if o.Writers <= 0 {
-		o.Writers = 1
-	}
-	if o.FanIn <= 0 {
-		o.FanIn = DefaultFanIn
-	}
-	if o.FanIn < 2 {
-		return nil, fmt.Errorf("extsort: fan-in %d below 2", o.FanIn)
-	}
-	// The chunks left in memory join the last merge, which must also
-	// take at least one run file.
-	o.FanIn = max(o.FanIn, o.Writers+1)
-	if o.Dir == "" {
-		o.Dir = os.TempDir()
-	}
-	s := &Sorter{opts: o, chunkSize: max(minChunk, o.Memory/o.Writers), free: make(chan *chunk, o.Writers)}
-	for range o.Writers {
-		s.free <- &chunk{}
-	}
-	return s, nil
+type spillFile struct {
+	Spill
+	f *os.File
+	w *bufio.Writer
 }
 
-// Added is the number of records added so far.
-func (s *Sorter) Added() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.added
+// NewSpiller spills into buckets files in dir, named after name, with a
+// write buffer of bufSize bytes for each file it opens.
+func NewSpiller(dir, name string, buckets, bufSize int) *Spiller {
+	return &Spiller{dir: dir, name: name, bufSize: bufSize, files: make([]*spillFile, buckets)}
 }
 
-// Spilled is the number of run files written so far.
-func (s *Sorter) Spilled() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.runs)
-}
-
-// Writer takes a chunk to fill, waiting while every chunk is taken. The
-// writer must be closed, by the goroutine that uses it.
-func (s *Sorter) Writer(ctx context.Context) (*Writer, error) {
-	select {
-	case c := <-s.free:
-		return &Writer{s: s, c: c}, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// Writer adds records to a sorter. It is used by one goroutine.
-type Writer struct {
-	s     *Sorter
-	c     *chunk
-	added int64
-	err   error
-}
-
-// Add copies rec into the sort. When the chunk is full it is sorted and
-// written to a run file first.
-func (w *Writer) Add(rec []byte) error {
-	if w.err != nil {
-		return w.err
-	}
-	if w.c == nil {
-		return errors.New("extsort: writer is closed")
-	}
-	if len(rec) > maxRecord {
-		return fmt.Errorf("extsort: a record of %d bytes, above the limit of %d", len(rec), maxRecord)
-	}
-	if !w.c.add(rec, w.s.chunkSize) {
-		if w.err = w.s.spill(w.c); w.err != nil {
-			return w.err
-		}
-		w.c.add(rec, w.s.chunkSize)
-	}
-	w.added++
-	return nil
-}
-
-// Close hands the chunk back, with what it holds, for the next writer or
-// for Sorted.
-func (w *Writer) Close() error {
-	if w.c == nil {
-		return w.err
-	}
-	w.s.mu.Lock()
-	w.s.added += w.added
-	w.s.mu.Unlock()
-	w.s.free <- w.c
-	w.c = nil
-	return w.err
-}
-
-// maxRecord keeps a record's length within a run file's uint32 spans.
-const maxRecord = 1<<31 - 1
-
-// chunk is records in one buffer, and their spans in it.
-type chunk struct {
-	data  []byte
-	spans []span
-}
-
-type span struct{ off, len uint32 }
-
-// add appends rec if the chunk can hold it within size bytes, counting
-// what its buffers take (their capacity), not what they hold: the buffers
-// grow by doubling up to that, so a small sort does not pay for the whole
-// budget. An empty chunk takes a record of any size, growing as large as it
-// needs.
-func (c *chunk) add(rec []byte, size int) bool {
-	if len(c.spans) == cap(c.spans) {
-		limit := (size - cap(c.data)) / spanSize
-		n := min(max(2*cap(c.spans), minChunk/spanSize), limit)
-		if n <= len(c.spans) {
-			if len(c.spans) > 0 {
-				return false
-			}
-			n = 1
-		}
-		c.spans = append(make([]span, 0, n), c.spans...)
-	}
-	if need := len(c.data) + len(rec); need > cap(c.data) {
-		limit := size - spanSize*cap(c.spans)
-		n := min(max(2*cap(c.data), minChunk), limit)
-		if n < need {
-			if len(c.spans) > 0 {
-				return false
-			}
-			n = need
-		}
-		c.data = append(make([]byte, 0, n), c.data...)
-	}
-	c.spans = append(c.spans, span{uint32(len(c.data)), uint32(len(rec))})
-	c.data = append(c.data, rec...)
-	return true
-}
-
-func (c *chunk) record(sp span) []byte { return c.data[sp.off : sp.off+sp.len : sp.off+sp.len] }
-
-func (c *chunk) sort(cmp func(a, b []byte) int) {
-	slices.SortFunc(c.spans, func(a, b span) int { return cmp(c.record(a), c.record(b)) })
-}
-
-func (c *chunk) reset() {
-	c.data = c.data[:0]
-	c.spans = c.spans[:0]
-}
-
-// spill sorts c, writes it to a new run file and empties it.
-func (s *Sorter) spill(c *chunk) error {
-	c.sort(s.opts.Compare)
-	longest := 0
-	path, err := s.writeRun(func(emit func([]byte) error) error {
-		for _, sp := range c.spans {
-			longest = max(longest, int(sp.len))
-			if err := emit(c.record(sp)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	c.reset()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.runs = append(s.runs, path)
-	s.longest = max(s.longest, longest)
-	return nil
-}
-
-// writeRun creates a run file and fills it with the records fill emits,
-// each as a uvarint length and the bytes.
-func (s *Sorter) writeRun(fill func(emit func([]byte) error) error) (string, error) {
-	f, err := os.CreateTemp(s.opts.Dir, "run-*")
-	if err != nil {
-		return "", fmt.Errorf("extsort: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, readBuffer)
-	var lenBuf [binary.MaxVarintLen64]byte
-	err = fill(func(rec []byte) error {
-		n := binary.PutUvarint(lenBuf[:], uint64(len(rec)))
-		if _, err := bw.Write(lenBuf[:n]); err != nil {
-			return err
-		}
-		_, err := bw.Write(rec)
-		return err
-	})
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("extsort: writing a run: %w", err)
-	}
-	return f.Name(), nil
-}
-
-// Sorted returns the records in order. Every writer must be closed; no
-// record may be added afterwards. The iterator must be closed before the
-// sorter.
-func (s *Sorter) Sorted(ctx context.Context) (*Iterator, error) {
-	s.mu.Lock()
-	if s.sorted || s.closed {
-		s.mu.Unlock()
-		return nil, errors.New("extsort: Sorted called twice or after Close")
-	}
-	s.sorted = true
-	s.mu.Unlock()
-	var chunks []*chunk
-	for range s.opts.Writers {
-		select {
-		case c := <-s.free:
-			chunks = append(chunks, c)
-		default:
-			return nil, errors.New("extsort: a writer is still open")
-		}
-	}
-	var mem []*chunk
-	for _, c := range chunks {
-		if len(c.spans) > 0 {
-			c.sort(s.opts.Compare)
-			mem = append(mem, c)
-		}
-	}
-	// Merge file runs ahead until the rest fit one merge with the chunks
-	// held in memory.
-	for len(s.runs)+len(mem) > s.opts.FanIn {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n := min(s.opts.FanIn, len(s.runs)+len(mem)-s.opts.FanIn+1)
-		if err := s.premerge(ctx, n); err != nil {
-			return nil, err
-		}
-	}
-	var sources []source
-	for _, c := range mem {
-		sources = append(sources, &memRun{c: c})
-	}
-	for _, r := range s.runs {
-		fr, err := s.openRun(r)
+// Add appends a record to bucket's file.
+func (s *Spiller) Add(bucket int, class uint32, key, value []byte) error {
+	f := s.files[bucket]
+	if f == nil {
+		path := filepath.Join(s.dir, fmt.Sprintf("%s-b%05d.spill", s.name, bucket))
+		fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			closeAll(sources)
-			return nil, err
+			return fmt.Errorf("extsort: %w", err)
 		}
-		sources = append(sources, fr)
+		f = &spillFile{Spill: Spill{Path: path}, f: fh, w: bufio.NewWriterSize(fh, s.bufSize)}
+		s.files[bucket] = f
 	}
-	return newIterator(ctx, sources, s.opts.Compare), nil
-}
-
-// premerge merges the first n file runs into one, which goes to the end of
-// the list.
-func (s *Sorter) premerge(ctx context.Context, n int) error {
-	var sources []source
-	for _, r := range s.runs[:n] {
-		fr, err := s.openRun(r)
-		if err != nil {
-			closeAll(sources)
-			return err
-		}
-		sources = append(sources, fr)
-	}
-	it := newIterator(ctx, sources, s.opts.Compare)
-	path, err := s.writeRun(func(emit func([]byte) error) error {
-		for it.Next() {
-			if err := emit(it.Record()); err != nil {
-				return err
-			}
-		}
-		return it.Err()
-	})
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
+	s.scratch = appendRecord(s.scratch[:0], class, key, value)
+	n, err := f.w.Write(s.scratch)
+	f.Size += int64(n)
 	if err != nil {
-		return err
+		return fmt.Errorf("extsort: spilling: %w", err)
 	}
-	for _, r := range s.runs[:n] {
-		os.Remove(r)
-	}
-	s.runs = append(s.runs[n:], path)
 	return nil
 }
 
-// Close removes the run files and drops the chunks.
-func (s *Sorter) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
+// Close flushes and closes every file and returns them by bucket.
+func (s *Spiller) Close() ([]Spill, error) {
+	out := make([]Spill, len(s.files))
 	var errs []error
-	for _, r := range s.runs {
-		if err := os.Remove(r); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+	for b, f := range s.files {
+		if f == nil {
+			continue
+		}
+		out[b] = f.Spill
+		errs = append(errs, f.w.Flush(), f.f.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("extsort: spilling: %w", err)
+	}
+	return out, nil
+}
+
+// A record in a spill or run file: uvarint class, then key and value,
+// each after its uvarint length.
+func appendRecord(b []byte, class uint32, key, value []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(class))
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendUvarint(b, uint64(len(value)))
+	return append(b, value...)
+}
+
+// errShort means a record continues beyond the bytes at hand.
+var errShort = errors.New("extsort: record continues beyond the buffer")
+
+// maxLen bounds a key or value: a chunk indexes its records with 32-bit
+// offsets.
+const maxLen = 1 << 31
+
+// parseRecord decodes the record at b[off:]; it returns the offsets of its
+// key and value and where it ends.
+func parseRecord(b []byte, off int) (class uint32, koff, klen, voff, vlen, end int, err error) {
+	c, n := binary.Uvarint(b[off:])
+	if n <= 0 {
+		return 0, 0, 0, 0, 0, 0, short(n)
+	}
+	if c > 0xFFFFFFFF {
+		return 0, 0, 0, 0, 0, 0, errors.New("extsort: class out of range")
+	}
+	off += n
+	kl, n := binary.Uvarint(b[off:])
+	if n <= 0 {
+		return 0, 0, 0, 0, 0, 0, short(n)
+	}
+	off += n
+	if kl >= maxLen {
+		return 0, 0, 0, 0, 0, 0, errors.New("extsort: key length out of range")
+	}
+	if uint64(len(b)-off) < kl {
+		return 0, 0, 0, 0, 0, 0, errShort
+	}
+	koff, klen = off, int(kl)
+	off += klen
+	vl, n := binary.Uvarint(b[off:])
+	if n <= 0 {
+		return 0, 0, 0, 0, 0, 0, short(n)
+	}
+	off += n
+	if vl >= maxLen {
+		return 0, 0, 0, 0, 0, 0, errors.New("extsort: value length out of range")
+	}
+	if uint64(len(b)-off) < vl {
+		return 0, 0, 0, 0, 0, 0, errShort
+	}
+	return uint32(c), koff, klen, off, int(vl), off + int(vl), nil
+}
+
+func short(n int) error {
+	if n == 0 {
+		return errShort
+	}
+	return errors.New("extsort: bad varint")
+}
+
+// rec indexes one record of a chunk: its sort key and where it lies.
+// prefix is the key's first 8 bytes, big-endian, zero-padded: most
+// comparisons end there.
+type rec struct {
+	prefix     uint64 // 8 bytes; recSize in all
+	class      uint32
+	koff, klen uint32
+	voff, vlen uint32
+}
+
+const recSize = 32
+
+// minChunk is the smallest chunk buffer, so that filling one always makes
+// progress.
+const minChunk = 64 << 10
+
+// Sorter sorts buckets within a memory budget; one goroutine uses one and
+// it reuses its buffers from bucket to bucket.
+type Sorter struct {
+	budget int
+	dir    string
+	name   string
+	runNo  int
+	fanIn  int
+	buf    []byte
+	recs   []rec
+}
+
+// NewSorter returns a sorter that holds about budget bytes and writes its
+// runs into dir under the name prefix name.
+func NewSorter(budget int, dir, name string) *Sorter {
+	return &Sorter{budget: max(budget, 2*minChunk), dir: dir, name: name, fanIn: 64}
+}
+
+// Sort reads the records of spills, one bucket's files in order, and
+// passes them to emit sorted. The slices emit gets are valid only during
+// the call.
+func (s *Sorter) Sort(ctx context.Context, spills []Spill, emit func(class uint32, key, value []byte) error) error {
+	in := &concatReader{}
+	var size int64
+	for _, sp := range spills {
+		if sp.Path != "" {
+			in.paths = append(in.paths, sp.Path)
+			size += sp.Size
 		}
 	}
-	s.runs = nil
-	return errors.Join(errs...)
+	defer in.close()
+	var runs []string
+	defer func() {
+		for _, r := range runs {
+			os.Remove(r)
+		}
+	}()
+	// Half the budget for data, the other half for the index and sorting.
+	dataCap := s.budget / 2
+	if want := max(minChunk, int(min(int64(dataCap), size+1))); cap(s.buf) < want {
+		s.buf = make([]byte, 0, want)
+	}
+	maxRecs := max(1, s.budget/2/recSize)
+	s.buf = s.buf[:0]
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		eof, err := in.fill(&s.buf)
+		if err != nil {
+			return err
+		}
+		used, err := s.index(maxRecs)
+		if err != nil {
+			return err
+		}
+		if len(s.recs) == 0 {
+			if eof {
+				if len(s.buf) > 0 {
+					return errors.New("extsort: truncated record at the end of a spill file")
+				}
+				break
+			}
+			// One record does not fit: grow the chunk to hold it.
+			s.buf = slices.Grow(s.buf, cap(s.buf))
+			continue
+		}
+		s.sortChunk()
+		last := eof && used == len(s.buf)
+		if last && len(runs) == 0 {
+			return s.emitChunk(emit)
+		}
+		run, err := s.writeRun()
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+		if last {
+			break
+		}
+		s.buf = s.buf[:copy(s.buf, s.buf[used:])]
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	return s.merge(ctx, runs, emit)
+}
+
+// index indexes the complete records at the start of the buffer, at most
+// maxRecs, and returns how many bytes they take.
+func (s *Sorter) index(maxRecs int) (int, error) {
+	s.recs = s.recs[:0]
+	off := 0
+	for off < len(s.buf) && len(s.recs) < maxRecs {
+		class, koff, klen, voff, vlen, end, err := parseRecord(s.buf, off)
+		if errors.Is(err, errShort) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		s.recs = append(s.recs, rec{prefix: prefixOf(s.buf[koff : koff+klen]), class: class,
+			koff: uint32(koff), klen: uint32(klen), voff: uint32(voff), vlen: uint32(vlen)})
+		off = end
+	}
+	return off, nil
+}
+
+func prefixOf(key []byte) uint64 {
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// sortChunk orders the records of the chunk; records with equal class and
+// key keep their order, which is that of their offsets.
+func (s *Sorter) sortChunk() {
+	buf := s.buf
+	slices.SortFunc(s.recs, func(a, b rec) int {
+		if c := cmp.Compare(a.class, b.class); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(buf[a.koff:a.koff+a.klen], buf[b.koff:b.koff+b.klen]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.koff, b.koff)
+	})
+}
+
+func (s *Sorter) emitChunk(emit func(uint32, []byte, []byte) error) error {
+	for _, r := range s.recs {
+		if err := emit(r.class, s.buf[r.koff:r.koff+r.klen], s.buf[r.voff:r.voff+r.vlen]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Runs is the number of sorted runs the sorter has written so far, merge
+// passes included: 0 while every bucket fitted its budget.
+func (s *Sorter) Runs() int { return s.runNo }
+
+func (s *Sorter) runPath() string {
+	s.runNo++
+	return filepath.Join(s.dir, fmt.Sprintf("%s-run%05d", s.name, s.runNo))
+}
+
+// writeRun writes the sorted chunk to a new run file.
+func (s *Sorter) writeRun() (string, error) {
+	rw, err := newRunWriter(s.runPath())
+	if err != nil {
+		return "", err
+	}
+	err = s.emitChunk(rw.add)
+	if cerr := rw.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(rw.path)
+		return "", err
+	}
+	return rw.path, nil
+}
+
+type runWriter struct {
+	path    string
+	f       *os.File
+	w       *bufio.Writer
+	scratch []byte
+}
+
+func newRunWriter(path string) (*runWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("extsort: %w", err)
+	}
+	return &runWriter{path: path, f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
+}
+
+func (rw *runWriter) add(class uint32, key, value []byte) error {
+	rw.scratch = appendRecord(rw.scratch[:0], class, key, value)
+	_, err := rw.w.Write(rw.scratch)
+	return err
+}
+
+func (rw *runWriter) close() error {
+	if err := errors.Join(rw.w.Flush(), rw.f.Close()); err != nil {
+		return fmt.Errorf("extsort: writing a sorted run: %w", err)
+	}
+	return nil
+}
+
+// merge combines sorted runs into emit; with more runs than the fan-in,
+// consecutive runs are first merged into longer ones, which keeps the
+// order of equal records.
+func (s *Sorter) merge(ctx context.Context, runs []string, emit func(uint32, []byte, []byte) error) error {
+	for len(runs) > s.fanIn {
+		var next []string
+		for i := 0; i < len(runs); i += s.fanIn {
+			part := runs[i:min(i+s.fanIn, len(runs))]
+			if len(part) == 1 {
+				next = append(next, part[0])
+				continue
+			}
+			rw, err := newRunWriter(s.runPath())
+			if err != nil {
+				return err
+			}
+			err = s.mergeInto(ctx, part, rw.add)
+			if cerr := rw.close(); err == nil {
+				err = cerr
+			}
+			for _, p := range part {
+				os.Remove(p)
+			}
+			if err != nil {
+				os.Remove(rw.path)
+				return err
+			}
+			next = append(next, rw.path)
+		}
+		runs = next
+	}
+	err := s.mergeInto(ctx, runs, emit)
+	for _, p := range runs {
+		os.Remove(p)
+	}
+	return err
+}
+
+func (s *Sorter) mergeInto(ctx context.Context, runs []string, emit func(uint32, []byte, []byte) error) error {
+	bufSize := max(4<<10, s.budget/(2*len(runs)))
+	var h cursorHeap
+	defer func() {
+		for _, c := range h {
+			c.f.Close()
+		}
+	}()
+	for i, path := range runs {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("extsort: %w", err)
+		}
+		c := &cursor{f: f, r: bufio.NewReaderSize(f, bufSize), run: i}
+		ok, err := c.next()
+		if err != nil || !ok {
+			f.Close()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		h.push(c)
+	}
+	for n := 0; len(h) > 0; n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		c := h[0]
+		if err := emit(c.class, c.key, c.value); err != nil {
+			return err
+		}
+		ok, err := c.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			h.fix0()
+		} else {
+			c.f.Close()
+			h.pop0()
+		}
+	}
+	return nil
+}
+
+// cursor reads the records of one run.
+type cursor struct {
+	f          *os.File
+	r          *bufio.Reader
+	run        int
+	class      uint32
+	key, value []byte
+}
+
+func (c *cursor) next() (bool, error) {
+	class, err := binary.ReadUvarint(c.r)
+	if err == io.EOF {
+		return false, nil
+	}
+	if err != nil || class > 0xFFFFFFFF {
+		return false, runErr(err)
+	}
+	c.class = uint32(class)
+	if c.key, err = c.bytes(c.key); err != nil {
+		return false, err
+	}
+	c.value, err = c.bytes(c.value)
+	return err == nil, err
+}
+
+func (c *cursor) bytes(into []byte) ([]byte, error) {
+	n, err := binary.ReadUvarint(c.r)
+	if err != nil || n >= maxLen {
+		return nil, runErr(err)
+	}
+	into = slices.Grow(into[:0], int(n))[:n]
+	if _, err := io.ReadFull(c.r, into); err != nil {
+		return nil, runErr(err)
+	}
+	return into, nil
+}
+
+func runErr(err error) error {
+	if err == nil || err == io.EOF || err == io.ErrUnexpectedEOF {
+		return errors.New("extsort: run file: truncated or bad record")
+	}
+	return fmt.Errorf("extsort: run file: %w", err)
+}
+
+func (c *cursor) less(o *cursor) bool {
+	if r := cmp.Or(cmp.Compare(c.class, o.class), bytes.Compare(c.key, o.key)); r != 0 {
+		return r < 0
+	}
+	return c.run < o.run
+}
+
+// cursorHeap is a binary min-heap of cursors by their current record.
+type cursorHeap []*cursor
+
+func (h *cursorHeap) push(c *cursor) {
+	*h = append(*h, c)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s[i].less(s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h cursorHeap) fix0() {
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h[l].less(h[m]) {
+			m = l
+		}
+		if r < len(h) && h[r].less(h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h *cursorHeap) pop0() {
+	s := *h
+	s[0] = s[len(s)-1]
+	*h = s[:len(s)-1]
+	h.fix0()
+}
+
+// concatReader reads a bucket's spill files one after another.
+type concatReader struct {
+	paths []string
+	f     *os.File
+}
+
+// fill reads into the free capacity of *buf; eof reports that every file
+// has been read to its end.
+func (c *concatReader) fill(buf *[]byte) (eof bool, err error) {
+	b := *buf
+	defer func() { *buf = b }()
+	for len(b) < cap(b) {
+		if c.f == nil {
+			if len(c.paths) == 0 {
+				return true, nil
+			}
+			if c.f, err = os.Open(c.paths[0]); err != nil {
+				return false, fmt.Errorf("extsort: %w", err)
+			}
+			c.paths = c.paths[1:]
+		}
+		n, err := c.f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			c.f.Close()
+			c.f = nil
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("extsort: %w", err)
+		}
+	}
+	return false, nil
+}
+
+func (c *concatReader) close() {
+	if c.f != nil {
+		c.f.Close()
+	}
 }
