@@ -288,6 +288,9 @@ func (b *Builder) source(name string) (uint64, error) {
 	if b.done {
 		return 0, errors.New("bootstrap: entries added after Commit or Close")
 	}
+	if len(b.sources) >= maxSources {
+		return 0, fmt.Errorf("bootstrap: more than %d sources of entries", maxSources)
+	}
 	b.sources = append(b.sources, name)
 	return uint64(len(b.sources) - 1), nil
 }
@@ -355,8 +358,10 @@ func (s *sink) keyed(row int64, key, ns, mapKey []byte, index int64, lastModifie
 	if t.shape.isList {
 		r = binary.BigEndian.AppendUint64(r, uint64(index+1))
 	}
-	r = binary.BigEndian.AppendUint64(r, s.source)
-	r = binary.BigEndian.AppendUint64(r, uint64(row))
+	if row < 0 || row > maxRow {
+		return fmt.Errorf("bootstrap: %s: row %d, beyond the %d rows a source may hold", s.b.sourceName(s.source), row, int64(maxRow))
+	}
+	r = binary.BigEndian.AppendUint64(r, s.source<<rowBits|uint64(row))
 	k := len(r)
 	if !t.shape.timer {
 		if t.keyed.TTL != nil {

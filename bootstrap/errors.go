@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrBadData is wrapped by every error about the data a savepoint is made
@@ -81,6 +82,8 @@ type badRows struct {
 	limit int
 	rows  []*RowError
 	more  int
+	// seen is len(rows) > 0, read without the lock: every row asks.
+	seen atomic.Bool
 }
 
 // add records a bad row; it returns false once one is found beyond the
@@ -90,17 +93,14 @@ func (b *badRows) add(e *RowError) bool {
 	defer b.mu.Unlock()
 	if len(b.rows) < b.limit {
 		b.rows = append(b.rows, e)
+		b.seen.Store(true)
 		return true
 	}
 	b.more++
 	return false
 }
 
-func (b *badRows) any() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.rows) > 0
-}
+func (b *badRows) any() bool { return b.seen.Load() }
 
 // full reports whether more bad rows were found than are reported: a
 // bootstrap then stops looking.

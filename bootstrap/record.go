@@ -13,7 +13,7 @@ import (
 //	class  u16 key group, u16 ref
 //	key    timers: u64 time, sign bit flipped; esc key; esc namespace
 //	       states: esc key; esc namespace; [esc map key]; [u64 index]
-//	       then u64 source, u64 row
+//	       then u64 where: the source << 40 | the row
 //	value  a state's stored value, its TTL time in front
 //
 // where numbers are big-endian and esc is the bytes with each 0x00 written
@@ -35,8 +35,13 @@ type shape struct {
 
 const (
 	timeSignBit = 1 << 63
-	// whereLen is the source and row at the end of a record's key.
-	whereLen = 16
+	// whereLen is the source and row at the end of a record's key, in
+	// one number of rowBits for the row and the rest for the source.
+	whereLen = 8
+	rowBits  = 40
+	// maxSources and maxRow bound what where holds.
+	maxSources = 1 << (64 - rowBits)
+	maxRow     = 1<<rowBits - 1
 )
 
 func class(kg, ref int) uint32 { return uint32(kg)<<16 | uint32(ref) }
@@ -112,8 +117,8 @@ func decodeRecord(op int, sh shape, cls uint32, key, value []byte, e *entry) err
 	}
 	r := key[:len(key)-whereLen]
 	e.identity = r
-	e.source = binary.BigEndian.Uint64(key[len(r):])
-	e.row = binary.BigEndian.Uint64(key[len(r)+8:])
+	where := binary.BigEndian.Uint64(key[len(r):])
+	e.source, e.row = where>>rowBits, where&maxRow
 	e.time, e.mk, e.index = 0, nil, 0
 	if sh.timer {
 		if len(r) < 8 {
