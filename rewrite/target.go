@@ -31,25 +31,28 @@ func Refusef(format string, args ...any) error { return refusef(format, args...)
 // of input: the input itself, a place inside it (the output would modify
 // the input's directory), or a directory containing it (--force would
 // delete the input with the old target); and, without force, any path that
-// exists. It writes nothing, so dry runs call it too.
+// exists. An empty input is a savepoint made from no local directory
+// (bootstrap's from code). It writes nothing, so dry runs call it too.
 func CheckTarget(input, target string, force bool) error {
 	if target == "" {
 		return refusef("no target given")
-	}
-	in, err := resolve(input)
-	if err != nil {
-		return err
 	}
 	out, err := resolve(target)
 	if err != nil {
 		return err
 	}
+	in := ""
+	if input != "" {
+		if in, err = resolve(input); err != nil {
+			return err
+		}
+	}
 	switch {
 	case in == out:
 		return refusef("the target %s is the input savepoint: a rewrite never modifies its input", target)
-	case within(out, in):
+	case in != "" && within(out, in):
 		return refusef("the target %s lies inside the input savepoint %s", target, input)
-	case within(in, out):
+	case in != "" && within(in, out):
 		return refusef("the target %s contains the input savepoint %s", target, input)
 	case isTemp(filepath.Base(out)):
 		return refusef("the target %s has the name of a temporary directory (%s*)", target, storage.TempPrefix)
