@@ -424,6 +424,19 @@ func (p *statePair) describe(ma, mb *savepoint.Metadata, uid, name string) {
 		p.kind = m.KeyedState(ref).Kind
 	}
 	p.diff = &StateDiff{Operator: uid, Name: name, Kind: kind, In: presence(p.hasA, p.hasB)}
+	if p.hasA && p.hasB {
+		p.diff.SerializersChanged = serializersChanged(ma, mb, p.refA, p.refB)
+	}
+}
+
+// serializersChanged compares the declarations of a state on both sides.
+func serializersChanged(ma, mb *savepoint.Metadata, ra, rb savepoint.StateRef) bool {
+	if ra.Timer {
+		return !ma.TimerService(ra).Namespace.Equal(mb.TimerService(rb).Namespace)
+	}
+	a, b := ma.KeyedState(ra), mb.KeyedState(rb)
+	sameTTL := (a.TTL == nil) == (b.TTL == nil) && (a.TTL == nil || *a.TTL == *b.TTL)
+	return !a.Namespace.Equal(b.Namespace) || !a.MapKey.Equal(b.MapKey) || !a.Value.Equal(b.Value) || !sameTTL
 }
 
 // item is one key group of one pair: both segments when both sides hold

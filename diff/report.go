@@ -65,6 +65,10 @@ type StateDiff struct {
 	// every entry of each side counts as only on its side.
 	Kind string   `json:"kind"`
 	In   Presence `json:"in"`
+	// SerializersChanged says that a serializer snapshot of the state
+	// (value, map key, namespace, with its schema) or its TTL differs
+	// between the sides, as after a migration.
+	SerializersChanged bool `json:"serializers_changed"`
 	// Keys counts keys by what happened to them; absent for timer
 	// services, whose timers are compared one by one.
 	Keys    *Counts `json:"keys,omitempty"`
