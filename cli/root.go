@@ -113,7 +113,7 @@ func subcommands() []*cobra.Command {
 		newExportCmd(),
 		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(),
 		newCheckCmd(), newMigrateCmd(),
-		newDiffCmd(),
+		newDiffCmd(), newReportCmd(),
 	}
 }
 
