@@ -41,11 +41,13 @@ the share past their TTL; timers per key; the heaviest keys (--top); and the
 heap against Pebble with size's recommendation (the --memory-per-slot,
 --full-checkpoint-limit, --gogc, --change-rate and --sample flags are size's).
 
-Given several savepoints of one job, in any order (they are sorted by their
-creation time), it adds the growth of every state over time, and flags the
-states that grow without bound: over at least three savepoints, entries or
-bytes that rise by a tenth or more, never fall back, and keep rising in the
-later half of the time at least half as fast as in the earlier half.
+Given several savepoints of one job (sorted by their creation time; those
+created at one time keep the order given), it adds the growth of every state,
+and flags the states that grow without bound. The savepoints are taken as
+spaced evenly, as periodic savepoints are: over at least three, entries or
+bytes must rise by a quarter of the last value or more, steadily (in the
+savepoints' order, by rank correlation of at least 0.9), and in the later half
+of the savepoints at least half as fast as in the earlier half.
 
 The figures are inspect's (inspect --scan -o json gives the same numbers).
 The file is written beside --out and renamed into place; an existing one is

@@ -71,7 +71,9 @@ type pageFacts struct {
 	Charts []struct {
 		Chart, Operator, State string
 		Width, Height          float64
-		Marks                  int
+		// Marks are the shapes in data colors, Alarms those in the alarm
+		// color, Boundaries the subtask boundaries with their legend.
+		Marks, Alarms, Boundaries int
 	}
 	States, Timers, OperatorStates, Growth, TopEntries, TopBytes, Details []struct {
 		Operator, State, Unbounded string
@@ -84,13 +86,18 @@ type pageFacts struct {
 // with its exact value and its text.
 const pageScript = `(() => {
   const data = /(fill|stroke):#(3B6EA8|C0392B|27AE60)/i;
+  // A mark is drawn: a filled shape with an area, or a stroked line with a
+  // length; bars of nothing are degenerate.
+  const drawn = p => { const b = p.getBBox(), st = p.getAttribute('style') || '';
+    return /fill:#(?!FFFFFF)/i.test(st) ? b.width > 0 && b.height > 0 : p.getTotalLength() > 0; };
+  const count = (svg, re) => svg ? [...svg.querySelectorAll('path')].filter(p => re.test(p.getAttribute('style') || '') && drawn(p)).length : 0;
   const charts = [...document.querySelectorAll('figure.chart')].map(f => {
     const svg = f.querySelector('svg');
     const r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
     const at = f.closest('[data-operator]') || f;
     return {chart: f.dataset.chart || '', operator: f.dataset.operator || at.dataset.operator || '', state: f.dataset.state || at.dataset.state || '',
       width: r.width, height: r.height,
-      marks: svg ? [...svg.querySelectorAll('path')].filter(p => data.test(p.getAttribute('style') || '')).length : 0};
+      marks: count(svg, data), alarms: count(svg, /fill:#C0392B/i), boundaries: count(svg, /stroke:#E67E22/i)};
   });
   const rows = sel => [...document.querySelectorAll(sel)].map(e => ({operator: e.dataset.operator || '', state: e.dataset.state || '', unbounded: e.dataset.unbounded || '',
     figures: Object.fromEntries([...e.querySelectorAll('[data-figure]')].map(c => [c.dataset.figure, {value: c.dataset.value, text: c.textContent.trim()}]))}));
@@ -108,11 +115,18 @@ const pageScript = `(() => {
 // screenshot is written to the test's directory.
 func TestReportInBrowser(t *testing.T) {
 	browser := chromium(t)
+	checkedIn, err := filepath.Abs(filepath.Join("..", "testdata", "savepoints", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
+	// The page names the savepoints as they are given: short names read
+	// better in the README's screenshot.
+	t.Chdir(dir)
 	cfg := gateway.Config{Seed: 3, Events: 40000, Parallelism: 2, MaxParallelism: 128, Leak: true}
 	var sps []string
 	for _, n := range []int64{8000, 16000, 24000, 32000} {
-		sp := filepath.Join(dir, fmt.Sprintf("leak-%d", n))
+		sp := fmt.Sprintf("leak-%d", n)
 		gatewaytest.Run(t, cfg, gateway.Sinks{}, engine.RunOptions{Backend: engine.Pebble, StopAfter: n, SavepointDir: sp})
 		sps = append(sps, sp)
 	}
@@ -139,83 +153,15 @@ func TestReportInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(browser), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(dir, "chromium-profile")), chromedp.WindowSize(1280, 1000))
-	defer cancel()
-	ctx, cancel = chromedp.NewContext(ctx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	var mu sync.Mutex
-	var problems, requests []string
-	err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			problems = append(problems, fmt.Sprintf("console.%s: %v", e.Type, e.Args))
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
-		case *cdplog.EventEntryAdded:
-			if e.Entry.Level == cdplog.EntryLevelError || e.Entry.Level == cdplog.EntryLevelWarning {
-				problems = append(problems, fmt.Sprintf("log %s: %s %s", e.Entry.Level, e.Entry.Text, e.Entry.URL))
-			}
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, e.Request.URL)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, enable := range []func() error{
-		func() error { _, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{}); return err },
-		func() error { _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); return err },
-		func() error { _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); return err },
-	} {
-		if err := enable(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+page), chromedp.WaitReady("figure.chart svg")); err != nil {
-		t.Fatal(err)
-	}
-	facts, err := chromedp.Run(ctx, chromedp.Evaluate[pageFacts](pageScript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBrowser(t, browser, dir)
+	facts, full, top := b.load(t, page)
 	if err := os.WriteFile(filepath.Join(dir, "report.png"), full, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if *screenshot != "" {
 		writeSmallPNG(t, top, *screenshot)
 	}
-	// Events may trail the page's last action by a moment.
-	if err := chromedp.Do(ctx, chromedp.Sleep(200*time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	if len(problems) > 0 {
-		t.Errorf("the page logged: %q", problems)
-	}
-	for _, u := range requests {
-		if u != "file://"+page {
-			t.Errorf("the page requested %s: it must load nothing", u)
-		}
-	}
-	mu.Unlock()
-
-	checkCharts(t, facts, want, summary.Charts)
+	checkCharts(t, facts, want, summary.Charts, true)
 	checkFigures(t, facts, want)
 	flagged := map[string]string{}
 	for _, g := range facts.Growth {
@@ -230,6 +176,138 @@ func TestReportInBrowser(t *testing.T) {
 		}
 	}
 	t.Logf("%d charts; screenshot %s (%d bytes)", len(facts.Charts), filepath.Join(dir, "report.png"), len(full))
+
+	// The checked-in leak savepoint alone: no growth, and every open entry
+	// is past its TTL, drawn in the alarm color. The sessions savepoint at
+	// parallelism 3 over 720 key groups marks two subtask boundaries.
+	for _, name := range []string{"gateway-leak-p1-pebble", "sessions-p3-pebble-maxp720"} {
+		sp := filepath.Join(checkedIn, name)
+		page := filepath.Join(dir, name+".html")
+		var sum struct{ Charts int }
+		if err := json.Unmarshal(stateproc(t, "report", sp, "--out", page, "-o", "json"), &sum); err != nil {
+			t.Fatal(err)
+		}
+		var want inspectJSON
+		if err := json.Unmarshal(stateproc(t, "inspect", "--scan", "--top", "10", "-o", "json", sp), &want); err != nil {
+			t.Fatal(err)
+		}
+		facts, full, _ := b.load(t, page)
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), full, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkCharts(t, facts, want, sum.Charts, false)
+		checkFigures(t, facts, want)
+		for _, c := range facts.Charts {
+			switch {
+			case name == "gateway-leak-p1-pebble" && c.Chart == "ttl-ages" && c.State == "open":
+				if c.Alarms == 0 || c.Alarms != c.Marks {
+					t.Errorf("%s: the TTL ages of open draw %d of %d bars past the TTL", name, c.Alarms, c.Marks)
+				}
+			case name == "sessions-p3-pebble-maxp720" && c.Chart == "skew":
+				if c.Boundaries != 3 {
+					t.Errorf("%s: %s/%s marks %d subtask boundaries with the legend, want 2 and 1", name, c.Operator, c.State, c.Boundaries)
+				}
+			}
+		}
+	}
+}
+
+// browser is headless Chromium driven through chromedp, with what its
+// pages logged and requested.
+type browser struct {
+	ctx                context.Context
+	mu                 sync.Mutex
+	problems, requests []string
+}
+
+// newBrowser starts Chromium with the flags of an isolated test run and a
+// fresh profile, and stops it when the test ends.
+func newBrowser(t *testing.T, path, dir string) *browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(filepath.Join(dir, "chromium-profile")), chromedp.WindowSize(1280, 1100))
+	t.Cleanup(cancel)
+	ctx, cancel = chromedp.NewContext(ctx)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancel)
+	b := &browser{ctx: ctx}
+	err := chromedp.Listen(ctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			b.problems = append(b.problems, fmt.Sprintf("console.%s: %v", e.Type, e.Args))
+		case *runtime.EventExceptionThrown:
+			b.problems = append(b.problems, "exception: "+e.ExceptionDetails.Text)
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError || e.Entry.Level == cdplog.EntryLevelWarning {
+				b.problems = append(b.problems, fmt.Sprintf("log %s: %s %s", e.Entry.Level, e.Entry.Text, e.Entry.URL))
+			}
+		case *network.EventRequestWillBeSent:
+			b.requests = append(b.requests, e.Request.URL)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, enable := range []func() error{
+		func() error { _, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{}); return err },
+		func() error { _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); return err },
+		func() error { _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); return err },
+	} {
+		if err := enable(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// load opens page and returns what its DOM shows, a screenshot of the
+// whole page and one of its top; it fails the test if the page logged
+// anything or requested anything but itself.
+func (b *browser) load(t *testing.T, page string) (pageFacts, []byte, []byte) {
+	t.Helper()
+	b.mu.Lock()
+	b.problems, b.requests = nil, nil
+	b.mu.Unlock()
+	url := "file://" + page
+	if err := chromedp.Do(b.ctx, chromedp.Navigate(url), chromedp.WaitReady("figure.chart svg")); err != nil {
+		t.Fatal(err)
+	}
+	facts, err := chromedp.Run(b.ctx, chromedp.Evaluate[pageFacts](pageScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Events may trail the page's last action by a moment.
+	if err := chromedp.Do(b.ctx, chromedp.Sleep(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.problems) > 0 {
+		t.Errorf("%s logged: %q", page, b.problems)
+	}
+	if len(b.requests) == 0 {
+		t.Errorf("%s: no request seen: the network domain reports nothing", page)
+	}
+	for _, u := range b.requests {
+		if u != url {
+			t.Errorf("%s requested %s: it must load nothing", page, u)
+		}
+	}
+	return facts, full, top
 }
 
 // inspectJSON is what the browser test reads of inspect -o json.
@@ -267,15 +345,21 @@ type topKeyJSON struct {
 // checkCharts wants the charts that the newest savepoint's states call for,
 // each drawn at a size and with data in it, plus one growth chart per state
 // that is not empty in every savepoint and the sizing chart.
-func checkCharts(t *testing.T, facts pageFacts, want inspectJSON, summarized int) {
+func checkCharts(t *testing.T, facts pageFacts, want inspectJSON, summarized int, growth bool) {
 	t.Helper()
 	expected := map[string]bool{"sizing": true}
+	grows := func(id string) {
+		if growth {
+			expected["growth:"+id] = true
+		}
+	}
 	for _, s := range want.States {
 		if s.Entries == 0 {
 			continue
 		}
 		id := s.Operator + "/" + s.Name
-		expected["skew:"+id], expected["value-sizes:"+id], expected["growth:"+id] = true, true, true
+		expected["skew:"+id], expected["value-sizes:"+id] = true, true
+		grows(id)
 		if s.TTL != nil {
 			expected["ttl-ages:"+id] = true
 		}
@@ -285,7 +369,8 @@ func checkCharts(t *testing.T, facts pageFacts, want inspectJSON, summarized int
 			continue
 		}
 		id := tm.Operator + "/" + tm.Name
-		expected["skew:"+id], expected["timers-per-key:"+id], expected["growth:"+id] = true, true, true
+		expected["skew:"+id], expected["timers-per-key:"+id] = true, true
+		grows(id)
 	}
 	got := map[string]bool{}
 	for _, c := range facts.Charts {

@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"math"
 	"strconv"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -215,21 +214,15 @@ func bytesLabel(n int64) string {
 // growthChart draws a state's keys and entries over the savepoints' times;
 // a state that grows without bound is drawn in the alarm color.
 func growthChart(g *Growth) ([]byte, error) {
-	p := newPlot("savepoint created (UTC)", "count")
-	p.X.Tick.Marker = plot.TimeTicks{Format: "01-02 15:04:05", Ticker: plot.DefaultTicks{}, Time: plot.UnixTimeIn(time.UTC)}
-	if g.ByOrder {
-		p.X.Label.Text = "savepoint, oldest first"
-		p.X.Tick.Marker = plot.DefaultTicks{}
-	}
+	p := newPlot("savepoint, oldest first (# as in the table of savepoints)", "count")
+	var ticks []plot.Tick
 	var entries, keys plotter.XYs
 	for i, pt := range g.Points {
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: "#" + strconv.Itoa(i)})
 		if !pt.Present {
 			continue
 		}
-		x := float64(pt.Created) / 1000
-		if g.ByOrder {
-			x = float64(i)
-		}
+		x := float64(i)
 		entries = append(entries, plotter.XY{X: x, Y: float64(pt.Entries)})
 		keys = append(keys, plotter.XY{X: x, Y: float64(pt.Keys)})
 	}
@@ -262,6 +255,7 @@ func growthChart(g *Growth) ([]byte, error) {
 			return nil, err
 		}
 	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Legend.Top, p.Legend.Left = true, true
 	top := 1.0
 	for _, e := range entries {
@@ -269,9 +263,7 @@ func growthChart(g *Growth) ([]byte, error) {
 	}
 	// Room above the lines for the legend.
 	p.Y.Max = top * 1.3
-	if len(entries) == 1 {
-		p.X.Min, p.X.Max = entries[0].X-1, entries[0].X+1
-	}
+	p.X.Min, p.X.Max = -0.2, float64(len(g.Points)-1)+0.2
 	return render(p)
 }
 

@@ -1,7 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 )
 
 // Growth is one keyed state or timer service over the savepoints, oldest
@@ -16,9 +19,6 @@ type Growth struct {
 	Unbounded bool
 	Growing   []string
 	Reason    string
-	// ByOrder says two savepoints had one creation time, so the rule and
-	// the chart space the savepoints evenly in their order instead.
-	ByOrder bool
 }
 
 // Point is a state's figures in one savepoint. Present is false when the
@@ -30,23 +30,23 @@ type Point struct {
 }
 
 // The rule of growth without bound. Over at least minPoints savepoints in
-// which the state exists, a measure (entries or bytes) must rise by at
-// least minRise of its last value, follow a straight line closely (a least
-// squares fit explains at least minR2 of its variance), and rise in the
-// later half of the time span at least keepPace times as fast as in the
-// earlier half. A buffer that fills and drains (the requests in flight, the
-// records waiting for a watermark) wanders about a level and fits no line;
-// a state that fills up and levels off (the tenants of a fixed set) rises
-// fast and then stops; a leak keeps rising.
+// which the state exists, taken at a steady pace, a measure (entries or bytes) must rise by at
+// least minRise of its last value, rise steadily (its order agrees with the
+// order in time: a rank correlation of at least minRank), and rise in the
+// later half of the savepoints at least keepPace times as fast as in the
+// earlier half. A buffer that fills and drains (the requests in flight,
+// the records waiting for a watermark) wanders about a level; a state that
+// fills up and levels off (the tenants of a fixed set) rises fast and then
+// stops; a leak keeps rising, at a steady pace or faster.
 const (
 	minPoints = 3
-	minRise   = 0.1
-	minR2     = 0.9
+	minRise   = 0.25
+	minRank   = 0.9
 	keepPace  = 0.5
 )
 
 // growth gathers every state's series from the savepoints' inspect
-// reports and judges each.
+// reports and judges each; states empty in every savepoint are left out.
 func growth(sps []Savepoint) []Growth {
 	type id struct {
 		op, name string
@@ -79,35 +79,41 @@ func growth(sps []Savepoint) []Growth {
 	out := make([]Growth, 0, len(order))
 	for _, k := range order {
 		g := series[k]
+		if g.empty() {
+			continue
+		}
 		g.judge()
 		out = append(out, *g)
 	}
 	return out
 }
 
+// empty says the state holds nothing in any savepoint: it has no growth
+// to show.
+func (g *Growth) empty() bool {
+	for _, p := range g.Points {
+		if p.Entries > 0 || p.Bytes > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // judge applies the rule to the entries and the bytes of g.
 func (g *Growth) judge() {
+	// The savepoints are spaced by their order, not by their creation
+	// times: a job's clock is its event time, which a source that runs
+	// ahead (GatewayMeter's price table) moves in jumps, and savepoints are
+	// taken at a steady pace (periodically, or at regular source
+	// positions).
 	var xs, entries, bytes []float64
-	increasing := true
-	for _, p := range g.Points {
+	for i, p := range g.Points {
 		if !p.Present {
 			continue
 		}
-		if len(xs) > 0 && float64(p.Created) <= xs[len(xs)-1] {
-			increasing = false
-		}
-		xs = append(xs, float64(p.Created))
+		xs = append(xs, float64(i))
 		entries = append(entries, float64(p.Entries))
 		bytes = append(bytes, float64(p.Bytes))
-	}
-	g.ByOrder = !increasing
-	if !increasing {
-		// Two savepoints were created at one time by the job's clock (an
-		// event-time clock can stand still while input flows): their
-		// order is all that is known, so they are spaced evenly.
-		for i := range xs {
-			xs[i] = float64(i)
-		}
 	}
 	if len(xs) < minPoints {
 		g.Reason = fmt.Sprintf("in %d savepoints: %d are needed to tell growth that levels off from growth that does not", len(xs), minPoints)
@@ -146,31 +152,45 @@ func unbounded(xs, ys []float64) (bool, string) {
 	if last-first < minRise*last {
 		return false, fmt.Sprintf("rise from %g to %g, less than %g%% of the last", first, last, 100*minRise)
 	}
-	if r2 := fit(xs, ys); r2 < minR2 {
-		return false, fmt.Sprintf("rise from %g to %g, but unsteadily: a straight line explains %.0f%% of it", first, last, 100*r2)
+	if rho := rankCorrelation(ys); rho < minRank {
+		return false, fmt.Sprintf("rise from %g to %g, but unsteadily: their rank correlation with time is %.2f", first, last, rho)
 	}
 	mid := (xs[0] + xs[n-1]) / 2
 	yMid := interpolate(xs, ys, mid)
 	early := (yMid - first) / (mid - xs[0])
 	late := (last - yMid) / (xs[n-1] - mid)
 	if late <= 0 || late < keepPace*early {
-		return false, fmt.Sprintf("level off: the later half rises %.3g times as fast as the earlier", late/early)
+		return false, fmt.Sprintf("level off: the later half of the savepoints rises %.3g times as fast as the earlier", late/early)
 	}
-	return true, fmt.Sprintf("rise steadily from %g to %g, and not slower in the later half of the time", first, last)
+	return true, fmt.Sprintf("rise steadily from %g to %g, and not slower in the later half of the savepoints", first, last)
 }
 
-// fit returns the share of the variance of ys that the least squares line
-// through (xs, ys) explains: 1 for points on a line.
-func fit(xs, ys []float64) float64 {
-	n := float64(len(xs))
-	var mx, my float64
-	for i := range xs {
-		mx += xs[i] / n
-		my += ys[i] / n
+// rankCorrelation is Spearman's rank correlation of ys with their order:
+// 1 when each is above the one before, -1 when each is below; equal values
+// share their mean rank.
+func rankCorrelation(ys []float64) float64 {
+	n := len(ys)
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
 	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(ys[a], ys[b]) })
+	ranks := make([]float64, n)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && ys[idx[j]] == ys[idx[i]] {
+			j++
+		}
+		for k := i; k < j; k++ {
+			ranks[idx[k]] = float64(i+j-1) / 2
+		}
+		i = j
+	}
+	// The Pearson correlation of the ranks with 0..n-1.
+	mean := float64(n-1) / 2
 	var sxy, sxx, syy float64
-	for i := range xs {
-		dx, dy := xs[i]-mx, ys[i]-my
+	for i, r := range ranks {
+		dx, dy := float64(i)-mean, r-mean
 		sxy += dx * dy
 		sxx += dx * dx
 		syy += dy * dy
@@ -178,7 +198,7 @@ func fit(xs, ys []float64) float64 {
 	if sxx == 0 || syy == 0 {
 		return 0
 	}
-	return sxy * sxy / (sxx * syy)
+	return sxy / math.Sqrt(sxx*syy)
 }
 
 // interpolate reads the piecewise linear curve through (xs, ys) at x.

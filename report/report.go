@@ -49,7 +49,7 @@ type Report struct {
 	// Latest is the newest savepoint, scanned, with its charts' data.
 	Latest *Latest
 	// Growth has one series per keyed state and timer service of any
-	// savepoint, when there are several.
+	// savepoint that holds something in one, when there are several.
 	Growth []Growth
 	// Sizing is size's report on the newest savepoint.
 	Sizing *sizing.Report

@@ -128,7 +128,7 @@ func (t *tally) values(it savepoint.EntryIterator, ttl bool) error {
 	for {
 		n := savepoint.NextValues(it, ttl, sizes[:], times[:])
 		for _, s := range sizes[:n] {
-			t.bins[bits.Len64(uint64(s))]++
+			t.bins[bitsLen(s)]++
 		}
 		if n < len(sizes) {
 			return it.Err()
@@ -153,11 +153,14 @@ func (t *tally) timers(it savepoint.EntryIterator, seed maphash.Seed) error {
 		for j < len(hs) && hs[j] == hs[i] {
 			j++
 		}
-		t.bins[bits.Len64(uint64(j-i))]++
+		t.bins[bitsLen(j-i)]++
 		i = j
 	}
 	return nil
 }
+
+// bitsLen is the bin of n: 0 for 0, k for [2^(k-1), 2^k - 1].
+func bitsLen(n int) int { return bits.Len64(uint64(n)) }
 
 // report returns the bins from the first that counts something to the
 // last, bin k holding [2^(k-1), 2^k - 1] and bin 0 holding 0.
