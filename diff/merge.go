@@ -57,42 +57,55 @@ func (c *cursor) next() error {
 	c.ok = true
 	e := c.it.Entry()
 	c.e = e
+	sameKey, sameNS := false, false
 	if c.started {
-		if err := c.checkOrder(e); err != nil {
+		var err error
+		if sameKey, sameNS, err = c.checkOrder(e); err != nil {
 			return err
 		}
 	}
 	c.started = true
-	c.prevKey = append(c.prevKey[:0], e.Key...)
-	c.prevNS = append(c.prevNS[:0], e.Namespace...)
-	c.prevMK = append(c.prevMK[:0], e.MapKey...)
+	// Most entries of a map or list state share their key and namespace
+	// with the one before: only what changed is copied.
+	if !sameKey {
+		c.prevKey = append(c.prevKey[:0], e.Key...)
+	}
+	if !sameNS {
+		c.prevNS = append(c.prevNS[:0], e.Namespace...)
+	}
+	if c.kind == savepoint.Map {
+		c.prevMK = append(c.prevMK[:0], e.MapKey...)
+	}
 	c.prevTS = e.Timestamp
 	return nil
 }
 
 // checkOrder holds e against the entry before it and numbers list
 // elements: the layouts promise this order, and the merge would miscount
-// without it.
-func (c *cursor) checkOrder(e *savepoint.Entry) error {
+// without it. It says whether e's key and namespace are the previous one's.
+func (c *cursor) checkOrder(e *savepoint.Entry) (sameKey, sameNS bool, err error) {
 	var order int
 	if c.timers {
 		order = cmp.Or(cmp.Compare(e.Timestamp, c.prevTS), bytes.Compare(e.Key, c.prevKey), bytes.Compare(e.Namespace, c.prevNS))
 	} else {
-		order = cmp.Or(bytes.Compare(e.Key, c.prevKey), bytes.Compare(e.Namespace, c.prevNS))
+		byKey := bytes.Compare(e.Key, c.prevKey)
+		byNS := bytes.Compare(e.Namespace, c.prevNS)
+		sameKey, sameNS = byKey == 0, byKey == 0 && byNS == 0
+		order = cmp.Or(byKey, byNS)
 		switch {
 		case order != 0:
 			c.index = 0
 		case c.kind == savepoint.List:
 			c.index++
-			return nil
+			return sameKey, sameNS, nil
 		case c.kind == savepoint.Map:
 			order = bytes.Compare(e.MapKey, c.prevMK)
 		}
 	}
 	if order > 0 {
-		return nil
+		return sameKey, sameNS, nil
 	}
-	return &savepoint.Error{File: c.seg.File, KeyGroup: c.seg.KeyGroup, Offset: -1, Err: fmt.Errorf(
+	return false, false, &savepoint.Error{File: c.seg.File, KeyGroup: c.seg.KeyGroup, Offset: -1, Err: fmt.Errorf(
 		"%w: %s: entry %d of the segment is not after the one before it in (key, namespace, map key) order, which diff merges by",
 		savepoint.ErrUnsupported, c.meta.Describe(c.seg.Ref), c.n)}
 }
