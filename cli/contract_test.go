@@ -42,6 +42,7 @@ type contractCase struct {
 var dataPaths = map[string][]string{
 	"dump":    {"key", "namespace", "map_key", "value"},
 	"inspect": {"top_keys.by_entries[].key", "top_keys.by_bytes[].key"},
+	"diff":    diffDataPaths(),
 }
 
 func TestJSONContract(t *testing.T) {
@@ -96,6 +97,12 @@ func TestJSONContract(t *testing.T) {
 		{command: "migrate", args: []string{"migrate", sp, "--job", job, "--out", out("migrated"), "-o", "json"}},
 		{command: "migrate", args: []string{"migrate", sp, "--schema", v2, "--out", out("migrated2"), "-o", "json"}},
 		{command: "migrate", args: []string{"migrate", sp, "--schema", bad, "--out", out("refused"), "-o", "json"}, exit: cli.ExitIncompatible},
+		{command: "report", args: []string{"report", sp, "--out", out("report.html"), "-o", "json"}},
+		{command: "report", args: []string{"report", sp, out("rescaled"), out("pruned"), "--out", out("growth.html"), "-o", "json"}},
+		{command: "diff", args: []string{"diff", sp, sp, "-o", "json"}},
+		{command: "diff", args: []string{"diff", sp, out("rescaled"), "-o", "json"}},
+		{command: "diff", args: []string{"diff", sp, out("pruned"), "--keys", "2", "-o", "json"}},
+		{command: "diff", args: []string{"diff", sp, out("migrated2"), "--keys", "1", "--exit-code", "-o", "json"}, exit: cli.ExitDiffer},
 	}
 	got := map[string]map[string]string{}
 	for _, c := range cases {

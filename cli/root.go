@@ -24,6 +24,8 @@ const (
 	ExitUsage        = 2
 	ExitIncompatible = 3
 	ExitBadInput     = 4
+	// ExitDiffer: diff --exit-code found the savepoints' state differs.
+	ExitDiffer = 5
 )
 
 // UsageError is a mistake in how a command was called.
@@ -42,6 +44,8 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.Is(err, errDiffer):
+		return ExitDiffer
 	case errors.As(err, &u), errors.Is(err, storage.ErrExists):
 		return ExitUsage
 	case errors.Is(err, compat.ErrIncompatible):
@@ -113,7 +117,7 @@ func subcommands() []*cobra.Command {
 		newExportCmd(),
 		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(),
 		newCheckCmd(), newMigrateCmd(),
-		newBootstrapCmd(),
+		newBootstrapCmd(), newDiffCmd(), newReportCmd(),
 	}
 }
 
