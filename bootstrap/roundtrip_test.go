@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/bootstrap"
+	"github.com/stateproc/stateproc/diff"
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
@@ -38,6 +39,13 @@ func TestRoundTripCheckedIn(t *testing.T) {
 				}
 				got := sptest.Open(t, out)
 				sptest.EqualKeyedState(t, orig, got)
+				rep, err := diff.Compare(context.Background(), diff.Side{Source: orig, Path: sp}, diff.Side{Source: got, Path: out}, diff.Options{Examples: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Differ {
+					t.Errorf("diff finds a difference: %+v", rep.States)
+				}
 				for i, op := range m.Operators {
 					gop := got.Metadata().Operators[i]
 					for j, s := range op.OperatorStates {
