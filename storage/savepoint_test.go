@@ -17,10 +17,10 @@ import (
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // copySavepoint rewrites the savepoint of r into staging as a rewrite that

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 func openTarget(t *testing.T, loc string, force bool) storage.Target {
