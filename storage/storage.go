@@ -79,3 +79,15 @@ const TempPrefix = ".stateproc-tmp-"
 // MetadataName is the file whose presence makes a directory a savepoint. It
 // is written last; on a bucket, with a create-only condition.
 const MetadataName = "_metadata"
+
+// ReadSize is how many bytes a reader that goes through f in order should
+// ask for at once: 0 for a local file, where a read of any size is one
+// system call and the reader's own window suits, and a few MiB for an
+// object in a bucket, where every read is a request with a latency of its
+// own (see BenchmarkRangedReads).
+func ReadSize(f File) int64 {
+	if r, ok := f.(interface{ readSize() int64 }); ok {
+		return r.readSize()
+	}
+	return 0
+}
