@@ -38,7 +38,7 @@ type Options struct {
 type Output struct {
 	target    string
 	lock      *targetLock
-	staging   storage.Staging
+	staging   storage.Target
 	w         *snapshotfmt.Writer
 	temps     []string
 	committed bool

@@ -52,6 +52,9 @@ func TestPreambleErrors(t *testing.T) {
 		{"data reserved", "data-001", func(b []byte) { b[7] = 0x80 }, ErrCorrupt, "reserved byte"},
 		{"data version", "data-001", func(b []byte) { b[11] = 2 }, ErrCorrupt, "data file has format version 2"},
 	} {
+		if tc.file != MetadataName {
+			tc.file = base.named(t, tc.file)
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			d := base.clone()
 			tc.change(d.files[tc.file])
@@ -83,8 +86,9 @@ func TestOpenWithoutMetadata(t *testing.T) {
 		t.Fatalf("Open without _metadata = %v", err)
 	}
 	d = smallSavepoint(t)
-	delete(d.files, "data-000")
-	if _, err := Open(context.Background(), d); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "data-000") {
+	name := d.named(t, "data-000")
+	delete(d.files, name)
+	if _, err := Open(context.Background(), d); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("Open with a data file missing = %v", err)
 	}
 }

@@ -285,6 +285,30 @@ func (l lockedStaging) Create(ctx context.Context, name string) (io.WriteCloser,
 	return lockedWriter{w, l.mu}, nil
 }
 
+func (l lockedStaging) CreateNamed(ctx context.Context, stem, ext string) (storage.NamedWriter, error) {
+	w, _ := l.d.CreateNamed(ctx, stem, ext)
+	return lockedNamed{w, l.mu}, nil
+}
+
+func (l lockedStaging) ComposeNamed(ctx context.Context, name string) (storage.Composer, error) {
+	return l.d.ComposeNamed(ctx, name)
+}
+
+func (l lockedStaging) CopyNamed(ctx context.Context, src storage.File, name string) error {
+	return l.d.CopyNamed(ctx, src, name)
+}
+
+type lockedNamed struct {
+	storage.NamedWriter
+	mu *sync.Mutex
+}
+
+func (l lockedNamed) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.NamedWriter.Close()
+}
+
 func (l lockedStaging) Publish(ctx context.Context) error { return l.d.Publish(ctx) }
 func (l lockedStaging) Abort() error                      { return l.d.Abort() }
 

@@ -91,3 +91,23 @@ func ReadSize(f File) int64 {
 	}
 	return 0
 }
+
+// InBucket reports whether x, a Dir, Target or File that this package
+// opened, lies in an object store.
+func InBucket(x any) bool {
+	switch x.(type) {
+	case *bucketDir, *bucketTarget, *bucketFile:
+		return true
+	}
+	return false
+}
+
+// SameStore reports whether the store of target t can copy bytes of f
+// itself, without them passing through this process: both lie in one
+// bucket of one store (on S3 ranges too, elsewhere whole files only; see
+// Target.Compose).
+func SameStore(t any, f File) bool {
+	bt, ok1 := t.(*bucketTarget)
+	bf, ok2 := f.(*bucketFile)
+	return ok1 && ok2 && sameStore(bf.st, bt.bucketStore)
+}
