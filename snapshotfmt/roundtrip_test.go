@@ -164,8 +164,8 @@ func TestRecordsContinueAcrossBlocks(t *testing.T) {
 	}
 	continued := map[int]int{}
 	for _, seg := range opSegments(r, 0) {
-		f := r.files[seg.File]
-		br := newBlockReader(f, seg.File, &seg)
+		f := r.files[seg.File].f
+		br := newBlockReader(context.Background(), f, seg.File, &seg)
 		var lastKey, lastNs []byte
 		for br.next() == nil {
 			payload, err := br.payload()

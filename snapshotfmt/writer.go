@@ -329,8 +329,11 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 		return fmt.Errorf("snapshotfmt: source segment: %w", err)
 	}
 	so := &src.meta.Operators[seg.Ref.Operator]
-	file, ok := src.files[seg.File]
-	if !ok || seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > file.Size()-seg.Length {
+	file, err := src.file(seg.File)
+	if err != nil {
+		return err
+	}
+	if seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > file.Size()-seg.Length {
 		return fmt.Errorf("snapshotfmt: source segment at %s offset %d length %d is not in the source", seg.File, seg.Offset, seg.Length)
 	}
 	srcShape, dstShape := shapeOf(so, seg.Ref, seg.KeyGroup), shapeOf(o, ref, kg)
@@ -348,7 +351,8 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 	// fails the file.
 	start := f.size
 	var raw uint64
-	br := newBlockReader(file, seg.File, &seg)
+	br := newBlockReader(ctx, file, seg.File, &seg)
+	defer br.release()
 	for {
 		if err := ctx.Err(); err != nil {
 			f.err = err
