@@ -77,7 +77,7 @@ func runInspect(ctx context.Context, o inspectOptions, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	rep.Savepoint.Path = args[0]
+	rep.Savepoint.Path = shown(args[0])
 	if o.output == outputJSON {
 		return writeJSON(out, rep)
 	}

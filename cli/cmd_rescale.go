@@ -97,7 +97,7 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
 			*rescale.Report
-		}{args[0], o.out, rep})
+		}{shown(args[0]), shown(o.out), rep})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "rescale", "Rescaled", args[0]))
 	t := newTable(out, "OPERATOR", "ACTION", "MAX PARALLELISM", "PARALLELISM", "SEGMENTS", "ENTRIES", "BYTES")

@@ -68,7 +68,7 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	if err != nil {
 		return err
 	}
-	sum := verifySummary{Path: args[0], OK: true, Verified: v}
+	sum := verifySummary{Path: shown(args[0]), OK: true, Verified: v}
 	if o.output == outputJSON {
 		return writeJSON(out, sum)
 	}

@@ -81,25 +81,22 @@ func OpenLazily(ctx context.Context, dir storage.Dir) (*Reader, error) {
 }
 
 func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
+	// One read of the whole file: in a bucket each read is a request.
 	size := f.Size()
-	pre := make([]byte, min(size, preambleLen))
-	if err := readAt(f, MetadataName, -1, pre, 0); err != nil {
+	all := make([]byte, size)
+	if err := readAt(f, MetadataName, -1, all, 0); err != nil {
 		return nil, nil, err
 	}
-	version, err := checkMetadataPreamble(pre)
+	version, err := checkMetadataPreamble(all[:min(size, preambleLen)])
 	if err != nil {
 		return nil, nil, err
 	}
 	if size < metadataHeaderLen+crc32.Size {
 		return nil, nil, at(MetadataName, -1, size, corruptf("truncated: the file is %d bytes, a metadata file takes at least %d", size, metadataHeaderLen+crc32.Size))
 	}
-	var lenField [8]byte
-	if err := readAt(f, MetadataName, -1, lenField[:], preambleLen); err != nil {
-		return nil, nil, err
-	}
-	bodyLen := binary.BigEndian.Uint64(lenField[:])
-	// The length is checked against the file before anything is allocated
-	// for it; the CRC can only be checked once it has been read.
+	bodyLen := binary.BigEndian.Uint64(all[preambleLen:])
+	// The length is checked against the file before the body is decoded;
+	// the CRC can only be checked once it has been read.
 	follows := uint64(size - metadataHeaderLen - crc32.Size)
 	if bodyLen > follows {
 		return nil, nil, at(MetadataName, -1, preambleLen, corruptf("truncated: body length %d beyond the %d bytes remaining in the file", bodyLen, follows))
@@ -107,10 +104,7 @@ func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
 	if bodyLen < follows {
 		return nil, nil, at(MetadataName, -1, metadataHeaderLen+int64(bodyLen)+crc32.Size, corruptf("%d bytes of trailing garbage after the metadata", follows-bodyLen))
 	}
-	rest := make([]byte, size-preambleLen)
-	if err := readAt(f, MetadataName, -1, rest, preambleLen); err != nil {
-		return nil, nil, err
-	}
+	rest := all[preambleLen:]
 	covered := rest[:len(rest)-crc32.Size]
 	if want, got := binary.BigEndian.Uint32(rest[len(covered):]), crc.Checksum(covered); want != got {
 		return nil, nil, at(MetadataName, -1, size-crc32.Size, corruptf("metadata checksum mismatch: stored %08x, computed %08x", want, got))
