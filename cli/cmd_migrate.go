@@ -88,7 +88,7 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	bar := newByteProgress(o.stderr, "migrating")
+	bar := newByteProgress(ctx, o.stderr, "migrating")
 	rep, err := evolve.Migrate(ctx, r, args[0], t, opts, bar.options(o.options()))
 	bar.end(err)
 	if rep != nil && errors.Is(err, compat.ErrIncompatible) {

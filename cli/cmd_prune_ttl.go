@@ -85,7 +85,7 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 			return err
 		}
 	}
-	bar := newByteProgress(o.stderr, "pruning")
+	bar := newByteProgress(ctx, o.stderr, "pruning")
 	rep, err := prunettl.Run(ctx, r, args[0], prunettl.Options{Now: now, TTL: overrides}, bar.options(o.options()))
 	bar.end(err)
 	if err != nil {

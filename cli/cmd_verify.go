@@ -82,7 +82,7 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 		return notSavepointOrphans(ctx, args[0], err, o.orphans)
 	}
 	defer src.Close()
-	bar := newByteProgress(o.stderr, "verifying")
+	bar := newByteProgress(ctx, o.stderr, "verifying")
 	v, err := inspect.Verify(ctx, src, inspect.VerifyOptions{Deep: o.deep, Progress: bar.report()})
 	bar.end(err)
 	if err != nil {

@@ -23,7 +23,7 @@ func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 		return nil, usagef("%v", err)
 	}
 	if loc.IsBucket() {
-		src, err := layouts.OpenLocation(ctx, path, storage.Options{})
+		src, err := layouts.OpenLocation(ctx, path, storage.Options{Counters: transfersOf(ctx)})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", loc, err)
 		}

@@ -32,6 +32,9 @@ type Options struct {
 	// of input processed so far and the bytes it processes in all, once per
 	// segment or block; see Meter. It is for a progress bar.
 	Progress func(done, total int64)
+	// Counters, when set, count what a target in a bucket is sent and
+	// copies, for the same bar.
+	Counters *storage.Counters
 }
 
 // Output is the destination of one rewrite while it is written: the
@@ -102,7 +105,7 @@ func Create(ctx context.Context, input string, meta *savepoint.Metadata, opts Op
 }
 
 func createInBucket(ctx context.Context, loc storage.Location, meta *savepoint.Metadata, opts Options) (*Output, error) {
-	t, err := storage.OpenTarget(ctx, opts.Out, storage.TargetOptions{Force: opts.Force})
+	t, err := storage.OpenTarget(ctx, opts.Out, storage.TargetOptions{Force: opts.Force, Options: storage.Options{Counters: opts.Counters}})
 	if err != nil {
 		return nil, err
 	}
