@@ -46,14 +46,9 @@ func (f *targetFlags) check() error {
 // errors: they are the command's arguments, not its input savepoint.
 func (f *targetFlags) target(meta *savepoint.Metadata) (evolve.Target, error) {
 	if f.job != "" {
-		file, err := os.Open(f.job)
+		m, err := readManifest(f.job)
 		if err != nil {
-			return evolve.Target{}, usagef("--job: %v", err)
-		}
-		defer file.Close()
-		m, err := savepoint.ReadManifest(file)
-		if err != nil {
-			return evolve.Target{}, usagef("--job %s: %v", f.job, err)
+			return evolve.Target{}, err
 		}
 		t, err := evolve.JobTarget(m)
 		if err != nil {

@@ -84,6 +84,8 @@ func TestJSONContract(t *testing.T) {
 		{command: "size", args: []string{"size", "-o", "json", sp}},
 		{command: "size", args: []string{"size", "-o", "json", "--plan", "../sizing/testdata/sessionfeatures.yaml"}},
 		{command: "export", args: []string{"export", sp, "--out", out("export"), "-o", "json"}},
+		{command: "bootstrap", args: []string{"bootstrap", "--job", job, "--from", out("export"), "--out", out("bootstrapped"), "-o", "json"}},
+		{command: "bootstrap", args: []string{"bootstrap", "--job", job, "--from", out("export"), "--dry-run", "-o", "json"}},
 		{command: "rescale", args: []string{"rescale", sp, "--max-parallelism", "256", "--out", out("rescaled"), "-o", "json"}},
 		{command: "prune-ttl", args: []string{"prune-ttl", sp, "--out", out("pruned"), "-o", "json"}},
 		{command: "operator", args: []string{"operator", "remove", sp, "accounts", "--dry-run", "-o", "json"}},

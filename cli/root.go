@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/bootstrap"
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -45,7 +46,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, compat.ErrIncompatible):
 		return ExitIncompatible
-	case savepoint.BadInput(err), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrBadName):
+	case savepoint.BadInput(err), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrBadName),
+		errors.Is(err, bootstrap.ErrBadData):
 		return ExitBadInput
 	}
 	return ExitFailure
@@ -67,6 +69,8 @@ func hint(err error) string {
 		return "point at a savepoint directory (the one holding _metadata)"
 	case errors.Is(err, savepoint.ErrCorrupt):
 		return "the savepoint is damaged; stateproc verify tells where"
+	case errors.Is(err, bootstrap.ErrBadData):
+		return "fix the rows named (file, row, column); bootstrap --dry-run checks them without writing"
 	}
 	return ""
 }
@@ -109,6 +113,7 @@ func subcommands() []*cobra.Command {
 		newExportCmd(),
 		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(),
 		newCheckCmd(), newMigrateCmd(),
+		newBootstrapCmd(),
 	}
 }
 

@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 			"flipbyte":     cmdFlipbyte,
 			"datafile":     cmdDatafile,
 			"exits":        cmdExits,
+			"mkmanifest":   cmdMkmanifest,
 		},
 	})
 }
@@ -204,6 +205,33 @@ func cmdDatafile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Fatalf("%s has no data file created as %s: %v", args[1], given, r.DataFiles())
+}
+
+// cmdMkmanifest writes the manifest of the demo savepoint's job:
+// mkmanifest [-maxp N] FILE. With -maxp, the keyed operators have max
+// parallelism N.
+func cmdMkmanifest(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! mkmanifest")
+	}
+	ops := demoMeta().Operators
+	if len(args) == 3 && args[0] == "-maxp" {
+		maxP, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		for i := range ops {
+			if ops[i].Keyed() {
+				ops[i].MaxParallelism = maxP
+			}
+		}
+		args = args[2:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: mkmanifest [-maxp N] FILE")
+	}
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Check(savepoint.NewManifest("demo", ops).Write(f))
+	ts.Check(f.Close())
 }
 
 // cmdFlipbyte inverts the bits of one byte of a file: flipbyte FILE OFFSET.

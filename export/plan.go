@@ -178,10 +178,10 @@ func (ds *dataset) describe(id uint64, now *int64) error {
 	if err != nil {
 		return fmt.Errorf("serializer snapshots: %w", err)
 	}
-	keys := []string{"stateproc.savepoint_id", "stateproc.operator", "stateproc.state", "stateproc.kind", "stateproc.serializers"}
+	keys := []string{MetaSavepointID, MetaOperator, MetaState, MetaKind, MetaSerializers}
 	values := []string{strconv.FormatUint(id, 10), ds.op.UID, ds.name, ds.kind, string(js)}
 	if now != nil && ds.state != nil && ds.state.TTL != nil {
-		keys = append(keys, "stateproc.now")
+		keys = append(keys, MetaNow)
 		values = append(values, strconv.FormatInt(*now, 10))
 	}
 	ds.metadata = arrow.NewMetadata(keys, values)

@@ -51,3 +51,12 @@ func WriterOptions(ctx context.Context, src savepoint.Source) (snapshotfmt.Optio
 	c, err := Codec(ctx, src)
 	return snapshotfmt.Options{Compression: c}, err
 }
+
+// BlockOptions returns the block options of a savepoint written from no
+// input savepoint: the default block size, zstd blocks when zstd is set.
+func BlockOptions(zstd bool) snapshotfmt.Options {
+	if zstd {
+		return snapshotfmt.Options{Compression: snapshotfmt.CodecZstd}
+	}
+	return snapshotfmt.Options{}
+}

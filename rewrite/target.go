@@ -34,14 +34,19 @@ func Refusef(format string, args ...any) error { return refusef(format, args...)
 // of input: the input itself, a place inside it (the output would modify
 // the input's directory), or a directory containing it (--force would
 // delete the input with the old target); and, without force, any path that
-// exists. It writes nothing, so dry runs call it too.
+// exists. An empty input is a savepoint made from no local directory
+// (bootstrap's from code). It writes nothing, so dry runs call it too.
 func CheckTarget(input, target string, force bool) error {
 	if target == "" {
 		return refusef("no target given")
 	}
-	inLoc, err := storage.ParseLocation(input)
-	if err != nil {
-		return refusef("%v", err)
+	// No input is a local one of no path: nothing to compare with.
+	inLoc := storage.Location{Scheme: "file"}
+	if input != "" {
+		var err error
+		if inLoc, err = storage.ParseLocation(input); err != nil {
+			return refusef("%v", err)
+		}
 	}
 	outLoc, err := storage.ParseLocation(target)
 	if err != nil {
@@ -57,25 +62,27 @@ func CheckTarget(input, target string, force bool) error {
 }
 
 // checkLocalTarget is CheckTarget for a local target; input is empty when
-// the input lies in a bucket.
+// there is none or it lies in a bucket.
 func checkLocalTarget(input, target string, force bool) error {
-	in, err := resolve(input)
-	if err != nil {
-		return err
-	}
 	out, err := resolve(target)
 	if err != nil {
 		return err
 	}
+	in := ""
+	if input != "" {
+		if in, err = resolve(input); err != nil {
+			return err
+		}
+	}
 	switch {
 	case isTemp(filepath.Base(out)):
 		return refusef("the target %s has the name of a temporary directory (%s*)", target, storage.TempPrefix)
-	case input == "":
+	case in == "":
 	case in == out:
 		return refusef("the target %s is the input savepoint: a rewrite never modifies its input", target)
-	case within(out, in):
+	case in != "" && within(out, in):
 		return refusef("the target %s lies inside the input savepoint %s", target, input)
-	case within(in, out):
+	case in != "" && within(in, out):
 		return refusef("the target %s contains the input savepoint %s", target, input)
 	}
 	if _, err := os.Lstat(target); err == nil && !force {

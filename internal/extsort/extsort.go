@@ -1,20 +1,3 @@
-// Package extsort sorts more records than fit in memory, for rewrites
-// that move entries between key groups (the rescale of Flink savepoints in
-// flinkfmt/flinkrewrite). It sits below the rewrites and knows no savepoint
-// layout: a record is a class (a rewrite puts the key group and state in
-// it), a key and a value, ordered by class, then key bytes.
-//
-// It works in two phases. A Spiller appends records, unsorted, to one file
-// per bucket (a range of classes the caller chooses, sized to fit a sort
-// chunk); each goroutine has its own. A Sorter then reads a bucket's files
-// in chunks that fit its memory budget, sorts each chunk, and either emits
-// it (a bucket that fits in one chunk) or writes it as a sorted run; runs
-// are combined by a k-way merge, in several passes when there are more
-// than its fan-in. Records with equal class and key keep the order of the
-// files given and, within a file, of their addition.
-//
-// Memory is bounded by the budget, plus the largest single record, which
-// grows a chunk that could not hold it.
 package extsort
 
 import (
@@ -315,6 +298,10 @@ func (s *Sorter) emitChunk(emit func(uint32, []byte, []byte) error) error {
 	}
 	return nil
 }
+
+// Runs is the number of sorted runs the sorter has written so far, merge
+// passes included: 0 while every bucket fitted its budget.
+func (s *Sorter) Runs() int { return s.runNo }
 
 func (s *Sorter) runPath() string {
 	s.runNo++

@@ -18,7 +18,7 @@ type record struct {
 
 // sortAll spills recs round-robin over spillers into buckets by class and
 // sorts every bucket; it returns what the sorter emitted, bucket by bucket.
-func sortAll(t *testing.T, recs []record, spillers, buckets, budget, fanIn int) []record {
+func sortAll(t *testing.T, recs []record, spillers, buckets, budget, fanIn int) ([]record, int) {
 	t.Helper()
 	dir := t.TempDir()
 	sp := make([]*Spiller, spillers)
@@ -60,7 +60,7 @@ func sortAll(t *testing.T, recs []record, spillers, buckets, budget, fanIn int) 
 			}
 		}
 	}
-	return out
+	return out, srt.Runs()
 }
 
 // want orders recs as the sorter must: bucket by bucket, by class and key,
@@ -103,12 +103,17 @@ func TestSortInMemoryAndWithRuns(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		budget, fanIn int
+		// runs is the least number of sorted runs the sort writes.
+		runs int
 	}{
-		{"one chunk", 64 << 20, 64},
-		{"runs", 2 * minChunk, 64},
-		{"merge passes", 2 * minChunk, 2},
+		{"one chunk", 64 << 20, 64, 0},
+		{"runs", 2 * minChunk, 64, 8},
+		{"merge passes", 2 * minChunk, 2, 14},
 	} {
-		got := sortAll(t, recs, 3, 2, c.budget, c.fanIn)
+		got, runs := sortAll(t, recs, 3, 2, c.budget, c.fanIn)
+		if runs < c.runs || c.runs == 0 && runs != 0 {
+			t.Errorf("%s: %d sorted runs, want at least %d", c.name, runs, c.runs)
+		}
 		w := want(recs, 3, 2)
 		if len(got) != len(w) {
 			t.Fatalf("%s: %d records, want %d", c.name, len(got), len(w))
@@ -125,7 +130,7 @@ func TestSortInMemoryAndWithRuns(t *testing.T) {
 func TestSortLargeRecord(t *testing.T) {
 	big := bytes.Repeat([]byte{7}, 3*minChunk)
 	recs := []record{{1, []byte("b"), []byte("small")}, {1, []byte("a"), big}, {0, []byte("z"), nil}}
-	got := sortAll(t, recs, 1, 1, 2*minChunk, 64)
+	got, _ := sortAll(t, recs, 1, 1, 2*minChunk, 64)
 	if len(got) != 3 || got[0].class != 0 || !bytes.Equal(got[1].value, big) || string(got[2].key) != "b" {
 		t.Fatalf("%d records: %v", len(got), got[0])
 	}
