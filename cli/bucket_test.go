@@ -183,6 +183,46 @@ func TestEveryReadingCommandOnABucket(t *testing.T) {
 	}
 }
 
+// export reads a savepoint in a bucket into a local directory, the same
+// datasets as from disk.
+func TestExportFromABucket(t *testing.T) {
+	f := newBucketFixture(t)
+	local, remote := filepath.Join(f.dir, "export-disk"), filepath.Join(f.dir, "export-bucket")
+	for _, c := range [][]string{{"export", f.sp, "--out", local}, {"export", f.url("in/sp"), "--out", remote}} {
+		if _, stderr, code := runCLI(t, c...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", c[:2], code, stderr)
+		}
+	}
+	want, got := walkFiles(t, local), walkFiles(t, remote)
+	if len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("export from the bucket wrote %d files, from disk %d", len(got), len(want))
+	}
+	for name, b := range want {
+		if !bytes.Equal(got[name], b) {
+			t.Errorf("%s differs between the exports from the bucket and from disk", name)
+		}
+	}
+}
+
+// walkFiles returns every file under dir by its relative name.
+func walkFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // Every command that writes a savepoint writes, bucket to bucket, the very
 // bytes it writes on disk, under the same content-derived names; a second
 // run into the same target is refused (exit 2) and --force replaces it.
