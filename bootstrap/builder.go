@@ -239,7 +239,7 @@ func (b *Builder) stage() error {
 	case !b.opts.DryRun:
 		// Operator and broadcast state are filled in at Commit; the writer
 		// checks the metadata again before it writes it.
-		b.out, err = rewrite.Create(b.opts.Input, b.meta, rewrite.Options{Out: b.opts.Out, Force: b.opts.Force, Writer: rewrite.BlockOptions(b.opts.Compress)})
+		b.out, err = rewrite.Create(context.Background(), b.opts.Input, b.meta, rewrite.Options{Out: b.opts.Out, Force: b.opts.Force, Writer: rewrite.BlockOptions(b.opts.Compress)})
 	}
 	if err != nil {
 		return err

@@ -144,7 +144,7 @@ func runBootstrap(ctx context.Context, o bootstrapOptions, out io.Writer) error 
 	if !loc.IsBucket() {
 		opts.Input = loc.Path
 	}
-	bar := newByteProgress(o.stderr, "bootstrapping")
+	bar := newByteProgress(ctx, o.stderr, "bootstrapping")
 	opts.Progress = bar.report()
 	sum, err := bootstrapFrom(ctx, manifest, dir, opts)
 	bar.end(err)

@@ -152,9 +152,9 @@ func runCheck(ctx context.Context, o checkOptions, args []string, out io.Writer)
 		err = writeJSON(out, struct {
 			Savepoint string `json:"savepoint"`
 			*evolve.Report
-		}{args[0], rep})
+		}{shown(args[0]), rep})
 	} else {
-		fmt.Fprintf(out, "Savepoint %s against %s: %s\n", args[0], rep.Target, summary(rep))
+		fmt.Fprintf(out, "Savepoint %s against %s: %s\n", shown(args[0]), rep.Target, summary(rep))
 		err = verdictTable(out, rep, false)
 	}
 	if err != nil {

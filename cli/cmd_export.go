@@ -110,6 +110,11 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 	if err := o.resolve(m, &opts); err != nil {
 		return err
 	}
+	if loc, err := storage.ParseLocation(o.out); err != nil {
+		return usagef("--out: %v", err)
+	} else if loc.IsBucket() {
+		return usagef("--out %s: export writes its datasets to a local directory; copy them into the bucket after", loc)
+	}
 	if err := checkTarget(args[0], o.out); err != nil {
 		return err
 	}

@@ -71,13 +71,13 @@ func runInspect(ctx context.Context, o inspectOptions, args []string, out io.Wri
 			return err
 		}
 	}
-	bar := newByteProgress(o.stderr, "scanning")
+	bar := newByteProgress(ctx, o.stderr, "scanning")
 	rep, err := inspect.Inspect(ctx, src, inspect.Options{Now: now, Scan: o.scan, Top: o.top, Progress: bar.report()})
 	bar.end(err)
 	if err != nil {
 		return err
 	}
-	rep.Savepoint.Path = args[0]
+	rep.Savepoint.Path = shown(args[0])
 	if o.output == outputJSON {
 		return writeJSON(out, rep)
 	}

@@ -88,7 +88,7 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	bar := newByteProgress(o.stderr, "migrating")
+	bar := newByteProgress(ctx, o.stderr, "migrating")
 	rep, err := evolve.Migrate(ctx, r, args[0], t, opts, bar.options(o.options()))
 	bar.end(err)
 	if rep != nil && errors.Is(err, compat.ErrIncompatible) {
@@ -112,10 +112,10 @@ func writeMigrateReport(out io.Writer, o migrateOptions, input string, rep *evol
 			DryRun    bool   `json:"dry_run"`
 			Refused   bool   `json:"refused"`
 			*evolve.Report
-		}{input, o.out, o.dryRun, refused, rep})
+		}{shown(input), shown(o.out), o.dryRun, refused, rep})
 	}
 	if refused {
-		fmt.Fprintf(out, "Refused to migrate %s to %s: %s Nothing was written.\n", input, rep.Target, summary(rep))
+		fmt.Fprintf(out, "Refused to migrate %s to %s: %s Nothing was written.\n", shown(input), rep.Target, summary(rep))
 		return verdictTable(out, rep, false)
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "migrate", "Migrated", input))

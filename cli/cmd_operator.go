@@ -49,7 +49,7 @@ index alone, and writes nothing.`,
   stateproc operator remove ./savepoints/sp-42 legacy-enricher --dry-run`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newByteProgress(cmd.ErrOrStderr(), "removing"),
+			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newByteProgress(cmd.Context(), cmd.ErrOrStderr(), "removing"),
 				func(ctx context.Context, r savepoint.Source, opts rewrite.Options) (*operatoredit.Report, error) {
 					return operatoredit.Remove(ctx, r, args[0], args[1], opts)
 				})
@@ -71,7 +71,7 @@ including the operator's name, is copied unchanged. NEW must not be taken.
 		Example: `  stateproc operator rename ./savepoints/sp-42 tenant-cost tenant-billing --out ./sp-42-renamed`,
 		Args:    cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newByteProgress(cmd.ErrOrStderr(), "renaming"),
+			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newByteProgress(cmd.Context(), cmd.ErrOrStderr(), "renaming"),
 				func(ctx context.Context, r savepoint.Source, opts rewrite.Options) (*operatoredit.Report, error) {
 					return operatoredit.Rename(ctx, r, args[0], args[1], args[2], opts)
 				})
@@ -98,7 +98,7 @@ func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writ
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
 			*operatoredit.Report
-		}{input, f.out, rep})
+		}{shown(input), shown(f.out), rep})
 	}
 	command, done := "operator remove", "Removed operator "+rep.UID+" from"
 	if rep.NewUID != "" {

@@ -85,7 +85,7 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 			return err
 		}
 	}
-	bar := newByteProgress(o.stderr, "pruning")
+	bar := newByteProgress(ctx, o.stderr, "pruning")
 	rep, err := prunettl.Run(ctx, r, args[0], prunettl.Options{Now: now, TTL: overrides}, bar.options(o.options()))
 	bar.end(err)
 	if err != nil {
@@ -96,7 +96,7 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
 			*prunettl.Report
-		}{args[0], o.out, rep})
+		}{shown(args[0]), shown(o.out), rep})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "prune-ttl", "Pruned", args[0]))
 	fmt.Fprintf(out, "Expired at %s:\n", formatTime(now))

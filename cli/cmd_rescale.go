@@ -86,7 +86,7 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(128 << 20))
 	}
 	opts := rescale.Options{MaxParallelism: o.maxParallelism, Parallelism: o.parallelism, Operator: o.operator, SpillDir: o.spillDir}
-	bar := newByteProgress(o.stderr, "rescaling")
+	bar := newByteProgress(ctx, o.stderr, "rescaling")
 	rep, err := rescale.Run(ctx, r, args[0], opts, bar.options(o.options()))
 	bar.end(err)
 	if err != nil {
@@ -97,7 +97,7 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
 			*rescale.Report
-		}{args[0], o.out, rep})
+		}{shown(args[0]), shown(o.out), rep})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "rescale", "Rescaled", args[0]))
 	t := newTable(out, "OPERATOR", "ACTION", "MAX PARALLELISM", "PARALLELISM", "SEGMENTS", "ENTRIES", "BYTES")

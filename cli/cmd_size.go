@@ -205,7 +205,7 @@ func (o sizeOptions) measure(ctx context.Context, path string, sample int64) (*s
 			return nil, err
 		}
 	}
-	return sizing.MeasureSavepoint(ctx, r, path, sizing.MeasureOptions{Now: now, SampleBytes: sample, Operator: o.operator})
+	return sizing.MeasureSavepoint(ctx, r, shown(path), sizing.MeasureOptions{Now: now, SampleBytes: sample, Operator: o.operator})
 }
 
 // parseSize reads a byte count: a number with an optional unit, decimal

@@ -2,18 +2,23 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/inspect"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
 )
 
 type verifyOptions struct {
-	output string
-	deep   bool
-	stderr io.Writer
+	output  string
+	deep    bool
+	orphans orphanOptions
+	stderr  io.Writer
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -29,10 +34,18 @@ namespace, map key and value, and every operator and broadcast state element,
 with the serializers restored from the savepoint.
 
 It exits 0 with a short summary when the savepoint is whole, and 4 with the
-file, key group and offset of the first corruption it meets.`,
+file, key group and offset of the first corruption it meets.
+
+In a bucket, it also lists the orphans: files under the savepoint's prefix
+that its _metadata does not name, left by a run that died before it
+published or lost a race to another writer (a local target has none: runs
+stage theirs beside it). --remove-orphans deletes those last modified more
+than --orphan-age ago, sparing a run still writing there; under a prefix
+with no _metadata at all, every file is an orphan.`,
 		Example: `  stateproc verify ./savepoints/sp-42
   stateproc verify --deep ./savepoints/sp-42
-  stateproc verify -o json ./savepoints/sp-42`,
+  stateproc verify -o json ./savepoints/sp-42
+  stateproc verify --remove-orphans 's3://prod-state/savepoints/sp-42'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
@@ -41,6 +54,8 @@ file, key group and offset of the first corruption it meets.`,
 	}
 	addOutputFlag(cmd, &o.output)
 	cmd.Flags().BoolVar(&o.deep, "deep", false, "also decode every key, namespace, map key and value")
+	cmd.Flags().BoolVar(&o.orphans.remove, "remove-orphans", false, "in a bucket, delete the files that no _metadata names")
+	cmd.Flags().StringVar(&o.orphans.minAge, "orphan-age", "1h", "remove only orphans older than this `duration`")
 	return cmd
 }
 
@@ -49,6 +64,8 @@ type verifySummary struct {
 	Path string `json:"path"`
 	OK   bool   `json:"ok"`
 	*inspect.Verified
+	// Orphans are listed for a savepoint in a bucket that has some.
+	Orphans []orphan `json:"orphans,omitempty"`
 }
 
 func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Writer) error {
@@ -59,16 +76,22 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	// files' sizes and preambles.
 	src, err := openSavepoint(ctx, args[0])
 	if err != nil {
-		return err
+		if o.orphans.remove && errors.Is(err, savepoint.ErrNotSavepoint) {
+			return removeOrphansOnly(ctx, args[0], err, o, out)
+		}
+		return notSavepointOrphans(ctx, args[0], err, o.orphans)
 	}
 	defer src.Close()
-	bar := newByteProgress(o.stderr, "verifying")
+	bar := newByteProgress(ctx, o.stderr, "verifying")
 	v, err := inspect.Verify(ctx, src, inspect.VerifyOptions{Deep: o.deep, Progress: bar.report()})
 	bar.end(err)
 	if err != nil {
 		return err
 	}
-	sum := verifySummary{Path: args[0], OK: true, Verified: v}
+	sum := verifySummary{Path: shown(args[0]), OK: true, Verified: v}
+	if sum.Orphans, err = findOrphans(ctx, args[0], src, o.orphans); err != nil {
+		return err
+	}
 	if o.output == outputJSON {
 		return writeJSON(out, sum)
 	}
@@ -81,5 +104,43 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	if err := t.Append(v.Operators, v.Segments, v.Entries, humanBytes(float64(v.Bytes)), checks); err != nil {
 		return err
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(sum.Orphans) > 0 {
+		fmt.Fprintf(out, "%s:\n", orphanSummary(sum.Orphans, o.orphans))
+		for _, ob := range sum.Orphans {
+			fmt.Fprintf(out, "  %s  %s  %s%s\n", ob.Name, humanBytes(float64(ob.Bytes)), time.UnixMilli(int64(ob.Modified)).UTC().Format(time.RFC3339), removedMark(ob))
+		}
+	}
+	return nil
+}
+
+func removedMark(ob orphan) string {
+	if ob.Removed {
+		return "  removed"
+	}
+	return ""
+}
+
+// removeOrphansOnly serves --remove-orphans at a bucket prefix that holds
+// no savepoint: the files there are what dead runs left, and removing them
+// is all there is to do.
+func removeOrphansOnly(ctx context.Context, location string, notSavepoint error, o verifyOptions, out io.Writer) error {
+	found, err := findOrphans(ctx, location, nil, o.orphans)
+	if err != nil {
+		return err
+	}
+	if loc, _ := storage.ParseLocation(location); !loc.IsBucket() {
+		return notSavepoint
+	}
+	if o.output == outputJSON {
+		return writeJSON(out, struct {
+			Path    string   `json:"path"`
+			OK      bool     `json:"ok"`
+			Orphans []orphan `json:"orphans"`
+		}{shown(location), false, found})
+	}
+	fmt.Fprintf(out, "%s holds no savepoint; %s.\n", shown(location), orphanSummary(found, o.orphans))
+	return nil
 }

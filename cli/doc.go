@@ -15,4 +15,10 @@
 // savepoint.Source; the library packages do the work (inspect, export,
 // sizing, evolve, rescale, prunettl, operatoredit) and cli parses flags,
 // maps errors to exit codes and renders tables and JSON.
+//
+// A savepoint argument or --out is a location (storage.ParseLocation): a
+// path, file://, or a bucket URL. Bucket inputs open through
+// layouts.OpenLocation, bucket targets through rewrite, which publishes
+// them by their _metadata; verify lists and removes what dead runs left in
+// a bucket. Messages show a location without its URL parameters.
 package cli

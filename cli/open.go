@@ -11,12 +11,25 @@ import (
 	"github.com/stateproc/stateproc/layouts"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
 )
 
-// openSavepoint opens the savepoint or checkpoint directory at path,
-// whatever its layout, verifying its metadata. A path that is missing or
-// not a directory is bad input too.
+// openSavepoint opens the savepoint or checkpoint at path, a local
+// directory or a bucket URL, whatever its layout, verifying its metadata.
+// A path that is missing or not a directory is bad input too.
 func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
+	loc, err := storage.ParseLocation(path)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	if loc.IsBucket() {
+		src, err := layouts.OpenLocation(ctx, path, storage.Options{Counters: transfersOf(ctx)})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", loc, err)
+		}
+		return src, nil
+	}
+	path = loc.Path
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", path, savepoint.ErrNotSavepoint)
@@ -86,4 +99,13 @@ func findState(m *savepoint.Metadata, opIdx int, name string) (stateRef, error) 
 		names = append(names, op.BroadcastStates[i].Name)
 	}
 	return stateRef{}, usagef("operator %q has no state %q (states: %v)", op.UID, name, names)
+}
+
+// shown is a location as messages show it: a bucket URL without its
+// parameters, whose endpoint may carry credentials.
+func shown(location string) string {
+	if loc, err := storage.ParseLocation(location); err == nil && loc.IsBucket() {
+		return loc.String()
+	}
+	return location
 }

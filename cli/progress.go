@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/stateproc/stateproc/rewrite"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // newProgress returns a progress bar over total bytes drawn on stderr, or
@@ -43,20 +46,25 @@ type byteProgress struct {
 	stderr io.Writer
 	what   string
 	bar    *progressbar.ProgressBar
+	// moved counts what the command's bucket locations transfer, shown
+	// beside the bar; described is when it was last shown.
+	moved     *storage.Counters
+	described time.Time
 }
 
 // newByteProgress returns nil when stderr is not a terminal.
-func newByteProgress(stderr io.Writer, what string) *byteProgress {
+func newByteProgress(ctx context.Context, stderr io.Writer, what string) *byteProgress {
 	if !stderrIsTerminal(stderr) {
 		return nil
 	}
-	return &byteProgress{stderr: stderr, what: what}
+	return &byteProgress{stderr: stderr, what: what, moved: transfersOf(ctx)}
 }
 
 // options adds the bar to a rewrite's options.
 func (p *byteProgress) options(opts rewrite.Options) rewrite.Options {
 	if p != nil {
 		opts.Progress = p.update
+		opts.Counters = p.moved
 	}
 	return opts
 }
@@ -75,7 +83,47 @@ func (p *byteProgress) update(done, total int64) {
 	if p.bar == nil {
 		p.bar = newProgress(p.stderr, total, p.what)
 	}
+	if now := time.Now(); now.Sub(p.described) >= 200*time.Millisecond {
+		if d := transferred(p.what, p.moved); d != "" {
+			p.bar.Describe(d)
+		}
+		p.described = now
+	}
 	p.bar.Set64(done)
+}
+
+// transferred describes a bar with what a bucket moved: the bytes read
+// and sent by this process, and those the store copied on its side. It is
+// empty when nothing went to or from a bucket.
+func transferred(what string, c *storage.Counters) string {
+	if c == nil {
+		return ""
+	}
+	read, sent, copied := c.BytesRead.Load(), c.BytesWritten.Load(), c.BytesCopied.Load()
+	if read+sent+copied == 0 {
+		return ""
+	}
+	d := fmt.Sprintf("%s (%s read", what, humanBytes(float64(read)))
+	if sent > 0 {
+		d += ", " + humanBytes(float64(sent)) + " sent"
+	}
+	if copied > 0 {
+		d += ", " + humanBytes(float64(copied)) + " copied by the store"
+	}
+	return d + ")"
+}
+
+// transfersKey holds, in a command's context, the counters of the bucket
+// locations it opens.
+type transfersKey struct{}
+
+func withTransfers(ctx context.Context, c *storage.Counters) context.Context {
+	return context.WithValue(ctx, transfersKey{}, c)
+}
+
+func transfersOf(ctx context.Context) *storage.Counters {
+	c, _ := ctx.Value(transfersKey{}).(*storage.Counters)
+	return c
 }
 
 // end takes the bar off the terminal; the command calls it before it

@@ -62,7 +62,7 @@ func rewriteError(err error) error {
 // names it for a dry run.
 func rewriteHeading(f *rewriteFlags, command, done, input string) string {
 	if f.dryRun {
-		return "Dry run of " + command + " on " + input + ": nothing was written."
+		return "Dry run of " + command + " on " + shown(input) + ": nothing was written."
 	}
-	return done + " " + input + " into " + f.out + "."
+	return done + " " + shown(input) + " into " + shown(f.out) + "."
 }

@@ -129,7 +129,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(withTransfers(ctx, new(storage.Counters)))
 	if perr := prof.stop(); err == nil {
 		err = perr
 	}

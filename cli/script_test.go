@@ -63,6 +63,7 @@ func TestScripts(t *testing.T) {
 			"mkcheckpoint": cmdMkcheckpoint,
 			"mkunions":     cmdMkunions,
 			"flipbyte":     cmdFlipbyte,
+			"datafile":     cmdDatafile,
 			"exits":        cmdExits,
 			"mkmanifest":   cmdMkmanifest,
 		},
@@ -181,6 +182,29 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdDatafile sets $VAR to the name of the data file of savepoint DIR that
+// was created as NAME (data-000 unless given), whatever its content
+// suffix, and fails if there is none: datafile VAR DIR [NAME].
+func cmdDatafile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: datafile VAR DIR [NAME]")
+	}
+	given := "data-000"
+	if len(args) == 3 {
+		given = args[2]
+	}
+	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(ts.MkAbs(args[1])))
+	ts.Check(err)
+	defer r.Close()
+	for _, name := range r.DataFiles() {
+		if snapshotfmt.GivenName(name) == given {
+			ts.Setenv(args[0], name)
+			return
+		}
+	}
+	ts.Fatalf("%s has no data file created as %s: %v", args[1], given, r.DataFiles())
 }
 
 // cmdMkmanifest writes the manifest of the demo savepoint's job:

@@ -58,7 +58,7 @@ func (s *checkpointStore) begin(_ context.Context, cp *checkpoint) error {
 	if err != nil {
 		return err
 	}
-	cp.staging = &countingStaging{Staging: st}
+	cp.staging = &countingStaging{Target: st}
 	w, err := snapshotfmt.NewWriter(cp.staging, cp.meta, snapshotfmt.Options{Compression: s.compression})
 	if err != nil {
 		st.Abort()
@@ -70,16 +70,35 @@ func (s *checkpointStore) begin(_ context.Context, cp *checkpoint) error {
 
 // countingStaging counts the bytes written into a staged directory.
 type countingStaging struct {
-	storage.Staging
+	storage.Target
 	written atomic.Int64
 }
 
 func (s *countingStaging) Create(ctx context.Context, name string) (io.WriteCloser, error) {
-	w, err := s.Staging.Create(ctx, name)
+	w, err := s.Target.Create(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	return countingWriter{w, &s.written}, nil
+}
+
+func (s *countingStaging) CreateNamed(ctx context.Context, stem, ext string) (storage.NamedWriter, error) {
+	w, err := s.Target.CreateNamed(ctx, stem, ext)
+	if err != nil {
+		return nil, err
+	}
+	return countingNamed{w, &s.written}, nil
+}
+
+type countingNamed struct {
+	storage.NamedWriter
+	n *atomic.Int64
+}
+
+func (w countingNamed) Write(p []byte) (int, error) {
+	n, err := w.NamedWriter.Write(p)
+	w.n.Add(int64(n))
+	return n, err
 }
 
 type countingWriter struct {

@@ -40,7 +40,8 @@
 //	    ...
 //
 // A heap job's checkpoints are canonical, like savepoints: their keyed
-// state is in data files (op001-00000.data) beside _metadata. On Pebble, the
+// state is in data files (op001-00000-<16 hex digits>.data, named after
+// their bytes) beside _metadata. On Pebble, the
 // periodic checkpoints are incremental: each keyed subtask flushes its
 // database and takes a native checkpoint of it (pebblebackend's
 // Backend.Checkpoint). Its sstables and blob files, which never change once

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/export"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -109,7 +110,7 @@ func TestUndecodable(t *testing.T) {
 // corruption error, passed on as is.
 func TestCorruptSegment(t *testing.T) {
 	sp := oneState(t, snap(serializers.KindInt64), i64(1), i64(2))
-	path := filepath.Join(sp, "data-000")
+	path := sptest.DataFile(t, sp, "data-000")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -10,4 +10,8 @@
 // databases beside the canonical metadata), and recognizes Apache Flink's
 // metadata by its magic number, refusing it as not read yet. A new layout
 // is one more entry in the list in layouts.go.
+//
+// OpenLocation opens a savepoint by location, a bucket URL included
+// (package storage); in a bucket a stateproc savepoint opens its data
+// files when first read, so that reading the index costs one object.
 package layouts

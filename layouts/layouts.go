@@ -107,6 +107,11 @@ func openStateproc(ctx context.Context, dir storage.Dir, local string, _ []byte)
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
+	if local == "" {
+		// In a bucket every open is a request: a data file is opened
+		// when first read, and inspect without a scan reads one object.
+		return snapshotfmt.OpenLazily(ctx, dir)
+	}
 	return snapshotfmt.Open(ctx, dir)
 }
 

@@ -23,7 +23,7 @@ func Execute(ctx context.Context, input string, meta *savepoint.Metadata, opts O
 		}
 		return fill(ctx, nil)
 	}
-	o, err := Create(input, meta, opts)
+	o, err := Create(ctx, input, meta, opts)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@ import (
 
 // Options say where and how a rewrite writes.
 type Options struct {
-	// Out is the target directory; Force replaces it if it exists.
+	// Out is the target: a directory, or a bucket URL (see
+	// storage.ParseLocation); Force replaces it if it exists.
 	Out   string
 	Force bool
 	// DryRun writes nothing: the target is checked when Out is set, and the
@@ -31,6 +32,9 @@ type Options struct {
 	// of input processed so far and the bytes it processes in all, once per
 	// segment or block; see Meter. It is for a progress bar.
 	Progress func(done, total int64)
+	// Counters, when set, count what a target in a bucket is sent and
+	// copies, for the same bar.
+	Counters *storage.Counters
 }
 
 // Output is the destination of one rewrite while it is written: the
@@ -38,10 +42,13 @@ type Options struct {
 type Output struct {
 	target    string
 	lock      *targetLock
-	staging   storage.Staging
+	staging   storage.Target
 	w         *snapshotfmt.Writer
 	temps     []string
 	committed bool
+	// inBucket says the target lies in a bucket: spill files go to the
+	// system's temporary directory.
+	inBucket bool
 	// Removed lists the temporary directories of killed earlier runs that
 	// Create deleted.
 	Removed []string
@@ -49,12 +56,23 @@ type Output struct {
 
 // Create checks the target, takes its lock, removes what killed runs into
 // it left behind, and stages a new savepoint with metadata meta. input is
-// the input savepoint's directory. Close must be called in every case.
-func Create(input string, meta *savepoint.Metadata, opts Options) (*Output, error) {
+// the input savepoint's location. A target in a bucket is written in place
+// and published by its _metadata, create-only (see package storage): it
+// takes no lock, since of two runs into it one publishes and the other
+// fails, and a dead run's data files are orphans, which verify reports.
+// Close must be called in every case.
+func Create(ctx context.Context, input string, meta *savepoint.Metadata, opts Options) (*Output, error) {
 	if err := CheckTarget(input, opts.Out, opts.Force); err != nil {
 		return nil, err
 	}
-	target := filepath.Clean(opts.Out)
+	loc, err := storage.ParseLocation(opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	if loc.IsBucket() {
+		return createInBucket(ctx, loc, meta, opts)
+	}
+	target := loc.Path
 	base := filepath.Base(target)
 	lock, err := lockTarget(filepath.Join(filepath.Dir(target), storage.TempPrefix+base+".lock"))
 	if err != nil {
@@ -86,6 +104,19 @@ func Create(input string, meta *savepoint.Metadata, opts Options) (*Output, erro
 	return o, nil
 }
 
+func createInBucket(ctx context.Context, loc storage.Location, meta *savepoint.Metadata, opts Options) (*Output, error) {
+	t, err := storage.OpenTarget(ctx, opts.Out, storage.TargetOptions{Force: opts.Force, Options: storage.Options{Counters: opts.Counters}})
+	if err != nil {
+		return nil, err
+	}
+	o := &Output{target: loc.String(), staging: t, inBucket: true}
+	if o.w, err = snapshotfmt.NewWriter(t, meta, opts.Writer); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
 // DataFile writes one data file of the output; SegmentWriter one segment
 // of it. Entries come in the order the savepoint format gives (package
 // snapshotfmt): a rewrite states what it writes, the format how.
@@ -102,9 +133,14 @@ func (o *Output) CreateFile(ctx context.Context, name string) (*DataFile, error)
 
 // TempDir creates a directory for spill files beside the target, named
 // like a staging directory so that a killed run's is removed by the next
-// run into the same target. Close removes it.
+// run into the same target; for a target in a bucket, in the system's
+// temporary directory. Close removes it.
 func (o *Output) TempDir() (string, error) {
-	dir, err := os.MkdirTemp(filepath.Dir(o.target), storage.TempPrefix+filepath.Base(o.target)+"-")
+	parent := filepath.Dir(o.target)
+	if o.inBucket {
+		parent = ""
+	}
+	dir, err := os.MkdirTemp(parent, storage.TempPrefix+filepath.Base(o.target)+"-")
 	if err != nil {
 		return "", err
 	}
@@ -129,6 +165,9 @@ func (o *Output) Close() error {
 		errs = append(errs, o.w.Abort())
 	} else if o.w == nil && o.staging != nil {
 		errs = append(errs, o.staging.Abort())
+	}
+	if o.staging != nil {
+		errs = append(errs, o.staging.Close())
 	}
 	for _, d := range o.temps {
 		errs = append(errs, os.RemoveAll(d))

@@ -1,9 +1,12 @@
 package rewrite
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -37,6 +40,30 @@ func CheckTarget(input, target string, force bool) error {
 	if target == "" {
 		return refusef("no target given")
 	}
+	// No input is a local one of no path: nothing to compare with.
+	inLoc := storage.Location{Scheme: "file"}
+	if input != "" {
+		var err error
+		if inLoc, err = storage.ParseLocation(input); err != nil {
+			return refusef("%v", err)
+		}
+	}
+	outLoc, err := storage.ParseLocation(target)
+	if err != nil {
+		return refusef("%v", err)
+	}
+	switch {
+	case outLoc.IsBucket():
+		return checkBucketTarget(inLoc, outLoc, target, force)
+	case inLoc.IsBucket():
+		return checkLocalTarget("", outLoc.Path, force)
+	}
+	return checkLocalTarget(inLoc.Path, outLoc.Path, force)
+}
+
+// checkLocalTarget is CheckTarget for a local target; input is empty when
+// there is none or it lies in a bucket.
+func checkLocalTarget(input, target string, force bool) error {
 	out, err := resolve(target)
 	if err != nil {
 		return err
@@ -48,14 +75,15 @@ func CheckTarget(input, target string, force bool) error {
 		}
 	}
 	switch {
+	case isTemp(filepath.Base(out)):
+		return refusef("the target %s has the name of a temporary directory (%s*)", target, storage.TempPrefix)
+	case in == "":
 	case in == out:
 		return refusef("the target %s is the input savepoint: a rewrite never modifies its input", target)
 	case in != "" && within(out, in):
 		return refusef("the target %s lies inside the input savepoint %s", target, input)
 	case in != "" && within(in, out):
 		return refusef("the target %s contains the input savepoint %s", target, input)
-	case isTemp(filepath.Base(out)):
-		return refusef("the target %s has the name of a temporary directory (%s*)", target, storage.TempPrefix)
 	}
 	if _, err := os.Lstat(target); err == nil && !force {
 		return fmt.Errorf("%w: %s (use --force to replace it)", storage.ErrExists, target)
@@ -66,6 +94,43 @@ func CheckTarget(input, target string, force bool) error {
 		return refusef("the target's directory: %v", err)
 	} else if !st.IsDir() {
 		return refusef("the target's parent %s is not a directory", filepath.Dir(out))
+	}
+	return nil
+}
+
+// checkBucketTarget is CheckTarget where the input or the target lies in
+// a bucket: a target in the input's bucket must not be its prefix, nor lie
+// under it or above it; without force, a target holding a _metadata is
+// refused. The publish checks that again, create-only.
+func checkBucketTarget(in, out storage.Location, target string, force bool) error {
+	if in.IsBucket() && in.Scheme == out.Scheme && in.Bucket == out.Bucket {
+		switch {
+		case in.Prefix == out.Prefix:
+			return refusef("the target %s is the input savepoint: a rewrite never modifies its input", out)
+		case in.Prefix == "" || strings.HasPrefix(out.Prefix, in.Prefix+"/"):
+			return refusef("the target %s lies inside the input savepoint %s", out, in)
+		case out.Prefix == "" || strings.HasPrefix(in.Prefix, out.Prefix+"/"):
+			return refusef("the target %s contains the input savepoint %s", out, in)
+		}
+	}
+	if isTemp(path.Base(out.Prefix)) {
+		return refusef("the target %s has the name of a temporary directory (%s*)", out, storage.TempPrefix)
+	}
+	if force {
+		return nil
+	}
+	ctx := context.Background()
+	d, err := storage.OpenDir(ctx, target, storage.Options{})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	switch f, err := d.Open(ctx, storage.MetadataName); {
+	case err == nil:
+		f.Close()
+		return fmt.Errorf("%w: %s holds a savepoint (use --force to replace it)", storage.ErrExists, out)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
 	}
 	return nil
 }

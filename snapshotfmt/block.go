@@ -1,6 +1,7 @@
 package snapshotfmt
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"sync"
@@ -94,14 +95,23 @@ var windows = sync.Pool{New: func() any { b := make([]byte, 0, readAhead); retur
 
 // blockReader reads the blocks of one segment in order. It reads the file in
 // windows; a block lies whole in the window while it is the current one.
+// From a file that suits larger reads (an object in a bucket, see
+// storage.ReadSize), it reads the segment ahead of its blocks through a
+// storage.Prefetcher, one read in flight while the blocks of the last are
+// decoded, and its window holds what is left of the last read and the next.
 type blockReader struct {
-	f      storage.File
-	name   string
-	kg     int
-	pos    int64 // file offset of the next block
-	end    int64
-	win    []byte // file bytes from winAt on
-	winAt  int64
+	f     storage.File
+	name  string
+	kg    int
+	pos   int64 // file offset of the next block
+	end   int64
+	win   []byte // file bytes from winAt on
+	winAt int64
+	// ctx and ahead are for reading ahead: the read size, 0 for a local
+	// file; pf is started at the first window.
+	ctx    context.Context
+	ahead  int64
+	pf     *storage.Prefetcher
 	cur    []byte // the current block as stored: header, payload, CRC
 	raw    []byte // its decompressed payload, when compressed
 	codec  Codec
@@ -135,11 +145,16 @@ func (br *blockReader) release() {
 	if br.pooledRaw != nil {
 		recycle(&raws, br.pooledRaw, br.raw, 4*DefaultBlockSize)
 	}
+	if br.pf != nil {
+		br.pf.Close()
+		br.pf = nil
+	}
 	br.pooled, br.pooledRaw, br.win, br.cur, br.raw = nil, nil, nil, nil, nil
 }
 
-func newBlockReader(f storage.File, name string, seg *savepoint.Segment) *blockReader {
-	return &blockReader{f: f, name: name, kg: seg.KeyGroup, pos: seg.Offset, end: seg.Offset + seg.Length}
+func newBlockReader(ctx context.Context, f storage.File, name string, seg *savepoint.Segment) *blockReader {
+	return &blockReader{f: f, name: name, kg: seg.KeyGroup, pos: seg.Offset, end: seg.Offset + seg.Length,
+		ctx: ctx, ahead: storage.ReadSize(f)}
 }
 
 func (br *blockReader) fail(off int64, err error) error { return at(br.name, br.kg, off, err) }
@@ -151,6 +166,9 @@ func (br *blockReader) window(n int) ([]byte, error) {
 	if off := br.pos - br.winAt; br.pos >= br.winAt && off+int64(n) <= int64(len(br.win)) {
 		return br.win[off : off+int64(n)], nil
 	}
+	if br.ahead > 0 {
+		return br.windowAhead(n)
+	}
 	size := max(n, int(min(br.end-br.pos, readAhead)))
 	if br.win == nil {
 		br.pooled = windows.Get().(*[]byte)
@@ -160,6 +178,41 @@ func (br *blockReader) window(n int) ([]byte, error) {
 	if err := readAt(br.f, br.name, br.kg, br.win, br.pos); err != nil {
 		br.win = br.win[:0]
 		return nil, err
+	}
+	return br.win[:n], nil
+}
+
+// windowAhead is window for a file read ahead: the window becomes the
+// bytes of the last read from br.pos on, then those of the reads that
+// follow until it holds n bytes. The first call starts the reads.
+func (br *blockReader) windowAhead(n int) ([]byte, error) {
+	if br.pf == nil {
+		br.pf = storage.Prefetch(br.ctx, []storage.Range{{File: br.f, Off: br.pos, Len: br.end - br.pos}},
+			storage.PrefetchOptions{InFlight: 1, ChunkSize: br.ahead, Budget: 2 * br.ahead})
+		br.win, br.winAt = br.win[:0], br.pos
+	}
+	// What the window holds from br.pos on moves to its front.
+	keep := 0
+	if off := br.pos - br.winAt; off >= 0 && off < int64(len(br.win)) {
+		keep = copy(br.win, br.win[off:])
+	}
+	br.win, br.winAt = br.win[:keep], br.pos
+	for len(br.win) < n {
+		c, err := br.pf.Next()
+		if err != nil {
+			if err == io.EOF {
+				err = corruptf("truncated: the file ends within the segment")
+			}
+			return nil, br.fail(br.winAt+int64(len(br.win)), err)
+		}
+		if len(br.win) == 0 {
+			// The read's own buffer: the prefetcher counts it free once
+			// the next read is taken, which is when this window is
+			// replaced.
+			br.win = c.Data
+			continue
+		}
+		br.win = append(br.win, c.Data...)
 	}
 	return br.win[:n], nil
 }

@@ -11,8 +11,13 @@
 // ordering rule as it goes, and each segment against its index entry at its
 // end. NewWriter stages a new savepoint: entries are added segment by
 // segment into data files, unchanged segments can be copied from another
-// savepoint as opaque bytes, and Finish writes the metadata last and
-// publishes the directory in one step. Tally gives the index figures of
+// savepoint as opaque bytes (their blocks verified), and Finish writes the
+// metadata last and publishes the savepoint in one step. Data files are
+// named after their bytes (see FORMAT.md), so that the same state gives the
+// same names and an object store, which cannot rename, gets every file
+// under its final name: into a bucket, the writer hashes what it writes
+// and copies, spools its own bytes on local disk until the name is known,
+// and leaves long runs of unchanged bytes to the store to copy. Tally gives the index figures of
 // entries that come from elsewhere. Only the seam's own layouts, package
 // rewrite and the engine import this package; the tools read through
 // savepoint.Source.

@@ -150,7 +150,7 @@ func FuzzBlock(f *testing.F) {
 		b = binary.BigEndian.AppendUint32(b, crc.Checksum(b))
 		file := append(appendPreamble(nil, typeData), b...)
 		seg := savepoint.Segment{File: "d", Offset: preambleLen, Length: int64(len(b))}
-		br := newBlockReader(memFile{bytes.NewReader(file)}, "d", &seg)
+		br := newBlockReader(context.Background(), memFile{bytes.NewReader(file)}, "d", &seg)
 		if err := br.next(); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v is not ErrCorrupt", err)

@@ -3,8 +3,10 @@ package snapshotfmt
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"maps"
@@ -21,8 +23,8 @@ import (
 )
 
 // memDir is an in-memory savepoint directory: storage.Dir for reading and
-// storage.Staging for writing, so that the hostile-input tests can run
-// thousands of times a second.
+// a Target for writing, so that the hostile-input tests can run thousands
+// of times a second.
 type memDir struct {
 	files     map[string][]byte
 	published bool
@@ -60,6 +62,53 @@ func (m *memDir) Create(_ context.Context, name string) (io.WriteCloser, error) 
 	}
 	m.files[name] = nil
 	return &memWriter{m: m, name: name}, nil
+}
+
+func (m *memDir) CreateNamed(ctx context.Context, stem, ext string) (storage.NamedWriter, error) {
+	return &memNamed{m: m, stem: stem, ext: ext, h: sha256.New()}, nil
+}
+
+func (m *memDir) ComposeNamed(ctx context.Context, name string) (storage.Composer, error) {
+	return nil, fmt.Errorf("%s: an in-memory directory composes nothing", name)
+}
+
+func (m *memDir) CopyNamed(ctx context.Context, _ storage.File, name string) error {
+	return fmt.Errorf("%s: an in-memory directory copies nothing", name)
+}
+
+// memNamed is a content-named file of a memDir.
+type memNamed struct {
+	m         *memDir
+	stem, ext string
+	h         hash.Hash
+	buf       bytes.Buffer
+	name      string
+}
+
+func (w *memNamed) Write(p []byte) (int, error) { w.h.Write(p); return w.buf.Write(p) }
+
+func (w *memNamed) Close() error {
+	w.name = storage.NameByContent(w.stem, w.h.Sum(nil), w.ext)
+	w.m.files[w.name] = w.buf.Bytes()
+	return nil
+}
+
+func (w *memNamed) Name() string { return w.name }
+
+// named returns the name of the data file created as stem: the one whose
+// name is stem and a content suffix.
+func (m *memDir) named(t testing.TB, stem string) string {
+	t.Helper()
+	var found []string
+	for name := range m.files {
+		if s, _ := dataFileStem(name); s == stem && name != stem {
+			found = append(found, name)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("data files named after %s: %v, want one", stem, found)
+	}
+	return found[0]
 }
 
 func (m *memDir) Publish(context.Context) error { m.published = true; return nil }
@@ -205,7 +254,7 @@ func testData(nKeys int) []segData {
 
 // writeSavepoint writes data into two data files (even and odd key groups)
 // and publishes into dir.
-func writeSavepoint(t testing.TB, dir storage.Staging, meta *savepoint.Metadata, data []segData, opts Options) {
+func writeSavepoint(t testing.TB, dir Target, meta *savepoint.Metadata, data []segData, opts Options) {
 	t.Helper()
 	writeDataFiles(t, dir, meta, data, opts, 2)
 }
@@ -221,7 +270,7 @@ func writeOneFile(t testing.TB, meta *savepoint.Metadata, data []segData, opts O
 
 // writeDataFiles writes data, segment by segment in the order given, into
 // n data files, key group kg into file kg mod n, and publishes into dir.
-func writeDataFiles(t testing.TB, dir storage.Staging, meta *savepoint.Metadata, data []segData, opts Options, n int) {
+func writeDataFiles(t testing.TB, dir Target, meta *savepoint.Metadata, data []segData, opts Options, n int) {
 	t.Helper()
 	ctx := context.Background()
 	w, err := NewWriter(dir, meta, opts)

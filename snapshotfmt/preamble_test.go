@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,6 +53,9 @@ func TestPreambleErrors(t *testing.T) {
 		{"data reserved", "data-001", func(b []byte) { b[7] = 0x80 }, ErrCorrupt, "reserved byte"},
 		{"data version", "data-001", func(b []byte) { b[11] = 2 }, ErrCorrupt, "data file has format version 2"},
 	} {
+		if tc.file != MetadataName {
+			tc.file = base.named(t, tc.file)
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			d := base.clone()
 			tc.change(d.files[tc.file])
@@ -83,8 +87,48 @@ func TestOpenWithoutMetadata(t *testing.T) {
 		t.Fatalf("Open without _metadata = %v", err)
 	}
 	d = smallSavepoint(t)
-	delete(d.files, "data-000")
-	if _, err := Open(context.Background(), d); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "data-000") {
+	name := d.named(t, "data-000")
+	delete(d.files, name)
+	if _, err := Open(context.Background(), d); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("Open with a data file missing = %v", err)
+	}
+}
+
+// OpenLazily reads _metadata alone; a data file is opened, and checked,
+// when a segment of it is first read.
+func TestOpenLazily(t *testing.T) {
+	ctx := context.Background()
+	d := smallSavepoint(t)
+	name := d.named(t, "data-001")
+	d.files[name] = append(d.files[name], 'x')
+	od := &openingDir{memDir: d}
+	r, err := OpenLazily(ctx, od)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !slices.Equal(od.opened, []string{MetadataName}) {
+		t.Fatalf("OpenLazily opened %v, want only %s", od.opened, MetadataName)
+	}
+	var bad, good int
+	for _, seg := range opSegments(r, 0) {
+		it := r.iterate(ctx, seg)
+		for it.Next() {
+		}
+		if err := it.Err(); err != nil {
+			if seg.File != name || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "trailing bytes") {
+				t.Fatalf("segment of %s: %v", seg.File, err)
+			}
+			bad++
+		} else {
+			good++
+		}
+		it.Close()
+	}
+	if bad == 0 || good == 0 {
+		t.Fatalf("%d segments failed and %d read: want some of each", bad, good)
+	}
+	if _, err := Open(ctx, d); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open of the same savepoint = %v, want ErrCorrupt", err)
 	}
 }

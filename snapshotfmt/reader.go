@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"sort"
+	"sync"
 
 	"github.com/stateproc/stateproc/internal/crc"
 	"github.com/stateproc/stateproc/keygroup"
@@ -22,13 +23,44 @@ import (
 type Reader struct {
 	meta  *savepoint.Metadata
 	idx   *index
-	files map[string]storage.File
+	files map[string]*dataFileSlot
+	// dir and ctx open the data files that OpenLazily leaves closed; a
+	// bucket's files keep the context they are opened with for every read.
+	dir storage.Dir
+	ctx context.Context
+}
+
+// dataFileSlot is a data file, opened and checked once, at Open or at its
+// first read.
+type dataFileSlot struct {
+	df   dataFile
+	once sync.Once
+	f    storage.File
+	err  error
 }
 
 // Open reads and checks the metadata of the savepoint in dir: the preamble
 // first, then the CRC, then every structural rule of FORMAT.md. It opens the
 // data files and checks their sizes and preambles, but reads no segment.
 func Open(ctx context.Context, dir storage.Dir) (*Reader, error) {
+	r, err := OpenLazily(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, df := range r.idx.files {
+		if _, err := r.file(df.name); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// OpenLazily reads and checks the metadata as Open does, and opens no data
+// file until it is first read, when its size and preamble are checked.
+// It is for a caller that may read the index alone (inspect without a
+// scan): in a bucket, that costs one object.
+func OpenLazily(ctx context.Context, dir storage.Dir) (*Reader, error) {
 	f, err := dir.Open(ctx, MetadataName)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -41,36 +73,30 @@ func Open(ctx context.Context, dir storage.Dir) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{meta: meta, idx: idx, files: make(map[string]storage.File, len(idx.files))}
+	r := &Reader{meta: meta, idx: idx, files: make(map[string]*dataFileSlot, len(idx.files)), dir: dir, ctx: ctx}
 	for _, df := range idx.files {
-		if err := r.openDataFile(ctx, dir, df); err != nil {
-			r.Close()
-			return nil, err
-		}
+		r.files[df.name] = &dataFileSlot{df: df}
 	}
 	return r, nil
 }
 
 func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
+	// One read of the whole file: in a bucket each read is a request.
 	size := f.Size()
-	pre := make([]byte, min(size, preambleLen))
-	if err := readAt(f, MetadataName, -1, pre, 0); err != nil {
+	all := make([]byte, size)
+	if err := readAt(f, MetadataName, -1, all, 0); err != nil {
 		return nil, nil, err
 	}
-	version, err := checkMetadataPreamble(pre)
+	version, err := checkMetadataPreamble(all[:min(size, preambleLen)])
 	if err != nil {
 		return nil, nil, err
 	}
 	if size < metadataHeaderLen+crc32.Size {
 		return nil, nil, at(MetadataName, -1, size, corruptf("truncated: the file is %d bytes, a metadata file takes at least %d", size, metadataHeaderLen+crc32.Size))
 	}
-	var lenField [8]byte
-	if err := readAt(f, MetadataName, -1, lenField[:], preambleLen); err != nil {
-		return nil, nil, err
-	}
-	bodyLen := binary.BigEndian.Uint64(lenField[:])
-	// The length is checked against the file before anything is allocated
-	// for it; the CRC can only be checked once it has been read.
+	bodyLen := binary.BigEndian.Uint64(all[preambleLen:])
+	// The length is checked against the file before the body is decoded;
+	// the CRC can only be checked once it has been read.
 	follows := uint64(size - metadataHeaderLen - crc32.Size)
 	if bodyLen > follows {
 		return nil, nil, at(MetadataName, -1, preambleLen, corruptf("truncated: body length %d beyond the %d bytes remaining in the file", bodyLen, follows))
@@ -78,10 +104,7 @@ func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
 	if bodyLen < follows {
 		return nil, nil, at(MetadataName, -1, metadataHeaderLen+int64(bodyLen)+crc32.Size, corruptf("%d bytes of trailing garbage after the metadata", follows-bodyLen))
 	}
-	rest := make([]byte, size-preambleLen)
-	if err := readAt(f, MetadataName, -1, rest, preambleLen); err != nil {
-		return nil, nil, err
-	}
+	rest := all[preambleLen:]
 	covered := rest[:len(rest)-crc32.Size]
 	if want, got := binary.BigEndian.Uint32(rest[len(covered):]), crc.Checksum(covered); want != got {
 		return nil, nil, at(MetadataName, -1, size-crc32.Size, corruptf("metadata checksum mismatch: stored %08x, computed %08x", want, got))
@@ -89,27 +112,43 @@ func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
 	return decodeMetadataBody(covered[8:], version)
 }
 
-func (r *Reader) openDataFile(ctx context.Context, dir storage.Dir, df dataFile) error {
-	f, err := dir.Open(ctx, df.name)
+// file returns the data file name, opening and checking it at its first
+// use.
+func (r *Reader) file(name string) (storage.File, error) {
+	slot, ok := r.files[name]
+	if !ok {
+		return nil, fmt.Errorf("snapshotfmt: no data file %q in this savepoint", name)
+	}
+	slot.once.Do(func() { slot.f, slot.err = r.openDataFile(slot.df) })
+	return slot.f, slot.err
+}
+
+func (r *Reader) openDataFile(df dataFile) (storage.File, error) {
+	f, err := r.dir.Open(r.ctx, df.name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return at(df.name, -1, -1, corruptf("data file named in the metadata is missing"))
+			return nil, at(df.name, -1, -1, corruptf("data file named in the metadata is missing"))
 		}
-		return at(df.name, -1, -1, err)
+		return nil, at(df.name, -1, -1, err)
 	}
-	r.files[df.name] = f
 	if size := f.Size(); size != df.size {
+		f.Close()
 		what := "truncated"
 		if size > df.size {
 			what = "trailing bytes"
 		}
-		return at(df.name, -1, min(size, df.size), corruptf("%s: the file is %d bytes, the metadata says %d", what, size, df.size))
+		return nil, at(df.name, -1, min(size, df.size), corruptf("%s: the file is %d bytes, the metadata says %d", what, size, df.size))
 	}
 	pre := make([]byte, preambleLen)
 	if err := readAt(f, df.name, -1, pre, 0); err != nil {
-		return err
+		f.Close()
+		return nil, err
 	}
-	return checkDataPreamble(df.name, pre, r.idx.version)
+	if err := checkDataPreamble(df.name, pre, r.idx.version); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // readAt reads len(p) bytes at off; a short read means the file shrank or
@@ -139,8 +178,10 @@ func (r *Reader) Metadata() *savepoint.Metadata { return r.meta }
 // Close closes the data files.
 func (r *Reader) Close() error {
 	var errs []error
-	for _, f := range r.files {
-		errs = append(errs, f.Close())
+	for _, slot := range r.files {
+		if slot.f != nil {
+			errs = append(errs, slot.f.Close())
+		}
 	}
 	r.files = nil
 	return errors.Join(errs...)
@@ -161,8 +202,11 @@ func (r *Reader) DataFiles() []string {
 // rewrite whether the savepoint was written with compression on. The block
 // is not verified: the codec byte is only a hint here.
 func (r *Reader) SegmentCodec(seg savepoint.Segment) (Codec, error) {
-	f, ok := r.files[seg.File]
-	if !ok || seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length {
+	f, err := r.file(seg.File)
+	if err != nil {
+		return 0, err
+	}
+	if seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length {
 		return 0, fmt.Errorf("snapshotfmt: segment at %s offset %d length %d is not in the savepoint", seg.File, seg.Offset, seg.Length)
 	}
 	var b [1]byte
@@ -233,10 +277,10 @@ type Iterator struct {
 // index.
 func (r *Reader) iterate(ctx context.Context, seg savepoint.Segment) *Iterator {
 	it := &Iterator{ctx: ctx, seg: seg}
-	f, ok := r.files[seg.File]
+	f, err := r.file(seg.File)
 	switch {
-	case !ok:
-		it.err = fmt.Errorf("snapshotfmt: segment names file %q, which this savepoint does not have", seg.File)
+	case err != nil:
+		it.err = err
 	case r.meta.Check(seg.Ref) != nil:
 		it.err = fmt.Errorf("snapshotfmt: segment of %s: %w", seg.File, r.meta.Check(seg.Ref))
 	case seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length:
@@ -245,7 +289,7 @@ func (r *Reader) iterate(ctx context.Context, seg savepoint.Segment) *Iterator {
 	if it.err != nil {
 		return it
 	}
-	it.br = newBlockReader(f, seg.File, &seg)
+	it.br = newBlockReader(ctx, f, seg.File, &seg)
 	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Ref.Operator], seg.Ref, seg.KeyGroup), &it.entry)
 	it.entry.KeyGroup = seg.KeyGroup
 	it.untilCtx = ctxCheckEvery

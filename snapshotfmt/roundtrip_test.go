@@ -164,8 +164,8 @@ func TestRecordsContinueAcrossBlocks(t *testing.T) {
 	}
 	continued := map[int]int{}
 	for _, seg := range opSegments(r, 0) {
-		f := r.files[seg.File]
-		br := newBlockReader(f, seg.File, &seg)
+		f := r.files[seg.File].f
+		br := newBlockReader(context.Background(), f, seg.File, &seg)
 		var lastKey, lastNs []byte
 		for br.next() == nil {
 			payload, err := br.payload()
@@ -283,6 +283,30 @@ func (l lockedStaging) Create(ctx context.Context, name string) (io.WriteCloser,
 		return nil, err
 	}
 	return lockedWriter{w, l.mu}, nil
+}
+
+func (l lockedStaging) CreateNamed(ctx context.Context, stem, ext string) (storage.NamedWriter, error) {
+	w, _ := l.d.CreateNamed(ctx, stem, ext)
+	return lockedNamed{w, l.mu}, nil
+}
+
+func (l lockedStaging) ComposeNamed(ctx context.Context, name string) (storage.Composer, error) {
+	return l.d.ComposeNamed(ctx, name)
+}
+
+func (l lockedStaging) CopyNamed(ctx context.Context, src storage.File, name string) error {
+	return l.d.CopyNamed(ctx, src, name)
+}
+
+type lockedNamed struct {
+	storage.NamedWriter
+	mu *sync.Mutex
+}
+
+func (l lockedNamed) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.NamedWriter.Close()
 }
 
 func (l lockedStaging) Publish(ctx context.Context) error { return l.d.Publish(ctx) }

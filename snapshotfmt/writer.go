@@ -31,14 +31,17 @@ type Options struct {
 }
 
 // Writer stages a new savepoint. Data files are written first, each by its
-// own DataFileWriter (several may be written concurrently); Finish writes
-// the metadata last and publishes the directory. On any error, call Abort.
+// own DataFileWriter (several may be written concurrently) and named after
+// its bytes when it is closed; Finish writes the metadata last and
+// publishes the savepoint. On any error, call Abort.
 type Writer struct {
-	staging storage.Staging
-	meta    *savepoint.Metadata
-	opts    Options
+	dst  Target
+	meta *savepoint.Metadata
+	opts Options
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// files holds the data files by the stem and extension they were
+	// created under.
 	files    map[string]*DataFileWriter
 	claimed  map[segmentKey]bool
 	segments [][]savepoint.Segment // per operator, in the order they were closed
@@ -51,9 +54,9 @@ type segmentKey struct {
 }
 
 // NewWriter checks meta against every rule the reader enforces (segments
-// aside: the writer produces those) and returns a writer into staging. meta
+// aside: the writer produces those) and returns a writer into target. meta
 // must not change until Finish.
-func NewWriter(staging storage.Staging, meta *savepoint.Metadata, opts Options) (*Writer, error) {
+func NewWriter(target Target, meta *savepoint.Metadata, opts Options) (*Writer, error) {
 	if meta == nil {
 		return nil, errors.New("snapshotfmt: no metadata")
 	}
@@ -70,7 +73,7 @@ func NewWriter(staging storage.Staging, meta *savepoint.Metadata, opts Options) 
 		return nil, fmt.Errorf("snapshotfmt: invalid metadata: %w", err)
 	}
 	return &Writer{
-		staging:  staging,
+		dst:      target,
 		meta:     meta,
 		opts:     opts,
 		files:    map[string]*DataFileWriter{},
@@ -79,37 +82,49 @@ func NewWriter(staging storage.Staging, meta *savepoint.Metadata, opts Options) 
 	}, nil
 }
 
-// CreateDataFile creates a data file. The name must be a valid relative
-// name, unique within the savepoint.
+// CreateDataFile creates a data file. Its name is the one given with the
+// first 16 hex digits of the SHA-256 of its bytes put before the
+// extension ("op001-00000.data" becomes "op001-00000-<digits>.data"; a
+// content suffix the given name carries already is replaced), known once
+// the file is closed: the same state gives the same names, and a file of
+// a given name always holds the same bytes. The name must be a valid
+// relative name, unique within the savepoint.
 func (w *Writer) CreateDataFile(ctx context.Context, name string) (*DataFileWriter, error) {
 	if err := checkDataFileName(name); err != nil {
 		return nil, fmt.Errorf("snapshotfmt: data file: %w", err)
 	}
-	f := &DataFileWriter{w: w, name: name}
+	stem, ext := dataFileStem(name)
+	f := &DataFileWriter{w: w, key: stem + ext}
 	w.mu.Lock()
 	switch {
 	case w.done:
 		w.mu.Unlock()
 		return nil, errors.New("snapshotfmt: writer already finished or aborted")
-	case w.files[name] != nil:
+	case w.files[f.key] != nil:
 		w.mu.Unlock()
-		return nil, fmt.Errorf("snapshotfmt: data file %s created twice", name)
+		return nil, fmt.Errorf("snapshotfmt: data file %s created twice", f.key)
 	}
-	w.files[name] = f
+	w.files[f.key] = f
 	w.mu.Unlock()
 
 	// A file that fails here is marked closed and failed, so that Finish
 	// names it.
-	out, err := w.staging.Create(ctx, name)
+	var err error
+	if storage.InBucket(w.dst) {
+		f.out, err = newComposeSink(w.dst, stem, ext)
+	} else {
+		var out storage.NamedWriter
+		if out, err = w.dst.CreateNamed(ctx, stem, ext); err == nil {
+			f.out = &streamSink{out: out, buf: bufio.NewWriterSize(out, 64<<10)}
+		}
+	}
 	if err != nil {
-		f.closed, f.err = true, fmt.Errorf("snapshotfmt: %s: %w", name, err)
+		f.closed, f.err = true, fmt.Errorf("snapshotfmt: %s: %w", f.key, err)
 		return nil, f.err
 	}
-	f.out = out
-	f.buf = bufio.NewWriterSize(out, 64<<10)
 	if w.opts.Compression == CodecZstd {
 		if f.enc, err = newZstdEncoder(); err != nil {
-			f.err = fmt.Errorf("snapshotfmt: %s: %w", name, err)
+			f.err = fmt.Errorf("snapshotfmt: %s: %w", f.key, err)
 		}
 	}
 	if err := f.write(appendPreamble(nil, typeData)); err != nil {
@@ -122,13 +137,15 @@ func (w *Writer) CreateDataFile(ctx context.Context, name string) (*DataFileWrit
 // DataFileWriter writes one data file. It is used by one goroutine at a
 // time.
 type DataFileWriter struct {
-	w       *Writer
-	name    string
-	out     io.WriteCloser
-	buf     *bufio.Writer
-	size    int64
-	enc     *zstd.Encoder
-	scratch []byte
+	w *Writer
+	// key is the stem and extension the file was created under, which
+	// names it in messages and in the index until it is closed; name is
+	// its content name, set by Close.
+	key, name string
+	out       sink
+	size      int64
+	enc       *zstd.Encoder
+	scratch   []byte
 	// rw encodes the open segment; its buffers serve one segment after
 	// another.
 	rw     *recordWriter
@@ -143,12 +160,25 @@ func (f *DataFileWriter) write(b []byte) error {
 	if f.err != nil {
 		return f.err
 	}
-	n, err := f.buf.Write(b)
-	f.size += int64(n)
-	if err != nil {
-		f.err = fmt.Errorf("snapshotfmt: writing %s: %w", f.name, err)
+	if err := f.out.write(b); err != nil {
+		f.err = fmt.Errorf("snapshotfmt: writing %s: %w", f.key, err)
+		return f.err
 	}
-	return f.err
+	f.size += int64(len(b))
+	return nil
+}
+
+// copied appends a block copied from off in src.
+func (f *DataFileWriter) copied(b []byte, src storage.File, off int64, v Version) error {
+	if f.err != nil {
+		return f.err
+	}
+	if err := f.out.copied(b, src, off, v); err != nil {
+		f.err = fmt.Errorf("snapshotfmt: writing %s: %w", f.key, err)
+		return f.err
+	}
+	f.size += int64(len(b))
+	return nil
 }
 
 // emit seals and writes a block of the open segment.
@@ -164,9 +194,9 @@ func (f *DataFileWriter) usable() error {
 	case f.err != nil:
 		return f.err
 	case f.closed:
-		return fmt.Errorf("snapshotfmt: data file %s is closed", f.name)
+		return fmt.Errorf("snapshotfmt: data file %s is closed", f.key)
 	case f.open != nil:
-		return fmt.Errorf("snapshotfmt: data file %s: a segment is still open", f.name)
+		return fmt.Errorf("snapshotfmt: data file %s: a segment is still open", f.key)
 	}
 	return nil
 }
@@ -275,7 +305,7 @@ func (s *SegmentWriter) Close() error {
 	s.f.w.addSegment(savepoint.Segment{
 		Ref:    s.ref,
 		Stats:  s.rw.stats(),
-		File:   s.f.name,
+		File:   s.f.key,
 		Offset: s.start,
 		Length: s.f.size - s.start,
 	})
@@ -299,8 +329,11 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 		return fmt.Errorf("snapshotfmt: source segment: %w", err)
 	}
 	so := &src.meta.Operators[seg.Ref.Operator]
-	file, ok := src.files[seg.File]
-	if !ok || seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > file.Size()-seg.Length {
+	file, err := src.file(seg.File)
+	if err != nil {
+		return err
+	}
+	if seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > file.Size()-seg.Length {
 		return fmt.Errorf("snapshotfmt: source segment at %s offset %d length %d is not in the source", seg.File, seg.Offset, seg.Length)
 	}
 	srcShape, dstShape := shapeOf(so, seg.Ref, seg.KeyGroup), shapeOf(o, ref, kg)
@@ -318,7 +351,8 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 	// fails the file.
 	start := f.size
 	var raw uint64
-	br := newBlockReader(file, seg.File, &seg)
+	br := newBlockReader(ctx, file, seg.File, &seg)
+	defer br.release()
 	for {
 		if err := ctx.Err(); err != nil {
 			f.err = err
@@ -333,7 +367,7 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 			return err
 		}
 		raw += uint64(br.rawLen)
-		if err := f.write(br.cur); err != nil {
+		if err := f.copied(br.cur, file, br.blockAt(), src.idx.version); err != nil {
 			return err
 		}
 	}
@@ -343,19 +377,19 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 	}
 	stats := seg.Stats
 	stats.KeyGroup = kg
-	f.w.addSegment(savepoint.Segment{Ref: ref, Stats: stats, File: f.name, Offset: start, Length: f.size - start})
+	f.w.addSegment(savepoint.Segment{Ref: ref, Stats: stats, File: f.key, Offset: start, Length: f.size - start})
 	return nil
 }
 
-// Close flushes and syncs the file. A segment still open makes the file
-// unusable.
+// Close completes the file and names it. A segment still open makes the
+// file unusable.
 func (f *DataFileWriter) Close() error {
 	if f.closed {
 		return f.err
 	}
 	f.closed = true
 	if f.open != nil && f.err == nil {
-		f.err = fmt.Errorf("snapshotfmt: data file %s closed with %s still open", f.name, f.open.where)
+		f.err = fmt.Errorf("snapshotfmt: data file %s closed with %s still open", f.key, f.open.where)
 	}
 	if f.enc != nil {
 		f.enc.Close()
@@ -363,13 +397,21 @@ func (f *DataFileWriter) Close() error {
 	if f.out == nil {
 		return f.err
 	}
-	flushErr := f.buf.Flush()
-	closeErr := f.out.Close()
-	if f.err == nil && (flushErr != nil || closeErr != nil) {
-		f.err = fmt.Errorf("snapshotfmt: writing %s: %w", f.name, errors.Join(flushErr, closeErr))
+	if f.err != nil {
+		f.out.abort()
+		return f.err
 	}
-	return f.err
+	name, err := f.out.finish(context.Background())
+	if err != nil {
+		f.err = fmt.Errorf("snapshotfmt: writing %s: %w", f.key, err)
+		return f.err
+	}
+	f.name = name
+	return nil
 }
+
+// Name is the file's name in the savepoint, known once Close succeeded.
+func (f *DataFileWriter) Name() string { return f.name }
 
 // Finish writes _metadata, once every data file is closed, and publishes
 // the savepoint.
@@ -385,17 +427,27 @@ func (w *Writer) Finish(ctx context.Context) error {
 		return fmt.Errorf("snapshotfmt: invalid metadata: %w", err)
 	}
 	idx := &index{segments: w.segments}
-	for name, f := range w.files {
+	names := map[string]string{}
+	for key, f := range w.files {
 		if !f.closed {
-			return fmt.Errorf("snapshotfmt: data file %s is not closed", name)
+			return fmt.Errorf("snapshotfmt: data file %s is not closed", key)
 		}
 		if f.err != nil {
-			return fmt.Errorf("snapshotfmt: data file %s failed: %w", name, f.err)
+			return fmt.Errorf("snapshotfmt: data file %s failed: %w", key, f.err)
 		}
-		idx.files = append(idx.files, dataFile{name: name, size: f.size})
+		idx.files = append(idx.files, dataFile{name: f.name, size: f.size})
+		names[key] = f.name
 	}
 	slices.SortFunc(idx.files, func(a, b dataFile) int { return cmp.Compare(a.name, b.name) })
+	for i := 1; i < len(idx.files); i++ {
+		if idx.files[i].name == idx.files[i-1].name {
+			return fmt.Errorf("snapshotfmt: two data files are named %s", idx.files[i].name)
+		}
+	}
 	for _, segs := range idx.segments {
+		for i := range segs {
+			segs[i].File = names[segs[i].File]
+		}
 		slices.SortFunc(segs, func(a, b savepoint.Segment) int { return lessSegment(&a, &b) })
 	}
 	body := encodeMetadataBody(w.meta, idx)
@@ -404,7 +456,7 @@ func (w *Writer) Finish(ctx context.Context) error {
 	file = append(file, body...)
 	file = binary.BigEndian.AppendUint32(file, crc.Checksum(file[preambleLen:]))
 
-	out, err := w.staging.Create(ctx, MetadataName)
+	out, err := w.dst.Create(ctx, MetadataName)
 	if err != nil {
 		return fmt.Errorf("snapshotfmt: %s: %w", MetadataName, err)
 	}
@@ -415,7 +467,7 @@ func (w *Writer) Finish(ctx context.Context) error {
 	if err := out.Close(); err != nil {
 		return fmt.Errorf("snapshotfmt: writing %s: %w", MetadataName, err)
 	}
-	if err := w.staging.Publish(ctx); err != nil {
+	if err := w.dst.Publish(ctx); err != nil {
 		return err
 	}
 	w.done = true
@@ -437,10 +489,10 @@ func (w *Writer) Abort() error {
 		}
 		f.closed = true
 		f.err = errors.New("snapshotfmt: writer aborted")
-		f.out.Close()
+		f.out.abort()
 		if f.enc != nil {
 			f.enc.Close()
 		}
 	}
-	return w.staging.Abort()
+	return w.dst.Abort()
 }

@@ -2,6 +2,7 @@ package snapshotfmt
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -214,5 +215,64 @@ func TestNewWriterChecksMetadata(t *testing.T) {
 	}
 	if _, err := NewWriter(newMemDir(), testMeta(), Options{Compression: 7}); err == nil {
 		t.Error("unknown codec accepted")
+	}
+}
+
+// Data files are named after their bytes: the name given, with the first
+// 16 hex digits of the SHA-256 of the file before its extension, a content
+// suffix the name had already replaced.
+func TestDataFilesAreNamedByContent(t *testing.T) {
+	for _, tc := range []struct{ given, stem, ext string }{
+		{"data-000", "data-000", ""},
+		{"op001-00000.data", "op001-00000", ".data"},
+		{"op001-00000-0123456789abcdef.data", "op001-00000", ".data"},
+		{"sub/op001-00000-0123456789abcdef.data", "sub/op001-00000", ".data"},
+		{"op001-00000-0123456789ABCDEF.data", "op001-00000-0123456789ABCDEF", ".data"},
+		{"x-0123456789abcde.data", "x-0123456789abcde", ".data"},
+		{".hidden", ".hidden", ""},
+	} {
+		if stem, ext := dataFileStem(tc.given); stem != tc.stem || ext != tc.ext {
+			t.Errorf("dataFileStem(%q) = %q, %q; want %q, %q", tc.given, stem, ext, tc.stem, tc.ext)
+		}
+	}
+	ctx := context.Background()
+	d := newMemDir()
+	w, err := NewWriter(d, testMeta(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"op000-00000.data", "op000-00001-00000000deadbeef.data"} {
+		f, err := w.CreateDataFile(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.CreateDataFile(ctx, "op000-00000-1111111111111111.data"); err == nil {
+		t.Error("a second file of the same stem was created")
+	}
+	if err := w.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var want []string
+	for _, stem := range []string{"op000-00000", "op000-00001"} {
+		var b []byte
+		for name, data := range d.files {
+			if strings.HasPrefix(name, stem+"-") {
+				b = data
+			}
+		}
+		sum := sha256.Sum256(b)
+		want = append(want, fmt.Sprintf("%s-%x.data", stem, sum[:8]))
+	}
+	if got := r.DataFiles(); !slices.Equal(got, want) {
+		t.Errorf("data files %v, want %v", got, want)
 	}
 }

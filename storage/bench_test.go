@@ -6,8 +6,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // BenchmarkRangedReads reads a 64 MiB object from versitygw in ranges of

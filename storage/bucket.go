@@ -226,6 +226,13 @@ type bucketFile struct {
 
 func (f *bucketFile) Size() int64 { return f.size }
 
+// bucketReadSize is ReadSize for a bucket object: large enough that a
+// request's latency is small against its transfer, small enough that a
+// few of them in flight per reader stay within a memory budget.
+const bucketReadSize = 4 << 20
+
+func (f *bucketFile) readSize() int64 { return bucketReadSize }
+
 func (f *bucketFile) Close() error { return nil }
 
 // ReadAt reads len(p) bytes at off. A connection that breaks or a throttled

@@ -230,7 +230,7 @@ func (w *bucketNamed) Close() error {
 	err := w.w.Close()
 	name := NameByContent(w.stem, w.h.Sum(nil), w.ext)
 	if err == nil {
-		err = w.t.copyKey(w.ctx, w.t.bucketStore, w.tmp, w.t.key(name), w.size, false)
+		err = w.t.copyKey(w.ctx, w.t.bucketStore, w.tmp, "", w.t.key(name), w.size, false)
 	}
 	if derr := w.t.deleteKey(w.ctx, w.tmp); derr == nil {
 		w.t.mu.Lock()
@@ -241,9 +241,7 @@ func (w *bucketNamed) Close() error {
 		return fmt.Errorf("storage: writing %s: %w", w.t.where(name), err)
 	}
 	w.name = name
-	w.t.mu.Lock()
-	w.t.named[name] = true
-	w.t.mu.Unlock()
+	w.t.markNamed(name)
 	return nil
 }
 
@@ -268,7 +266,8 @@ func (t *bucketTarget) Copy(ctx context.Context, src Dir, srcName, name string) 
 	if err != nil {
 		return err
 	}
-	if err := t.copyKey(ctx, sd.bucketStore, sd.key(srcName), t.key(name), f.Size(), true); err != nil {
+	bf := f.(*bucketFile)
+	if err := t.copyKey(ctx, sd.bucketStore, sd.key(srcName), bf.etag, t.key(name), f.Size(), true); err != nil {
 		return t.conflict(name, err)
 	}
 	t.mu.Lock()
@@ -283,8 +282,10 @@ const maxCopyObject = 5 << 30
 
 // copyKey copies srcKey of src to dstKey of t on the server. createOnly
 // refuses an existing destination; on S3 by condition, elsewhere by a
-// check that a writer racing this one can slip past.
-func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, dstKey string, size int64, createOnly bool) error {
+// check that a writer racing this one can slip past. On S3 a srcETag
+// binds the copy to the version of the source that was read: a replaced
+// source fails it with ErrChanged.
+func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, srcETag, dstKey string, size int64, createOnly bool) error {
 	t.c.Requests.Add(1)
 	if t.s3 == nil {
 		if createOnly {
@@ -305,7 +306,7 @@ func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, ds
 	// CopyObject, every one that has conditions does on completion.
 	if size > maxCopyObject || createOnly {
 		k := &s3Composer{t: t, ctx: ctx, key: dstKey, createOnly: createOnly}
-		err := k.copyParts(src.loc.Bucket, srcKey, 0, size)
+		err := k.copyParts(src.loc.Bucket, srcKey, srcETag, 0, size)
 		if err == nil {
 			// With no part (an empty file), finish makes it one PUT.
 			err = k.finish()
@@ -315,8 +316,20 @@ func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, ds
 		}
 		return err
 	}
-	in := &s3.CopyObjectInput{Bucket: aws.String(t.loc.Bucket), Key: aws.String(dstKey), CopySource: aws.String(copySource(src.loc.Bucket, srcKey))}
+	return t.copyObject(ctx, src.loc.Bucket, srcKey, srcETag, dstKey, size)
+}
+
+// copyObject copies a whole object of at most maxCopyObject bytes on S3
+// in one request.
+func (t *bucketTarget) copyObject(ctx context.Context, srcBucket, srcKey, srcETag, dstKey string, size int64) error {
+	in := &s3.CopyObjectInput{Bucket: aws.String(t.loc.Bucket), Key: aws.String(dstKey), CopySource: aws.String(copySource(srcBucket, srcKey))}
+	if srcETag != "" {
+		in.CopySourceIfMatch = aws.String(srcETag)
+	}
 	if _, err := t.s3.CopyObject(ctx, in); err != nil {
+		if isPreconditionFailed(err) {
+			return fmt.Errorf("%w: %s was replaced after it was read", ErrChanged, srcKey)
+		}
 		return err
 	}
 	t.c.BytesCopied.Add(size)
@@ -370,6 +383,83 @@ func (t *bucketTarget) Compose(ctx context.Context, name string) (Composer, erro
 	t.composers[k] = true
 	t.mu.Unlock()
 	return k, nil
+}
+
+// ComposeNamed composes a content-named file: like Compose, without the
+// create-only condition, since a file of that name holds the same bytes.
+func (t *bucketTarget) ComposeNamed(ctx context.Context, name string) (Composer, error) {
+	if err := t.checkWritable(name); err != nil {
+		return nil, err
+	}
+	if name == MetadataName {
+		return nil, fmt.Errorf("%w: %s is not composed", ErrBadName, MetadataName)
+	}
+	if t.s3 == nil {
+		return &clientComposer{w: t.createNamedAs(ctx, name), c: t.c}, nil
+	}
+	k := &s3Composer{t: t, ctx: ctx, name: name, key: t.key(name), named: true}
+	t.mu.Lock()
+	t.composers[k] = true
+	t.mu.Unlock()
+	return k, nil
+}
+
+// CopyNamed copies the whole of src to a content-named file, on the server
+// when src lies in the same store.
+func (t *bucketTarget) CopyNamed(ctx context.Context, src File, name string) error {
+	if err := t.checkWritable(name); err != nil {
+		return err
+	}
+	if name == MetadataName {
+		return fmt.Errorf("%w: a data file cannot be named %s", ErrBadName, MetadataName)
+	}
+	bf, ok := src.(*bucketFile)
+	if !ok || !sameStore(bf.st, t.bucketStore) {
+		w := t.createNamedAs(ctx, name)
+		if _, err := io.Copy(w, io.NewSectionReader(src, 0, src.Size())); err != nil {
+			w.Close()
+			return fmt.Errorf("storage: copying into %s: %w", t.where(name), err)
+		}
+		return w.Close()
+	}
+	if err := t.copyKey(ctx, bf.st, bf.st.key(bf.name), bf.etag, t.key(name), bf.size, false); err != nil {
+		return fmt.Errorf("storage: copying %s to %s: %w", bf.st.where(bf.name), t.where(name), err)
+	}
+	t.markNamed(name)
+	return nil
+}
+
+func (t *bucketTarget) markNamed(name string) {
+	t.mu.Lock()
+	t.named[name] = true
+	t.mu.Unlock()
+}
+
+// createNamedAs uploads a content-named file the caller has named: no
+// condition, since a file of that name holds the same bytes.
+func (t *bucketTarget) createNamedAs(ctx context.Context, name string) io.WriteCloser {
+	t.c.Requests.Add(1)
+	return &namedAsWriter{t: t, name: name, w: upload(ctx, t.b, t.key(name), &blob.WriterOptions{ContentType: "application/octet-stream"})}
+}
+
+type namedAsWriter struct {
+	t    *bucketTarget
+	name string
+	w    *uploadWriter
+}
+
+func (w *namedAsWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.t.c.BytesWritten.Add(int64(n))
+	return n, err
+}
+
+func (w *namedAsWriter) Close() error {
+	if err := w.w.Close(); err != nil {
+		return fmt.Errorf("storage: writing %s: %w", w.t.where(w.name), err)
+	}
+	w.t.markNamed(w.name)
+	return nil
 }
 
 // Publish writes _metadata, which makes the savepoint visible in one PUT:

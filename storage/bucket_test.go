@@ -11,8 +11,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // newBucket starts versitygw with one bucket and returns the server and the

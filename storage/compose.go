@@ -33,6 +33,11 @@ type s3Composer struct {
 	ctx        context.Context
 	name, key  string
 	createOnly bool
+	// named says the caller named the file by its content (ComposeNamed).
+	named bool
+	// whole is a first piece that is the whole of an object: if nothing
+	// follows it, the file is one copy of that object.
+	whole *piece
 
 	uploadID *string
 	parts    []s3types.CompletedPart
@@ -51,6 +56,9 @@ type piece struct {
 func (k *s3Composer) Write(p []byte) (int, error) {
 	if k.err != nil {
 		return 0, k.err
+	}
+	if err := k.flushWhole(); err != nil {
+		return 0, err
 	}
 	if err := k.readTail(); err != nil {
 		return 0, err
@@ -76,15 +84,41 @@ func (k *s3Composer) CopyRange(ctx context.Context, src File, off, n int64) erro
 	if !ok || !sameStore(bf.st, k.t.bucketStore) {
 		return k.through(src, off, n)
 	}
+	// A create-only file is never one CopyObject: not every server
+	// honours the condition there (see copyKey).
+	if !k.createOnly && k.uploadID == nil && len(k.pending) == 0 && k.tail == nil && k.whole == nil &&
+		off == 0 && n == bf.size && n > 0 && n <= maxCopyObject {
+		k.whole = &piece{src: bf, off: off, n: n}
+		return nil
+	}
+	if err := k.flushWhole(); err != nil {
+		return err
+	}
+	return k.copyRange(bf, off, n)
+}
+
+// flushWhole copies a held whole object as a range, since something
+// follows it.
+func (k *s3Composer) flushWhole() error {
+	if k.whole == nil {
+		return nil
+	}
+	p := k.whole
+	k.whole = nil
+	return k.copyRange(p.src, p.off, p.n)
+}
+
+// copyRange appends a range of an object of the same store.
+func (k *s3Composer) copyRange(bf *bucketFile, off, n int64) error {
 	if err := k.readTail(); err != nil {
 		return err
 	}
 	if len(k.pending) > 0 && len(k.pending) < minPart {
 		fill := int64(minPart - len(k.pending))
 		if n-fill < minPart {
-			return k.through(src, off, n)
+			return k.through(bf, off, n)
 		}
-		if err := k.through(src, off, fill); err != nil {
+		if err := k.through(bf, off, fill); err != nil {
 			return err
 		}
 		off, n = off+fill, n-fill
@@ -95,7 +129,7 @@ func (k *s3Composer) CopyRange(ctx context.Context, src File, off, n int64) erro
 		}
 	}
 	if n >= minPart {
-		return k.copyParts(bf.st.loc.Bucket, bf.st.key(bf.name), off, n)
+		return k.copyParts(bf.st.loc.Bucket, bf.st.key(bf.name), bf.etag, off, n)
 	}
 	if n > 0 {
 		k.tail = &piece{src: bf, off: off, n: n}
@@ -181,8 +215,9 @@ func (k *s3Composer) sendPending(n int) error {
 
 // copyParts copies off..off+n of srcKey as parts of at most maxPart bytes,
 // of even size so that none falls short of minPart. n must be at least
-// minPart unless these are the upload's last parts.
-func (k *s3Composer) copyParts(srcBucket, srcKey string, off, n int64) error {
+// minPart unless these are the upload's last parts. A srcETag binds the
+// copies to the version of the source that was read.
+func (k *s3Composer) copyParts(srcBucket, srcKey, srcETag string, off, n int64) error {
 	if n == 0 {
 		return nil
 	}
@@ -198,9 +233,16 @@ func (k *s3Composer) copyParts(srcBucket, srcKey string, off, n int64) error {
 			return err
 		}
 		k.t.c.Requests.Add(1)
-		out, err := k.t.s3.UploadPartCopy(k.ctx, &s3.UploadPartCopyInput{Bucket: aws.String(k.t.loc.Bucket), Key: aws.String(k.key),
+		in := &s3.UploadPartCopyInput{Bucket: aws.String(k.t.loc.Bucket), Key: aws.String(k.key),
 			UploadId: k.uploadID, PartNumber: num, CopySource: aws.String(copySource(srcBucket, srcKey)),
-			CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", lo, hi-1))})
+			CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", lo, hi-1))}
+		if srcETag != "" {
+			in.CopySourceIfMatch = aws.String(srcETag)
+		}
+		out, err := k.t.s3.UploadPartCopy(k.ctx, in)
+		if isPreconditionFailed(err) {
+			err = fmt.Errorf("%w: %s was replaced after it was read", ErrChanged, srcKey)
+		}
 		if err != nil {
 			return k.fail(fmt.Errorf("storage: copying bytes %d-%d of %s into part %d of %s: %w", lo, hi-1, srcKey, *num, k.key, err))
 		}
@@ -223,17 +265,25 @@ func (k *s3Composer) Close() error {
 		return k.t.conflict(k.name, err)
 	}
 	k.t.mu.Lock()
-	k.t.created[k.name] = true
+	if k.named {
+		k.t.named[k.name] = true
+	} else {
+		k.t.created[k.name] = true
+	}
 	k.t.mu.Unlock()
 	return nil
 }
 
 func (k *s3Composer) finish() error {
+	if p := k.whole; p != nil {
+		k.whole = nil
+		return k.t.copyObject(k.ctx, p.src.st.loc.Bucket, p.src.st.key(p.src.name), p.src.etag, k.key, p.n)
+	}
 	switch {
 	case k.tail != nil && len(k.pending) == 0:
 		p := k.tail
 		k.tail = nil
-		if err := k.copyParts(p.src.st.loc.Bucket, p.src.st.key(p.src.name), p.off, p.n); err != nil {
+		if err := k.copyParts(p.src.st.loc.Bucket, p.src.st.key(p.src.name), p.src.etag, p.off, p.n); err != nil {
 			return err
 		}
 	case k.uploadID == nil:

@@ -16,8 +16,8 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // conformance runs the behaviour every bucket store must show through the

@@ -42,7 +42,7 @@
 // never holds more bytes than its budget (the block reader's 256 KiB
 // windows cost one request each, a few milliseconds on versitygw; whole
 // segments or chunks of a few MiB read at close to the link's speed, see
-// BenchmarkRangedReads). Counters count bytes and requests for progress
+// BenchmarkRangedReads); ReadSize tells a reader which size suits a file. Counters count bytes and requests for progress
 // output; CountersOf returns those of a Dir or Target.
 //
 // # Writing a bucket
@@ -62,20 +62,21 @@
 //     temporary object that is copied to its name on the server at Close.
 //     Writes stay byte-identical run after run, a leftover of a dead run
 //     with the same name holds the same bytes, and a forced replacement
-//     never overwrites a file the old _metadata still names. This is the
-//     way for writers into buckets.
+//     never overwrites a file the old _metadata still names. ComposeNamed
+//     and CopyNamed do the same for a caller that has read the bytes and
+//     named the file itself (the snapshot writer, which verifies what it
+//     copies): no temporary, since the name is known before the upload.
 //   - Create keeps the caller's name and writes it create-only: a name that
 //     exists (a dead run's leftover, another writer's file) fails with
 //     ErrConflict instead of being overwritten under a reader. It suits
-//     fresh targets; with force over a savepoint of the same names it
-//     conflicts, so the snapshot writer must move to CreateNamed before
-//     --force on buckets is wired (the next step: DataFileWriter learns
-//     its name at Close and the index records it).
+//     fresh targets and files no savepoint shares.
 //   - Copy and Compose copy untouched data on the server: a whole file with
 //     a copy request, and ranges with UploadPartCopy where S3's rule allows
 //     (every part but the last at least 5 MiB; shorter ranges, and the
 //     bytes needed to top a part up, go through the client). Elsewhere
-//     than S3, ranges go through the client.
+//     than S3, ranges go through the client. On S3 a copy is bound to the
+//     version of its source that was opened (x-amz-copy-source-if-match):
+//     a source replaced since fails it with ErrChanged.
 //
 // A forced publish then deletes the files of the replaced savepoint that
 // the new one does not use. A reader that opened the old _metadata before

@@ -17,16 +17,16 @@ import (
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 // copySavepoint rewrites the savepoint of r into staging as a rewrite that
 // changes nothing does: each segment copied as opaque bytes, its blocks'
 // CRCs verified, into data files named after the source's plus suffix.
-func copySavepoint(ctx context.Context, r *snapshotfmt.Reader, staging storage.Staging, suffix string) error {
+func copySavepoint(ctx context.Context, r *snapshotfmt.Reader, staging storage.Target, suffix string) error {
 	w, err := snapshotfmt.NewWriter(staging, r.Metadata(), snapshotfmt.Options{})
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ func TestSavepointInABucket(t *testing.T) {
 	}
 	t.Logf("%d entries equal", n)
 
-	name := local.DataFiles()[0]
+	name := r.DataFiles()[0]
 	d := openVia(t, srv.Endpoint(), "savepoints/sp-1", storage.RetryPolicy{})
 	b := readAll(t, d, name)
 	b[len(b)/2] ^= 0x40

@@ -10,15 +10,19 @@ import (
 	"path/filepath"
 )
 
-// Stage prepares a new directory that Publish renames to target. The staging
-// directory is created beside target, so that the rename stays on one file
-// system. With force, an existing target is replaced at Publish: where the
+// Stage prepares a new directory that Publish renames to target: the local
+// Target that OpenTarget gives for a plain path. The staging directory is
+// created beside target, so that the rename stays on one file system. With force, an existing target is replaced at Publish: where the
 // OS can exchange two directories atomically (Linux renameat2, macOS
 // renamex_np) a reader of target sees the old directory or the new one at
 // every instant; elsewhere the old one is moved aside first, and if the run
 // dies between the two renames, the next Stage of the same target moves it
 // back.
-func Stage(target string, force bool) (Staging, error) {
+func Stage(target string, force bool) (Target, error) {
+	return stage(target, force, new(Counters))
+}
+
+func stage(target string, force bool, c *Counters) (*localTarget, error) {
 	target = filepath.Clean(target)
 	if err := recoverPrevious(target); err != nil {
 		return nil, err
@@ -33,7 +37,7 @@ func Stage(target string, force bool) (Staging, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &localStaging{target: target, tmp: tmp, force: force}, nil
+	return &localTarget{localStaging: &localStaging{target: target, tmp: tmp, force: force}, c: c}, nil
 }
 
 type localStaging struct {

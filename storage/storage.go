@@ -79,3 +79,35 @@ const TempPrefix = ".stateproc-tmp-"
 // MetadataName is the file whose presence makes a directory a savepoint. It
 // is written last; on a bucket, with a create-only condition.
 const MetadataName = "_metadata"
+
+// ReadSize is how many bytes a reader that goes through f in order should
+// ask for at once: 0 for a local file, where a read of any size is one
+// system call and the reader's own window suits, and a few MiB for an
+// object in a bucket, where every read is a request with a latency of its
+// own (see BenchmarkRangedReads).
+func ReadSize(f File) int64 {
+	if r, ok := f.(interface{ readSize() int64 }); ok {
+		return r.readSize()
+	}
+	return 0
+}
+
+// InBucket reports whether x, a Dir, Target or File that this package
+// opened, lies in an object store.
+func InBucket(x any) bool {
+	switch x.(type) {
+	case *bucketDir, *bucketTarget, *bucketFile:
+		return true
+	}
+	return false
+}
+
+// SameStore reports whether the store of target t can copy bytes of f
+// itself, without them passing through this process: both lie in one
+// bucket of one store (on S3 ranges too, elsewhere whole files only; see
+// Target.Compose).
+func SameStore(t any, f File) bool {
+	bt, ok1 := t.(*bucketTarget)
+	bf, ok2 := f.(*bucketFile)
+	return ok1 && ok2 && sameStore(bf.st, bt.bucketStore)
+}

@@ -36,6 +36,15 @@ type Target interface {
 	// of files of a Dir in the same store, copied on the store's side
 	// where its rules allow and through this process otherwise.
 	Compose(ctx context.Context, name string) (Composer, error)
+	// ComposeNamed and CopyNamed write a data file whose name the caller
+	// derived from its bytes (NameByContent), having read them, when the
+	// bytes are not to pass through this process again: ComposeNamed as
+	// Compose does, CopyNamed as a copy of the whole of src, on the
+	// store's side where src lies in the same store. A file of that name
+	// holds the same bytes, so it is replaced rather than refused, and a
+	// forced publish keeps it, as it keeps CreateNamed's files.
+	ComposeNamed(ctx context.Context, name string) (Composer, error)
+	CopyNamed(ctx context.Context, src File, name string) error
 	// Location is the target's place, for messages.
 	Location() string
 	// Close releases the target's connection; call it after Publish or
@@ -84,11 +93,7 @@ func OpenTarget(ctx context.Context, location string, opts TargetOptions) (Targe
 	if loc.IsBucket() {
 		return openBucketTarget(ctx, loc, opts)
 	}
-	st, err := Stage(loc.Path, opts.Force)
-	if err != nil {
-		return nil, err
-	}
-	return &localTarget{localStaging: st.(*localStaging), c: opts.Counters}, nil
+	return stage(loc.Path, opts.Force, opts.Counters)
 }
 
 // NameByContent is the name CreateNamed gives a file of the given SHA-256.
@@ -177,6 +182,24 @@ func (t *localTarget) Compose(ctx context.Context, name string) (Composer, error
 		return nil, err
 	}
 	return &clientComposer{w: w, c: t.c}, nil
+}
+
+// ComposeNamed is Compose: the staging directory is new, so no file of the
+// name can be there.
+func (t *localTarget) ComposeNamed(ctx context.Context, name string) (Composer, error) {
+	return t.Compose(ctx, name)
+}
+
+func (t *localTarget) CopyNamed(ctx context.Context, src File, name string) error {
+	w, err := t.Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, io.NewSectionReader(src, 0, src.Size())); err != nil {
+		w.Close()
+		return fmt.Errorf("storage: copying into %s: %w", name, err)
+	}
+	return w.Close()
 }
 
 // copyThrough copies a file by reading it and writing it with Create.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/storage"
-	"github.com/stateproc/stateproc/storage/internal/storetest"
 )
 
 func openTarget(t *testing.T, loc string, force bool) storage.Target {
@@ -325,5 +325,91 @@ func TestOrphansOfADeadRun(t *testing.T) {
 	}
 	if names, _ := d.List(ctx); !slices.Equal(names, []string{"data-000"}) {
 		t.Fatalf("left: %v", names)
+	}
+}
+
+// TestNamedCopiesAndCompositions writes content-named files the caller has
+// named: a whole object is one CopyObject, bound to the version read; a
+// name that exists is replaced, not refused; and a forced publish keeps
+// the named files while it removes the replaced savepoint's others.
+func TestNamedCopiesAndCompositions(t *testing.T) {
+	ctx := context.Background()
+	srv := newBucket(t)
+	src := randomBytes(12, 7<<20)
+	putObject(t, srv, "in/data-000", src)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	in := openVia(t, p.URL, "in", fastRetries)
+	f, err := in.Open(ctx, "data-000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := storetest.URL(p.URL, "state", "out")
+	first := openTarget(t, loc, false)
+	if err := first.CopyNamed(ctx, f, "copied"); err != nil {
+		t.Fatal(err)
+	}
+	k, err := first.ComposeNamed(ctx, "whole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The whole of one object, and nothing else: one CopyObject.
+	if err := k.CopyRange(ctx, f, 0, f.Size()); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := p.Ops("CopyObject"), p.Ops("UploadPartCopy"); n != 2 || m != 0 {
+		t.Errorf("%d CopyObject and %d UploadPartCopy requests, want 2 and 0", n, m)
+	}
+	w, _ := first.Create(ctx, "old-only")
+	w.Write([]byte("a file only the first savepoint has"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := first.Create(ctx, storage.MetadataName)
+	meta.Write([]byte("first"))
+	meta.Close()
+	if err := first.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A forced replacement writes the same names again: replaced, since
+	// they hold the same bytes, and kept by the publish.
+	second := openTarget(t, loc, true)
+	if err := second.CopyNamed(ctx, f, "copied"); err != nil {
+		t.Fatalf("a named copy over an existing name: %v", err)
+	}
+	k, _ = second.ComposeNamed(ctx, "whole")
+	k.CopyRange(ctx, f, 0, 6<<20)
+	k.CopyRange(ctx, f, 6<<20, f.Size()-6<<20)
+	if err := k.Close(); err != nil {
+		t.Fatalf("a named composition over an existing name: %v", err)
+	}
+	meta, _ = second.Create(ctx, storage.MetadataName)
+	meta.Write([]byte("second"))
+	meta.Close()
+	if err := second.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := openVia(t, srv.Endpoint(), "out", storage.RetryPolicy{})
+	names, err := out.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"_metadata", "copied", "whole"}; !slices.Equal(names, want) {
+		t.Errorf("after the forced publish: %v, want %v", names, want)
+	}
+	for _, name := range []string{"copied", "whole"} {
+		if !bytes.Equal(readAll(t, out, name), src) {
+			t.Errorf("%s holds other bytes than its source", name)
+		}
+	}
+
+	// A source replaced after it was read is not copied.
+	putObject(t, srv, "in/data-000", randomBytes(13, 1<<20))
+	third := openTarget(t, storetest.URL(p.URL, "state", "out3"), false)
+	if err := third.CopyNamed(ctx, f, "copied"); !errors.Is(err, storage.ErrChanged) {
+		t.Errorf("copying a replaced source = %v, want ErrChanged", err)
 	}
 }

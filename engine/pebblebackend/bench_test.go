@@ -2,7 +2,10 @@ package pebblebackend
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"testing"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 const benchKeys = 100_000
@@ -75,13 +79,45 @@ func BenchmarkValueUpdate(b *testing.B) {
 	}
 }
 
-// discardStaging is a storage.Staging that counts bytes and keeps none, so
-// that the benchmark measures the scan and the encoding, not the disk.
+// discardStaging is a snapshotfmt.Target that counts bytes and keeps none,
+// so that the benchmark measures the scan, the encoding and the hashing
+// that names data files, not the disk.
 type discardStaging struct{ n int64 }
 
 func (s *discardStaging) Create(context.Context, string) (io.WriteCloser, error) {
 	return nopCloser{countingWriter{&s.n}}, nil
 }
+
+func (s *discardStaging) CreateNamed(_ context.Context, stem, ext string) (storage.NamedWriter, error) {
+	return &discardNamed{countingWriter: countingWriter{&s.n}, h: sha256.New(), stem: stem, ext: ext}, nil
+}
+
+func (s *discardStaging) ComposeNamed(context.Context, string) (storage.Composer, error) {
+	return nil, errors.New("discardStaging composes nothing")
+}
+
+func (s *discardStaging) CopyNamed(context.Context, storage.File, string) error {
+	return errors.New("discardStaging copies nothing")
+}
+
+type discardNamed struct {
+	countingWriter
+	h         hash.Hash
+	stem, ext string
+	name      string
+}
+
+func (w *discardNamed) Write(p []byte) (int, error) {
+	w.h.Write(p)
+	return w.countingWriter.Write(p)
+}
+
+func (w *discardNamed) Close() error {
+	w.name = storage.NameByContent(w.stem, w.h.Sum(nil), w.ext)
+	return nil
+}
+
+func (w *discardNamed) Name() string                    { return w.name }
 func (s *discardStaging) Publish(context.Context) error { return nil }
 func (s *discardStaging) Abort() error                  { return nil }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -250,4 +251,25 @@ func Verify(src savepoint.Source) error {
 		}
 	}
 	return nil
+}
+
+// DataFile returns the path of the data file of the savepoint in dir that
+// was created as name, whatever its content suffix.
+func DataFile(t testing.TB, dir, name string) string {
+	t.Helper()
+	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var found []string
+	for _, f := range r.DataFiles() {
+		if snapshotfmt.GivenName(f) == name {
+			found = append(found, f)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s: data files created as %s: %v, want one", dir, name, found)
+	}
+	return filepath.Join(dir, filepath.FromSlash(found[0]))
 }

@@ -63,41 +63,53 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip(msg)
 	}
-	dir := t.TempDir()
-	s := &Server{AccessKey: "stateproc-test", SecretKey: "stateproc-test-secret-" + fmt.Sprint(time.Now().UnixNano()),
-		bin: bin, data: filepath.Join(dir, "data"), iam: filepath.Join(dir, "iam")}
-	for _, d := range []string{s.data, s.iam} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	s, err := Launch(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.Addr = freeAddr(t)
-	s.start(t)
 	t.Cleanup(s.Stop)
 	return s
 }
 
-func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// Launch starts the versitygw binary bin on a free loopback port, serving
+// a new directory under dir, for a program that is not a test (a
+// benchmark). The caller stops it.
+func Launch(bin, dir string) (*Server, error) {
+	s := &Server{AccessKey: "stateproc-test", SecretKey: "stateproc-test-secret-" + fmt.Sprint(time.Now().UnixNano()),
+		bin: bin, data: filepath.Join(dir, "data"), iam: filepath.Join(dir, "iam")}
+	for _, d := range []string{s.data, s.iam} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, err
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	var err error
+	if s.Addr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	return s, s.start()
 }
 
-func (s *Server) start(t testing.TB) {
-	t.Helper()
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func (s *Server) start() error {
 	s.cmd = exec.Command(s.bin, "--port", s.Addr, "--iam-dir", s.iam, "posix", s.data)
 	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	log, err := os.Create(filepath.Join(filepath.Dir(s.data), "versitygw.log"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	dieWithParent(s.cmd)
 	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting versitygw: %v", err)
+		log.Close()
+		return fmt.Errorf("starting versitygw: %w", err)
 	}
 	s.exited = make(chan struct{})
 	go func() { s.cmd.Wait(); log.Close(); close(s.exited) }()
@@ -106,17 +118,18 @@ func (s *Server) start(t testing.TB) {
 		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return
+			return nil
 		}
 		select {
 		case <-s.exited:
 			b, _ := os.ReadFile(log.Name())
-			t.Fatalf("versitygw exited at start:\n%s", b)
+			s.cmd = nil
+			return fmt.Errorf("versitygw exited at start:\n%s", b)
 		default:
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			t.Fatalf("versitygw does not listen on %s after 20s", s.Addr)
+			return fmt.Errorf("versitygw does not listen on %s after 20s", s.Addr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -140,7 +153,9 @@ func (s *Server) Stop() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
-	s.start(t)
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Endpoint is the server's URL.
@@ -178,7 +193,15 @@ func (s *Server) Client(endpoint string) *s3.Client {
 // Bucket creates a bucket.
 func (s *Server) Bucket(t testing.TB, name string) {
 	t.Helper()
-	if _, err := s.Client(s.Endpoint()).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("creating bucket %s: %v", name, err)
+	if err := s.CreateBucket(name); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// CreateBucket creates a bucket.
+func (s *Server) CreateBucket(name string) error {
+	if _, err := s.Client(s.Endpoint()).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		return fmt.Errorf("creating bucket %s: %w", name, err)
+	}
+	return nil
 }

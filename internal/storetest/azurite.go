@@ -40,7 +40,10 @@ func StartAzurite(t testing.TB, container string) (query string) {
 		t.Skip(msg)
 	}
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "--blobHost", host, "--blobPort", port, "--location", dir, "--silent", "--skipApiVersionCheck", "--loose")
 	log, err := os.Create(filepath.Join(dir, "azurite.log"))

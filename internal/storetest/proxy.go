@@ -36,8 +36,9 @@ type Proxy struct {
 	// parts holds the sizes of the parts of each multipart upload.
 	parts map[string]map[int]int64
 	// bodyBytes counts the request bytes the client sent in object and
-	// part bodies.
-	bodyBytes int64
+	// part bodies; servedBytes the object bytes the server sent back.
+	bodyBytes, servedBytes int64
+	srv                    *httptest.Server
 }
 
 // Fault kinds.
@@ -64,9 +65,20 @@ type fault struct {
 // NewProxy starts a proxy in front of endpoint and stops it at the end of
 // the test.
 func NewProxy(t testing.TB, endpoint string) *Proxy {
-	u, err := url.Parse(endpoint)
+	p, err := StartProxy(endpoint)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// StartProxy starts a proxy in front of endpoint, for a program that is
+// not a test; the caller closes it.
+func StartProxy(endpoint string) (*Proxy, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
 	}
 	p := &Proxy{target: u, ops: map[string]int{}, parts: map[string]map[int]int64{}}
 	p.rp = &httputil.ReverseProxy{
@@ -78,11 +90,13 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 		ModifyResponse: p.modifyResponse,
 		ErrorLog:       log.New(io.Discard, "", 0),
 	}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	p.URL = srv.URL
-	return p
+	p.srv = httptest.NewServer(p)
+	p.URL = p.srv.URL
+	return p, nil
 }
+
+// Close stops the proxy.
+func (p *Proxy) Close() { p.srv.Close() }
 
 // Inject adds a fault for the next n requests of operation op ("" for
 // any): for Status, status and code; for CutBody, after bytes.
@@ -120,6 +134,14 @@ func (p *Proxy) BodyBytes() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.bodyBytes
+}
+
+// ServedBytes is the number of object bytes the server sent to clients in
+// answers to GetObject.
+func (p *Proxy) ServedBytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.servedBytes
 }
 
 // Operation names the S3 operation of a path-style request.
@@ -295,12 +317,30 @@ func reset(w http.ResponseWriter) {
 	conn.Close()
 }
 
-// modifyResponse cuts the body of an answer whose request carries a cut.
+// modifyResponse cuts the body of an answer whose request carries a cut,
+// and counts the bytes of objects served.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if after, ok := cutOf(resp.Request.Context()); ok {
 		resp.Body = &cutBody{ReadCloser: resp.Body, left: after}
 	}
+	if Operation(resp.Request) == "GetObject" && resp.StatusCode/100 == 2 {
+		resp.Body = &servedBody{ReadCloser: resp.Body, p: p}
+	}
 	return nil
+}
+
+// servedBody counts what the client reads of an object.
+type servedBody struct {
+	io.ReadCloser
+	p *Proxy
+}
+
+func (b *servedBody) Read(buf []byte) (int, error) {
+	n, err := b.ReadCloser.Read(buf)
+	b.p.mu.Lock()
+	b.p.servedBytes += int64(n)
+	b.p.mu.Unlock()
+	return n, err
 }
 
 // cutBody ends with an error after left bytes: the reverse proxy then

@@ -1,0 +1,309 @@
+// Command s3bench measures stateproc against a bucket on a local versitygw
+// it starts, as the object-storage benchmark defines it:
+//
+//	go run ./bench/gensavepoints -out /tmp/bench
+//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR]
+//
+// It uploads the savepoint, then runs N times, in turn:
+//
+//   - `stateproc inspect --scan s3://…` in a child process (its wall time
+//     and peak RSS its own), against a baseline in this process that reads
+//     the same objects whole with plain concurrent ranged GETs (8 MiB, 4 in
+//     flight) and discards them;
+//   - `stateproc prune-ttl s3://… --out s3://…` bucket to bucket, against
+//     a server-side CopyObject of every object of the savepoint.
+//
+// Every request of both sides goes through the same counting proxy, which
+// gives the bytes each read from the server and sent to it. It prints the
+// medians, the median of the per-run ratios and the peak RSS.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/stateproc/stateproc/bench/internal/measure"
+	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/internal/storetest"
+)
+
+const (
+	childFlag = "-child"
+	bucket    = "bench"
+	chunk     = 8 << 20
+	inFlight  = 4
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		code := cli.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		if err := measure.WritePeakRSS(); err != nil {
+			fmt.Fprintf(os.Stderr, "s3bench: %v\n", err)
+			code = 1
+		}
+		os.Exit(code)
+	}
+	if err := run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "s3bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// bench is the server, the proxy that counts, and the uploaded savepoint.
+type bench struct {
+	srv   *storetest.Server
+	proxy *storetest.Proxy
+	c     *s3.Client // through the proxy
+	keys  []string   // the savepoint's objects, under in/
+	size  int64
+	work  string
+}
+
+func run(ctx context.Context) error {
+	savepoint := flag.String("savepoint", "", "the savepoint `directory` to upload (sessions-large)")
+	runs := flag.Int("runs", 3, "timed runs of each pair")
+	work := flag.String("work", "", "`directory` for the server's data (default: a temporary one)")
+	flag.Parse()
+	if *savepoint == "" {
+		return errors.New("-savepoint is required")
+	}
+	bin := storetest.Binary()
+	if bin == "" {
+		return errors.New("versitygw not found: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0, or set STATEPROC_VERSITYGW")
+	}
+	dir, err := os.MkdirTemp(*work, "s3bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := storetest.Launch(bin, dir)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	proxy, err := storetest.StartProxy(srv.Endpoint())
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+	if err := srv.CreateBucket(bucket); err != nil {
+		return err
+	}
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey,
+		"AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_EC2_METADATA_DISABLED": "true"} {
+		os.Setenv(k, v)
+	}
+	b := &bench{srv: srv, proxy: proxy, c: srv.Client(proxy.URL), work: dir}
+	start := time.Now()
+	if err := b.upload(ctx, *savepoint); err != nil {
+		return err
+	}
+	fmt.Printf("uploaded %d objects, %d bytes, in %v\n", len(b.keys), b.size, time.Since(start).Round(time.Millisecond))
+	in := storetest.URL(proxy.URL, bucket, "in")
+	pairs := []pair{
+		{name: "inspect --scan", baseline: "ranged GETs", base: b.rangedGets,
+			command: func(int) []string { return []string{"inspect", "--scan", in} }},
+		{name: "prune-ttl bucket to bucket", baseline: "server-side copy", base: b.serverCopy,
+			command: func(i int) []string {
+				return []string{"prune-ttl", in, "--out", storetest.URL(proxy.URL, bucket, fmt.Sprintf("out-%d", i))}
+			},
+			after:     func(i int) error { return b.remove(ctx, fmt.Sprintf("out-%d/", i)) },
+			afterBase: func(i int) error { return b.remove(ctx, fmt.Sprintf("copy-%d/", i)) }},
+	}
+	for _, p := range pairs {
+		if err := b.measure(ctx, p, *runs); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
+	return nil
+}
+
+// pair is a command and its baseline.
+type pair struct {
+	name, baseline string
+	base           func(ctx context.Context, run int) error
+	command        func(run int) []string
+	// after and afterBase remove what a run of either side wrote, untimed.
+	after, afterBase func(run int) error
+}
+
+// sample is one timed side of one run, with the proxy's byte counts.
+type sample struct {
+	wall             time.Duration
+	rss              int64
+	served, received int64
+}
+
+func (b *bench) measure(ctx context.Context, p pair, runs int) error {
+	rss := filepath.Join(b.work, "rss")
+	var cmds, bases []sample
+	// Run 0 warms both up and is not counted.
+	for i := 0; i <= runs; i++ {
+		served, received := b.proxy.ServedBytes(), b.proxy.BodyBytes()
+		cmd := exec.CommandContext(ctx, os.Args[0], append([]string{childFlag}, p.command(i)...)...)
+		cmd.Stdout = io.Discard
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		u, err := measure.Child(cmd, rss)
+		if err != nil {
+			return fmt.Errorf("stateproc %v: %w: %s", p.command(i), err, stderr.String())
+		}
+		c := sample{wall: u.Wall, rss: u.PeakRSS, served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+		if p.after != nil {
+			if err := p.after(i); err != nil {
+				return err
+			}
+		}
+		served, received = b.proxy.ServedBytes(), b.proxy.BodyBytes()
+		start := time.Now()
+		if err := p.base(ctx, i); err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		s := sample{wall: time.Since(start), served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+		if p.afterBase != nil {
+			if err := p.afterBase(i); err != nil {
+				return err
+			}
+		}
+		if i == 0 {
+			continue
+		}
+		cmds, bases = append(cmds, c), append(bases, s)
+		fmt.Printf("  %s run %d: %v (read %d, sent %d bytes, peak RSS %.0f MiB); %s %v (read %d, sent %d); ratio %.2f\n",
+			p.name, i, c.wall.Round(time.Millisecond), c.served, c.received, float64(c.rss)/(1<<20),
+			p.baseline, s.wall.Round(time.Millisecond), s.served, s.received, c.wall.Seconds()/s.wall.Seconds())
+	}
+	var ratios []float64
+	var peak int64
+	for i := range cmds {
+		ratios = append(ratios, cmds[i].wall.Seconds()/bases[i].wall.Seconds())
+		peak = max(peak, cmds[i].rss)
+	}
+	fmt.Printf("%s: median %v against %s %v; median ratio %.2f over %d runs; peak RSS %.0f MiB; savepoint %d bytes\n",
+		p.name, medianWall(cmds), p.baseline, medianWall(bases), median(ratios), len(ratios), float64(peak)/(1<<20), b.size)
+	return nil
+}
+
+func medianWall(s []sample) time.Duration {
+	w := make([]float64, len(s))
+	for i := range s {
+		w[i] = float64(s[i].wall)
+	}
+	return time.Duration(median(w)).Round(time.Millisecond)
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// upload puts the savepoint's files under in/, straight to the server.
+func (b *bench) upload(ctx context.Context, dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	direct := b.srv.Client(b.srv.Endpoint())
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		key := "in/" + e.Name()
+		_, err = direct.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: f, ContentLength: aws.Int64(st.Size())})
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("uploading %s: %w", e.Name(), err)
+		}
+		b.keys = append(b.keys, key)
+		b.size += st.Size()
+	}
+	return nil
+}
+
+// rangedGets reads every object of the savepoint whole, in ranged GETs of
+// 8 MiB, 4 in flight, and discards the bytes.
+func (b *bench) rangedGets(ctx context.Context, _ int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(inFlight)
+	for _, key := range b.keys {
+		head, err := b.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			return err
+		}
+		size := aws.ToInt64(head.ContentLength)
+		for off := int64(0); off < size; off += chunk {
+			end := min(off+chunk, size) - 1
+			g.Go(func() error {
+				out, err := b.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+					Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, end))})
+				if err != nil {
+					return err
+				}
+				defer out.Body.Close()
+				_, err = io.Copy(io.Discard, out.Body)
+				return err
+			})
+		}
+	}
+	return g.Wait()
+}
+
+// serverCopy copies every object of the savepoint on the server, as a
+// rewrite that changes nothing at best could, under copy-RUN/.
+func (b *bench) serverCopy(ctx context.Context, run int) error {
+	prefix := fmt.Sprintf("copy-%d/", run)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(inFlight)
+	for _, key := range b.keys {
+		g.Go(func() error {
+			_, err := b.c.CopyObject(gctx, &s3.CopyObjectInput{Bucket: aws.String(bucket), CopySource: aws.String(bucket + "/" + key),
+				Key: aws.String(prefix + strings.TrimPrefix(key, "in/"))})
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// remove deletes the objects under prefix.
+func (b *bench) remove(ctx context.Context, prefix string) error {
+	list, err := b.c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	if err != nil {
+		return err
+	}
+	for _, o := range list.Contents {
+		if _, err := b.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,325 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// bucketFixture is the demo savepoint on disk and, the same bytes, in a
+// bucket of a versitygw started for the test, reached through a proxy
+// that counts requests.
+type bucketFixture struct {
+	srv   *storetest.Server
+	proxy *storetest.Proxy
+	dir   string // holds the local savepoint "sp" and the job manifest
+	sp    string
+	job   string
+}
+
+func newBucketFixture(t *testing.T) *bucketFixture {
+	t.Helper()
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	f := &bucketFixture{srv: srv, proxy: storetest.NewProxy(t, srv.Endpoint()), dir: t.TempDir()}
+	f.sp = filepath.Join(f.dir, "sp")
+	if err := sptest.Write(f.sp, demoMeta(), demoEntries(), snapshotfmt.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	f.job = filepath.Join(f.dir, "job.json")
+	var manifest bytes.Buffer
+	if err := savepoint.NewManifest("demo", demoMeta().Operators).Write(&manifest); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.job, manifest.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.upload(t, f.sp, "in/sp")
+	return f
+}
+
+// url is the s3:// location of prefix in the test's bucket, through the
+// proxy.
+func (f *bucketFixture) url(prefix string) string {
+	return storetest.URL(f.proxy.URL, "state", prefix)
+}
+
+// upload puts the files of a local directory under prefix, behind the
+// commands' back.
+func (f *bucketFixture) upload(t *testing.T, dir, prefix string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.srv.Client(f.srv.Endpoint())
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("state"),
+			Key: aws.String(prefix + "/" + e.Name()), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// objects returns the objects under prefix by name, with their bytes.
+func (f *bucketFixture) objects(t *testing.T, prefix string) map[string][]byte {
+	t.Helper()
+	c := f.srv.Client(f.srv.Endpoint())
+	ctx := context.Background()
+	list, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("state"), Prefix: aws.String(prefix + "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, o := range list.Contents {
+		r, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("state"), Key: o.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimPrefix(*o.Key, prefix+"/")] = b
+	}
+	return out
+}
+
+// localFiles returns the files of a local directory by name, with their
+// bytes.
+func localFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = b
+	}
+	return out
+}
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = cli.Main(context.Background(), args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// Every command that reads a savepoint gives the same output for the
+// savepoint in a bucket as for the same bytes on disk, and inspect without
+// --scan reads _metadata alone.
+func TestEveryReadingCommandOnABucket(t *testing.T) {
+	f := newBucketFixture(t)
+	in := f.url("in/sp")
+	st, err := os.Stat(filepath.Join(f.sp, snapshotfmt.MetadataName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	metaSize := st.Size()
+	cases := [][]string{
+		{"inspect", "-o", "json", "SP"},
+		{"inspect", "--scan", "--top", "2", "-o", "json", "SP"},
+		{"verify", "--deep", "-o", "json", "SP"},
+		{"dump", "SP", "--operator", "features", "--state", "category-counts"},
+		{"dump", "SP", "--operator", "features", "--state", "events", "--key", "7"},
+		{"dump", "SP", "--operator", "source", "--state", "rules"},
+		{"size", "-o", "json", "SP"},
+		{"check", "SP", "--job", f.job, "-o", "json"},
+	}
+	for _, c := range cases {
+		with := func(sp string) []string {
+			args := slices.Clone(c)
+			args[slices.Index(args, "SP")] = sp
+			return args
+		}
+		local, stderr, code := runCLI(t, with(f.sp)...)
+		if code != 0 {
+			t.Fatalf("%v on disk: exit %d: %s", c, code, stderr)
+		}
+		before, served := f.proxy.Ops("GetObject"), f.proxy.ServedBytes()
+		remote, stderr, code := runCLI(t, with(in)...)
+		if code != 0 {
+			t.Fatalf("%v in the bucket: exit %d: %s", c, code, stderr)
+		}
+		gets, served := f.proxy.Ops("GetObject")-before, f.proxy.ServedBytes()-served
+		// Outputs name their input: the bucket's shows its location.
+		remote = strings.ReplaceAll(remote, "s3://state/in/sp", f.sp)
+		if remote != local {
+			t.Errorf("%v: the bucket's output differs from the disk's:\n%s\nwant\n%s", c, remote, local)
+		}
+		// The layout is told by the head of _metadata, then the file is
+		// read whole, and nothing else.
+		if c[0] == "inspect" && !slices.Contains(c, "--scan") && (gets != 2 || served != metaSize+12) {
+			t.Errorf("inspect without --scan made %d GetObject requests for %d bytes, want 2 for %d (_metadata)", gets, served, metaSize+12)
+		}
+		t.Logf("%v: %d GetObject, %d bytes", c, gets, served)
+	}
+}
+
+// export reads a savepoint in a bucket into a local directory, the same
+// datasets as from disk.
+func TestExportFromABucket(t *testing.T) {
+	f := newBucketFixture(t)
+	local, remote := filepath.Join(f.dir, "export-disk"), filepath.Join(f.dir, "export-bucket")
+	for _, c := range [][]string{{"export", f.sp, "--out", local}, {"export", f.url("in/sp"), "--out", remote}} {
+		if _, stderr, code := runCLI(t, c...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", c[:2], code, stderr)
+		}
+	}
+	want, got := walkFiles(t, local), walkFiles(t, remote)
+	if len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("export from the bucket wrote %d files, from disk %d", len(got), len(want))
+	}
+	for name, b := range want {
+		if !bytes.Equal(got[name], b) {
+			t.Errorf("%s differs between the exports from the bucket and from disk", name)
+		}
+	}
+}
+
+// walkFiles returns every file under dir by its relative name.
+func walkFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Every command that writes a savepoint writes, bucket to bucket, the very
+// bytes it writes on disk, under the same content-derived names; a second
+// run into the same target is refused (exit 2) and --force replaces it.
+func TestEveryWritingCommandBucketToBucket(t *testing.T) {
+	f := newBucketFixture(t)
+	in := f.url("in/sp")
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"rescale", []string{"rescale", "SP", "--max-parallelism", "256", "--out", "OUT"}},
+		{"prune-ttl", []string{"prune-ttl", "SP", "--out", "OUT"}},
+		{"remove", []string{"operator", "remove", "SP", "accounts", "--out", "OUT"}},
+		{"rename", []string{"operator", "rename", "SP", "accounts", "ledger", "--out", "OUT"}},
+		{"migrate", []string{"migrate", "SP", "--job", f.job, "--out", "OUT"}},
+	}
+	for _, c := range cases {
+		with := func(sp, out string) []string {
+			args := slices.Clone(c.args)
+			args[slices.Index(args, "SP")] = sp
+			args[slices.Index(args, "OUT")] = out
+			return args
+		}
+		localOut := filepath.Join(f.dir, c.name)
+		if _, stderr, code := runCLI(t, with(f.sp, localOut)...); code != 0 {
+			t.Fatalf("%s on disk: exit %d: %s", c.name, code, stderr)
+		}
+		prefix := "out/" + c.name
+		if _, stderr, code := runCLI(t, with(in, f.url(prefix))...); code != 0 {
+			t.Fatalf("%s bucket to bucket: exit %d: %s", c.name, code, stderr)
+		}
+		want, got := localFiles(t, localOut), f.objects(t, prefix)
+		if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
+			t.Fatalf("%s: the bucket holds %v, the disk %v", c.name, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
+		for name, b := range want {
+			if !bytes.Equal(got[name], b) {
+				t.Errorf("%s: %s differs between the bucket and the disk", c.name, name)
+			}
+		}
+		if _, stderr, code := runCLI(t, with(in, f.url(prefix))...); code != cli.ExitUsage || !strings.Contains(stderr, "--force") {
+			t.Errorf("%s into an existing bucket target: exit %d, %q; want %d and a hint at --force", c.name, code, stderr, cli.ExitUsage)
+		}
+		if _, stderr, code := runCLI(t, append(with(in, f.url(prefix)), "--force")...); code != 0 {
+			t.Errorf("%s --force into the bucket: exit %d: %s", c.name, code, stderr)
+		}
+		if _, stderr, code := runCLI(t, "verify", "--deep", f.url(prefix)); code != 0 {
+			t.Errorf("verify of %s's output in the bucket: exit %d: %s", c.name, code, stderr)
+		}
+	}
+	// Bucket to disk and disk to bucket write the same bytes too.
+	if _, stderr, code := runCLI(t, "prune-ttl", in, "--out", filepath.Join(f.dir, "pruned-down")); code != 0 {
+		t.Fatalf("prune-ttl bucket to disk: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "prune-ttl", f.sp, "--out", f.url("out/pruned-up")); code != 0 {
+		t.Fatalf("prune-ttl disk to bucket: exit %d: %s", code, stderr)
+	}
+	want := localFiles(t, filepath.Join(f.dir, "prune-ttl"))
+	for what, got := range map[string]map[string][]byte{
+		"bucket to disk": localFiles(t, filepath.Join(f.dir, "pruned-down")),
+		"disk to bucket": f.objects(t, "out/pruned-up"),
+	} {
+		if len(got) != len(want) {
+			t.Errorf("prune-ttl %s wrote %d files, want %d", what, len(got), len(want))
+		}
+		for name, b := range want {
+			if !bytes.Equal(got[name], b) {
+				t.Errorf("prune-ttl %s: %s differs", what, name)
+			}
+		}
+	}
+}
+
+// The refusals of a bucket location are the disk's: the input itself as a
+// target, a target inside the input, a missing savepoint (exit 4), export
+// into a bucket.
+func TestBucketLocationsRefused(t *testing.T) {
+	f := newBucketFixture(t)
+	in := f.url("in/sp")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"prune-ttl", in, "--out", in}, cli.ExitUsage, "is the input savepoint"},
+		{[]string{"prune-ttl", in, "--out", f.url("in/sp/x")}, cli.ExitUsage, "inside the input"},
+		{[]string{"prune-ttl", in, "--out", f.url("in")}, cli.ExitUsage, "contains the input"},
+		{[]string{"inspect", f.url("in/none")}, 4, "has no _metadata"},
+		{[]string{"export", in, "--out", f.url("exported")}, cli.ExitUsage, "local directory"},
+		{[]string{"inspect", "ftp://host/x"}, cli.ExitUsage, "unsupported scheme"},
+	} {
+		_, stderr, code := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", c.args, code, stderr, c.code, c.msg)
+		}
+		if strings.Contains(stderr, "endpoint=") {
+			t.Errorf("%v: the message shows the URL's parameters: %q", c.args, stderr)
+		}
+	}
+}

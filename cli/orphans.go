@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stateproc/stateproc/internal/jsonvalue"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// orphan is a file at a savepoint's location that its _metadata does not
+// name: on a bucket, the data files of a run that died before it
+// published, or that lost a race to another writer, and dead runs'
+// temporary uploads.
+type orphan struct {
+	Name     string            `json:"name"`
+	Bytes    int64             `json:"bytes"`
+	Modified jsonvalue.Instant `json:"modified"`
+	Removed  bool              `json:"removed"`
+}
+
+// orphanOptions say whether verify removes the orphans it finds, and how
+// old one must be: a run still writing into the location has files that
+// are orphans until its _metadata lands.
+type orphanOptions struct {
+	remove bool
+	minAge string
+}
+
+// findOrphans lists, and with o.remove removes, the orphans at a bucket
+// location. src is the savepoint there, nil when there is no _metadata, in
+// which case every file directly under the prefix is one. A local
+// directory has none to report: the rewrites stage theirs beside it, and
+// a checkpoint keeps files there that its _metadata does not list.
+func findOrphans(ctx context.Context, location string, src savepoint.Source, o orphanOptions) ([]orphan, error) {
+	loc, err := storage.ParseLocation(location)
+	if err != nil || !loc.IsBucket() {
+		return nil, err
+	}
+	minAge, err := time.ParseDuration(o.minAge)
+	if err != nil || minAge < 0 {
+		// Zero is allowed here: when no run can be writing.
+		if minAge, err = parseDuration(o.minAge); err != nil {
+			return nil, usagef("--orphan-age: %v", err)
+		}
+	}
+	var referenced []string
+	switch {
+	case src != nil:
+		df, ok := src.(interface{ DataFiles() []string })
+		if !ok {
+			return nil, nil
+		}
+		referenced = df.DataFiles()
+	case o.remove && loc.Prefix == "":
+		return nil, usagef("%s has no _metadata: --remove-orphans would empty the whole bucket; name the prefix of the savepoint", loc)
+	}
+	dir, err := storage.OpenDir(ctx, location, storage.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	all, err := storage.Orphans(ctx, dir, referenced)
+	if err != nil {
+		return nil, err
+	}
+	// Objects under a deeper prefix belong to other savepoints, and are
+	// kept out of the listing and of the removal.
+	var found []orphan
+	for _, ob := range all {
+		if strings.Contains(ob.Name, "/") {
+			referenced = append(referenced, ob.Name)
+			continue
+		}
+		found = append(found, orphan{Name: ob.Name, Bytes: ob.Size, Modified: jsonvalue.Instant(ob.ModTime.UnixMilli())})
+	}
+	if !o.remove || len(found) == 0 {
+		return found, nil
+	}
+	removed, rerr := storage.RemoveOrphans(ctx, dir, referenced, minAge, time.Now())
+	gone := map[string]bool{}
+	for _, ob := range removed {
+		gone[ob.Name] = true
+	}
+	for i := range found {
+		found[i].Removed = gone[found[i].Name]
+	}
+	return found, rerr
+}
+
+// orphanSummary says in a line what findOrphans found and did.
+func orphanSummary(found []orphan, o orphanOptions) string {
+	var bytes int64
+	removed := 0
+	for _, ob := range found {
+		bytes += ob.Bytes
+		if ob.Removed {
+			removed++
+		}
+	}
+	s := fmt.Sprintf("%d orphaned files (%s) that no _metadata names", len(found), humanBytes(float64(bytes)))
+	switch {
+	case o.remove:
+		s += fmt.Sprintf(": %d removed, %d younger than %s kept", removed, len(found)-removed, o.minAge)
+	default:
+		s += ": remove them with verify --remove-orphans"
+	}
+	return s
+}
+
+// notSavepointOrphans adds to the error of a bucket location without
+// _metadata what orphans lie there, and removes them when asked.
+func notSavepointOrphans(ctx context.Context, location string, err error, o orphanOptions) error {
+	if !errors.Is(err, savepoint.ErrNotSavepoint) {
+		return err
+	}
+	found, ferr := findOrphans(ctx, location, nil, o)
+	if ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	if len(found) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, orphanSummary(found, o))
+}

@@ -1,0 +1,161 @@
+package layouts_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/layouts"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// upload puts the files of a local directory under prefix of bucket.
+func upload(t *testing.T, srv *storetest.Server, dir, bucket, prefix string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := srv.Client(srv.Endpoint())
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
+			Key: aws.String(prefix + "/" + e.Name()), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A Flink savepoint in a bucket reads through the storage seam as it does
+// from disk: its metadata names its state files relative to itself, and
+// they are read from the same prefix. The broadcast states hold what
+// Flink's BroadcastStateMigration job wrote, keys 0 to 3 mapped to
+// themselves. layouts still refuses it, as it does on disk.
+func TestFlinkSavepointInABucket(t *testing.T) {
+	const fixture = "../../shared/flink-savepoints/flink-tests/src/test/resources/new-stateful-broadcast-udf-migration-itcase-flink1.15-hashmap-savepoint"
+	if _, err := os.Stat(fixture); err != nil {
+		t.Skipf("the Flink savepoints are not here (%v)", err)
+	}
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "flink")
+	upload(t, srv, fixture, "flink", "savepoints/savepoint-15")
+	ctx := context.Background()
+	loc := storetest.URL(srv.Endpoint(), "flink", "savepoints/savepoint-15")
+	dir, err := storage.OpenDir(ctx, loc, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	r, err := flinkfmt.Open(ctx, dir, flinkfmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, op := range r.Metadata().Operators {
+		states, _, err := r.OperatorStates(ctx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range states {
+			if s.Mode != flinkfmt.Broadcast {
+				continue
+			}
+			var keys []string
+			for _, e := range s.Entries {
+				k, err := s.Key.Decode(e.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := s.Value.Decode(e.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(k) != fmt.Sprint(v) {
+					t.Errorf("%s maps %v to %v", s.Name, k, v)
+				}
+				keys = append(keys, fmt.Sprint(k))
+			}
+			sort.Strings(keys)
+			got[s.Name] = strings.Join(keys, ",")
+		}
+	}
+	for _, s := range []string{"broadcast-state-1", "broadcast-state-2", "broadcast-state-3"} {
+		if got[s] != "0,1,2,3" {
+			t.Errorf("%s holds keys %q, want 0,1,2,3", s, got[s])
+		}
+	}
+	if _, err := layouts.OpenLocation(ctx, loc, storage.Options{}); !errors.Is(err, savepoint.ErrUnsupported) || !strings.Contains(err.Error(), "Apache Flink") {
+		t.Errorf("OpenLocation of a Flink savepoint in a bucket = %v, want ErrUnsupported naming Flink", err)
+	}
+}
+
+// OpenLocation of a stateproc savepoint in a bucket reads _metadata alone,
+// and its data files when read; the counters given see every byte.
+func TestOpenLocationCountsAndDefers(t *testing.T) {
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	const sp = "../testdata/savepoints/v1/gateway-p2-pebble"
+	upload(t, srv, sp, "state", "sp")
+	ctx := context.Background()
+	var c storage.Counters
+	src, err := layouts.OpenLocation(ctx, storetest.URL(srv.Endpoint(), "state", "sp"), storage.Options{Counters: &c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	st, err := os.Stat(filepath.Join(sp, savepoint.MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.BytesRead.Load(), st.Size()+12; got != want {
+		t.Errorf("opening read %d bytes, want %d: the head of _metadata and the file once", got, want)
+	}
+	local, err := layouts.Open(ctx, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	n, want := countEntries(t, src), countEntries(t, local)
+	if n != want || n == 0 {
+		t.Errorf("%d entries from the bucket, %d from disk", n, want)
+	}
+	t.Logf("%d entries, %d bytes read in %d requests", n, c.BytesRead.Load(), c.Requests.Load())
+}
+
+func countEntries(t *testing.T, src savepoint.Source) int {
+	t.Helper()
+	ctx := context.Background()
+	segs, err := savepoint.AllSegments(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, seg := range segs {
+		it := savepoint.SegmentEntries(ctx, src, seg)
+		for it.Next() {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+	}
+	return n
+}

@@ -1,0 +1,225 @@
+package snapshotfmt_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateproc/stateproc/internal/spgen"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// copyInto writes the savepoint of r into target as a rewrite that changes
+// nothing but what drop leaves out: every data file under its given name,
+// its segments copied in file order.
+func copyInto(t *testing.T, r *snapshotfmt.Reader, target snapshotfmt.Target, drop func(savepoint.Segment) bool) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := snapshotfmt.NewWriter(target, r.Metadata(), snapshotfmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	segs, err := savepoint.AllSegments(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(segs, func(a, b savepoint.Segment) int { return cmp.Compare(a.Offset, b.Offset) })
+	for _, name := range r.DataFiles() {
+		f, err := w.CreateDataFile(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range segs {
+			if s.File == name && !drop(s) {
+				if err := f.CopySegment(ctx, r, s, s.Ref, s.KeyGroup); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWritesIntoABucket writes savepoints into versitygw, through the proxy
+// that counts requests and holds S3's part rule, and the same savepoints
+// into local directories: the names and bytes agree, a data file that
+// is a source file whole is one CopyObject, long runs of a file in the same
+// bucket are copied by the server, and the rest goes through the client.
+func TestWritesIntoABucket(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	local := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(local, spgen.Config{Seed: 4, Users: 4200, Accounts: 100, Parallelism: 1, MaxParallelism: 128,
+		Now: 1_700_000_000_000, Pad: 14000}); err != nil {
+		t.Fatal(err)
+	}
+	in := sptest.Open(t, local)
+	big := ""
+	for _, name := range in.DataFiles() {
+		b, err := os.ReadFile(filepath.Join(local, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 2*16<<20+1<<20 {
+			big = name
+		}
+		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d bytes", name, len(b))
+	}
+	if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/_metadata"), Body: bytes.NewReader(mustRead(t, filepath.Join(local, "_metadata")))}); err != nil {
+		t.Fatal(err)
+	}
+	if big == "" {
+		t.Fatal("no data file is long enough for two runs the server copies")
+	}
+	p := storetest.NewProxy(t, srv.Endpoint())
+	dir, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", "in"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	fromBucket, err := snapshotfmt.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromBucket.Close()
+
+	// middle drops one segment from the middle of the big file, which
+	// leaves a run on each side.
+	bigSegs := 0
+	for _, s := range mustSegments(t, in) {
+		if s.File == big {
+			bigSegs++
+		}
+	}
+	seen := 0
+	middle := func(s savepoint.Segment) bool {
+		if s.File != big {
+			return false
+		}
+		seen++
+		return seen == bigSegs/2
+	}
+	keepAll := func(savepoint.Segment) bool { return false }
+
+	for _, tc := range []struct {
+		name string
+		src  *snapshotfmt.Reader
+		drop func(savepoint.Segment) bool
+		// copies and partCopies are the CopyObject and UploadPartCopy
+		// requests the write must make.
+		copies, partCopies int
+	}{
+		{"unchanged, bucket to bucket", fromBucket, keepAll, len(in.DataFiles()), 0},
+		{"a segment dropped, bucket to bucket", fromBucket, middle, len(in.DataFiles()) - 1, 2},
+		{"local to bucket", in, keepAll, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen = 0
+			ref := filepath.Join(t.TempDir(), "ref")
+			st, err := storage.Stage(ref, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copyInto(t, in, st, tc.drop)
+			want := sptest.Open(t, ref)
+
+			seen = 0
+			copies, partCopies, sent := p.Ops("CopyObject"), p.Ops("UploadPartCopy"), p.BodyBytes()
+			prefix := "out/" + filepath.Base(t.Name())
+			tg, err := storage.OpenTarget(ctx, storetest.URL(p.URL, "state", prefix), storage.TargetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tg.Close()
+			copyInto(t, tc.src, tg, tc.drop)
+			copies, partCopies, sent = p.Ops("CopyObject")-copies, p.Ops("UploadPartCopy")-partCopies, p.BodyBytes()-sent
+
+			out, err := storage.OpenDir(ctx, storetest.URL(srv.Endpoint(), "state", prefix), storage.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			got, err := snapshotfmt.Open(ctx, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Close()
+			if err := sptest.Verify(got); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.DataFiles(), want.DataFiles()) {
+				t.Fatalf("in the bucket %v, locally %v", got.DataFiles(), want.DataFiles())
+			}
+			var total int64
+			for _, name := range append(want.DataFiles(), storage.MetadataName) {
+				b := mustRead(t, filepath.Join(ref, name))
+				total += int64(len(b))
+				if !bytes.Equal(readObject(t, out, name), b) {
+					t.Fatalf("%s: other bytes in the bucket than locally", name)
+				}
+			}
+			if copies != tc.copies || partCopies < tc.partCopies || (tc.partCopies == 0 && partCopies != 0) {
+				t.Errorf("%d CopyObject and %d UploadPartCopy requests, want %d and %d", copies, partCopies, tc.copies, tc.partCopies)
+			}
+			copied := storage.CountersOf(tg).BytesCopied.Load()
+			if copied+sent < total || (tc.copies > 0 && sent > total/100) {
+				t.Errorf("%d bytes copied by the server and %d sent, of %d", copied, sent, total)
+			}
+			t.Logf("%d bytes: %d copied by the server, %d sent; %d CopyObject, %d UploadPartCopy", total, copied, sent, copies, partCopies)
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustSegments(t *testing.T, r *snapshotfmt.Reader) []savepoint.Segment {
+	t.Helper()
+	segs, err := savepoint.AllSegments(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return segs
+}
+
+func readObject(t *testing.T, d storage.Dir, name string) []byte {
+	t.Helper()
+	f, err := d.Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, f.Size())
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
