@@ -56,8 +56,8 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// stateproc runs the command in process and returns its standard output.
-func stateproc(t *testing.T, args ...string) []byte {
+// runStateproc runs the command in process and returns its standard output.
+func runStateproc(t *testing.T, args ...string) []byte {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	if code := cli.Main(context.Background(), args, &stdout, &stderr); code != 0 {
@@ -139,7 +139,7 @@ func TestReportInBrowser(t *testing.T) {
 			Unbounded       bool
 		}
 	}
-	out := stateproc(t, "report", sps[2], sps[0], sps[3], sps[1], "--out", page, "-o", "json")
+	out := runStateproc(t, "report", sps[2], sps[0], sps[3], sps[1], "--out", page, "-o", "json")
 	if err := json.Unmarshal(out, &summary); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestReportInBrowser(t *testing.T) {
 		}
 	}
 	var want inspectJSON
-	if err := json.Unmarshal(stateproc(t, "inspect", "--scan", "--top", "10", "-o", "json", sps[3]), &want); err != nil {
+	if err := json.Unmarshal(runStateproc(t, "inspect", "--scan", "--top", "10", "-o", "json", sps[3]), &want); err != nil {
 		t.Fatal(err)
 	}
 
@@ -184,11 +184,11 @@ func TestReportInBrowser(t *testing.T) {
 		sp := filepath.Join(checkedIn, name)
 		page := filepath.Join(dir, name+".html")
 		var sum struct{ Charts int }
-		if err := json.Unmarshal(stateproc(t, "report", sp, "--out", page, "-o", "json"), &sum); err != nil {
+		if err := json.Unmarshal(runStateproc(t, "report", sp, "--out", page, "-o", "json"), &sum); err != nil {
 			t.Fatal(err)
 		}
 		var want inspectJSON
-		if err := json.Unmarshal(stateproc(t, "inspect", "--scan", "--top", "10", "-o", "json", sp), &want); err != nil {
+		if err := json.Unmarshal(runStateproc(t, "inspect", "--scan", "--top", "10", "-o", "json", sp), &want); err != nil {
 			t.Fatal(err)
 		}
 		facts, full, _ := b.load(t, page)
