@@ -49,7 +49,7 @@ func TestEveryFlipIsDetected(t *testing.T) {
 	}
 	for op := range r.Metadata().Operators {
 		for _, seg := range opSegments(r, op) {
-			br := newBlockReader(r.files[seg.File], seg.File, &seg)
+			br := newBlockReader(ctx, r.files[seg.File], seg.File, &seg)
 			for br.next() == nil {
 				if br.codec == CodecZstd {
 					zstdBlocks++

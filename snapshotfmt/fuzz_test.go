@@ -102,8 +102,8 @@ func FuzzBlockRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, ttl bool, payload []byte) {
 		s := fuzzShape(kind, ttl)
 		var e savepoint.Entry
-		rr := newRecordReader(s, &e)
-		rr.startBlock(payload)
+		rr := newRecordReader(s, &e, nil)
+		rr.startBlock(payload, 0)
 		var entries []savepoint.Entry
 		for rr.next() {
 			entries = append(entries, savepoint.Entry{
@@ -150,14 +150,14 @@ func FuzzBlock(f *testing.F) {
 		b = binary.BigEndian.AppendUint32(b, crc.Checksum(b))
 		file := append(appendPreamble(nil, typeData), b...)
 		seg := savepoint.Segment{File: "d", Offset: preambleLen, Length: int64(len(b))}
-		br := newBlockReader(memFile{bytes.NewReader(file)}, "d", &seg)
+		br := newBlockReader(context.Background(), memFile{bytes.NewReader(file)}, "d", &seg)
 		if err := br.next(); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v is not ErrCorrupt", err)
 			}
 			return
 		}
-		out, err := br.payload()
+		out, _, err := br.payload()
 		if err == nil && len(out) != int(rawLen) {
 			t.Fatalf("payload of %d bytes, the header says %d", len(out), rawLen)
 		}
