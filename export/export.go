@@ -101,30 +101,24 @@ func Run(ctx context.Context, src savepoint.Source, out storage.Staging, o Optio
 	if err != nil {
 		return nil, err
 	}
-	var parts []*part
+	var runs []*run
 	for _, ds := range datasets {
 		if err := ds.count(ctx, src, o.KeyGroups); err != nil {
 			return nil, err
 		}
-		parts = append(parts, ds.parts(o.MaxRowsPerFile)...)
+		runs = append(runs, ds.runs(o.MaxRowsPerFile)...)
 	}
 	x := &exporter{src: src, out: out, opts: o,
 		wo: writerOptions{format: o.Format, compression: o.Compression, rowGroupRows: o.RowGroupRows}}
 	for _, ds := range datasets {
 		x.total += ds.rows
 	}
-	if err := x.run(ctx, parts, o.Workers); err != nil {
+	if err := x.run(ctx, runs, o.Workers); err != nil {
 		return nil, err
 	}
 	s := &Summary{}
 	for _, ds := range datasets {
-		d := DatasetSummary{Operator: ds.op.UID, State: ds.name, Kind: ds.kind, Dir: ds.dir, Rows: ds.rows}
-		for _, p := range parts {
-			if p.ds == ds {
-				d.Files++
-				d.Bytes += p.bytes
-			}
-		}
+		d := DatasetSummary{Operator: ds.op.UID, State: ds.name, Kind: ds.kind, Dir: ds.dir, Rows: ds.rows, Files: int(ds.files), Bytes: ds.bytes.Load()}
 		s.Datasets = append(s.Datasets, d)
 		s.Rows += d.Rows
 		s.Files += d.Files
@@ -171,35 +165,21 @@ func (x *exporter) wrote(rows int) {
 	}
 }
 
-// run writes the parts on the workers, longest run first, each worker
-// taking the next run when it is done with one, so that they finish close
-// together. A run is a part and the parts after it that begin inside the
-// segment where the one before them ends: one worker writes them in
-// order, reading on from where the last one stopped, so that no part
-// reads the entries of the parts before it again (a key group of many
-// entries is many parts). Which worker writes a part does not change the
-// part's bytes.
-func (x *exporter) run(ctx context.Context, parts []*part, n int) error {
-	var runs [][]*part
-	for _, p := range parts {
-		if p.skip > 0 && len(runs) > 0 {
-			runs[len(runs)-1] = append(runs[len(runs)-1], p)
-			continue
-		}
-		runs = append(runs, []*part{p})
-	}
-	rows := func(run []*part) (n int64) {
-		for _, p := range run {
-			n += p.rows
-		}
-		return n
-	}
-	slices.SortStableFunc(runs, func(a, b []*part) int { return cmp.Compare(rows(b), rows(a)) })
+// run writes the runs on the workers, longest first, each worker taking
+// the next run when it is done with one, so that they finish close
+// together. A run's files are written in order by one worker, which reads
+// on from where the file before stopped, so that no file reads the
+// entries of the files before it again (a key group of many entries is
+// many files). Which worker writes a part does not change the part's
+// bytes.
+func (x *exporter) run(ctx context.Context, runs []*run, n int) error {
+	slices.SortStableFunc(runs, func(a, b *run) int { return cmp.Compare(b.allRows, a.allRows) })
 	return workers.Run(ctx, len(runs), n, func(ctx context.Context, _, i int) error {
 		var cur cursor
 		defer cur.close()
-		for _, p := range runs[i] {
-			if err := x.writePart(ctx, p, &cur); err != nil {
+		r := runs[i]
+		for k := range r.parts {
+			if err := x.writePart(ctx, r.nth(k), k > 0, &cur); err != nil {
 				return err
 			}
 		}
@@ -207,24 +187,25 @@ func (x *exporter) run(ctx context.Context, parts []*part, n int) error {
 	})
 }
 
-// writePart writes one file and records its size in p. cur is where the
-// part before it in its run stopped reading.
-func (x *exporter) writePart(ctx context.Context, p *part, cur *cursor) error {
+// writePart writes one file and adds its size to its dataset's. With
+// continues, it reads on from cur, where the part before it in its run
+// stopped.
+func (x *exporter) writePart(ctx context.Context, p *part, continues bool, cur *cursor) error {
 	name := p.name(x.opts.Format)
 	f, err := x.out.Create(ctx, name)
 	if err != nil {
 		return fmt.Errorf("export: %s: %w", name, err)
 	}
 	cw := &countingWriter{w: f}
-	err = x.fillPart(ctx, p, name, cw, cur)
+	err = x.fillPart(ctx, p, name, cw, continues, cur)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("export: %s: %w", name, cerr)
 	}
-	p.bytes = cw.n
+	p.ds.bytes.Add(cw.n)
 	return err
 }
 
-func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writer, cur *cursor) error {
+func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writer, continues bool, cur *cursor) error {
 	ds := p.ds
 	schema := arrow.NewSchema(ds.layout.arrowFields(), &ds.metadata)
 	fw, err := x.wo.newFileWriter(w, schema)
@@ -242,7 +223,7 @@ func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writ
 	case ds.broadcast != nil:
 		err = x.broadcastRows(p, b)
 	default:
-		err = x.keyedRows(ctx, p, b, cur)
+		err = x.keyedRows(ctx, p, b, continues, cur)
 	}
 	if err == nil {
 		err = b.flush(true)
@@ -272,17 +253,16 @@ func (c *cursor) close() {
 }
 
 // keyedRows appends the rows of a keyed state or timer part: entry skip of
-// its first key group onwards, read on from cur when the part before it
-// stopped there.
-func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher, cur *cursor) error {
+// its first key group onwards or, with continues, from where cur stands.
+func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher, continues bool, cur *cursor) error {
 	ds := p.ds
 	list := ds.state != nil && ds.state.Kind == savepoint.List
 	left := p.rows
-	if cur.it == nil || cur.seg != p.first || cur.n != p.skip {
+	var skip uint64
+	if !continues {
 		cur.close()
-		cur.seg, cur.n = p.first, 0
+		cur.seg, cur.n, skip = p.first, 0, p.skip
 	}
-	skip := p.skip - cur.n
 	for ; left > 0 && cur.seg < len(ds.index); cur.seg, cur.n = cur.seg+1, 0 {
 		st := ds.index[cur.seg]
 		if cur.it == nil {

@@ -75,6 +75,9 @@ const (
 // optional count.
 const recordSchema = `{"type":"record","name":"R","fields":[{"name":"name","type":"string"},{"name":"n","type":["null","long"]}]}`
 
+// recordSchemaV2 adds a field with a default to recordSchema.
+const recordSchemaV2 = `{"type":"record","name":"R","fields":[{"name":"name","type":"string"},{"name":"n","type":["null","long"]},{"name":"seen","type":"long","default":0}]}`
+
 func snap(k serializers.Kind) serializers.Snapshot { return serializers.Snapshot{Kind: k} }
 
 // Operators is the model of every entry: the keyed operator with a TTL
@@ -300,3 +303,7 @@ func reseal(blk []byte) []byte {
 	body := blk[:len(blk)-4]
 	return binary.BigEndian.AppendUint32(body[:len(body):len(body)], crc.Checksum(body))
 }
+
+// Valid returns a whole savepoint of the corpus's operators: one segment of
+// every state and of the timer service, in uncompressed blocks.
+func Valid() map[string][]byte { return newBuilder().valid().files() }

@@ -20,6 +20,10 @@ const Outside = "outside"
 // migrate.
 const JobFile = "job.json"
 
+// JobV2File is the job manifest of a build whose records state has a
+// field more, with a default: migrate decodes every value of it.
+const JobV2File = "job-v2.json"
+
 // ManifestFile lists the entries: name, level, state, what is wrong.
 const ManifestFile = "MANIFEST.tsv"
 
@@ -57,12 +61,16 @@ func WriteCorpus(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, Outside, "data-000"), newBuilder().valid().data, 0o644); err != nil {
 		return err
 	}
-	var job bytes.Buffer
-	if err := savepoint.NewManifest("hostile", Operators()).Write(&job); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, JobFile), job.Bytes(), 0o644); err != nil {
-		return err
+	v2 := Operators()
+	v2[0].States[refRecords].Value.Schema = recordSchemaV2
+	for name, ops := range map[string][]savepoint.Operator{JobFile: Operators(), JobV2File: v2} {
+		var job bytes.Buffer
+		if err := savepoint.NewManifest("hostile", ops).Write(&job); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), job.Bytes(), 0o644); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(filepath.Join(dir, ManifestFile), list.Bytes(), 0o644)
 }
