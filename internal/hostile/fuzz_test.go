@@ -102,7 +102,7 @@ func mutate(files map[string][]byte, ops []byte) map[string][]byte {
 			if kind == 4 {
 				binary.BigEndian.PutUint32(f[at+5:], binary.BigEndian.Uint32(ops[1:])^uint32(ops[4])<<24)
 			} else if stored > 0 {
-				f[at+blockHeader+int(ops[4])*256%stored+a%stored] ^= v | 1
+				f[at+blockHeader+(int(ops[4])<<16+a)%stored] ^= v | 1
 			}
 		}
 	}
