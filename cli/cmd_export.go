@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -115,14 +112,11 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 	} else if loc.IsBucket() {
 		return usagef("--out %s: export writes its datasets to a local directory; copy them into the bucket after", loc)
 	}
-	if err := checkTarget(args[0], o.out); err != nil {
-		return err
-	}
 	// An empty directory holds nothing to lose: it is replaced as if with
 	// --force.
-	staging, err := storage.Stage(o.out, o.force || isEmptyDir(o.out))
+	staging, err := export.Stage(args[0], o.out, o.force || isEmptyDir(o.out))
 	if err != nil {
-		return err
+		return rewriteError(err)
 	}
 	bar := newRowProgress(stderr)
 	if bar != nil {
@@ -237,42 +231,6 @@ type badValue struct {
 
 func (e *badValue) Error() string   { return e.msg + ": " + e.err.Error() }
 func (e *badValue) Unwrap() []error { return []error{savepoint.ErrCorrupt, e.err} }
-
-// checkTarget refuses a target inside the savepoint, the savepoint itself,
-// or a directory that holds it (which --force would replace): an export
-// never writes into its input.
-func checkTarget(savepointDir, target string) error {
-	sp, err := filepath.Abs(savepointDir)
-	if err != nil {
-		return err
-	}
-	t, err := filepath.Abs(target)
-	if err != nil {
-		return err
-	}
-	switch {
-	case within(sp, t):
-		return usagef("--out %s is inside the savepoint %s, which export never modifies", target, savepointDir)
-	case within(t, sp):
-		return usagef("--out %s holds the savepoint %s, which export never modifies", target, savepointDir)
-	}
-	// The dataset is staged beside the target, so its directory must exist.
-	switch st, err := os.Stat(filepath.Dir(t)); {
-	case errors.Is(err, fs.ErrNotExist):
-		return usagef("--out %s: the directory %s does not exist", target, filepath.Dir(t))
-	case err != nil:
-		return usagef("--out %s: %v", target, err)
-	case !st.IsDir():
-		return usagef("--out %s: %s is not a directory", target, filepath.Dir(t))
-	}
-	return nil
-}
-
-// within reports whether path is dir or lies below it.
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
 
 // isEmptyDir reports whether path is an existing, empty directory.
 // Anything else that exists there, a file included, Stage refuses

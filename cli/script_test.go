@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/internal/crc"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
@@ -116,50 +118,50 @@ func cmdMksavepoint(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.RemoveAll(good))
 }
 
-// copyMiscounted copies the savepoint at src to dst segment by segment as
-// opaque bytes, taking each segment's index figures from the source, and
-// adds one to the entries of the first: the copy's checksums are all valid
-// and only reading the data shows that the index is wrong.
+// copyMiscounted copies the savepoint at src to dst and adds one to the
+// entries that the index gives its first segment, in place in the metadata
+// body, whose checksum it then recomputes: the copy's checksums are all
+// valid and only reading the data shows that the index is wrong.
 func copyMiscounted(src, dst string) error {
 	ctx := context.Background()
 	r, err := snapshotfmt.Open(ctx, storage.LocalDir(src))
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	staging, err := storage.Stage(dst, false)
-	if err != nil {
-		return err
-	}
-	w, err := snapshotfmt.NewWriter(staging, r.Metadata(), snapshotfmt.Options{})
-	if err != nil {
-		staging.Abort()
-		return err
-	}
-	f, err := w.CreateDataFile(ctx, "data-000")
-	if err != nil {
-		w.Abort()
-		return err
-	}
+	meta := r.Metadata()
 	segs, err := savepoint.AllSegments(ctx, r)
+	r.Close()
 	if err != nil {
-		w.Abort()
 		return err
 	}
-	for i, seg := range segs {
-		if i == 0 {
-			seg.Entries++
-		}
-		if err := f.CopySegment(ctx, r, seg, seg.Ref, seg.KeyGroup); err != nil {
-			w.Abort()
-			return err
-		}
+	if len(segs) == 0 || segs[0].Entries >= 127 {
+		return fmt.Errorf("copyMiscounted: %s has no first segment with a one-byte entry count", src)
 	}
-	if err := f.Close(); err != nil {
-		w.Abort()
+	s := segs[0]
+	ref := s.Ref.State // the format's ref: keyed states, then timer services
+	if s.Ref.Timer {
+		ref += len(meta.Operators[s.Ref.Operator].States)
+	}
+	var fields []byte
+	for _, v := range []uint64{uint64(s.KeyGroup), uint64(ref), 0, uint64(s.Offset), uint64(s.Length), s.Keys} {
+		fields = binary.AppendUvarint(fields, v)
+	}
+	fields = append(fields, byte(s.Entries))
+	m, err := os.ReadFile(filepath.Join(src, snapshotfmt.MetadataName))
+	if err != nil {
 		return err
 	}
-	return w.Finish(ctx)
+	const preamble, lengthField = 12, 8
+	at := bytes.Index(m[preamble+lengthField:], fields)
+	if at < 0 || bytes.Index(m[preamble+lengthField+at+1:], fields) >= 0 {
+		return fmt.Errorf("copyMiscounted: the index entry of %s (file index 0) is not once in its metadata", s.File)
+	}
+	m[preamble+lengthField+at+len(fields)-1]++
+	binary.BigEndian.PutUint32(m[len(m)-4:], crc.Checksum(m[preamble:len(m)-4]))
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dst, snapshotfmt.MetadataName), m, 0o644)
 }
 
 // cmdExits runs a program and checks its exit code, which ! exec does not:

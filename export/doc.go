@@ -108,6 +108,16 @@
 // stateproc.operator, stateproc.state, stateproc.kind, and
 // stateproc.serializers (the serializer snapshots as JSON), plus
 // stateproc.now for the expired column; the same goes into the schema
-// metadata of Arrow files. Memory is bounded by a row group per worker,
-// whatever the size of the state.
+// metadata of Arrow files. Memory is bounded by a row group per worker
+// (RowGroupRows rows, or 64 MiB of input) and the block being read,
+// whatever the size of the state or of one key's list or map: the files of
+// one key group are written one after another by one worker reading the
+// key group once, so that a key group of many files costs no more than one
+// of few.
+//
+// Stage checks the directory an export goes to and stages it beside it,
+// under the rules of a rewrite's output: a target spelled through links is
+// compared with its links resolved, so it never lies inside the input; the
+// export holds the target's lock; and the staging directories that killed
+// exports into the same target left are removed.
 package export

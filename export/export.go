@@ -101,30 +101,24 @@ func Run(ctx context.Context, src savepoint.Source, out storage.Staging, o Optio
 	if err != nil {
 		return nil, err
 	}
-	var parts []*part
+	var runs []*run
 	for _, ds := range datasets {
 		if err := ds.count(ctx, src, o.KeyGroups); err != nil {
 			return nil, err
 		}
-		parts = append(parts, ds.parts(o.MaxRowsPerFile)...)
+		runs = append(runs, ds.runs(o.MaxRowsPerFile)...)
 	}
 	x := &exporter{src: src, out: out, opts: o,
 		wo: writerOptions{format: o.Format, compression: o.Compression, rowGroupRows: o.RowGroupRows}}
 	for _, ds := range datasets {
 		x.total += ds.rows
 	}
-	if err := x.run(ctx, parts, o.Workers); err != nil {
+	if err := x.run(ctx, runs, o.Workers); err != nil {
 		return nil, err
 	}
 	s := &Summary{}
 	for _, ds := range datasets {
-		d := DatasetSummary{Operator: ds.op.UID, State: ds.name, Kind: ds.kind, Dir: ds.dir, Rows: ds.rows}
-		for _, p := range parts {
-			if p.ds == ds {
-				d.Files++
-				d.Bytes += p.bytes
-			}
-		}
+		d := DatasetSummary{Operator: ds.op.UID, State: ds.name, Kind: ds.kind, Dir: ds.dir, Rows: ds.rows, Files: int(ds.files), Bytes: ds.bytes.Load()}
 		s.Datasets = append(s.Datasets, d)
 		s.Rows += d.Rows
 		s.Files += d.Files
@@ -171,34 +165,47 @@ func (x *exporter) wrote(rows int) {
 	}
 }
 
-// run writes the parts on the workers, longest first, each worker taking
-// the next part when it is done with one, so that they finish close
-// together. Which worker writes a part does not change the part's bytes.
-func (x *exporter) run(ctx context.Context, parts []*part, n int) error {
-	queue := slices.Clone(parts)
-	slices.SortStableFunc(queue, func(a, b *part) int { return cmp.Compare(b.rows, a.rows) })
-	return workers.Run(ctx, len(queue), n, func(ctx context.Context, _, i int) error {
-		return x.writePart(ctx, queue[i])
+// run writes the runs on the workers, longest first, each worker taking
+// the next run when it is done with one, so that they finish close
+// together. A run's files are written in order by one worker, which reads
+// on from where the file before stopped, so that no file reads the
+// entries of the files before it again (a key group of many entries is
+// many files). Which worker writes a part does not change the part's
+// bytes.
+func (x *exporter) run(ctx context.Context, runs []*run, n int) error {
+	slices.SortStableFunc(runs, func(a, b *run) int { return cmp.Compare(b.allRows, a.allRows) })
+	return workers.Run(ctx, len(runs), n, func(ctx context.Context, _, i int) error {
+		var cur cursor
+		defer cur.close()
+		r := runs[i]
+		for k := range r.parts {
+			if err := x.writePart(ctx, r.nth(k), k > 0, &cur); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
-// writePart writes one file and records its size in p.
-func (x *exporter) writePart(ctx context.Context, p *part) error {
+// writePart writes one file and adds its size to its dataset's. With
+// continues, it reads on from cur, where the part before it in its run
+// stopped.
+func (x *exporter) writePart(ctx context.Context, p *part, continues bool, cur *cursor) error {
 	name := p.name(x.opts.Format)
 	f, err := x.out.Create(ctx, name)
 	if err != nil {
 		return fmt.Errorf("export: %s: %w", name, err)
 	}
 	cw := &countingWriter{w: f}
-	err = x.fillPart(ctx, p, name, cw)
+	err = x.fillPart(ctx, p, name, cw, continues, cur)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("export: %s: %w", name, cerr)
 	}
-	p.bytes = cw.n
+	p.ds.bytes.Add(cw.n)
 	return err
 }
 
-func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writer) error {
+func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writer, continues bool, cur *cursor) error {
 	ds := p.ds
 	schema := arrow.NewSchema(ds.layout.arrowFields(), &ds.metadata)
 	fw, err := x.wo.newFileWriter(w, schema)
@@ -216,7 +223,7 @@ func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writ
 	case ds.broadcast != nil:
 		err = x.broadcastRows(p, b)
 	default:
-		err = x.keyedRows(ctx, p, b)
+		err = x.keyedRows(ctx, p, b, continues, cur)
 	}
 	if err == nil {
 		err = b.flush(true)
@@ -227,54 +234,78 @@ func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writ
 	return err
 }
 
+// cursor is where the reading of a run of parts stands: the index entry
+// being read, its iterator and the entries read from it, and the list
+// element the last one was.
+type cursor struct {
+	seg             int
+	it              savepoint.EntryIterator
+	n               uint64
+	index           int32
+	prevKey, prevNs []byte
+}
+
+func (c *cursor) close() {
+	if c.it != nil {
+		c.it.Close()
+		c.it = nil
+	}
+}
+
 // keyedRows appends the rows of a keyed state or timer part: entry skip of
-// its first key group onwards.
-func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher) error {
+// its first key group onwards or, with continues, from where cur stands.
+func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher, continues bool, cur *cursor) error {
 	ds := p.ds
 	list := ds.state != nil && ds.state.Kind == savepoint.List
 	left := p.rows
-	skip := p.skip
-	var prevKey, prevNs []byte
-	for i := p.first; left > 0 && i < len(ds.index); i++ {
-		st := ds.index[i]
-		it := savepoint.SegmentEntries(ctx, x.src, st)
-		var n uint64 // entries read from this key group
-		var index int32
+	var skip uint64
+	if !continues {
+		cur.close()
+		cur.seg, cur.n, skip = p.first, 0, p.skip
+	}
+	for ; left > 0 && cur.seg < len(ds.index); cur.seg, cur.n = cur.seg+1, 0 {
+		st := ds.index[cur.seg]
+		if cur.it == nil {
+			cur.it = savepoint.SegmentEntries(ctx, x.src, st)
+		}
+		it := cur.it
 		for left > 0 && it.Next() {
 			e := it.Entry()
 			if list {
-				if n > 0 && bytes.Equal(e.Key, prevKey) && bytes.Equal(e.Namespace, prevNs) {
-					index++
+				if cur.n > 0 && bytes.Equal(e.Key, cur.prevKey) && bytes.Equal(e.Namespace, cur.prevNs) {
+					cur.index++
 				} else {
-					index = 0
-					prevKey = append(prevKey[:0], e.Key...)
-					prevNs = append(prevNs[:0], e.Namespace...)
+					cur.index = 0
+					cur.prevKey = append(cur.prevKey[:0], e.Key...)
+					cur.prevNs = append(cur.prevNs[:0], e.Namespace...)
 				}
 			}
-			n++
+			cur.n++
 			if skip > 0 {
 				skip--
 				continue
 			}
-			if err := b.rows.keyed(st.KeyGroup, e, index); err != nil {
-				it.Close()
-				return x.undecodable(ds, st.KeyGroup, n-1, err)
+			if err := b.rows.keyed(st.KeyGroup, e, cur.index); err != nil {
+				return x.undecodable(ds, st.KeyGroup, cur.n-1, err)
 			}
 			left--
 			if err := b.added(len(e.Key) + len(e.Namespace) + len(e.MapKey) + len(e.Value)); err != nil {
-				it.Close()
 				return err
 			}
 		}
+		if left == 0 && cur.n < st.Entries {
+			// The next part of the run reads on from here.
+			return nil
+		}
 		// A key group read to its end is checked against its index by the
 		// iterator's last Next.
-		more := n == st.Entries && it.Next()
+		more := cur.n == st.Entries && it.Next()
 		err := it.Err()
-		it.Close()
+		cur.close()
 		switch {
 		case err != nil:
 			return err
-		case more, left > 0 && n < st.Entries:
+		case more, cur.n < st.Entries:
 			return fmt.Errorf("export: operator %q %s %q: key group %d: the data holds other than the %d entries the index says: %w",
 				ds.op.UID, ds.what(), ds.name, st.KeyGroup, st.Entries, savepoint.ErrCorrupt)
 		}

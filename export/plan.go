@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -42,11 +43,14 @@ type dataset struct {
 	// index lists the segments read, for keyed states and timers.
 	index []savepoint.Segment
 	rows  int64
+	// files is the number of files, and bytes their size once written.
+	files int64
+	bytes atomic.Int64
 }
 
-// part is one file: rows [first row, first row + rows) of its dataset, in
-// the order the savepoint stores them. For keyed states and timers the
-// first row is entry skip of index[first].
+// part is one file: rows [start, start + rows) of its dataset, in the
+// order the savepoint stores them. For keyed states and timers the first
+// row is entry skip of index[first].
 type part struct {
 	ds    *dataset
 	seq   int
@@ -54,8 +58,19 @@ type part struct {
 	skip  uint64
 	start int64
 	rows  int64
-	// bytes is the size of the file, once written.
-	bytes int64
+}
+
+// run is the parts [seq, seq + parts) of a dataset, which one worker
+// writes in order, each file of a keyed dataset reading on from where the
+// one before stopped. A run starts where a part starts at the start of
+// an index entry (or, for operator and broadcast state, at every part), so
+// runs are no more than index entries: the parts, which the index's counts
+// decide, are cut as the run is written.
+type run struct {
+	part
+	parts   int64
+	maxRows int64
+	allRows int64 // of the run
 }
 
 func (p *part) name(f Format) string {
@@ -216,26 +231,53 @@ func (ds *dataset) count(ctx context.Context, src savepoint.Source, kgs *keygrou
 	return nil
 }
 
-// parts cuts ds into files of at most maxRows rows (0: no limit), each
+// runs cuts ds into files of at most maxRows rows (0: no limit), each
 // starting where the previous one ends, so that the files of a dataset in
-// name order hold its rows in the savepoint's order. A dataset without rows
-// still gets one (empty) file, so that readers find its columns.
-func (ds *dataset) parts(maxRows int64) []*part {
+// name order hold its rows in the savepoint's order, and groups them into
+// runs. A dataset without rows still gets one (empty) file, so that
+// readers find its columns. It sets ds.files.
+func (ds *dataset) runs(maxRows int64) []*run {
 	if maxRows <= 0 {
 		maxRows = max(ds.rows, 1)
 	}
-	var out []*part
-	seg, segStart := 0, int64(0) // the index entry holding row start, and its first row
-	for start := int64(0); start < ds.rows || len(out) == 0; start += maxRows {
-		p := &part{ds: ds, seq: len(out), start: start, rows: min(maxRows, ds.rows-start)}
-		for ds.index != nil && seg < len(ds.index) && segStart+int64(ds.index[seg].Entries) <= start {
-			segStart += int64(ds.index[seg].Entries)
-			seg++
+	ds.files = max(1, (ds.rows+maxRows-1)/maxRows)
+	newRun := func(seq int64, first int, skip uint64) *run {
+		start := seq * maxRows
+		return &run{part: part{ds: ds, seq: int(seq), first: first, skip: skip, start: start}, maxRows: maxRows}
+	}
+	var out []*run
+	if ds.index == nil {
+		for seq := range ds.files {
+			out = append(out, newRun(seq, 0, 0))
 		}
-		p.first, p.skip = seg, uint64(start-segStart)
-		out = append(out, p)
+	} else {
+		out = append(out, newRun(0, 0, 0))
+		var at int64 // the first row of index entry i
+		for i, s := range ds.index {
+			if at%maxRows == 0 && at > 0 && at < ds.rows {
+				out = append(out, newRun(at/maxRows, i, 0))
+			}
+			at += int64(s.Entries)
+		}
+	}
+	for i, r := range out {
+		end := ds.files
+		if i+1 < len(out) {
+			end = int64(out[i+1].seq)
+		}
+		r.parts = end - int64(r.seq)
+		r.allRows = min(ds.rows, end*maxRows) - r.start
 	}
 	return out
+}
+
+// part returns the k-th part of r.
+func (r *run) nth(k int64) *part {
+	p := r.part
+	p.seq += int(k)
+	p.start += k * r.maxRows
+	p.rows = min(r.maxRows, r.ds.rows-p.start)
+	return &p
 }
 
 // escapeName makes a uid or state name one safe directory name: letters,

@@ -1,10 +1,12 @@
 package export_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -13,6 +15,8 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // listSavepoint has a list state whose lists are long enough to be split
@@ -109,5 +113,75 @@ func TestNames(t *testing.T) {
 	want := []string{"%2E.%2Fup%2Fa%3Db/%2Ehidden/part-00000.parquet", "%2E.%2Fup%2Fa%3Db/%5Fmeta%20%C3%A9tat/part-00000.parquet"}
 	if got := fileNames(t, out); !slices.Equal(got, want) {
 		t.Errorf("files %q, want %q", got, want)
+	}
+}
+
+// countingSource counts the entries an export reads.
+type countingSource struct {
+	savepoint.Source
+	read *atomic.Int64
+}
+
+func (c countingSource) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+	return countingEntries{c.Source.Entries(ctx, ref, kgs), c.read}
+}
+
+type countingEntries struct {
+	savepoint.EntryIterator
+	read *atomic.Int64
+}
+
+func (c countingEntries) Next() bool {
+	ok := c.EntryIterator.Next()
+	if ok {
+		c.read.Add(1)
+	}
+	return ok
+}
+
+// TestOneKeyManyFiles: one key whose list fills many files is read once,
+// not once per file up to where each file starts; the files hold the list
+// in order with its indexes running on.
+func TestOneKeyManyFiles(t *testing.T) {
+	const n, perFile = 20_000, 500
+	b := newBuilder(savepoint.Operator{
+		UID: "op", Name: "Op", Parallelism: 1, MaxParallelism: 4, KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
+		States: []savepoint.KeyedState{{Name: "items", Kind: savepoint.List, Namespace: void, Value: snap(serializers.KindInt64)}},
+	})
+	for i := range n {
+		b.add(0, 0, savepoint.Entry{Key: []byte("one-key"), Value: i64(int64(i))})
+	}
+	sp := b.write(t)
+	ctx := context.Background()
+	r, err := snapshotfmt.Open(ctx, storage.LocalDir(sp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	staging, err := storage.Stage(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Int64
+	s, err := export.Run(ctx, countingSource{r, &read}, staging, export.Options{MaxRowsPerFile: perFile, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := staging.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Datasets[0]; d.Rows != n || d.Files != n/perFile {
+		t.Fatalf("summary %+v, want %d rows in %d files", d, n, n/perFile)
+	}
+	if got := read.Load(); got != n {
+		t.Errorf("the export read %d entries for %d rows", got, n)
+	}
+	d := openDuck(t, out)
+	got := d.one("SELECT count(*) FILTER (WHERE index = value AND index = file_row_number + " + itoa(perFile) +
+		" * CAST(regexp_extract(filename, 'part-(\\d+)', 1) AS INTEGER)) FROM read_parquet('" +
+		filepath.Join(out, "op/items/*.parquet") + "', filename = true, file_row_number = true)")
+	if got != itoa(n) {
+		t.Errorf("%s of %d rows have their list index and their place in the files", got, n)
 	}
 }

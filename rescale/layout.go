@@ -20,7 +20,7 @@ func newFileNames(op, parallelism, maxP int, kept *[]rewrite.FilePlan) []string 
 		name := rewrite.EngineFileName(op, s)
 		for i := 0; i < len(*kept); i++ {
 			fp := (*kept)[i]
-			if fp.Name != name {
+			if rewrite.GivenName(fp.Name) != name {
 				continue
 			}
 			if len(fp.Segments) == 0 {

@@ -21,7 +21,10 @@
 //     so it rewrites any layout package layouts opens, and writes
 //     stateproc's layout through this package (Output.CreateFile), the one
 //     tool that knows it. A segment a rewrite does not change is copied as
-//     opaque bytes when the input keeps it in a stateproc data file; a
+//     opaque bytes when the input keeps it in a stateproc data file, each
+//     block checked on the way as a reader checks it, so that a rewrite
+//     never publishes what verify refuses (values are decoded only by the
+//     rewrites that change them); a
 //     segment it filters, or one the input keeps elsewhere (an incremental
 //     checkpoint's databases), is streamed entry by entry into the same
 //     place, so the layout (file names, segment order) stays that of the
@@ -31,4 +34,7 @@
 //
 // A dry run performs the checks and the reading that a report needs, and
 // writes nothing, not even a lock file.
+//
+// StageDir gives a command whose output is not a savepoint (export) the
+// same staging, lock and cleanup of killed runs.
 package rewrite

@@ -45,6 +45,10 @@ type FilePlan struct {
 // of the operator at index op.
 func EngineFileName(op, s int) string { return fmt.Sprintf("op%03d-%05d.data", op, s) }
 
+// GivenName is the name a data file was created under, without the content
+// suffix the format adds: two files of one output must differ in it.
+func GivenName(name string) string { return snapshotfmt.GivenName(name) }
+
 // canonical returns the stateproc savepoint whose data files hold the
 // segments of src that name a file: src itself, or the canonical part of a
 // checkpoint.

@@ -1,8 +1,10 @@
 package snapshotfmt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"sync"
 
@@ -43,7 +45,7 @@ var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 	return zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0),
 		zstd.WithDecoderMaxMemory(maxBlockRaw),
-		zstd.WithDecoderMaxWindow(maxBlockRaw),
+		zstd.WithDecoderMaxWindow(maxZstdWindow),
 		zstd.WithDecodeAllCapLimit(true))
 })
 
@@ -87,6 +89,24 @@ func sealBlock(blk, scratch []byte, enc *zstd.Encoder) (block, newScratch []byte
 // block that does not fit gets a window of its own size.
 const readAhead = 256 << 10
 
+const (
+	// pooledRawLimit is the largest decompression buffer a reader keeps
+	// from block to block, and takes outside BlockMemory.
+	pooledRawLimit = 4 * DefaultBlockSize
+	// streamAbove is the raw length above which a compressed block is
+	// decompressed as a stream, a window at a time, so that what a block
+	// costs is its largest item rather than the raw length its header
+	// claims: zstd turns a few kilobytes into the largest block allowed.
+	streamAbove = 1 << 20
+	// streamWindow is the window a streamed block is read through at
+	// first; it grows to hold a larger item.
+	streamWindow = 1 << 20
+	// maxZstdWindow is the largest zstd window (a single-segment frame's
+	// content size) a reader keeps: the 8 MB that RFC 8878 asks every
+	// decoder to support, and the most the writer's encoder uses.
+	maxZstdWindow = 8 << 20
+)
+
 // windows recycles read windows between iterators: a scan opens one
 // iterator per (key group, state), and fresh windows for each made the
 // garbage collector run, and its write barriers cost, more than the
@@ -99,6 +119,8 @@ var windows = sync.Pool{New: func() any { b := make([]byte, 0, readAhead); retur
 // storage.ReadSize), it reads the segment ahead of its blocks through a
 // storage.Prefetcher, one read in flight while the blocks of the last are
 // decoded, and its window holds what is left of the last read and the next.
+// Buffers beyond its pooled ones are counted against BlockMemory while the
+// block they serve is current.
 type blockReader struct {
 	f     storage.File
 	name  string
@@ -119,6 +141,11 @@ type blockReader struct {
 	// pooled and pooledRaw are the pools' buffers that win and raw started
 	// from, returned by release.
 	pooled, pooledRaw *[]byte
+	mem               grant
+	// stream decompresses a streamed block; streamLeft counts the raw
+	// bytes it has not given yet.
+	stream     *zstd.Decoder
+	streamLeft int64
 }
 
 // raws recycles the buffers that compressed blocks decompress into, as
@@ -137,13 +164,12 @@ func recycle(pool *sync.Pool, p *[]byte, buf []byte, limit int) {
 // release gives the read window back to the pool; the blocks and entries
 // read from it are no longer valid.
 func (br *blockReader) release() {
-	// A buffer grown for an outsized block goes back too, unless it is so
-	// large that keeping it would pin memory.
+	br.endBlock()
 	if br.pooled != nil {
-		recycle(&windows, br.pooled, br.win, 4*readAhead)
+		recycle(&windows, br.pooled, br.win, readAhead)
 	}
 	if br.pooledRaw != nil {
-		recycle(&raws, br.pooledRaw, br.raw, 4*DefaultBlockSize)
+		recycle(&raws, br.pooledRaw, br.raw, pooledRawLimit)
 	}
 	if br.pf != nil {
 		br.pf.Close()
@@ -152,9 +178,33 @@ func (br *blockReader) release() {
 	br.pooled, br.pooledRaw, br.win, br.cur, br.raw = nil, nil, nil, nil, nil
 }
 
+// endBlock lets go of what only the current block needed: the buffers
+// counted against BlockMemory, and the stream.
+func (br *blockReader) endBlock() {
+	if br.stream != nil {
+		br.stream.Close()
+		br.stream, br.streamLeft = nil, 0
+	}
+	// A window read ahead from a bucket holds the next blocks and is the
+	// prefetcher's, bounded by its budget: it stays.
+	if br.ahead == 0 && cap(br.win) > readAhead {
+		br.win = nil
+		if br.pooled != nil {
+			br.win = (*br.pooled)[:0]
+		}
+	}
+	if cap(br.raw) > pooledRawLimit {
+		br.raw = nil
+		if br.pooledRaw != nil {
+			br.raw = (*br.pooledRaw)[:0]
+		}
+	}
+	br.mem.release()
+}
+
 func newBlockReader(ctx context.Context, f storage.File, name string, seg *savepoint.Segment) *blockReader {
 	return &blockReader{f: f, name: name, kg: seg.KeyGroup, pos: seg.Offset, end: seg.Offset + seg.Length,
-		ctx: ctx, ahead: storage.ReadSize(f)}
+		ctx: ctx, ahead: storage.ReadSize(f), mem: grant{b: blockMemory}}
 }
 
 func (br *blockReader) fail(off int64, err error) error { return at(br.name, br.kg, off, err) }
@@ -173,6 +223,11 @@ func (br *blockReader) window(n int) ([]byte, error) {
 	if br.win == nil {
 		br.pooled = windows.Get().(*[]byte)
 		br.win = *br.pooled
+	}
+	if size > cap(br.win) {
+		if err := br.mem.reserve(br.ctx, br.mem.size+int64(size)); err != nil {
+			return nil, err
+		}
 	}
 	br.win, br.winAt = grow(br.win, size), br.pos
 	if err := readAt(br.f, br.name, br.kg, br.win, br.pos); err != nil {
@@ -220,6 +275,7 @@ func (br *blockReader) windowAhead(n int) ([]byte, error) {
 // next reads the next block and verifies its CRC and header. It returns
 // io.EOF when the segment ends exactly after the previous block.
 func (br *blockReader) next() error {
+	br.endBlock()
 	left := br.end - br.pos
 	if left == 0 {
 		return io.EOF
@@ -253,28 +309,122 @@ func (br *blockReader) blockAt() int64 { return br.pos - int64(len(br.cur)) }
 
 func (br *blockReader) stored() []byte { return br.cur[blockHeaderLen : len(br.cur)-blockCRCLen] }
 
-// payload decompresses the current block if need be.
-func (br *blockReader) payload() ([]byte, error) {
-	if br.codec == CodecNone {
-		return br.stored(), nil
+// payload returns the current block's raw payload, decompressed if need
+// be: all of it, or for a streamed block the start of it, with more
+// saying how many bytes follow, which refill gives.
+func (br *blockReader) payload() (buf []byte, more int64, err error) {
+	switch {
+	case br.codec == CodecNone:
+		return br.stored(), 0, nil
+	case br.rawLen > streamAbove:
+		return br.startStream()
 	}
 	dec, err := zstdDecoder()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if br.raw == nil {
 		br.pooledRaw = raws.Get().(*[]byte)
 		br.raw = *br.pooledRaw
 	}
+	if br.rawLen > cap(br.raw) && br.rawLen > pooledRawLimit {
+		if err := br.mem.reserve(br.ctx, br.mem.size+int64(br.rawLen)); err != nil {
+			return nil, 0, err
+		}
+	}
 	br.raw = grow(br.raw, br.rawLen)
 	out, err := dec.DecodeAll(br.stored(), br.raw[:0:br.rawLen])
 	if err != nil {
-		return nil, br.fail(br.blockAt(), corruptf("zstd payload does not decompress: %v", err))
+		return nil, 0, br.fail(br.blockAt(), corruptf("zstd payload does not decompress: %v", err))
 	}
 	if len(out) != br.rawLen {
-		return nil, br.fail(br.blockAt(), corruptf("zstd payload decompresses to %d bytes, the block says %d", len(out), br.rawLen))
+		return nil, 0, br.fail(br.blockAt(), corruptf("zstd payload decompresses to %d bytes, the block says %d", len(out), br.rawLen))
 	}
-	return out, nil
+	return out, 0, nil
+}
+
+// startStream begins a streamed block: it checks the frame's window
+// before anything is allocated for it, and reads the first window.
+func (br *blockReader) startStream() ([]byte, int64, error) {
+	stored := br.stored()
+	window := uint64(maxZstdWindow)
+	var h zstd.Header
+	// A header that does not decode is the decoder's to report.
+	if h.Decode(stored) == nil && !h.Skippable {
+		window = h.WindowSize
+		if h.SingleSegment {
+			window = h.FrameContentSize
+		}
+		switch {
+		case window > maxZstdWindow:
+			return nil, 0, br.fail(br.blockAt(), corruptf("zstd frame with a window of %d bytes, above the %d a reader keeps", window, maxZstdWindow))
+		case h.HasFCS && h.FrameContentSize != uint64(br.rawLen):
+			return nil, 0, br.fail(br.blockAt(), corruptf("zstd frame of %d bytes in a block whose raw length is %d", h.FrameContentSize, br.rawLen))
+		}
+	}
+	// The decoder keeps its window and two blocks of room beside it.
+	ring := int64(window) + 2*(min(int64(window), 128<<10)+64)
+	first := min(streamWindow, br.rawLen)
+	if err := br.mem.reserve(br.ctx, br.mem.size+ring+int64(first)); err != nil {
+		return nil, 0, err
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(stored),
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(maxZstdWindow),
+		zstd.WithDecoderMaxMemory(maxBlockRaw))
+	if err != nil {
+		return nil, 0, err
+	}
+	br.stream, br.streamLeft = dec, int64(br.rawLen)
+	return br.refill(make([]byte, 0, first), 0, first)
+}
+
+// refill moves the unread bytes buf[from:] of a streamed block's window to
+// its front and reads on from the stream until the window holds at least
+// need bytes, growing it if need be, or the payload ends. need is at most
+// the unread bytes plus those still to come.
+func (br *blockReader) refill(buf []byte, from, need int) ([]byte, int64, error) {
+	unread := len(buf) - from
+	if need > cap(buf) {
+		size := min(max(need, 2*cap(buf)), unread+int(br.streamLeft))
+		if err := br.mem.reserve(br.ctx, br.mem.size+int64(size-cap(buf))); err != nil {
+			return nil, 0, err
+		}
+		grown := make([]byte, unread, size)
+		copy(grown, buf[from:])
+		buf = grown
+	} else {
+		buf = buf[:copy(buf, buf[from:])]
+	}
+	n := min(cap(buf)-len(buf), int(br.streamLeft))
+	got, err := io.ReadFull(br.stream, buf[len(buf):len(buf)+n])
+	buf = buf[:len(buf)+got]
+	br.streamLeft -= int64(got)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, 0, br.fail(br.blockAt(), corruptf("zstd payload decompresses to %d bytes, the block says %d", int64(br.rawLen)-br.streamLeft, br.rawLen))
+	case err != nil:
+		return nil, 0, br.fail(br.blockAt(), corruptf("zstd payload does not decompress: %v", err))
+	}
+	return buf, br.streamLeft, nil
+}
+
+// finish checks, once every byte of the current block's payload has been
+// read, that a streamed block's zstd payload ends there too.
+func (br *blockReader) finish() error {
+	if br.stream == nil {
+		return nil
+	}
+	var extra [1]byte
+	n, err := br.stream.Read(extra[:])
+	switch {
+	case n > 0:
+		return br.fail(br.blockAt(), corruptf("zstd payload decompresses to more than the %d bytes the block says", br.rawLen))
+	case err != nil && !errors.Is(err, io.EOF):
+		return br.fail(br.blockAt(), corruptf("zstd payload does not decompress: %v", err))
+	}
+	return nil
 }
 
 // checkBlock verifies a stored block's CRC and then its header.

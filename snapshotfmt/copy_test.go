@@ -3,10 +3,13 @@ package snapshotfmt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 func TestCopySegmentIsByteIdentical(t *testing.T) {
@@ -86,4 +89,77 @@ func TestCopySegmentRefuses(t *testing.T) {
 	if err := f.Close(); err == nil {
 		t.Error("a file with a failed copy closed cleanly")
 	}
+}
+
+// TestCopySegmentChecksRecords: a copy refuses what a reader refuses, under
+// valid checksums: keys of another key group, lengths and counts beyond the
+// block, an index that claims more than the data holds, a zstd payload
+// longer than its raw length.
+func TestCopySegmentChecksRecords(t *testing.T) {
+	ctx := context.Background()
+	d, _, idx := decodedSmall(t)
+	segs := idx.segments[0]
+	first := segs[0]
+	stored := func(s savepoint.Segment) []byte { return d.files[s.File][s.Offset : s.Offset+s.Length] }
+	var other []byte
+	for _, s := range segs[1:] {
+		if s.Ref == first.Ref && s.KeyGroup != first.KeyGroup {
+			other = stored(s)
+			break
+		}
+	}
+	if other == nil {
+		t.Fatal("no segment of the same state in another key group")
+	}
+	raw := func(payload []byte) []byte {
+		b, _ := sealBlock(append(make([]byte, blockHeaderLen), payload...), nil, nil)
+		return b
+	}
+	uv := func(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+	for _, tc := range []struct {
+		name  string
+		block []byte
+		stats func(*savepoint.Stats)
+		want  string
+	}{
+		{"key of another key group", other, nil, "belongs to key group"},
+		{"key length 2^62", raw(uv(nil, 1<<62)), nil, "key: length 4611686018427387904 beyond"},
+		{"item count 2^31", raw(append(uv(uv(uv(nil, 0), 0), 1<<31), 0)), nil, "count 2147483648 beyond"},
+		{"index claims more entries", stored(first), func(s *savepoint.Stats) { s.Entries++ }, "the index says"},
+		{"zstd payload longer than its raw length", func() []byte {
+			b := bytes.Clone(zeroBlock(t, 1000))
+			binary.BigEndian.PutUint32(b[5:], 999)
+			return reseal(b)
+		}(), nil, "decompress"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := withBlocks(t, [][]byte{tc.block})
+			if tc.stats != nil {
+				_, m, idx := decodedSmallOf(t, src)
+				tc.stats(&idx.segments[0][0].Stats)
+				src.files[MetadataName] = metadataFile(encodeMetadataBody(m, idx))
+			}
+			r, err := Open(ctx, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seg := opSegments(r, 0)[0]
+			w, _ := NewWriter(newMemDir(), testMeta(), Options{})
+			f, _ := w.CreateDataFile(ctx, "d")
+			wantCorrupt(t, f.CopySegment(ctx, r, seg, seg.Ref, seg.KeyGroup), tc.want)
+			if err := f.Close(); err == nil {
+				t.Error("a file with a refused copy closed cleanly")
+			}
+		})
+	}
+}
+
+// decodedSmallOf decodes the metadata of d for a test to change it.
+func decodedSmallOf(t *testing.T, d *memDir) (*memDir, *savepoint.Metadata, *index) {
+	b := d.files[MetadataName]
+	m, idx, err := decodeMetadataBody(b[metadataHeaderLen:len(b)-4], NewestVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, m, idx
 }

@@ -17,11 +17,17 @@ type decoder struct {
 	err  error
 	// errOff is the file offset of the field that failed.
 	errOff int64
+	// more counts the bytes that follow buf in what it is a window onto
+	// (a streamed block's payload), for the checks of counts and lengths.
+	more int64
 }
 
 func newDecoder(buf []byte, base int64) *decoder { return &decoder{buf: buf, base: base} }
 
 func (d *decoder) remaining() int { return len(d.buf) - d.off }
+
+// left is what remains of the whole that buf is a window onto.
+func (d *decoder) left() int64 { return int64(d.remaining()) + d.more }
 
 // pos is the file offset of the next byte.
 func (d *decoder) pos() int64 { return d.base + int64(d.off) }
@@ -45,7 +51,7 @@ func (d *decoder) need(n int, what string) bool {
 		return false
 	}
 	if d.remaining() < n {
-		d.failf(d.off, "truncated: %s needs %d bytes, %d remain", what, n, d.remaining())
+		d.failf(d.off, "truncated: %s needs %d bytes, %d remain", what, n, d.left())
 		return false
 	}
 	return true
@@ -114,8 +120,8 @@ func (d *decoder) uvarintMax(what string, limit uint64) uint64 {
 func (d *decoder) count(what string) int {
 	start := d.off
 	n := d.uvarint(what)
-	if d.err == nil && n > uint64(d.remaining()) {
-		d.failf(start, "%s: count %d beyond the %d bytes remaining", what, n, d.remaining())
+	if d.err == nil && n > uint64(d.left()) {
+		d.failf(start, "%s: count %d beyond the %d bytes remaining", what, n, d.left())
 		return 0
 	}
 	return int(n)
@@ -149,7 +155,7 @@ func (d *decoder) bytes(what string) []byte {
 		return nil
 	}
 	if n > uint64(d.remaining()) {
-		d.failf(start, "%s: length %d beyond the %d bytes remaining", what, n, d.remaining())
+		d.failf(start, "%s: length %d beyond the %d bytes remaining", what, n, d.left())
 		return nil
 	}
 	b := d.buf[d.off : d.off+int(n) : d.off+int(n)]

@@ -11,7 +11,8 @@
 // ordering rule as it goes, and each segment against its index entry at its
 // end. NewWriter stages a new savepoint: entries are added segment by
 // segment into data files, unchanged segments can be copied from another
-// savepoint as opaque bytes (their blocks verified), and Finish writes the
+// savepoint as opaque bytes (checked on the way as a reader checks them,
+// so that a copy never writes what a reader refuses), and Finish writes the
 // metadata last and publishes the savepoint in one step. Data files are
 // named after their bytes (see FORMAT.md), so that the same state gives the
 // same names and an object store, which cannot rename, gets every file
@@ -25,5 +26,8 @@
 // Every length read from a file is checked against the bytes that remain
 // before anything is allocated for it, so corrupt or hostile input gets a
 // *savepoint.Error naming the file, key group and offset, wrapping this
-// package's sentinels and the seam's, never a panic.
+// package's sentinels and the seam's, never a panic. What a block costs is
+// bounded by its largest item, not by the raw length it claims (large
+// compressed blocks are streamed), and the buffers of large blocks of every
+// reader of the process count against one budget, BlockMemory.
 package snapshotfmt

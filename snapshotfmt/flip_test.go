@@ -49,7 +49,7 @@ func TestEveryFlipIsDetected(t *testing.T) {
 	}
 	for op := range r.Metadata().Operators {
 		for _, seg := range opSegments(r, op) {
-			br := newBlockReader(context.Background(), r.files[seg.File].f, seg.File, &seg)
+			br := newBlockReader(ctx, r.files[seg.File].f, seg.File, &seg)
 			for br.next() == nil {
 				if br.codec == CodecZstd {
 					zstdBlocks++

@@ -102,8 +102,8 @@ func FuzzBlockRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, ttl bool, payload []byte) {
 		s := fuzzShape(kind, ttl)
 		var e savepoint.Entry
-		rr := newRecordReader(s, &e)
-		rr.startBlock(payload)
+		rr := newRecordReader(s, &e, nil)
+		rr.startBlock(payload, 0)
 		var entries []savepoint.Entry
 		for rr.next() {
 			entries = append(entries, savepoint.Entry{
@@ -157,7 +157,7 @@ func FuzzBlock(f *testing.F) {
 			}
 			return
 		}
-		out, err := br.payload()
+		out, _, err := br.payload()
 		if err == nil && len(out) != int(rawLen) {
 			t.Fatalf("payload of %d bytes, the header says %d", len(out), rawLen)
 		}

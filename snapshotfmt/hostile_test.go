@@ -251,3 +251,22 @@ func TestTruncatedMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileIndexFigures: the index's figures are bounded by the bytes
+// they describe before anything is planned from them.
+func TestHostileIndexFigures(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(s *savepoint.Segment)
+		want   string
+	}{
+		{"entries above raw bytes", func(s *savepoint.Segment) { s.Entries, s.Keys = s.Bytes+1, 1 }, "entries in"},
+		{"raw bytes beyond any expansion", func(s *savepoint.Segment) { s.Bytes = uint64(s.Length)*maxZstdExpansion + 1 }, "can hold"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, m, idx := decodedSmall(t)
+			tc.change(&idx.segments[0][0])
+			wantCorrupt(t, openBody(t, d, encodeMetadataBody(m, idx)), tc.want)
+		})
+	}
+}

@@ -495,6 +495,12 @@ func (r *metaReader) readSegment(op *savepoint.Operator, opIdx int, s *savepoint
 		d.failf(statsAt, "timer segment counts %d keys, want 0", s.Keys)
 	case !timer && (s.Keys == 0 || s.Keys > s.Entries):
 		d.failf(statsAt, "segment counts %d keys for %d entries", s.Keys, s.Entries)
+	case s.Entries > s.Bytes:
+		// Every item and timer takes a raw byte at least.
+		d.failf(statsAt, "segment counts %d entries in %d raw bytes", s.Entries, s.Bytes)
+	case (s.Bytes-1)/maxZstdExpansion >= length:
+		// No block expands more than that.
+		d.failf(statsAt, "segment claims %d raw bytes, more than its %d bytes can hold", s.Bytes, length)
 	case s.MinTimestamp > s.MaxTimestamp:
 		d.failf(statsAt, "segment minimum timestamp %d above its maximum %d", s.MinTimestamp, s.MaxTimestamp)
 	}

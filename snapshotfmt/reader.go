@@ -290,7 +290,7 @@ func (r *Reader) iterate(ctx context.Context, seg savepoint.Segment) *Iterator {
 		return it
 	}
 	it.br = newBlockReader(ctx, f, seg.File, &seg)
-	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Ref.Operator], seg.Ref, seg.KeyGroup), &it.entry)
+	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Ref.Operator], seg.Ref, seg.KeyGroup), &it.entry, it.br)
 	it.entry.KeyGroup = seg.KeyGroup
 	it.untilCtx = ctxCheckEvery
 	return it
@@ -314,6 +314,7 @@ func (it *Iterator) Next() bool {
 			return true
 		}
 		if !it.nextBlock() {
+			it.br.endBlock()
 			return false
 		}
 	}
@@ -325,7 +326,7 @@ func (it *Iterator) Next() bool {
 // over.
 func (it *Iterator) nextBlock() bool {
 	if off, err := it.rr.failure(); err != nil {
-		it.err = it.recordError(off, err)
+		it.err = recordError(it.br, off, err)
 		return false
 	}
 	if err := it.ctx.Err(); err != nil {
@@ -333,6 +334,10 @@ func (it *Iterator) nextBlock() bool {
 		return false
 	}
 	it.rr.endBlock()
+	if err := it.br.finish(); err != nil {
+		it.err = err
+		return false
+	}
 	err := it.br.next()
 	if err == io.EOF {
 		it.done = true
@@ -345,12 +350,12 @@ func (it *Iterator) nextBlock() bool {
 		it.err = err
 		return false
 	}
-	payload, err := it.br.payload()
+	payload, more, err := it.br.payload()
 	if err != nil {
 		it.err = err
 		return false
 	}
-	it.rr.startBlock(payload)
+	it.rr.startBlock(payload, more)
 	return true
 }
 
@@ -376,6 +381,7 @@ func (it *Iterator) NextValues(sizes []int, lastModified []int64) int {
 		_, v, ok := it.rr.item()
 		if !ok {
 			if !it.nextBlock() {
+				it.br.endBlock()
 				break
 			}
 			continue
@@ -395,12 +401,12 @@ func (it *Iterator) NextValues(sizes []int, lastModified []int64) int {
 
 // recordError locates an error in the records of the current block: at its
 // file offset when the block is stored uncompressed, else at the block.
-func (it *Iterator) recordError(off int, err error) error {
-	blockAt := it.br.blockAt()
-	if it.br.codec == CodecNone {
-		return at(it.seg.File, it.seg.KeyGroup, blockAt+blockHeaderLen+int64(off), err)
+func recordError(br *blockReader, off int, err error) error {
+	blockAt := br.blockAt()
+	if br.codec == CodecNone {
+		return at(br.name, br.kg, blockAt+blockHeaderLen+int64(off), err)
 	}
-	return at(it.seg.File, it.seg.KeyGroup, blockAt, corruptf("byte %d of the decompressed payload: %v", off, err))
+	return at(br.name, br.kg, blockAt, corruptf("byte %d of the decompressed payload: %v", off, err))
 }
 
 // Entry returns the current entry. It and its slices are valid until the

@@ -130,6 +130,8 @@ type recordReader struct {
 	shape
 	d decoder
 	e *savepoint.Entry
+	// src gives more of a streamed block's payload when d.more > 0.
+	src *blockReader
 	// left counts the items of the current record not read yet.
 	left uint64
 	// The previous item, for ordering. They alias the current block or,
@@ -148,8 +150,8 @@ type recordReader struct {
 // all have the same shape, so next sets only the fields that change: the
 // key and namespace once per record, the map key and value per item, the
 // time per timer.
-func newRecordReader(s shape, e *savepoint.Entry) *recordReader {
-	return &recordReader{shape: s, e: e}
+func newRecordReader(s shape, e *savepoint.Entry, src *blockReader) *recordReader {
+	return &recordReader{shape: s, e: e, src: src}
 }
 
 // endBlock is called before the buffer of the block just read is reused:
@@ -161,17 +163,126 @@ func (rr *recordReader) endBlock() {
 	rr.lastKey, rr.lastNs, rr.lastMapKey = rr.carry[0], rr.carry[1], rr.carry[2]
 }
 
-// startBlock begins the records of the next block's raw payload.
-func (rr *recordReader) startBlock(payload []byte) {
-	rr.d = decoder{buf: payload}
+// startBlock begins the records of the next block's raw payload, or of the
+// start of it, with more bytes to come from rr.src.
+func (rr *recordReader) startBlock(payload []byte, more int64) {
+	rr.d = decoder{buf: payload, more: more}
 	rr.firstInBlock = true
-	rr.counts.bytes += uint64(len(payload))
+	rr.counts.bytes += uint64(len(payload)) + uint64(more)
+}
+
+// ensure makes the window onto a streamed block hold the next item whole,
+// with its record's header where a record starts, or the next timer, so
+// that the decoder never meets the end of the window inside one. A length
+// beyond the block is left for the decoder to report. It returns false
+// when the stream fails.
+func (rr *recordReader) ensure() bool {
+	d := &rr.d
+	for d.err == nil && d.more > 0 {
+		n, known := rr.span()
+		avail := d.remaining()
+		if known && (n <= avail || int64(n) > d.left()) {
+			return true
+		}
+		// An unknown end needs the next length field: at most a uvarint.
+		target := int64(n)
+		if !known {
+			target = int64(max(n, avail) + binary.MaxVarintLen64)
+		}
+		if !rr.fill(int(min(target, d.left()))) {
+			return false
+		}
+	}
+	return d.err == nil
+}
+
+// span returns the bytes from the decoder's position that the next item
+// takes, as ensure describes it, and whether the window tells all of it;
+// when it does not, n is what it tells so far.
+func (rr *recordReader) span() (n int, known bool) {
+	b := rr.d.buf[rr.d.off:]
+	if rr.timers() {
+		n = 8
+		if n, known = lengthField(b, n); !known {
+			return n, false
+		}
+		return lengthField(b, n)
+	}
+	known = true
+	if rr.left == 0 {
+		if n, known = lengthField(b, n); known {
+			if n, known = lengthField(b, n); known {
+				n, known = uvarintField(b, n)
+			}
+		}
+		if !known {
+			return n, false
+		}
+	}
+	if rr.kind == savepoint.Map {
+		if n, known = lengthField(b, n); !known {
+			return n, false
+		}
+	}
+	return lengthField(b, n)
+}
+
+// lengthField returns the end of the length-prefixed field at b[n:].
+func lengthField(b []byte, n int) (int, bool) {
+	end, known := uvarintField(b, n)
+	if !known || end == n {
+		return end, known
+	}
+	v, _ := binary.Uvarint(b[n:])
+	if v > maxBlockRaw {
+		// Beyond any block: the decoder refuses it.
+		return end + maxBlockRaw + 1, true
+	}
+	return end + int(v), true
+}
+
+// uvarintField returns the end of the uvarint at b[n:]. A malformed one is
+// known, and has no length: the decoder says what is wrong with it.
+func uvarintField(b []byte, n int) (int, bool) {
+	if n > len(b) {
+		return n, false
+	}
+	_, k := binary.Uvarint(b[n:])
+	switch {
+	case k == 0 && len(b)-n < binary.MaxVarintLen64:
+		return n, false
+	case k <= 0:
+		return n, true
+	}
+	return n + k, true
+}
+
+// fill refills the window of a streamed block to hold target bytes from
+// the decoder's position. What the ordering checks and the current entry
+// keep of the window moves to owned buffers first, as at a block's end.
+func (rr *recordReader) fill(target int) bool {
+	d := &rr.d
+	rr.endBlock()
+	if !rr.timers() {
+		rr.e.Key, rr.e.Namespace = rr.lastKey, rr.lastNs
+	}
+	buf, more, err := rr.src.refill(d.buf, d.off, target)
+	if err != nil {
+		d.failAt(d.off, err)
+		return false
+	}
+	d.base += int64(d.off)
+	d.buf, d.off, d.more = buf, 0, more
+	return true
 }
 
 // next decodes the next item of the block into the entry. It returns false
 // at the end of the block or on an error, which rr.failure reports.
 func (rr *recordReader) next() bool {
 	if rr.timers() {
+		if rr.d.more > 0 && !rr.ensure() {
+			return false
+		}
 		if rr.d.err != nil || rr.d.remaining() == 0 {
 			return false
 		}
@@ -191,7 +302,7 @@ func (rr *recordReader) next() bool {
 // of an open record, goes straight through.
 func (rr *recordReader) item() (mk, v []byte, ok bool) {
 	d := &rr.d
-	if d.err != nil {
+	if d.err != nil || d.more > 0 && !rr.ensure() {
 		return nil, nil, false
 	}
 	if rr.left == 0 && (d.remaining() == 0 || !rr.startRecord()) {

@@ -168,13 +168,13 @@ func TestRecordsContinueAcrossBlocks(t *testing.T) {
 		br := newBlockReader(context.Background(), f, seg.File, &seg)
 		var lastKey, lastNs []byte
 		for br.next() == nil {
-			payload, err := br.payload()
+			payload, _, err := br.payload()
 			if err != nil {
 				t.Fatal(err)
 			}
 			var e savepoint.Entry
-			rr := newRecordReader(shapeOf(&r.Metadata().Operators[0], seg.Ref, seg.KeyGroup), &e)
-			rr.startBlock(payload)
+			rr := newRecordReader(shapeOf(&r.Metadata().Operators[0], seg.Ref, seg.KeyGroup), &e, br)
+			rr.startBlock(payload, 0)
 			for first := true; rr.next(); first = false {
 				if first && bytes.Equal(e.Key, lastKey) && bytes.Equal(e.Namespace, lastNs) {
 					continued[flat(r, seg)]++

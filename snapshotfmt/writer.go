@@ -313,10 +313,14 @@ func (s *SegmentWriter) Close() error {
 }
 
 // CopySegment copies seg of src into this file as opaque bytes, as the
-// segment of (ref, kg): each block's CRC and header are verified, its
-// records are not parsed, and the index numbers are taken from seg. The
-// destination must have the same shape (state kind and TTL, or timer
-// service) and the same key groups: a copy cannot move keys.
+// segment of (ref, kg). Each block is checked as a reader checks it before
+// it is written (its CRC and header, and the framing and order of its
+// records, their key group included), and the segment against its index
+// entry at its end, so that a copy never writes what a reader would
+// refuse; the records are not decoded further, nor rewritten, and the index
+// numbers are taken from seg. The destination must have the same shape
+// (state kind and TTL, or timer service) and the same key groups: a copy
+// cannot move keys.
 func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
 	if err := f.usable(); err != nil {
 		return err
@@ -350,14 +354,16 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 	// From here on a failure leaves a partial segment in the file, so it
 	// fails the file.
 	start := f.size
-	var raw uint64
 	br := newBlockReader(ctx, file, seg.File, &seg)
 	defer br.release()
+	var e savepoint.Entry
+	rr := newRecordReader(srcShape, &e, br)
 	for {
 		if err := ctx.Err(); err != nil {
 			f.err = err
 			return err
 		}
+		rr.endBlock()
 		err := br.next()
 		if err == io.EOF {
 			break
@@ -366,13 +372,28 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 			f.err = err
 			return err
 		}
-		raw += uint64(br.rawLen)
+		payload, more, err := br.payload()
+		if err != nil {
+			f.err = err
+			return err
+		}
+		rr.startBlock(payload, more)
+		for rr.next() {
+		}
+		if off, err := rr.failure(); err != nil {
+			f.err = recordError(br, off, err)
+			return f.err
+		}
+		if err := br.finish(); err != nil {
+			f.err = err
+			return err
+		}
 		if err := f.copied(br.cur, file, br.blockAt(), src.idx.version); err != nil {
 			return err
 		}
 	}
-	if raw != seg.Bytes {
-		f.err = at(seg.File, seg.KeyGroup, seg.Offset, corruptf("segment holds %d raw bytes, the index says %d", raw, seg.Bytes))
+	if err := rr.check(&seg.Stats); err != nil {
+		f.err = at(seg.File, seg.KeyGroup, seg.Offset, err)
 		return f.err
 	}
 	stats := seg.Stats

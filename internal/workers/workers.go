@@ -28,8 +28,13 @@ func Run(ctx context.Context, n, workers int, do func(ctx context.Context, worke
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	var next atomic.Int64
+	nested := SlotOf(ctx) != nil
 	for w := range min(workers, n) {
 		g.Go(func() error {
+			ctx := ctx
+			if !nested {
+				ctx = context.WithValue(ctx, slotKey{}, &Slot{})
+			}
 			for {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -46,3 +51,28 @@ func Run(ctx context.Context, n, workers int, do func(ctx context.Context, worke
 	}
 	return g.Wait()
 }
+
+// Slot stands for one goroutine of Run towards what it calls, through the
+// context: a memory budget shared by the workers lets a worker wait for
+// memory only while its slot holds none, since then it is not the one that
+// must give some back, and so the workers never wait on each other in a
+// circle. The goroutines of a Run nested in a worker share that worker's
+// slot.
+type Slot struct {
+	held atomic.Int64
+}
+
+type slotKey struct{}
+
+// SlotOf returns the slot of the worker that ctx belongs to, or nil outside
+// Run.
+func SlotOf(ctx context.Context) *Slot {
+	s, _ := ctx.Value(slotKey{}).(*Slot)
+	return s
+}
+
+// Held is what the slot holds of a budget.
+func (s *Slot) Held() int64 { return s.held.Load() }
+
+// Hold adds n, negative to give back, to what the slot holds.
+func (s *Slot) Hold(n int64) { s.held.Add(n) }

@@ -61,3 +61,40 @@ func TestRunStopsAtTheFirstError(t *testing.T) {
 		t.Errorf("%d items started after the error", n)
 	}
 }
+
+func TestRunGivesEachWorkerItsSlot(t *testing.T) {
+	if SlotOf(context.Background()) != nil {
+		t.Fatal("a context outside Run has a slot")
+	}
+	var mu sync.Mutex
+	slots := map[int]*Slot{}
+	err := Run(context.Background(), 100, 4, func(ctx context.Context, w, _ int) error {
+		s := SlotOf(ctx)
+		if s == nil {
+			return errors.New("a worker has no slot")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if prev, ok := slots[w]; ok && prev != s {
+			return errors.New("a worker's slot changed between items")
+		}
+		slots[w] = s
+		// A Run nested in a worker shares the worker's slot.
+		return Run(ctx, 2, 2, func(inner context.Context, _, _ int) error {
+			if SlotOf(inner) != s {
+				return errors.New("a nested worker has a slot of its own")
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[*Slot]bool{}
+	for _, s := range slots {
+		if seen[s] {
+			t.Error("two workers share a slot")
+		}
+		seen[s] = true
+	}
+}

@@ -1,0 +1,68 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/stateproc/stateproc/rewrite"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// Stage checks target as the directory for an export of the savepoint in
+// input and stages a directory for it beside it, under the rules of a
+// rewrite's output (rewrite.StageDir): the export holds the target's lock
+// until the staging is published or aborted, and removes what killed
+// exports into the same target left behind. Both paths are compared with
+// their symbolic links resolved, so that a target spelled through a link
+// cannot lie inside the input, nor hold it. A refusal wraps
+// rewrite.ErrRefused; a target that exists, without force,
+// storage.ErrExists.
+func Stage(input, target string, force bool) (storage.Staging, error) {
+	in, err := rewrite.Resolve(input)
+	if err != nil {
+		return nil, err
+	}
+	out, err := rewrite.Resolve(target)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case within(in, out):
+		return nil, refusef("--out %s is inside the savepoint %s, which export never modifies", target, input)
+	case within(out, in):
+		return nil, refusef("--out %s holds the savepoint %s, which export never modifies", target, input)
+	case strings.HasPrefix(filepath.Base(out), storage.TempPrefix):
+		return nil, refusef("--out %s has the name of a temporary directory (%s*)", target, storage.TempPrefix)
+	}
+	// The dataset is staged beside the target, so its directory must exist.
+	switch st, err := os.Stat(filepath.Dir(out)); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, refusef("--out %s: the directory %s does not exist", target, filepath.Dir(out))
+	case err != nil:
+		return nil, refusef("--out %s: %v", target, err)
+	case !st.IsDir():
+		return nil, refusef("--out %s: %s is not a directory", target, filepath.Dir(out))
+	}
+	st, _, err := rewrite.StageDir(target, force)
+	return st, err
+}
+
+// within reports whether path is dir or lies below it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// refusal is a target refused before anything is written. Its message is
+// its own; it matches rewrite.ErrRefused, which the CLI maps to its usage
+// exit code.
+type refusal struct{ msg string }
+
+func (e *refusal) Error() string { return e.msg }
+func (e *refusal) Unwrap() error { return rewrite.ErrRefused }
+
+func refusef(format string, args ...any) error { return &refusal{msg: fmt.Sprintf(format, args...)} }
