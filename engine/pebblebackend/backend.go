@@ -44,9 +44,16 @@ type Options struct {
 // Backend is the Pebble state backend of one operator subtask. See the
 // package documentation for its key layout.
 type Backend struct {
-	db   *pebble.DB
-	maxP int
-	kgs  keygroup.Range
+	db *pebble.DB
+	// wb holds the writes not yet committed; every read goes through it.
+	wb       *pebble.Batch
+	commitAt int
+	// openIters counts the open iterators over wb, which a commit must not
+	// reset from under them; a write in a map's Range callback may come
+	// while one is open.
+	openIters int
+	maxP      int
+	kgs       keygroup.Range
 	// instance names the database in its checkpoints.
 	instance string
 
@@ -131,6 +138,8 @@ func New(opts Options) (*Backend, error) {
 	}
 	return &Backend{
 		db:          db,
+		wb:          db.NewIndexedBatch(),
+		commitAt:    int(min(batchLimit, po.MemTableSize/4)),
 		maxP:        opts.MaxParallelism,
 		kgs:         opts.KeyGroups,
 		instance:    instance,
@@ -268,15 +277,24 @@ func (b *Backend) Close() error {
 	if b.db == nil {
 		return nil
 	}
-	err := b.db.Close()
-	b.db = nil
+	// Uncommitted writes are dropped with the database.
+	err := b.wb.Close()
+	if cerr := b.db.Close(); err == nil {
+		err = cerr
+	}
+	b.db, b.wb = nil, nil
 	return err
 }
 
 // get reads the value stored at key; the returned bytes are valid until the
 // closer is closed.
 func (b *Backend) get(key []byte, fn func(v []byte) error) (bool, error) {
-	v, closer, err := b.db.Get(key)
+	// Reading through an empty batch would only add its cost.
+	r := pebble.Reader(b.wb)
+	if b.wb.Empty() {
+		r = b.db
+	}
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -294,9 +312,21 @@ func (b *Backend) iter(prefix []byte) (*pebble.Iterator, error) {
 	return b.iterRange(prefix, prefixEnd(prefix))
 }
 
-// iterRange opens an iterator over [lower, upper).
+// iterRange opens an iterator over [lower, upper), which sees the writes
+// made so far, not those made while it is open. It is closed with
+// b.closeIter.
 func (b *Backend) iterRange(lower, upper []byte) (*pebble.Iterator, error) {
-	return b.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := b.wb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err == nil {
+		b.openIters++
+	}
+	return it, err
+}
+
+// closeIter closes an iterator of iterRange and keeps the first error.
+func (b *Backend) closeIter(it *pebble.Iterator, err *error) {
+	b.openIters--
+	closeIter(it, err)
 }
 
 // closeIter closes it and keeps the first error.

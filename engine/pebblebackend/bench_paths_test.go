@@ -33,6 +33,9 @@ func benchSetKey(b *testing.B, be *Backend, key []byte) {
 }
 
 func flush(b *testing.B, be *Backend) {
+	if err := be.commitWrites(); err != nil {
+		b.Fatal(err)
+	}
 	if err := be.db.Flush(); err != nil {
 		b.Fatal(err)
 	}
@@ -58,6 +61,7 @@ func benchListState(b *testing.B) (*Backend, state.ListState[int64], [][]byte) {
 func BenchmarkListAdd(b *testing.B) {
 	be, l, keys := benchListState(b)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		benchSetKey(b, be, keys[i%len(keys)])
@@ -71,6 +75,7 @@ func BenchmarkListAdd(b *testing.B) {
 func BenchmarkListGet(b *testing.B) {
 	be, l, keys := benchListState(b)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		benchSetKey(b, be, keys[i%len(keys)])
@@ -113,6 +118,7 @@ func benchMapState(b *testing.B) (*Backend, state.MapState[string, int64], [][]b
 func BenchmarkMapPut(b *testing.B) {
 	be, m, keys := benchMapState(b)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		benchSetKey(b, be, keys[i%len(keys)])
@@ -126,6 +132,7 @@ func BenchmarkMapPut(b *testing.B) {
 func BenchmarkMapGet(b *testing.B) {
 	be, m, keys := benchMapState(b)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		benchSetKey(b, be, keys[i%len(keys)])
@@ -140,6 +147,7 @@ func BenchmarkMapGet(b *testing.B) {
 func BenchmarkMapIterate(b *testing.B) {
 	be, m, keys := benchMapState(b)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		benchSetKey(b, be, keys[i%len(keys)])
@@ -165,6 +173,7 @@ func benchTimers(b *testing.B) (*Backend, state.Timers, [][]byte) {
 func BenchmarkTimerRegister(b *testing.B) {
 	be, t, keys := benchTimers(b)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		benchSetKey(b, be, keys[i%len(keys)])
@@ -187,6 +196,7 @@ func BenchmarkTimerFire(b *testing.B) {
 	}
 	flush(b, be)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		benchSetKey(b, be, keys[i%len(keys)])

@@ -1,6 +1,7 @@
 package pebblebackend
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -33,7 +34,7 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeIter(it, &err)
+	defer l.s.b.closeIter(it, &err)
 	for it.First(); it.Valid(); it.Next() {
 		c, err := l.s.decodeCell(it.Value())
 		if err != nil {
@@ -51,7 +52,7 @@ func (l listStore) lastSeq(p []byte) (seq uint64, ok bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	defer closeIter(it, &err)
+	defer l.s.b.closeIter(it, &err)
 	if !it.Last() {
 		return 0, false, it.Error()
 	}
@@ -97,39 +98,58 @@ func (l listStore) Replace(ns []byte, cells []state.Cell) error {
 // deletes every element of the list from that key on.
 func (l listStore) write(p []byte, first uint64, cells []state.Cell, staleFrom []byte) error {
 	b := l.s.b
-	w := newBatchWriter(b.db)
 	for i, c := range cells {
 		var err error
 		if b.vbuf, err = l.s.appendCell(b.vbuf[:0], c); err != nil {
-			w.abort()
 			return err
 		}
 		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), first+uint64(i))
-		if err := w.set(b.kbuf, b.vbuf); err != nil {
-			w.abort()
+		if err := b.set(b.kbuf, b.vbuf); err != nil {
+			return err
+		}
+		if err := b.commitIfFull(); err != nil {
 			return err
 		}
 	}
 	if staleFrom != nil {
-		if err := deleteRange(b, w, staleFrom, prefixEnd(p)); err != nil {
-			w.abort()
-			return err
-		}
+		return b.deleteRange(staleFrom, prefixEnd(p))
 	}
-	return w.finish()
+	return nil
 }
 
-// deleteRange adds a point delete to w for every key in [lower, upper).
-func deleteRange(b *Backend, w *batchWriter, lower, upper []byte) (err error) {
-	it, err := b.iterRange(lower, upper)
-	if err != nil {
-		return err
-	}
-	defer closeIter(it, &err)
-	for it.First(); it.Valid(); it.Next() {
-		if err := w.delete(it.Key()); err != nil {
+// deleteRange deletes every key in [lower, upper). The write batch cannot be
+// committed under the iterator that finds the keys, so a range larger than
+// the batch's bound is deleted in rounds, each with an iterator of its own.
+func (b *Backend) deleteRange(lower, upper []byte) error {
+	for {
+		next, err := b.deleteSome(lower, upper)
+		if err != nil {
 			return err
 		}
+		if err := b.commitIfFull(); err != nil || next == nil {
+			return err
+		}
+		lower = next
 	}
-	return it.Error()
+}
+
+// deleteSome deletes keys of [lower, upper) until the write batch is full,
+// and returns where to go on from, nil when the range is done.
+func (b *Backend) deleteSome(lower, upper []byte) (next []byte, err error) {
+	it, err := b.iterRange(lower, upper)
+	if err != nil {
+		return nil, err
+	}
+	defer b.closeIter(it, &err)
+	for it.First(); it.Valid(); it.Next() {
+		if err := b.del(it.Key()); err != nil {
+			return nil, err
+		}
+		// Only with no other iterator open can the batch be committed.
+		if b.full() && b.openIters == 1 {
+			// key+0x00 is the smallest key after key.
+			return append(bytes.Clone(it.Key()), 0), nil
+		}
+	}
+	return nil, it.Error()
 }

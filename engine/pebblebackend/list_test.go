@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
@@ -102,7 +100,7 @@ func TestListAppendFindsLastAfterGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := l.(listStore).prefix(nil)
-	if err := b.db.Delete(binary.BigEndian.AppendUint64(p, 1), pebble.NoSync); err != nil {
+	if err := b.del(binary.BigEndian.AppendUint64(p, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Append(nil, cellsOf(4)...); err != nil {

@@ -58,6 +58,11 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 			}
 		}
 	}()
+	// The restore writes around the write batch, which must not hold older
+	// writes of the same keys.
+	if err := b.commitWrites(); err != nil {
+		return err
+	}
 	w := newBatchWriter(b.db)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for _, u := range units {

@@ -64,14 +64,14 @@ func (t *timerService) Register(ns []byte, ts int64) error {
 	if err != nil {
 		return err
 	}
-	if err := t.b.db.Set(k, nil, pebble.NoSync); err != nil {
+	if err := t.b.set(k, nil); err != nil {
 		return err
 	}
 	kg := t.b.kg
 	if h := t.heads[kg-t.b.kgs.Start]; h == nil || bytes.Compare(k[prefixLen:], h) < 0 {
 		t.setHead(kg, bytes.Clone(k[prefixLen:]))
 	}
-	return nil
+	return t.b.commitIfFull()
 }
 
 func (t *timerService) Delete(ns []byte, ts int64) error {
@@ -79,14 +79,16 @@ func (t *timerService) Delete(ns []byte, ts int64) error {
 	if err != nil {
 		return err
 	}
-	if err := t.b.db.Delete(k, pebble.NoSync); err != nil {
+	if err := t.b.del(k); err != nil {
 		return err
 	}
 	kg := t.b.kg
 	if bytes.Equal(t.heads[kg-t.b.kgs.Start], k[prefixLen:]) {
-		return t.reload(kg, k)
+		if err := t.reload(kg, k); err != nil {
+			return err
+		}
 	}
-	return nil
+	return t.b.commitIfFull()
 }
 
 func (t *timerService) Earliest() (int64, bool, error) {
@@ -117,13 +119,13 @@ func (t *timerService) Pop(upTo int64) (state.Timer, bool, error) {
 	}
 	k := append(appendPrefix(t.b.kbuf[:0], kg, t.id), head...)
 	t.b.kbuf = k
-	if err := t.b.db.Delete(k, pebble.NoSync); err != nil {
+	if err := t.b.del(k); err != nil {
 		return state.Timer{}, false, err
 	}
 	if err := t.reload(kg, k); err != nil {
 		return state.Timer{}, false, err
 	}
-	return timer, true, nil
+	return timer, true, t.b.commitIfFull()
 }
 
 // parseTimer splits the suffix [time][key][namespace] of a timer key into
@@ -162,7 +164,7 @@ func (t *timerService) reload(kg int, removed []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	defer closeIter(it, &err)
+	defer t.b.closeIter(it, &err)
 	return t.loadHead(it, kg)
 }
 
@@ -173,7 +175,7 @@ func (t *timerService) reloadAll() (err error) {
 	if err != nil {
 		return err
 	}
-	defer closeIter(it, &err)
+	defer t.b.closeIter(it, &err)
 	for kg := t.b.kgs.Start; kg <= t.b.kgs.End; kg++ {
 		if err := t.loadHead(it, kg); err != nil {
 			return err
