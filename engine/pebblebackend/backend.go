@@ -139,7 +139,7 @@ func New(opts Options) (*Backend, error) {
 	return &Backend{
 		db:          db,
 		wb:          db.NewIndexedBatch(),
-		commitAt:    int(min(batchLimit, po.MemTableSize/4)),
+		commitAt:    int(min(writeBatchLimit, po.MemTableSize/4)),
 		maxP:        opts.MaxParallelism,
 		kgs:         opts.KeyGroups,
 		instance:    instance,

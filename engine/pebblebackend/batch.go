@@ -12,9 +12,16 @@ import (
 // half a memtable makes Pebble flush it as a memtable of its own.
 const batchLimit = 1 << 20
 
+// writeBatchLimit is the size at which the write batch is committed. Small
+// against a memtable: Pebble's first memtables are a fraction of the
+// configured size, a batch that does not fit the one filling rotates it, and
+// every early rotation leaves one more level-0 file for reads to look in.
+// Commits of this size already cost little per write.
+const writeBatchLimit = 64 << 10
+
 // The state writes of records go to the backend's write batch, an indexed
 // batch that reads see through, and reach the database when it holds
-// commitAt bytes or at the next snapshot, checkpoint or restore: a commit
+// commitAt (writeBatchLimit) bytes or at the next snapshot, checkpoint or restore: a commit
 // per write costs more than the write itself. Nothing is lost by holding
 // them back, since state after a failure comes from a snapshot, which
 // commits first.
