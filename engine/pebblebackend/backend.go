@@ -52,6 +52,10 @@ type Backend struct {
 	// reset from under them; a write in a map's Range callback may come
 	// while one is open.
 	openIters int
+	// kept is the iterator that iterRange reuses, keptInUse whether it is
+	// open now.
+	kept      *pebble.Iterator
+	keptInUse bool
 	maxP      int
 	kgs       keygroup.Range
 	// instance names the database in its checkpoints.
@@ -278,6 +282,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	// Uncommitted writes are dropped with the database.
+	b.dropKept()
 	err := b.wb.Close()
 	if cerr := b.db.Close(); err == nil {
 		err = cerr
@@ -315,18 +320,56 @@ func (b *Backend) iter(prefix []byte) (*pebble.Iterator, error) {
 // iterRange opens an iterator over [lower, upper), which sees the writes
 // made so far, not those made while it is open. It is closed with
 // b.closeIter.
+//
+// Making an iterator costs more than most of the reads it serves, so one
+// is kept between calls and given new bounds, which also brings its view
+// of the write batch up to date. Its view of the database stays that of
+// when it was made, so it is dropped at each commit; until then nothing
+// else writes to the database. A second iterator, opened while the kept
+// one is in use, is made anew.
 func (b *Backend) iterRange(lower, upper []byte) (*pebble.Iterator, error) {
-	it, err := b.wb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err == nil {
+	opts := pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+	if b.kept != nil && !b.keptInUse {
+		b.kept.SetOptions(&opts)
+		b.keptInUse = true
 		b.openIters++
+		return b.kept, nil
 	}
-	return it, err
+	it, err := b.wb.NewIter(&opts)
+	if err != nil {
+		return nil, err
+	}
+	if b.kept == nil {
+		b.kept, b.keptInUse = it, true
+	}
+	b.openIters++
+	return it, nil
 }
 
-// closeIter closes an iterator of iterRange and keeps the first error.
+// closeIter closes an iterator of iterRange, or puts the kept one back, and
+// keeps the first error.
 func (b *Backend) closeIter(it *pebble.Iterator, err *error) {
 	b.openIters--
-	closeIter(it, err)
+	if it != b.kept {
+		closeIter(it, err)
+		return
+	}
+	b.keptInUse = false
+	if ierr := it.Error(); ierr != nil {
+		// An iterator in error is not reused.
+		b.dropKept()
+		if *err == nil {
+			*err = ierr
+		}
+	}
+}
+
+// dropKept closes the kept iterator.
+func (b *Backend) dropKept() {
+	if b.kept != nil {
+		_ = b.kept.Close()
+		b.kept, b.keptInUse = nil, false
+	}
 }
 
 // closeIter closes it and keeps the first error.

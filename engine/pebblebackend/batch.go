@@ -49,6 +49,9 @@ func (b *Backend) commitWrites() error {
 	if b.openIters > 0 {
 		return fmt.Errorf("pebblebackend: commit with %d iterators open", b.openIters)
 	}
+	// Dropped even with nothing to commit: a flush or compaction may come
+	// next, and the kept iterator would pin the files they replace.
+	b.dropKept()
 	if b.wb.Empty() {
 		return nil
 	}

@@ -145,3 +145,53 @@ func TestWritesInRangeCallback(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedIterators reads and appends to a list from inside a map's Range
+// callback: the list read needs an iterator while Range holds the kept one,
+// and both must see the writes made before they were positioned.
+func TestNestedIterators(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	m, err := b.RegisterMap(state.NewMap("m", serializers.Int64(), serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, b, "k")
+	for i := range int64(5) {
+		if err := m.Put(nil, i, state.Cell{Value: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lens []int
+	err = m.Range(nil, func(k any, _ state.Cell) bool {
+		lens = append(lens, len(listValues(t, l, nil)))
+		if err := l.Append(nil, cellsOf(k.(int64))...); err != nil {
+			t.Error(err)
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, 1, 2, 3, 4}; fmt.Sprint(lens) != fmt.Sprint(want) {
+		t.Fatalf("list lengths seen in Range %v, want %v", lens, want)
+	}
+	if got := listValues(t, l, nil); fmt.Sprint(got) != "[0 1 2 3 4]" {
+		t.Fatalf("list after Range is %v", got)
+	}
+	if b.openIters != 0 || b.keptInUse {
+		t.Fatalf("%d iterators left open, kept in use %v", b.openIters, b.keptInUse)
+	}
+	// A write after the kept iterator was positioned is seen on its next use.
+	if err := m.Put(nil, int64(9), state.Cell{Value: int64(9)}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := m.Range(nil, func(any, state.Cell) bool { n++; return true }); err != nil || n != 6 {
+		t.Fatalf("Range after a Put saw %d entries, %v", n, err)
+	}
+}

@@ -81,6 +81,8 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 	if err := w.finish(); err != nil {
 		return err
 	}
+	// The restore wrote around the kept iterator's view.
+	b.dropKept()
 	for i := range plan {
 		if t := plan[i].Timers; t != "" {
 			if err := b.timerByName[t].reloadAll(); err != nil {
