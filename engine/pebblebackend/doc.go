@@ -55,6 +55,13 @@
 // New refuses a directory that already holds one. For the same reason the
 // database's files are never synced.
 //
+// For the same reason state writes are not committed one by one: they
+// collect in an indexed batch that every read sees through, committed when
+// it reaches 64 KiB and before every snapshot, checkpoint and restore, so a
+// snapshot holds every write made before it. One iterator is kept between
+// reads and dropped at each commit, and up to 16 first timers per key group
+// are held in memory, since a seek costs more than most reads it serves.
+//
 // Checkpoint makes the native checkpoint that the runtime's incremental
 // checkpoints are built from: it flushes the memtable (which no log holds),
 // then Pebble's DB.Checkpoint hard-links the immutable sstables and copies
