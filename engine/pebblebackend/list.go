@@ -35,15 +35,49 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 		return nil, err
 	}
 	defer l.s.b.closeIter(it, &err)
+	end := uint64(0)
 	for it.First(); it.Valid(); it.Next() {
 		c, err := l.s.decodeCell(it.Value())
 		if err != nil {
 			return nil, err
 		}
 		cells = append(cells, c)
+		if k := it.Key(); len(k) == len(p)+seqLen {
+			end = binary.BigEndian.Uint64(k[len(p):]) + 1
+		}
 	}
-	return cells, it.Error()
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	l.s.b.lastList.set(p, end)
+	return cells, nil
 }
+
+// listEnd remembers where the list read or written last ends: its prefix
+// and the sequence after its last element. A list is most often read and
+// then appended to or replaced in the same record, and the memo saves that
+// write a seek. It may run high, never low: an element the sweeper deletes
+// leaves a gap, which lists allow, while every write of list elements
+// updates the memo and a restore clears it.
+type listEnd struct {
+	prefix []byte
+	end    uint64
+	ok     bool
+}
+
+func (m *listEnd) set(p []byte, end uint64) {
+	m.prefix, m.end, m.ok = append(m.prefix[:0], p...), end, true
+}
+
+// of returns the end of the list with prefix p, if remembered.
+func (m *listEnd) of(p []byte) (uint64, bool) {
+	if !m.ok || !bytes.Equal(m.prefix, p) {
+		return 0, false
+	}
+	return m.end, true
+}
+
+func (m *listEnd) clear() { m.ok = false }
 
 // lastSeq finds the sequence of the last element by a reverse seek, without
 // reading the list.
@@ -71,15 +105,22 @@ func (l listStore) Append(ns []byte, cells ...state.Cell) error {
 	if err != nil {
 		return err
 	}
-	last, ok, err := l.lastSeq(p)
-	if err != nil {
+	next, known := l.s.b.lastList.of(p)
+	if !known {
+		last, ok, err := l.lastSeq(p)
+		if err != nil {
+			return err
+		}
+		if ok {
+			next = last + 1
+		}
+	}
+	if err := l.write(p, next, cells, nil); err != nil {
+		l.s.b.lastList.clear()
 		return err
 	}
-	next := uint64(0)
-	if ok {
-		next = last + 1
-	}
-	return l.write(p, next, cells, nil)
+	l.s.b.lastList.set(p, next+uint64(len(cells)))
+	return nil
 }
 
 // Replace overwrites sequences 0..n-1 and deletes the elements after them.
@@ -91,7 +132,25 @@ func (l listStore) Replace(ns []byte, cells []state.Cell) error {
 	if err != nil {
 		return err
 	}
-	return l.write(p, 0, cells, binary.BigEndian.AppendUint64(p[:len(p):len(p)], uint64(len(cells))))
+	b, n := l.s.b, uint64(len(cells))
+	end, known := b.lastList.of(p)
+	b.lastList.clear()
+	if !known {
+		err = l.write(p, 0, cells, binary.BigEndian.AppendUint64(p[:len(p):len(p)], n))
+	} else if err = l.write(p, 0, cells, nil); err == nil {
+		// The elements past the new ones are known without a seek.
+		for seq := n; seq < end && err == nil; seq++ {
+			b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), seq)
+			if err = b.del(b.kbuf); err == nil {
+				err = b.commitIfFull()
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	b.lastList.set(p, n)
+	return nil
 }
 
 // write stores cells from sequence first on, and when staleFrom is set

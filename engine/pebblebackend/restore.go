@@ -63,6 +63,8 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 	if err := b.commitWrites(); err != nil {
 		return err
 	}
+	// It writes list elements the list memo does not see.
+	b.lastList.clear()
 	w := newBatchWriter(b.db)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for _, u := range units {
