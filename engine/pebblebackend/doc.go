@@ -29,7 +29,8 @@
 // format stores it: the serialized value, preceded for a TTL state by its
 // 8-byte big-endian last-modified time. Timer keys have empty values. List
 // sequences start at 0 and grow with each append; an append finds the last
-// sequence with a reverse seek instead of reading the list.
+// sequence with a reverse seek instead of reading the list, or without one
+// when the list is the one read or written last, whose end is remembered.
 //
 // # Snapshots and restore
 //
