@@ -44,9 +44,22 @@ type Options struct {
 // Backend is the Pebble state backend of one operator subtask. See the
 // package documentation for its key layout.
 type Backend struct {
-	db   *pebble.DB
-	maxP int
-	kgs  keygroup.Range
+	db *pebble.DB
+	// wb holds the writes not yet committed; every read goes through it.
+	wb       *pebble.Batch
+	commitAt int
+	// openIters counts the open iterators over wb, which a commit must not
+	// reset from under them; a write in a map's Range callback may come
+	// while one is open.
+	openIters int
+	// lastList is where the list used last ends.
+	lastList listEnd
+	// kept is the iterator that iterRange reuses, keptInUse whether it is
+	// open now.
+	kept      *pebble.Iterator
+	keptInUse bool
+	maxP      int
+	kgs       keygroup.Range
 	// instance names the database in its checkpoints.
 	instance string
 
@@ -131,6 +144,8 @@ func New(opts Options) (*Backend, error) {
 	}
 	return &Backend{
 		db:          db,
+		wb:          db.NewIndexedBatch(),
+		commitAt:    int(min(writeBatchLimit, po.MemTableSize/4)),
 		maxP:        opts.MaxParallelism,
 		kgs:         opts.KeyGroups,
 		instance:    instance,
@@ -268,15 +283,25 @@ func (b *Backend) Close() error {
 	if b.db == nil {
 		return nil
 	}
-	err := b.db.Close()
-	b.db = nil
+	// Uncommitted writes are dropped with the database.
+	b.dropKept()
+	err := b.wb.Close()
+	if cerr := b.db.Close(); err == nil {
+		err = cerr
+	}
+	b.db, b.wb = nil, nil
 	return err
 }
 
 // get reads the value stored at key; the returned bytes are valid until the
 // closer is closed.
 func (b *Backend) get(key []byte, fn func(v []byte) error) (bool, error) {
-	v, closer, err := b.db.Get(key)
+	// Reading through an empty batch would only add its cost.
+	r := pebble.Reader(b.wb)
+	if b.wb.Empty() {
+		r = b.db
+	}
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -294,9 +319,59 @@ func (b *Backend) iter(prefix []byte) (*pebble.Iterator, error) {
 	return b.iterRange(prefix, prefixEnd(prefix))
 }
 
-// iterRange opens an iterator over [lower, upper).
+// iterRange opens an iterator over [lower, upper), which sees the writes
+// made so far, not those made while it is open. It is closed with
+// b.closeIter.
+//
+// Making an iterator costs more than most of the reads it serves, so one
+// is kept between calls and given new bounds, which also brings its view
+// of the write batch up to date. Its view of the database stays that of
+// when it was made, so it is dropped at each commit; until then nothing
+// else writes to the database. A second iterator, opened while the kept
+// one is in use, is made anew.
 func (b *Backend) iterRange(lower, upper []byte) (*pebble.Iterator, error) {
-	return b.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	opts := pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+	if b.kept != nil && !b.keptInUse {
+		b.kept.SetOptions(&opts)
+		b.keptInUse = true
+		b.openIters++
+		return b.kept, nil
+	}
+	it, err := b.wb.NewIter(&opts)
+	if err != nil {
+		return nil, err
+	}
+	if b.kept == nil {
+		b.kept, b.keptInUse = it, true
+	}
+	b.openIters++
+	return it, nil
+}
+
+// closeIter closes an iterator of iterRange, or puts the kept one back, and
+// keeps the first error.
+func (b *Backend) closeIter(it *pebble.Iterator, err *error) {
+	b.openIters--
+	if it != b.kept {
+		closeIter(it, err)
+		return
+	}
+	b.keptInUse = false
+	if ierr := it.Error(); ierr != nil {
+		// An iterator in error is not reused.
+		b.dropKept()
+		if *err == nil {
+			*err = ierr
+		}
+	}
+}
+
+// dropKept closes the kept iterator.
+func (b *Backend) dropKept() {
+	if b.kept != nil {
+		_ = b.kept.Close()
+		b.kept, b.keptInUse = nil, false
+	}
 }
 
 // closeIter closes it and keeps the first error.

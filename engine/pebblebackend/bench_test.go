@@ -43,6 +43,9 @@ func benchValueState(b *testing.B) (*Backend, state.ValueState[int64], [][]byte)
 			b.Fatal(err)
 		}
 	}
+	if err := be.commitWrites(); err != nil {
+		b.Fatal(err)
+	}
 	if err := be.db.Flush(); err != nil {
 		b.Fatal(err)
 	}
@@ -52,6 +55,7 @@ func benchValueState(b *testing.B) (*Backend, state.ValueState[int64], [][]byte)
 func BenchmarkValueGet(b *testing.B) {
 	be, v, keys := benchValueState(b)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		if err := be.SetCurrentKey(keys[i%len(keys)]); err != nil {
@@ -67,6 +71,7 @@ func BenchmarkValueGet(b *testing.B) {
 func BenchmarkValueUpdate(b *testing.B) {
 	be, v, keys := benchValueState(b)
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	i := 0
 	for b.Loop() {
 		if err := be.SetCurrentKey(keys[i%len(keys)]); err != nil {

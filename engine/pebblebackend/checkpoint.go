@@ -84,6 +84,9 @@ func (b *Backend) Checkpoint(dir string) (*Checkpoint, error) {
 	if err := b.check(); err != nil {
 		return nil, err
 	}
+	if err := b.commitWrites(); err != nil {
+		return nil, fmt.Errorf("pebblebackend: checkpoint: commit: %w", err)
+	}
 	if err := b.db.Flush(); err != nil {
 		return nil, fmt.Errorf("pebblebackend: checkpoint: flush: %w", err)
 	}

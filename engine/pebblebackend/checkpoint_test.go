@@ -100,6 +100,9 @@ func TestCheckpointSharesImmutableFiles(t *testing.T) {
 	// first checkpoint captures may be compacted away before the second,
 	// and then nothing is shared for a reason that is not under test. A
 	// lone new level-0 file is not compacted.
+	if err := b.commitWrites(); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.db.Flush(); err != nil {
 		t.Fatal(err)
 	}

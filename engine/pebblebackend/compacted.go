@@ -13,6 +13,9 @@ func (b *Backend) CompactedSize(ctx context.Context) (bytes, files int64, err er
 	if err := b.check(); err != nil {
 		return 0, 0, err
 	}
+	if err := b.commitWrites(); err != nil {
+		return 0, 0, fmt.Errorf("pebblebackend: commit: %w", err)
+	}
 	if err := b.db.Flush(); err != nil {
 		return 0, 0, fmt.Errorf("pebblebackend: flush: %w", err)
 	}

@@ -29,7 +29,8 @@
 // format stores it: the serialized value, preceded for a TTL state by its
 // 8-byte big-endian last-modified time. Timer keys have empty values. List
 // sequences start at 0 and grow with each append; an append finds the last
-// sequence with a reverse seek instead of reading the list.
+// sequence with a reverse seek instead of reading the list, or without one
+// when the list is the one read or written last, whose end is remembered.
 //
 // # Snapshots and restore
 //
@@ -54,6 +55,13 @@
 // failure comes from the last snapshot, never from the local database, and
 // New refuses a directory that already holds one. For the same reason the
 // database's files are never synced.
+//
+// For the same reason state writes are not committed one by one: they
+// collect in an indexed batch that every read sees through, committed when
+// it reaches 64 KiB and before every snapshot, checkpoint and restore, so a
+// snapshot holds every write made before it. One iterator is kept between
+// reads and dropped at each commit, and up to 16 first timers per key group
+// are held in memory, since a seek costs more than most reads it serves.
 //
 // Checkpoint makes the native checkpoint that the runtime's incremental
 // checkpoints are built from: it flushes the memtable (which no log holds),

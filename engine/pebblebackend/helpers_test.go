@@ -23,7 +23,7 @@ func newTestBackend(t testing.TB, maxP int, kgs keygroup.Range) *Backend {
 // order.
 func dbKeys(t testing.TB, b *Backend, prefix []byte) [][]byte {
 	t.Helper()
-	it, err := b.db.NewIter(nil)
+	it, err := b.wb.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
@@ -102,7 +100,7 @@ func TestListAppendFindsLastAfterGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := l.(listStore).prefix(nil)
-	if err := b.db.Delete(binary.BigEndian.AppendUint64(p, 1), pebble.NoSync); err != nil {
+	if err := b.del(binary.BigEndian.AppendUint64(p, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Append(nil, cellsOf(4)...); err != nil {
@@ -158,5 +156,55 @@ func TestListsAreIsolated(t *testing.T) {
 		if got := listValues(t, other, s.ns); !slices.Equal(got, []int64{-1}) {
 			t.Errorf("other state, key %q ns %x: %v", s.key, s.ns, got)
 		}
+	}
+}
+
+// TestListAfterGet appends to and replaces lists right after reading them,
+// where the end of the list read is remembered instead of sought, also
+// after elements were deleted behind the memo's back, and across lists.
+func TestListAfterGet(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, b, "k")
+	if err := l.Append([]byte("a"), cellsOf(1, 2, 3, 4, 5)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]byte("b"), cellsOf(9)...); err != nil {
+		t.Fatal(err)
+	}
+	listValues(t, l, []byte("a"))
+	if err := l.Replace([]byte("a"), cellsOf(7, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listSeqs(t, b, l, []byte("a")), []uint64{0, 1}; !slices.Equal(got, want) {
+		t.Fatalf("after Get and Replace, sequences %v, want %v", got, want)
+	}
+	listValues(t, l, []byte("a"))
+	// The last element goes as the sweeper would take it.
+	p, _ := l.(listStore).prefix([]byte("a"))
+	if err := b.del(binary.BigEndian.AppendUint64(p, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]byte("a"), cellsOf(10)...); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listValues(t, l, []byte("a")), []int64{7, 10}; !slices.Equal(got, want) {
+		t.Fatalf("list a is %v, want %v", got, want)
+	}
+	listValues(t, l, []byte("a"))
+	if err := l.Append([]byte("b"), cellsOf(11)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Replace([]byte("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := listSeqs(t, b, l, []byte("a")); len(got) != 0 {
+		t.Fatalf("list a has sequences %v after Replace with nothing", got)
+	}
+	if got, want := listValues(t, l, []byte("b")), []int64{9, 11}; !slices.Equal(got, want) {
+		t.Fatalf("list b is %v, want %v", got, want)
 	}
 }

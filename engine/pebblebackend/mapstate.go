@@ -3,8 +3,6 @@ package pebblebackend
 import (
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/stateproc/stateproc/engine/state"
 )
 
@@ -59,7 +57,10 @@ func (m mapStore) Put(ns []byte, mapKey any, c state.Cell) error {
 	if b.vbuf, err = m.s.appendCell(b.vbuf[:0], c); err != nil {
 		return err
 	}
-	return b.db.Set(k, b.vbuf, pebble.NoSync)
+	if err := b.set(k, b.vbuf); err != nil {
+		return err
+	}
+	return b.commitIfFull()
 }
 
 func (m mapStore) Delete(ns []byte, mapKey any) error {
@@ -67,7 +68,10 @@ func (m mapStore) Delete(ns []byte, mapKey any) error {
 	if err != nil {
 		return err
 	}
-	return m.s.b.db.Delete(k, pebble.NoSync)
+	if err := m.s.b.del(k); err != nil {
+		return err
+	}
+	return m.s.b.commitIfFull()
 }
 
 // Range walks the entries with an iterator, so memory does not grow with
@@ -81,7 +85,7 @@ func (m mapStore) Range(ns []byte, fn func(mapKey any, c state.Cell) bool) (err 
 	if err != nil {
 		return err
 	}
-	defer closeIter(it, &err)
+	defer m.s.b.closeIter(it, &err)
 	var raw []byte
 	for it.First(); it.Valid(); it.Next() {
 		var rest []byte
@@ -116,7 +120,7 @@ func (m mapStore) IsEmpty(ns []byte) (empty bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer closeIter(it, &err)
+	defer m.s.b.closeIter(it, &err)
 	return !it.First(), it.Error()
 }
 
@@ -126,10 +130,5 @@ func (m mapStore) Clear(ns []byte) error {
 	if err != nil {
 		return err
 	}
-	w := newBatchWriter(m.s.b.db)
-	if err := deleteRange(m.s.b, w, p, prefixEnd(p)); err != nil {
-		w.abort()
-		return err
-	}
-	return w.finish()
+	return m.s.b.deleteRange(p, prefixEnd(p))
 }

@@ -58,6 +58,13 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 			}
 		}
 	}()
+	// The restore writes around the write batch, which must not hold older
+	// writes of the same keys.
+	if err := b.commitWrites(); err != nil {
+		return err
+	}
+	// It writes list elements the list memo does not see.
+	b.lastList.clear()
 	w := newBatchWriter(b.db)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for _, u := range units {
@@ -76,6 +83,8 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 	if err := w.finish(); err != nil {
 		return err
 	}
+	// The restore wrote around the kept iterator's view.
+	b.dropKept()
 	for i := range plan {
 		if t := plan[i].Timers; t != "" {
 			if err := b.timerByName[t].reloadAll(); err != nil {

@@ -67,6 +67,10 @@ func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, o
 	if err != nil {
 		return err
 	}
+	// The snapshot holds every write made before it, committed or not.
+	if err := b.commitWrites(); err != nil {
+		return err
+	}
 	snap := b.db.NewSnapshot()
 	defer func() {
 		if cerr := snap.Close(); err == nil {

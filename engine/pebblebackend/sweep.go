@@ -36,8 +36,12 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	defer closeIter(it, &err)
-	w := newBatchWriter(b.db)
+	defer func() {
+		if err == nil {
+			err = b.commitIfFull()
+		}
+	}()
+	defer b.closeIter(it, &err)
 	// The cursor is overwritten as the sweep moves on; start stays put.
 	start := bytes.Clone(s.sweepCursor)
 	wrapped := false
@@ -45,8 +49,7 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 	for examined := 0; examined < s.spec.TTL.SweepBudget; {
 		if !valid {
 			if err := it.Error(); err != nil {
-				w.abort()
-				return 0, err
+				return deleted, err
 			}
 			if wrapped || start == nil {
 				break
@@ -62,20 +65,18 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 		examined++
 		v, err := it.ValueAndErr()
 		if err != nil {
-			w.abort()
-			return 0, err
+			return deleted, err
 		}
 		if s.expiredAt(v, now) {
-			if err := w.delete(k); err != nil {
-				w.abort()
-				return 0, err
+			if err := b.del(k); err != nil {
+				return deleted, err
 			}
 			deleted++
 		}
 		s.sweepCursor = append(s.sweepCursor[:0], k...)
 		valid = s.settle(it, it.Next())
 	}
-	return deleted, w.finish()
+	return deleted, nil
 }
 
 // seek positions it at the state's first key after the key after, or at its

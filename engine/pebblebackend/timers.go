@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -17,18 +18,22 @@ import (
 // order.
 //
 // As Flink's key-group-partitioned priority queue, it keeps in memory only
-// each key group's first timer and a heap of key groups ordered by it, so
-// that Earliest is O(1) and Pop reads one key group, never all of them.
+// the first timers of each key group and a heap of key groups ordered by
+// the first, so that Earliest is O(1) and Pop reads one key group, never all
+// of them. Up to headsCap timers per key group are kept, read with one seek:
+// a seek costs more than the timer it finds, and most pops then read
+// nothing.
 type timerService struct {
 	b    *Backend
 	id   uint16
 	name string
 	ns   serializers.Serializer
 
-	// heads[kg-Start] is the first timer of key group kg as the key suffix
-	// after [kg][id]; its bytes order as (time, key, namespace). nil when
-	// the key group has no timers.
-	heads [][]byte
+	// heads[kg-Start] holds the first timers of key group kg in order, as
+	// the key suffixes after [kg][id], whose bytes order as (time, key,
+	// namespace): every timer of kg that sorts before the last one held is
+	// held too. Empty exactly when kg has no timers.
+	heads [][][]byte
 	// queue holds the key groups with timers, earliest head first.
 	queue kgQueue
 }
@@ -37,7 +42,7 @@ var _ state.Timers = (*timerService)(nil)
 
 func newTimerService(b *Backend, id uint16, name string, ns serializers.Serializer) *timerService {
 	n := b.kgs.Len()
-	t := &timerService{b: b, id: id, name: name, ns: ns, heads: make([][]byte, n)}
+	t := &timerService{b: b, id: id, name: name, ns: ns, heads: make([][][]byte, n)}
 	t.queue = kgQueue{t: t, pos: make([]int, n)}
 	for i := range t.queue.pos {
 		t.queue.pos[i] = -1
@@ -64,28 +69,57 @@ func (t *timerService) Register(ns []byte, ts int64) error {
 	if err != nil {
 		return err
 	}
-	if err := t.b.db.Set(k, nil, pebble.NoSync); err != nil {
+	if err := t.b.set(k, nil); err != nil {
 		return err
 	}
 	kg := t.b.kg
-	if h := t.heads[kg-t.b.kgs.Start]; h == nil || bytes.Compare(k[prefixLen:], h) < 0 {
-		t.setHead(kg, bytes.Clone(k[prefixLen:]))
+	hs, s := t.heads[kg-t.b.kgs.Start], k[prefixLen:]
+	i, found := slices.BinarySearchFunc(hs, s, bytes.Compare)
+	switch {
+	case found:
+	case len(hs) == 0:
+		// kg had no timers: s is its only one.
+		t.setHeads(kg, append(hs, bytes.Clone(s)))
+	case i < len(hs):
+		hs = slices.Insert(hs, i, bytes.Clone(s))
+		if len(hs) > headsCap {
+			hs = hs[:headsCap]
+		}
+		t.setHeads(kg, hs)
 	}
-	return nil
+	// After the last held timer, s need not be held.
+	return t.b.commitIfFull()
 }
+
+// headsCap is how many of a key group's first timers are kept in memory.
+const headsCap = 16
 
 func (t *timerService) Delete(ns []byte, ts int64) error {
 	k, err := t.timerKey(ns, ts)
 	if err != nil {
 		return err
 	}
-	if err := t.b.db.Delete(k, pebble.NoSync); err != nil {
+	if err := t.b.del(k); err != nil {
 		return err
 	}
-	kg := t.b.kg
-	if bytes.Equal(t.heads[kg-t.b.kgs.Start], k[prefixLen:]) {
+	if err := t.removed(t.b.kg, k); err != nil {
+		return err
+	}
+	return t.b.commitIfFull()
+}
+
+// removed drops the deleted timer with full key k from kg's held timers,
+// reading more from the database when none is left.
+func (t *timerService) removed(kg int, k []byte) error {
+	hs := t.heads[kg-t.b.kgs.Start]
+	i, found := slices.BinarySearchFunc(hs, k[prefixLen:], bytes.Compare)
+	if !found {
+		return nil
+	}
+	if len(hs) == 1 {
 		return t.reload(kg, k)
 	}
+	t.setHeads(kg, slices.Delete(hs, i, i+1))
 	return nil
 }
 
@@ -96,7 +130,7 @@ func (t *timerService) Earliest() (int64, bool, error) {
 	if t.queue.Len() == 0 {
 		return 0, false, nil
 	}
-	return readTime(t.heads[t.queue.kgs[0]-t.b.kgs.Start]), true, nil
+	return readTime(t.heads[t.queue.kgs[0]-t.b.kgs.Start][0]), true, nil
 }
 
 func (t *timerService) Pop(upTo int64) (state.Timer, bool, error) {
@@ -107,7 +141,7 @@ func (t *timerService) Pop(upTo int64) (state.Timer, bool, error) {
 		return state.Timer{}, false, nil
 	}
 	kg := t.queue.kgs[0]
-	head := t.heads[kg-t.b.kgs.Start]
+	head := t.heads[kg-t.b.kgs.Start][0]
 	timer, err := parseTimer(head)
 	if err != nil {
 		return state.Timer{}, false, fmt.Errorf("pebblebackend: timer service %q: %w", t.name, err)
@@ -117,13 +151,13 @@ func (t *timerService) Pop(upTo int64) (state.Timer, bool, error) {
 	}
 	k := append(appendPrefix(t.b.kbuf[:0], kg, t.id), head...)
 	t.b.kbuf = k
-	if err := t.b.db.Delete(k, pebble.NoSync); err != nil {
+	if err := t.b.del(k); err != nil {
 		return state.Timer{}, false, err
 	}
-	if err := t.reload(kg, k); err != nil {
+	if err := t.removed(kg, k); err != nil {
 		return state.Timer{}, false, err
 	}
-	return timer, true, nil
+	return timer, true, t.b.commitIfFull()
 }
 
 // parseTimer splits the suffix [time][key][namespace] of a timer key into
@@ -151,18 +185,18 @@ func parseTimer(suffix []byte) (state.Timer, error) {
 	return tm, nil
 }
 
-// reload reads key group kg's first timer from the database after its head,
-// whose full key is removed, was deleted. Every other timer of kg sorts
-// after it, so the search starts there: from the start of kg it would step
-// again over the deletion tombstones of every timer that fired or was
-// deleted before, which the memtable keeps until it is flushed.
+// reload reads key group kg's first timers from the database after the
+// last one held, whose full key is removed, was deleted. Every other timer
+// of kg sorts after it, so the search starts there: from the start of kg it
+// would step again over the deletion tombstones of every timer that fired
+// or was deleted before, which the memtable keeps until it is flushed.
 func (t *timerService) reload(kg int, removed []byte) (err error) {
 	p := appendPrefix(nil, kg, t.id)
 	it, err := t.b.iterRange(bytes.Clone(removed), prefixEnd(p))
 	if err != nil {
 		return err
 	}
-	defer closeIter(it, &err)
+	defer t.b.closeIter(it, &err)
 	return t.loadHead(it, kg)
 }
 
@@ -173,7 +207,7 @@ func (t *timerService) reloadAll() (err error) {
 	if err != nil {
 		return err
 	}
-	defer closeIter(it, &err)
+	defer t.b.closeIter(it, &err)
 	for kg := t.b.kgs.Start; kg <= t.b.kgs.End; kg++ {
 		if err := t.loadHead(it, kg); err != nil {
 			return err
@@ -184,27 +218,27 @@ func (t *timerService) reloadAll() (err error) {
 
 func (t *timerService) loadHead(it *pebble.Iterator, kg int) error {
 	p := appendPrefix(nil, kg, t.id)
-	var head []byte
-	if it.SeekGE(p) && bytes.HasPrefix(it.Key(), p) {
-		head = bytes.Clone(it.Key()[prefixLen:])
+	hs := t.heads[kg-t.b.kgs.Start][:0]
+	for ok := it.SeekGE(p); ok && len(hs) < headsCap && bytes.HasPrefix(it.Key(), p); ok = it.Next() {
+		hs = append(hs, bytes.Clone(it.Key()[prefixLen:]))
 	}
 	if err := it.Error(); err != nil {
 		return err
 	}
-	t.setHead(kg, head)
+	t.setHeads(kg, hs)
 	return nil
 }
 
-// setHead records kg's first timer (nil for none) and repositions kg in the
-// queue.
-func (t *timerService) setHead(kg int, head []byte) {
+// setHeads records kg's first timers (none when it has none) and
+// repositions kg in the queue.
+func (t *timerService) setHeads(kg int, hs [][]byte) {
 	i := kg - t.b.kgs.Start
-	t.heads[i] = head
+	t.heads[i] = hs
 	q := &t.queue
 	switch at := q.pos[i]; {
-	case head == nil && at >= 0:
+	case len(hs) == 0 && at >= 0:
 		heap.Remove(q, at)
-	case head == nil:
+	case len(hs) == 0:
 	case at >= 0:
 		heap.Fix(q, at)
 	default:
@@ -224,7 +258,7 @@ func (q *kgQueue) Len() int { return len(q.kgs) }
 
 func (q *kgQueue) Less(i, j int) bool {
 	start := q.t.b.kgs.Start
-	c := bytes.Compare(q.t.heads[q.kgs[i]-start], q.t.heads[q.kgs[j]-start])
+	c := bytes.Compare(q.t.heads[q.kgs[i]-start][0], q.t.heads[q.kgs[j]-start][0])
 	return c < 0 || (c == 0 && q.kgs[i] < q.kgs[j])
 }
 

@@ -140,3 +140,63 @@ func TestTimerDeleteOfHead(t *testing.T) {
 		t.Fatalf("Pop = %+v, %v, %v; want a at 30", tm, ok, err)
 	}
 }
+
+// TestTimersAgainstModel mixes registers, deletes and pops on few key
+// groups, so that each holds many more timers than the backend keeps in
+// memory, and compares every pop and Earliest with a sorted model.
+func TestTimersAgainstModel(t *testing.T) {
+	b := newTestBackend(t, 4, keygroup.All(4))
+	ts, err := b.Timers("t", serializers.Void())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	var model []refTimer
+	now := int64(0)
+	for step := range 20_000 {
+		key := fmt.Sprintf("k%d", rnd.IntN(40))
+		setKey(t, b, key)
+		switch op := rnd.IntN(10); {
+		case op < 5:
+			r := refTimer{ts: now + rnd.Int64N(200), key: key, ns: ""}
+			if err := ts.Register(nil, r.ts); err != nil {
+				t.Fatal(err)
+			}
+			if i, found := slices.BinarySearchFunc(model, r, compareRefTimers); !found {
+				model = slices.Insert(model, i, r)
+			}
+		case op < 7:
+			r := refTimer{ts: now + rnd.Int64N(200), key: key, ns: ""}
+			if err := ts.Delete(nil, r.ts); err != nil {
+				t.Fatal(err)
+			}
+			if i, found := slices.BinarySearchFunc(model, r, compareRefTimers); found {
+				model = slices.Delete(model, i, i+1)
+			}
+		default:
+			now += rnd.Int64N(10)
+			tm, ok, err := ts.Pop(now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOK := len(model) > 0 && model[0].ts <= now
+			if ok != wantOK {
+				t.Fatalf("step %d: Pop(%d) fired %v, want %v", step, now, ok, wantOK)
+			}
+			if ok {
+				got := refTimer{ts: tm.Timestamp, key: string(tm.Key), ns: string(tm.Namespace)}
+				if got != model[0] {
+					t.Fatalf("step %d: Pop fired %v, want %v", step, got, model[0])
+				}
+				model = model[1:]
+			}
+		}
+		e, ok, err := ts.Earliest()
+		if err != nil || ok != (len(model) > 0) || (ok && e != model[0].ts) {
+			t.Fatalf("step %d: Earliest() = %d, %v, %v with %d timers", step, e, ok, err, len(model))
+		}
+	}
+	if len(model) < 3*headsCap {
+		t.Fatalf("only %d timers pending at the end: the test does not exceed what is held", len(model))
+	}
+}

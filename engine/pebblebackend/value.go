@@ -1,10 +1,6 @@
 package pebblebackend
 
-import (
-	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/stateproc/stateproc/engine/state"
-)
+import "github.com/stateproc/stateproc/engine/state"
 
 // valueStore keeps one Pebble key per (key, namespace):
 // [kg][id][key][namespace].
@@ -42,7 +38,10 @@ func (v valueStore) Put(ns []byte, c state.Cell) error {
 	if b.vbuf, err = v.s.appendCell(b.vbuf[:0], c); err != nil {
 		return err
 	}
-	return b.db.Set(k, b.vbuf, pebble.NoSync)
+	if err := b.set(k, b.vbuf); err != nil {
+		return err
+	}
+	return b.commitIfFull()
 }
 
 func (v valueStore) Delete(ns []byte) error {
@@ -50,5 +49,8 @@ func (v valueStore) Delete(ns []byte) error {
 	if err != nil {
 		return err
 	}
-	return v.s.b.db.Delete(k, pebble.NoSync)
+	if err := v.s.b.del(k); err != nil {
+		return err
+	}
+	return v.s.b.commitIfFull()
 }

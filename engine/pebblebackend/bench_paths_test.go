@@ -1,0 +1,212 @@
+package pebblebackend
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// The list, map and timer benchmarks use 10k keys: few enough that setup
+// stays short, enough that reads miss the memtable once it is flushed.
+const benchPathKeys = 10_000
+
+func benchBackend(b *testing.B) (*Backend, [][]byte) {
+	be, err := New(Options{Dir: b.TempDir(), MaxParallelism: 128, KeyGroups: keygroup.All(128)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Close() })
+	keys := make([][]byte, benchPathKeys)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("user-%06d", i))
+	}
+	return be, keys
+}
+
+func benchSetKey(b *testing.B, be *Backend, key []byte) {
+	if err := be.SetCurrentKey(key); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func flush(b *testing.B, be *Backend) {
+	if err := be.commitWrites(); err != nil {
+		b.Fatal(err)
+	}
+	if err := be.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// benchListState gives each key a list of 5 int64 elements.
+func benchListState(b *testing.B) (*Backend, state.ListState[int64], [][]byte) {
+	be, keys := benchBackend(b)
+	l, err := state.GetList(be, nil, state.NewList("l", serializers.Int64()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, k := range keys {
+		benchSetKey(b, be, k)
+		if err := l.AddAll([]int64{int64(i), 1, 2, 3, 4}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	flush(b, be)
+	return be, l, keys
+}
+
+func BenchmarkListAdd(b *testing.B) {
+	be, l, keys := benchListState(b)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := 0
+	for b.Loop() {
+		benchSetKey(b, be, keys[i%len(keys)])
+		if err := l.Add(int64(i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkListGet(b *testing.B) {
+	be, l, keys := benchListState(b)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := 0
+	for b.Loop() {
+		benchSetKey(b, be, keys[i%len(keys)])
+		if vs, err := l.Get(); err != nil || len(vs) != 5 {
+			b.Fatalf("Get() = %v, %v", vs, err)
+		}
+		i++
+	}
+}
+
+const benchMapEntries = 10
+
+var benchMapKeys = func() []string {
+	ks := make([]string, benchMapEntries)
+	for i := range ks {
+		ks[i] = fmt.Sprintf("category-%d", i)
+	}
+	return ks
+}()
+
+// benchMapState gives each key a map of 10 entries.
+func benchMapState(b *testing.B) (*Backend, state.MapState[string, int64], [][]byte) {
+	be, keys := benchBackend(b)
+	m, err := state.GetMap(be, nil, state.NewMap("m", serializers.String(), serializers.Int64()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range keys {
+		benchSetKey(b, be, k)
+		for j, mk := range benchMapKeys {
+			if err := m.Put(mk, int64(j)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	flush(b, be)
+	return be, m, keys
+}
+
+func BenchmarkMapPut(b *testing.B) {
+	be, m, keys := benchMapState(b)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := 0
+	for b.Loop() {
+		benchSetKey(b, be, keys[i%len(keys)])
+		if err := m.Put(benchMapKeys[i%benchMapEntries], int64(i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkMapGet(b *testing.B) {
+	be, m, keys := benchMapState(b)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := 0
+	for b.Loop() {
+		benchSetKey(b, be, keys[i%len(keys)])
+		if _, ok, err := m.Get(benchMapKeys[i%benchMapEntries]); err != nil || !ok {
+			b.Fatalf("Get() = %v, %v", ok, err)
+		}
+		i++
+	}
+}
+
+// BenchmarkMapIterate reads all 10 entries of one key's map per op.
+func BenchmarkMapIterate(b *testing.B) {
+	be, m, keys := benchMapState(b)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := 0
+	for b.Loop() {
+		benchSetKey(b, be, keys[i%len(keys)])
+		n := 0
+		if err := m.Range(func(string, int64) bool { n++; return true }); err != nil || n != benchMapEntries {
+			b.Fatalf("Range saw %d entries, %v", n, err)
+		}
+		i++
+	}
+}
+
+func benchTimers(b *testing.B) (*Backend, state.Timers, [][]byte) {
+	be, keys := benchBackend(b)
+	t, err := be.Timers("t", serializers.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return be, t, keys
+}
+
+// BenchmarkTimerRegister registers a new timer per op, each later than the
+// one before, as event-time windows do.
+func BenchmarkTimerRegister(b *testing.B) {
+	be, t, keys := benchTimers(b)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := 0
+	for b.Loop() {
+		benchSetKey(b, be, keys[i%len(keys)])
+		if err := t.Register(nil, int64(i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkTimerFire keeps 10k timers pending (one per key): each op
+// registers one timer 10k ms ahead and fires the earliest.
+func BenchmarkTimerFire(b *testing.B) {
+	be, t, keys := benchTimers(b)
+	for i, k := range keys {
+		benchSetKey(b, be, k)
+		if err := t.Register(nil, int64(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	flush(b, be)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := 0
+	for b.Loop() {
+		benchSetKey(b, be, keys[i%len(keys)])
+		if err := t.Register(nil, int64(i+len(keys))); err != nil {
+			b.Fatal(err)
+		}
+		tm, ok, err := t.Pop(int64(i))
+		if err != nil || !ok || tm.Timestamp != int64(i) {
+			b.Fatalf("Pop(%d) = %v, %v, %v", i, tm, ok, err)
+		}
+		i++
+	}
+}
