@@ -68,15 +68,22 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	if err != nil {
 		return err
 	}
+	printWarnings(o.stderr, v.Warnings)
 	sum := verifySummary{Path: args[0], OK: true, Verified: v}
 	if o.output == outputJSON {
 		return writeJSON(out, sum)
 	}
-	checks := "checksums, structure, index"
+	checks := src.Layout().Checks
+	if checks == "" {
+		checks = "checksums, structure, index"
+	}
 	if o.deep {
 		checks += ", every value decoded"
 	}
 	fmt.Fprintf(out, "Savepoint %s is whole.\n", sum.Path)
+	if n := len(v.Warnings); n > 0 {
+		fmt.Fprintf(out, "%d parts are opaque bytes that only the job's classes walk; the rest of their key groups was not read.\n", n)
+	}
 	t := newTable(out, "OPERATORS", "SEGMENTS", "ENTRIES", "BYTES", "CHECKED")
 	if err := t.Append(v.Operators, v.Segments, v.Entries, humanBytes(float64(v.Bytes)), checks); err != nil {
 		return err

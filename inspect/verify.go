@@ -31,6 +31,9 @@ type Verified struct {
 	Entries   uint64 `json:"entries"`
 	// Bytes is what the segments take where the layout stores them.
 	Bytes int64 `json:"bytes"`
+	// Warnings list the bytes that could not be walked without the job's
+	// classes, which are no error (see Report.Warnings).
+	Warnings []WarningInfo `json:"warnings,omitempty"`
 }
 
 // Verify reads every segment of src on every core, which checks every
@@ -42,6 +45,9 @@ type Verified struct {
 // and offset.
 func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Verified, error) {
 	m := src.Metadata()
+	if err := m.CheckRead(-1); err != nil {
+		return nil, err
+	}
 	var decoders map[savepoint.StateRef]*savepoint.Decoder
 	if opts.Deep {
 		var err error
@@ -88,6 +94,7 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 	for _, s := range segs {
 		v.Bytes += s.Length
 	}
+	v.Warnings = Warnings(src)
 	return v, nil
 }
 

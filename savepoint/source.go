@@ -51,6 +51,10 @@ type Layout struct {
 	Releases string
 	// Details are what else sets the source apart ("zstd").
 	Details []string
+	// Checks says what reading every entry checks, for a verification's
+	// report, when it is not what stateproc's layouts check (checksums,
+	// structure, index).
+	Checks string
 }
 
 // String reads "stateproc savepoint, format version 1", or "Apache Flink

@@ -57,3 +57,19 @@ func (e external) DecodeAny(src []byte) (any, error) { return e.snap.External.De
 func (e external) String() string { return fmt.Sprint(e.snap.External) }
 
 var _ json.Marshaler = External(nil)
+
+// NamespaceKind is KindVoid or KindWindow for a namespace serializer of
+// either kind, and s.Kind otherwise. An external serializer is one of them
+// when it implements NamespaceKind() Kind: void when its values are all
+// the one void namespace (whatever its bytes), window when its values are
+// time windows stored as KindWindow stores them, start and end as
+// big-endian int64 milliseconds.
+func (s Snapshot) NamespaceKind() Kind {
+	if s.Kind != KindExternal {
+		return s.Kind
+	}
+	if n, ok := s.External.(interface{ NamespaceKind() Kind }); ok {
+		return n.NamespaceKind()
+	}
+	return s.Kind
+}

@@ -327,3 +327,15 @@ func jsonOf(t *typeser.Type, v any, depth int) any {
 	}
 	return jsonvalue.Value(v)
 }
+
+// NamespaceKind says the namespace is void or a time window, which Flink
+// writes as stateproc's window serializer does.
+func (s *Serializer) NamespaceKind() serializers.Kind {
+	switch s.typ.Kind {
+	case typeser.KindVoid:
+		return serializers.KindVoid
+	case typeser.KindWindow:
+		return serializers.KindWindow
+	}
+	return serializers.KindExternal
+}

@@ -121,7 +121,8 @@ func layoutOf(fm *flinkfmt.Metadata, checkpoint bool, layouts map[flinkfmt.Layou
 	case fm.Properties.Type == "CheckpointType", checkpoint:
 		name = "Apache Flink checkpoint"
 	}
-	l := savepoint.Layout{Name: name, Version: uint32(fm.Version), VersionName: "metadata version", Releases: releases[fm.Version]}
+	l := savepoint.Layout{Name: name, Version: uint32(fm.Version), VersionName: "metadata version", Releases: releases[fm.Version],
+		Checks: "structure: every handle, header, length and key group (Flink keeps no checksums)"}
 	for _, k := range layoutOrder {
 		if layouts[k] {
 			l.Details = append(l.Details, string(k))
@@ -265,7 +266,7 @@ func opaqueNotes(t *typeser.Type) []string {
 		}
 		if t.Kind == typeser.KindOpaque && !seen[t.Class] {
 			seen[t.Class] = true
-			out = append(out, fmt.Sprintf("values of class %s (written by %s) are kept as bytes: only the job's classes decode them", t.Class, shortClass(t.Serializer)))
+			out = append(out, fmt.Sprintf("values of class %s (written by %s) decode where they are of a JDK class whose form is defined (String, the boxed primitives); others are kept as opaque bytes, which only the job's classes decode", t.Class, shortClass(t.Serializer)))
 		}
 		for _, f := range t.Fields {
 			walk(f.Type, depth+1)
