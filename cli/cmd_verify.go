@@ -81,6 +81,9 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 		checks += ", every value decoded"
 	}
 	fmt.Fprintf(out, "Savepoint %s is whole.\n", sum.Path)
+	for _, op := range v.Opaque {
+		fmt.Fprintf(out, "%d values of class %s are opaque bytes: only the job's classes decode them.\n", op.Values, op.Class)
+	}
 	if n := len(v.Warnings); n > 0 {
 		fmt.Fprintf(out, "%d parts are opaque bytes that only the job's classes walk; the rest of their key groups was not read.\n", n)
 	}

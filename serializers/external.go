@@ -73,3 +73,10 @@ func (s Snapshot) NamespaceKind() Kind {
 	}
 	return s.Kind
 }
+
+// Opaquer is implemented by external serializers whose values may hold
+// parts that only the job's classes decode, kept as bytes: Opaque returns
+// the class of each such part of v, a value DecodeAny gave.
+type Opaquer interface {
+	Opaque(v any) []string
+}

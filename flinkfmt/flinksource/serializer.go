@@ -339,3 +339,33 @@ func (s *Serializer) NamespaceKind() serializers.Kind {
 	}
 	return serializers.KindExternal
 }
+
+// Opaque lists the classes of the opaque values within v.
+func (s *Serializer) Opaque(v any) []string { return opaqueIn(v, 0, nil) }
+
+func opaqueIn(v any, depth int, out []string) []string {
+	if depth > typeser.MaxDepth {
+		return out
+	}
+	switch x := v.(type) {
+	case typeser.OpaqueValue:
+		out = append(out, x.Class)
+	case typeser.RecordValue:
+		for _, f := range x.Fields {
+			out = opaqueIn(f.Value, depth+1, out)
+		}
+	case []any:
+		for _, e := range x {
+			out = opaqueIn(e, depth+1, out)
+		}
+	case []typeser.MapEntry:
+		for _, e := range x {
+			out = opaqueIn(e.Value, depth+1, opaqueIn(e.Key, depth+1, out))
+		}
+	case typeser.EitherValue:
+		out = opaqueIn(x.Value, depth+1, out)
+	case typeser.TTLValue:
+		out = opaqueIn(x.Value, depth+1, out)
+	}
+	return out
+}

@@ -40,6 +40,10 @@ type operator struct {
 	byRef   map[savepoint.StateRef]int
 	mapKind []bool
 	spans   []flinkfmt.Span
+	// layouts counts the subtask handles by layout, changelog ones too;
+	// compressed says some are Snappy-compressed.
+	layouts    map[flinkfmt.Layout]int
+	compressed bool
 
 	once sync.Once
 	segs map[savepoint.StateRef][]savepoint.Segment
@@ -88,14 +92,12 @@ func newSource(ctx context.Context, r *flinkfmt.Reader, checkpoint bool) (*Sourc
 		if err != nil {
 			return nil, err
 		}
-		if o.keyed != nil {
-			for l, n := range o.keyed.Layouts {
-				if n > 0 {
-					layouts[l] = true
-				}
+		for l, n := range o.layouts {
+			if n > 0 {
+				layouts[l] = true
 			}
-			compressed = compressed || o.keyed.Compressed
 		}
+		compressed = compressed || o.compressed
 		m.Operators = append(m.Operators, op)
 		s.ops = append(s.ops, o)
 	}
@@ -162,7 +164,7 @@ func (s *Source) operator(ctx context.Context, idx int, fop *flinkfmt.Operator) 
 			for _, c := range append(slices.Clip(st.InputChannels), st.ResultSubpartitions...) {
 				size += c.StateSize
 			}
-			op.Unread = append(op.Unread, fmt.Sprintf("subtask %d: in-flight data of an unaligned checkpoint (%d channels, %d bytes): not readable yet", st.Index, n, size))
+			op.Notes = append(op.Notes, fmt.Sprintf("subtask %d: in-flight data of an unaligned checkpoint (%d channels, %d bytes): records in transit, not state: not read", st.Index, n, size))
 		}
 		if h := st.ManagedKeyed; flinkfmt.HandleLayout(h) == flinkfmt.LayoutChangelog {
 			op.Unread = append(op.Unread, fmt.Sprintf("subtask %d: keyed state in the changelog layout (%s, %d bytes): not readable yet; restore it in Flink and take a savepoint", st.Index, h.Kind, h.Size()))
@@ -176,6 +178,7 @@ func (s *Source) operator(ctx context.Context, idx int, fop *flinkfmt.Operator) 
 	case err != nil:
 		return op, nil, err
 	default:
+		o.layouts, o.compressed = k.Layouts, k.Compressed
 		if err := s.keyed(ctx, idx, &op, o, k); err != nil {
 			return op, nil, err
 		}
