@@ -307,10 +307,7 @@ func index(src savepoint.Source, segs []savepoint.Segment, now int64) *Report {
 		op := &m.Operators[i]
 		oi := &opInfo[i]
 		oi.UID, oi.Name, oi.Parallelism, oi.MaxParallelism = op.UID, op.Name, op.Parallelism, op.MaxParallelism
-		oi.Unread, oi.Notes = op.Unread, op.Notes
-		if op.ID != op.UID {
-			oi.ID = op.ID
-		}
+		oi.ID, oi.Unread, oi.Notes = op.ID, op.Unread, op.Notes
 		if op.Keyed() {
 			oi.KeyType = op.Key.String()
 		}

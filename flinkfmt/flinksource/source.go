@@ -448,6 +448,8 @@ func (s *Source) count(ctx context.Context, o *operator) (map[savepoint.StateRef
 			c.seg.Bytes++
 		}
 		if o.refs[e.State].Timer {
+			// Flink stores a timer's time with its key.
+			c.seg.Bytes += 8
 			if c.seg.Entries == 1 || e.Timestamp < c.seg.MinTimestamp {
 				c.seg.MinTimestamp = e.Timestamp
 			}
