@@ -16,7 +16,7 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-func fixtures(t *testing.T) []string {
+func fixtures(t testing.TB) []string {
 	t.Helper()
 	root := filepath.Join("..", "..", "..", "shared", "flink-savepoints")
 	b, err := os.ReadFile(filepath.Join(root, "inventory.tsv"))
