@@ -48,14 +48,20 @@ serializers stored in the savepoint, one JSON object per line:
   broadcast state key, value
 
 --key reads only the key group of that key and prints only its entries: a
-string key as is, numbers as numbers, bytes as hex, an Avro key as JSON.
+string key as is, numbers as numbers, bytes as hex, an Avro key as JSON; of an
+Apache Flink savepoint, a tuple, case class or POJO key as a JSON array of its
+fields (or an object by field name), found through Flink's key-group hash where
+Java's hashCode of the key is defined by its value, and by reading every key
+group otherwise. --operator takes the uid, the operator ID of a Flink
+savepoint, or a name that one operator alone has.
 --raw prints the stored bytes as hex instead of decoding them. Byte strings
 in decoded values are hex too.`,
 		Example: `  stateproc dump ./sp-42 --operator features --state category-counts --limit 10
   stateproc dump ./sp-42 --operator features --state category-counts --key user-1093
   stateproc dump ./sp-42 --operator features --state session-end --key-groups 0-15
   stateproc dump ./sp-42 --operator source --state offsets
-  stateproc dump ./sp-42 --operator features --state session --raw | head`,
+  stateproc dump ./sp-42 --operator features --state session --raw | head
+  stateproc dump ./flink-sp --operator 41e91aae0bee218c44306cf7d21940ad --state state-name --key '[2]' `,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
@@ -66,7 +72,7 @@ in decoded values are hex too.`,
 	// Dump's natural output is JSON lines, so unlike the other commands its
 	// default is json.
 	f.StringVarP(&o.output, "output", "o", outputJSON, "output format: json (one object per line) or table")
-	f.StringVar(&o.operator, "operator", "", "`uid` of the operator")
+	f.StringVar(&o.operator, "operator", "", "the operator: its `uid`, ID or name")
 	f.StringVar(&o.state, "state", "", "`name` of a keyed state, timer service, operator state or broadcast state")
 	f.StringVar(&o.key, "key", "", "print only this `key` (reads only its key group)")
 	f.StringVar(&o.keyGroups, "key-groups", "", "print only key groups `A-B` (or one key group A)")

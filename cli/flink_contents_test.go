@@ -239,3 +239,45 @@ func columnTypes(t *testing.T, db *sql.DB, files string) string {
 	}
 	return strings.Join(cols, ", ")
 }
+
+// Every command that takes --operator takes a uid that a Flink 1.18
+// savepoint does not record, through Flink's uid hash: the job names its
+// first keyed flat map CheckpointingKeyedStateFlatMap1.
+func TestFlinkOperatorByUID(t *testing.T) {
+	dir := filepath.Join(flinkRoot(t), statefulHeap)
+	const uid, id = "CheckpointingKeyedStateFlatMap1", "d5c8b168c6cbfe8c507a10f88b325243"
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := stateproc("export", dir, "--operator", uid, "--out", out, "-o", "json")
+	if code != cli.ExitOK {
+		t.Fatalf("export --operator %s: exit %d: %s", uid, code, stderr)
+	}
+	var sum struct {
+		Datasets []struct {
+			Operator, State string
+			Rows            int
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Datasets) != 1 || sum.Datasets[0].Operator != id || sum.Datasets[0].State != statefulValueState || sum.Datasets[0].Rows != 4 {
+		t.Errorf("export --operator %s: %+v", uid, sum.Datasets)
+	}
+	code, stdout, stderr = stateproc("size", dir, "--operator", uid, "-o", "json")
+	if code != cli.ExitOK {
+		t.Fatalf("size --operator %s: exit %d: %s", uid, code, stderr)
+	}
+	var rep struct {
+		Basis     string
+		Operators []struct{ UID string }
+		Total     struct{ Savepoint, Pebble float64 }
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// 4 entries of a Tuple1<Long> key, the void namespace's byte and a
+	// long: 17 bytes each.
+	if len(rep.Operators) != 1 || rep.Operators[0].UID != id || rep.Total.Pebble != 68 || !strings.Contains(rep.Basis, "seeds' arithmetic") {
+		t.Errorf("size --operator %s: %+v", uid, rep)
+	}
+}

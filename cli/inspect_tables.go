@@ -17,7 +17,12 @@ import (
 // sections that have no rows.
 func writeInspectTables(w io.Writer, rep *inspect.Report) error {
 	sp := rep.Savepoint
-	fmt.Fprintf(w, "Savepoint %s\n  %s, id %d, created %s\n", sp.Path, sp.Layout, sp.ID, formatTime(int64(sp.Created)))
+	created := "created " + formatTime(int64(sp.Created))
+	if sp.Created == 0 {
+		// The epoch: the layout does not record when (Apache Flink's).
+		created = "creation time not recorded"
+	}
+	fmt.Fprintf(w, "Savepoint %s\n  %s, id %d, %s\n", sp.Path, sp.Layout, sp.ID, created)
 	for _, l := range sp.Lineage {
 		fmt.Fprintf(w, "  lineage: %s\n", l)
 	}

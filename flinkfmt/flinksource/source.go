@@ -289,6 +289,18 @@ func shortClass(c string) string {
 	return c[strings.LastIndexByte(c, '.')+1:]
 }
 
+// corruptError is a structural error of the metadata found here rather than
+// in flinkfmt: both packages' sentinels, so the commands exit 4 on it.
+type corruptError struct{ msg string }
+
+func (e *corruptError) Error() string { return e.msg }
+
+func (e *corruptError) Unwrap() []error { return []error{flinkfmt.ErrCorrupt, savepoint.ErrCorrupt} }
+
+func corruptf(format string, args ...any) error {
+	return &corruptError{msg: flinkfmt.ErrCorrupt.Error() + ": " + fmt.Sprintf(format, args...)}
+}
+
 // addOperatorState adds one operator list or broadcast state to op.
 func addOperatorState(op *savepoint.Operator, fop *flinkfmt.Operator, st *flinkfmt.OperatorState) error {
 	if st.Mode == flinkfmt.Broadcast {
@@ -302,7 +314,7 @@ func addOperatorState(op *savepoint.Operator, fop *flinkfmt.Operator, st *flinkf
 	}
 	dist, ok := st.Mode.SavepointDistribution()
 	if !ok {
-		return fmt.Errorf("%w: operator %s: operator state %q has mode %s", flinkfmt.ErrCorrupt, op.UID, st.Name, st.Mode)
+		return corruptf("operator %s: operator state %q has mode %s", op.UID, st.Name, st.Mode)
 	}
 	elem := newSerializer(st.Element)
 	if st.Name == flinkfmt.SourceReaderState && st.Element.Type.Kind == typeser.KindBytes {
@@ -312,7 +324,7 @@ func addOperatorState(op *savepoint.Operator, fop *flinkfmt.Operator, st *flinkf
 	n := max(fop.Parallelism, len(fop.Subtasks))
 	for _, sub := range st.Subtasks {
 		if sub.Index < 0 || sub.Index >= n {
-			return fmt.Errorf("%w: operator %s: operator state %q of subtask %d of %d", flinkfmt.ErrCorrupt, op.UID, st.Name, sub.Index, n)
+			return corruptf("operator %s: operator state %q of subtask %d of %d", op.UID, st.Name, sub.Index, n)
 		}
 		for len(os.Subtasks) <= sub.Index {
 			os.Subtasks = append(os.Subtasks, nil)
