@@ -105,3 +105,25 @@ func TestHashableRefusesByClass(t *testing.T) {
 		}
 	}
 }
+
+// A key decoded to a Go string has lost its unpaired surrogates to U+FFFD,
+// so HashCode of the decoded value must not claim a key group (a lookup by
+// it would read the wrong one), while its bytes still hash as Java does.
+func TestDecodedSurrogateKeyIsNotHashed(t *testing.T) {
+	str := restore(t, flinkfmt.SimpleSnapshot(flinkfmt.StringSnapshotClass))
+	b := units('k', 0xD800)
+	v, err := str.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := v.(string); s != "k\uFFFD" {
+		t.Fatalf("decoded %q, want %q", v, "k\uFFFD")
+	}
+	if h, ok := keyhash.HashCode(v); ok {
+		t.Errorf("HashCode(%q) = %d; a string with U+FFFD may have held a surrogate", v, h)
+	}
+	got, err := keyhash.KeyGroupOf(str, b, 128)
+	if want := keyhash.KeyGroup(31*'k'+0xD800, 128); err != nil || got != want {
+		t.Errorf("key group %d, %v; want %d", got, err, want)
+	}
+}
