@@ -9,6 +9,13 @@
 // layer beside snapshotfmt, which is stateproc's own layout; the toolkit's
 // read seam adapts it to savepoint.Source.
 //
+// It also writes what a rewrite of a Flink savepoint needs (write_*.go):
+// _metadata of versions 2 to 5 byte for byte as Flink writes it, keyed
+// streams in the canonical layout that every backend restores, the
+// input's headers carried over as bytes, and serializer snapshots and
+// headers built from scratch. The rewrites themselves are in
+// flinkfmt/flinkrewrite.
+//
 // Reading follows the serializer snapshots the savepoint carries: package
 // flinkfmt/typeser restores them into decoders, so no job classes are
 // needed. Entries come key group by key group in the model of

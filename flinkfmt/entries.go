@@ -264,8 +264,12 @@ func (p *kgParser) canonical(r *wire.Buf) error {
 		}
 		last := key[0]&metaFollowsFlag != 0
 		if p.state < 0 || p.state == idx {
-			key = append([]byte(nil), key...)
-			key[0] &^= metaFollowsFlag
+			if last {
+				// The flag is cleared in a copy: the key group's bytes may
+				// be the metadata's own inline bytes.
+				key = append([]byte(nil), key...)
+				key[0] &^= metaFollowsFlag
+			}
 			if err := p.canonicalEntry(m, idx, key, val); err != nil {
 				return at("", "", -1, keyAt, err)
 			}

@@ -95,6 +95,12 @@ type KeyedHeader struct {
 	States       []*StateMeta
 	// End is the offset in the stream just after the header.
 	End int64
+	// raw is the header's bytes, keyEnd where its key serializer ends and
+	// spans where each state's meta info lies in it, so that a writer
+	// carries them over as they are.
+	raw    []byte
+	keyEnd int
+	spans  [][2]int
 }
 
 // Keyed backend serialization proxy versions: 3 is Flink 1.3, 4 Flink 1.4
@@ -122,10 +128,12 @@ func parseLegacyKeyedHeader(r *wire.Buf, h *KeyedHeader) (*KeyedHeader, error) {
 		return nil, corruptf("%d key serializers, want 1", len(keys))
 	}
 	h.Key = keys[0]
+	h.keyEnd = r.Pos()
 	n := int(r.U16())
 	for i := 0; i < n; i++ {
 		var m *StateMeta
 		var err error
+		start := r.Pos()
 		if h.ProxyVersion == 5 {
 			m, err = parseStateMetaV5(r)
 		} else {
@@ -138,11 +146,13 @@ func parseLegacyKeyedHeader(r *wire.Buf, h *KeyedHeader) (*KeyedHeader, error) {
 			return nil, err
 		}
 		h.States = append(h.States, m)
+		h.spans = append(h.spans, [2]int{start, r.Pos()})
 	}
 	if err := r.Err(); err != nil {
 		return nil, corrupt(err)
 	}
 	h.End = r.Offset()
+	h.raw = r.Bytes()[:r.Pos()]
 	return h, nil
 }
 
@@ -250,18 +260,22 @@ func ParseKeyedHeader(r *wire.Buf) (*KeyedHeader, error) {
 		return nil, snapshotErr("key serializer", err)
 	}
 	h.Key = key
+	h.keyEnd = r.Pos()
 	n := int(r.U16())
 	for i := 0; i < n; i++ {
+		start := r.Pos()
 		m, err := parseStateMeta(r, true)
 		if err != nil {
 			return nil, err
 		}
 		h.States = append(h.States, m)
+		h.spans = append(h.spans, [2]int{start, r.Pos()})
 	}
 	if err := r.Err(); err != nil {
 		return nil, corrupt(err)
 	}
 	h.End = r.Offset()
+	h.raw = r.Bytes()[:r.Pos()]
 	return h, nil
 }
 

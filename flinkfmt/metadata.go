@@ -100,6 +100,9 @@ type Properties struct {
 	Type string
 	// Format is a savepoint's format type, CANONICAL or NATIVE.
 	Format string
+	// Raw is the Java-serialized CheckpointProperties as recorded, which
+	// a writer carries over unchanged.
+	Raw []byte
 }
 
 // Metadata is a parsed _metadata file.
@@ -277,6 +280,7 @@ func (m *Metadata) subtask(h *handleReader, st *Subtask) {
 // parseProperties reads the Java-serialized CheckpointProperties for the
 // checkpoint type; a failure is a warning, as nothing else depends on it.
 func (m *Metadata) parseProperties(b []byte) {
+	m.Properties.Raw = b
 	v, n, err := javaobj.Parse(b, javaobj.Limits{MaxDepth: 16, MaxValues: 4096})
 	if err != nil {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("checkpoint properties: %v", err))

@@ -9,5 +9,12 @@
 // their UTF-16 units), boxed primitives, and Flink tuples of those. Enums
 // hash by identity, a POJO may override hashCode, a Row's hash involves an
 // enum, and Scala case classes hash through Scala's own murmur: for them
-// HashCode reports false, and a lookup must scan every key group.
+// HashCode reports false, and a lookup must scan every key group. So it does
+// for a string holding U+FFFD, which may stand for unpaired surrogates that
+// decoding replaced.
+//
+// Hashable and KeyGroupOf serve rewrites that move keys to new key groups
+// (a rescale): they decide from the key serializer, before anything is
+// written, whether keys can be moved at all, and hash a key from its bytes,
+// strings over the UTF-16 units as stored.
 package keyhash

@@ -3,6 +3,7 @@ package keyhash
 import (
 	"math"
 	"strings"
+	"unicode/utf8"
 	"unicode/utf16"
 
 	"github.com/stateproc/stateproc/flinkfmt/typeser"
@@ -44,10 +45,15 @@ func KeyGroup(hash int32, maxParallelism int) int {
 const tuplePrefix = "org.apache.flink.api.java.tuple.Tuple"
 
 // HashCode returns Java's hashCode of a key decoded by typeser, or false
-// when Java does not define it by the value.
+// when Java does not define it by the value. A string holding U+FFFD may
+// stand for a Java string with unpaired surrogates, which decoding replaced
+// and whose hash differs, so HashCode does not claim to know its hash.
 func HashCode(v any) (int32, bool) {
 	switch x := v.(type) {
 	case string:
+		if strings.ContainsRune(x, utf8.RuneError) {
+			return 0, false
+		}
 		var h int32
 		for _, u := range utf16.Encode([]rune(x)) {
 			h = 31*h + int32(u)

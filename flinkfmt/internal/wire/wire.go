@@ -144,18 +144,22 @@ func (r *Buf) Raw(n int, what string) []byte { return r.take(n, what) }
 // Count reads an int32 count of items that each take at least minSize
 // bytes, refusing a negative count or one that cannot fit in what remains.
 // It returns 0 after an error.
-func (r *Buf) Count(what string, minSize int) int {
+func (r *Buf) Count(what string, minSize int) int { return r.count(what, "", minSize) }
+
+// count is Count of what+suffix, which are joined only for an error: Sized
+// reads a length for every key and value of a key group.
+func (r *Buf) count(what, suffix string, minSize int) int {
 	start := r.Offset()
 	n := r.I32()
 	if r.err != nil {
 		return 0
 	}
 	if n < 0 {
-		r.err = &Error{Offset: start, What: what, Err: fmt.Errorf("%w: negative count %d", ErrMalformed, n)}
+		r.err = &Error{Offset: start, What: what + suffix, Err: fmt.Errorf("%w: negative count %d", ErrMalformed, n)}
 		return 0
 	}
 	if minSize > 0 && int64(n)*int64(minSize) > int64(r.Len()) {
-		r.err = &Error{Offset: start, What: what, Err: fmt.Errorf("%w: count %d needs at least %d bytes, %d remain", ErrShort, n, int64(n)*int64(minSize), r.Len())}
+		r.err = &Error{Offset: start, What: what + suffix, Err: fmt.Errorf("%w: count %d needs at least %d bytes, %d remain", ErrShort, n, int64(n)*int64(minSize), r.Len())}
 		return 0
 	}
 	return int(n)
@@ -163,7 +167,7 @@ func (r *Buf) Count(what string, minSize int) int {
 
 // Sized reads an int32 length and that many bytes.
 func (r *Buf) Sized(what string) []byte {
-	n := r.Count(what+" length", 1)
+	n := r.count(what, " length", 1)
 	return r.take(n, what)
 }
 
