@@ -3,8 +3,8 @@ package keyhash
 import (
 	"math"
 	"strings"
-	"unicode/utf8"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/stateproc/stateproc/flinkfmt/typeser"
 )
