@@ -3,6 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +108,72 @@ func TestFlinkAbsolutePaths(t *testing.T) {
 	}
 	if code, _, stderr := stateproc("--path-map", "nonsense", "inspect", dir); code != cli.ExitUsage || !strings.Contains(stderr, "want OLD=NEW") {
 		t.Errorf("a bad --path-map: exit %d: %s", code, stderr)
+	}
+}
+
+// A retained incremental checkpoint in the layout of Flink's file system
+// checkpoint storage, as a user finds it: the job's directory holds
+// chk-2/_metadata, whose handles name every table and manifest by
+// absolute path under the job's shared/. The commands read it through
+// chk-2 or through the job's directory (its newest checkpoint) and find
+// the same state as in the fixture, whose files lie beside its _metadata;
+// chk-2 copied away from shared/ finds nothing and exits 4.
+func TestFlinkJobCheckpointDirectory(t *testing.T) {
+	src := filepath.Join(flinkRoot(t), "flink-tests/src/test/resources/new-stateful-udf-migration-itcase-flink1.20-rocksdb-checkpoint")
+	meta, names := absolutePaths(t, src, "hdfs://namenode:8020/flink/checkpoints/3b5f07e1/shared")
+	job := filepath.Join(t.TempDir(), "3b5f07e1")
+	for _, d := range []string{"chk-2", "shared", "chk-1"} {
+		if err := os.MkdirAll(filepath.Join(job, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFiles(t, meta, filepath.Join(job, "chk-2"), []string{"_metadata"})
+	copyFiles(t, src, filepath.Join(job, "shared"), names)
+
+	verify := func(dir string) (int, string, string) {
+		code, stdout, stderr := stateproc("verify", "--deep", dir, "-o", "json")
+		var rep struct {
+			OK                           bool
+			Layout                       string
+			Segments, Entries, Operators int
+		}
+		if code == cli.ExitOK {
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+			stdout = fmt.Sprintf("%v %s: %d operators, %d segments, %d entries", rep.OK, rep.Layout, rep.Operators, rep.Segments, rep.Entries)
+		}
+		return code, stdout, stderr
+	}
+	dump := func(dir string) string {
+		code, stdout, stderr := stateproc("dump", dir, "--operator", "d5c8b168c6cbfe8c507a10f88b325243", "--state", "state-name")
+		if code != cli.ExitOK {
+			t.Fatalf("dump %s: exit %d: %s", dir, code, stderr)
+		}
+		return stdout
+	}
+	_, want, _ := verify(src)
+	if want != "true Apache Flink checkpoint, metadata version 4 (Flink 1.16–1.20), native RocksDB: 8 operators, 24 segments, 32 entries" {
+		t.Fatalf("verify of the fixture: %s", want)
+	}
+	wantDump := dump(src)
+	if n := strings.Count(wantDump, "\n"); n != 4 {
+		t.Fatalf("the fixture's state-name of the first keyed flat map: %d entries, want 4:\n%s", n, wantDump)
+	}
+	for _, dir := range []string{filepath.Join(job, "chk-2"), job} {
+		if code, got, stderr := verify(dir); code != cli.ExitOK || got != want {
+			t.Errorf("verify %s: exit %d: %s %s, want %s", dir, code, got, stderr, want)
+		}
+		if got := dump(dir); got != wantDump {
+			t.Errorf("dump %s:\n%s\nwant\n%s", dir, got, wantDump)
+		}
+	}
+	alone := filepath.Join(t.TempDir(), "chk-2")
+	if err := os.Mkdir(alone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFiles(t, meta, alone, []string{"_metadata"})
+	if code, _, stderr := verify(alone); code != cli.ExitBadInput || !strings.Contains(stderr, "lies in the job's checkpoint directory, outside "+alone) {
+		t.Errorf("chk-2 without the job's shared/: exit %d: %s", code, stderr)
 	}
 }

@@ -10,7 +10,8 @@
 // the canonical metadata), and Apache Flink's savepoints and checkpoints,
 // recognized by the magic number of their metadata and read through
 // package flinkfmt/flinksource; a Flink checkpoint's chk-<id> directory
-// beside its job's shared/ directory is read with the files it shares.
+// beside its job's shared/ directory is read with the files it shares, and
+// the job's directory itself as its newest checkpoint.
 // Options.PathMap says where the absolute paths of a Flink _metadata
 // lie now. A new layout is one more entry in the list in layouts.go.
 package layouts

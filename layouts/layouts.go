@@ -54,13 +54,18 @@ var known = []layout{
 
 // Open opens the savepoint or checkpoint in the local directory path,
 // whatever its layout. It does not check that path is a directory: a path
-// without a _metadata is not a savepoint (savepoint.ErrNotSavepoint).
+// without a _metadata is not a savepoint (savepoint.ErrNotSavepoint),
+// unless it is a Flink job's checkpoint directory, whose newest checkpoint
+// it opens.
 func Open(ctx context.Context, path string) (savepoint.Source, error) {
 	return OpenWith(ctx, path, Options{})
 }
 
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, o Options) (savepoint.Source, error) {
+	if id, ok := flinkJobDir(ctx, path); ok {
+		return flinksource.OpenCheckpoint(ctx, storage.LocalDir(path), id, flinkfmt.Options{PathMap: o.PathMap})
+	}
 	return open(ctx, storage.LocalDir(path), path, o)
 }
 
@@ -159,10 +164,49 @@ func flinkCheckpoint(path string) (root string, id int64, ok bool) {
 		return "", 0, false
 	}
 	root = filepath.Dir(clean)
+	if !hasSharedDirs(root) {
+		return "", 0, false
+	}
+	return root, id, true
+}
+
+// hasSharedDirs reports whether root holds the shared/ or taskowned/
+// directory of Flink's checkpoint storage.
+func hasSharedDirs(root string) bool {
 	for _, d := range []string{"shared", "taskowned"} {
 		if st, err := os.Lstat(filepath.Join(root, d)); err == nil && st.IsDir() {
-			return root, id, true
+			return true
 		}
 	}
-	return "", 0, false
+	return false
+}
+
+// flinkJobDir reports whether path is a Flink job's checkpoint directory,
+// which users point at to read the job's newest checkpoint: no _metadata
+// of its own, shared/ or taskowned/, and chk-<id> directories, the newest
+// of which with a _metadata holds a Flink one. It returns that id.
+func flinkJobDir(ctx context.Context, path string) (int64, bool) {
+	if _, err := os.Lstat(filepath.Join(path, savepoint.MetadataFile)); !errors.Is(err, fs.ErrNotExist) || !hasSharedDirs(path) {
+		return 0, false
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return 0, false
+	}
+	newest := int64(-1)
+	for _, e := range entries {
+		n, found := strings.CutPrefix(e.Name(), "chk-")
+		id, err := strconv.ParseInt(n, 10, 64)
+		if !found || err != nil || id <= newest || !e.IsDir() {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(path, e.Name(), savepoint.MetadataFile)); err == nil {
+			newest = id
+		}
+	}
+	if newest < 0 {
+		return 0, false
+	}
+	head, err := readHead(ctx, storage.LocalDir(filepath.Join(path, "chk-"+strconv.FormatInt(newest, 10))))
+	return newest, err == nil && isFlink(head)
 }
