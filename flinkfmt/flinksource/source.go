@@ -335,6 +335,10 @@ func addOperatorState(op *savepoint.Operator, fop *flinkfmt.Operator, st *flinkf
 	return nil
 }
 
+// Reader is the flinkfmt reader under the source, for the rewrites of
+// package flinkrewrite, which work on Flink's own model.
+func (s *Source) Reader() *flinkfmt.Reader { return s.r }
+
 // Layout says which Flink metadata version and keyed layouts the source
 // has.
 func (s *Source) Layout() savepoint.Layout { return s.layout }

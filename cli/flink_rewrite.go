@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
+	"github.com/stateproc/stateproc/flinkfmt/flinksource"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// flinkReader returns the Flink reader under src when src is an Apache
+// Flink savepoint, whose rewrites are package flinkrewrite's.
+func flinkReader(src savepoint.Source) (*flinkfmt.Reader, bool) {
+	if s, ok := src.(*flinksource.Source); ok {
+		return s.Reader(), true
+	}
+	return nil, false
+}
+
+// stageFlink stages the output of a Flink rewrite, or returns nil for a
+// dry run, which writes nothing.
+func stageFlink(f *rewriteFlags) (storage.Staging, error) {
+	if f.dryRun {
+		return nil, nil
+	}
+	return storage.Stage(f.out, f.force)
+}
+
+// publishFlink publishes st after run wrote into it, or removes it when
+// run failed.
+func publishFlink(ctx context.Context, st storage.Staging, err error) error {
+	if st == nil {
+		return rewriteError(err)
+	}
+	if err != nil {
+		st.Abort()
+		return rewriteError(err)
+	}
+	return st.Publish(ctx)
+}
+
+// runFlinkRescale rescales an Apache Flink savepoint: every key moves to
+// the key group of Flink's hash under the new max parallelism, in Flink's
+// canonical layout.
+func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, input string, out io.Writer) error {
+	st, err := stageFlink(&o.rewriteFlags)
+	if err != nil {
+		return err
+	}
+	spill := o.spillDir
+	if spill == "" && o.out != "" {
+		spill = filepath.Dir(filepath.Clean(o.out))
+	}
+	bar := newByteProgress(o.stderr, "rescaling")
+	opts := flinkrewrite.RescaleOptions{MaxParallelism: o.maxParallelism, Parallelism: o.parallelism, Operator: o.operator, SpillDir: spill}
+	opts.Progress = bar.options(o.options()).Progress
+	rep, err := flinkrewrite.Rescale(ctx, r, st, opts)
+	err = publishFlink(ctx, st, err)
+	bar.end(err)
+	if err != nil {
+		return err
+	}
+	if o.output == outputJSON {
+		return writeJSON(out, struct {
+			Savepoint string `json:"savepoint"`
+			Out       string `json:"out,omitempty"`
+			*flinkrewrite.RescaleReport
+		}{input, o.out, rep})
+	}
+	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "rescale", "Rescaled", input))
+	t := newTable(out, "OPERATOR", "ACTION", "MAX PARALLELISM", "PARALLELISM", "ENTRIES", "BYTES")
+	for _, op := range rep.Operators {
+		action := string(op.Action)
+		if !op.Keyed {
+			action = "not keyed, carried over"
+		}
+		uid := op.UID
+		if uid == "" {
+			uid = op.ID
+		}
+		if err := t.Append(uid, action, change(op.MaxParallelismBefore, op.MaxParallelism), change(op.ParallelismBefore, op.Parallelism),
+			op.Entries, humanBytes(float64(op.KeyedBytes))); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
