@@ -90,3 +90,50 @@ func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, 
 	}
 	return t.Render()
 }
+
+// runFlinkOperator removes or renames an operator of an Apache Flink
+// savepoint.
+func runFlinkOperator(ctx context.Context, f *rewriteFlags, r *flinkfmt.Reader, input string, out io.Writer, bar *byteProgress,
+	do func(context.Context, *flinkfmt.Reader, storage.Staging, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
+	st, err := stageFlink(f)
+	if err != nil {
+		return err
+	}
+	rep, err := do(ctx, r, st, flinkrewrite.Options{Progress: bar.options(f.options()).Progress})
+	err = publishFlink(ctx, st, err)
+	bar.end(err)
+	if err != nil {
+		return err
+	}
+	if f.output == outputJSON {
+		return writeJSON(out, struct {
+			Savepoint string `json:"savepoint"`
+			Out       string `json:"out,omitempty"`
+			*flinkrewrite.OperatorChange
+		}{input, f.out, rep})
+	}
+	command, done := "operator remove", "Removed operator "+rep.ID+" from"
+	if rep.NewID != "" {
+		command, done = "operator rename", fmt.Sprintf("Renamed operator %s to %s in", rep.ID, rep.NewID)
+	}
+	fmt.Fprintln(out, rewriteHeading(f, command, done, input))
+	t := newTable(out, "OPERATOR", "UID", "NAME", "KEYED STATES", "TIMER SERVICES", "OPERATOR STATES", "BROADCAST STATES", "BYTES")
+	if err := t.Append(rep.ID, changeText(rep.UID, rep.NewUID), changeText(rep.Name, rep.NewName), rep.KeyedStates, rep.TimerServices, rep.OperatorStates, rep.BroadcastStates, humanBytes(float64(rep.Bytes))); err != nil {
+		return err
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if rep.Note != "" {
+		fmt.Fprintln(out, rep.Note)
+	}
+	return nil
+}
+
+// changeText renders a text that may change, as "a -> b" or "a".
+func changeText(from, to string) string {
+	if to == "" || to == from {
+		return from
+	}
+	return from + " -> " + to
+}

@@ -115,3 +115,49 @@ func TestFlinkRescaleRefusesKryoKeys(t *testing.T) {
 		t.Errorf("a refused rescale left %v", left)
 	}
 }
+
+// operator rename and remove of a Flink 1.18 savepoint, whose metadata
+// records no uids: after a rename, --operator finds the operator by the
+// new uid, through Flink's hash of it, with the job's entries; after a
+// remove, the operator is gone and the other three keep theirs.
+func TestFlinkOperatorRenameRemove(t *testing.T) {
+	src := filepath.Join(flinkRoot(t), statefulCanonical)
+	tmp := t.TempDir()
+	ops := statefulOperators(t, src)
+	var first string
+	for op := range ops {
+		if first == "" || op < first {
+			first = op
+		}
+	}
+	want := map[string][]string{}
+	for op := range ops {
+		want[op] = sortedDump(t, src, op, statefulValueState)
+	}
+	renamed := filepath.Join(tmp, "renamed")
+	if code, stdout, stderr := stateproc("operator", "rename", src, first, "enricher-v2", "--out", renamed); code != cli.ExitOK || !strings.Contains(stdout, "Renamed operator "+first) {
+		t.Fatalf("operator rename: exit %d: %s%s", code, stdout, stderr)
+	}
+	if got := sortedDump(t, renamed, "enricher-v2", statefulValueState); !slices.Equal(got, want[first]) {
+		t.Errorf("the renamed operator's %s: %q, want %q", statefulValueState, got, want[first])
+	}
+	if code, _, stderr := stateproc("dump", renamed, "--operator", first, "--state", statefulValueState); code != cli.ExitUsage {
+		t.Errorf("dump by the old ID after the rename: exit %d: %s", code, stderr)
+	}
+	removed := filepath.Join(tmp, "removed")
+	if code, stdout, stderr := stateproc("operator", "remove", src, first, "--out", removed); code != cli.ExitOK {
+		t.Fatalf("operator remove: exit %d: %s%s", code, stdout, stderr)
+	}
+	left := statefulOperatorsOf(t, removed)
+	if _, kept := left[first]; len(left) != 3 || kept {
+		t.Errorf("after removing %s: %v", first, left)
+	}
+	for op := range left {
+		if got := sortedDump(t, removed, op, statefulValueState); !slices.Equal(got, want[op]) {
+			t.Errorf("%s after the remove: %q, want %q", op, got, want[op])
+		}
+	}
+	if code, stdout, stderr := stateproc("verify", "--deep", removed); code != cli.ExitOK {
+		t.Errorf("verify --deep after the remove: exit %d: %s%s", code, stdout, stderr)
+	}
+}
