@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/stateproc/stateproc/flinkfmt"
 	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
 	"github.com/stateproc/stateproc/flinkfmt/flinksource"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -136,4 +138,54 @@ func changeText(from, to string) string {
 		return from
 	}
 	return from + " -> " + to
+}
+
+// runFlinkPrune drops the expired entries of an Apache Flink savepoint's
+// states with TTL. Flink records neither the savepoint's time nor the
+// states' TTL, so --now and --ttl are required.
+func runFlinkPrune(ctx context.Context, o pruneOptions, r *flinkfmt.Reader, ttl map[string]time.Duration, input string, out io.Writer) error {
+	if o.now == "" {
+		return usagef("an Apache Flink savepoint records no creation time: give --now")
+	}
+	now, err := parseTime(o.now)
+	if err != nil {
+		return err
+	}
+	st, err := stageFlink(&o.rewriteFlags)
+	if err != nil {
+		return err
+	}
+	bar := newByteProgress(o.stderr, "pruning")
+	opts := flinkrewrite.PruneOptions{Now: now, TTL: ttl}
+	opts.Progress = bar.options(o.options()).Progress
+	rep, err := flinkrewrite.PruneTTL(ctx, r, st, opts)
+	err = publishFlink(ctx, st, err)
+	bar.end(err)
+	if err != nil {
+		return err
+	}
+	if o.output == outputJSON {
+		return writeJSON(out, struct {
+			Savepoint string `json:"savepoint"`
+			Out       string `json:"out,omitempty"`
+			*flinkrewrite.PruneReport
+		}{input, o.out, rep})
+	}
+	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "prune-ttl", "Pruned", input))
+	fmt.Fprintf(out, "Expired at %s:\n", formatTime(now))
+	t := newTable(out, "OPERATOR", "STATE", "TTL", "BEFORE", "DROPPED", "AFTER")
+	for _, s := range rep.States {
+		op := s.UID
+		if op == "" {
+			op = s.Operator
+		}
+		ttl := "not given, kept"
+		if s.TTLMillis > 0 {
+			ttl = jsonvalue.Duration(s.TTLMillis) + " (--ttl)"
+		}
+		if err := t.Append(op, s.State, ttl, s.Before, s.Dropped, s.After); err != nil {
+			return err
+		}
+	}
+	return t.Render()
 }

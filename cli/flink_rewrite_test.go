@@ -1,15 +1,20 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/internal/flinkgen"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // sortedDump is every entry of one state, as dump prints them, sorted:
@@ -159,5 +164,75 @@ func TestFlinkOperatorRenameRemove(t *testing.T) {
 	}
 	if code, stdout, stderr := stateproc("verify", "--deep", removed); code != cli.ExitOK {
 		t.Errorf("verify --deep after the remove: exit %d: %s%s", code, stdout, stderr)
+	}
+}
+
+// prune-ttl of a Flink savepoint in the shape of the sessions job, keyed by
+// String, whose category-counts map has a 7-day TTL that Flink does not
+// record: --now and --ttl are required; at two days past the savepoint's
+// time the entries last accessed more than five days before it go, as the
+// report counts them, and every entry left was accessed after the cutoff.
+func TestFlinkPruneTTL(t *testing.T) {
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "in")
+	c := flinkgen.SessionsLarge()
+	c.Users = 300
+	st, err := storage.Stage(src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := flinkgen.Write(context.Background(), st, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ttl := flinkgen.OperatorUID + "/" + flinkgen.CountsState + "=7d"
+	out := filepath.Join(tmp, "out")
+	if code, _, stderr := stateproc("prune-ttl", src, "--ttl", ttl, "--out", out); code != cli.ExitUsage || !strings.Contains(stderr, "give --now") {
+		t.Errorf("prune-ttl without --now: exit %d: %s", code, stderr)
+	}
+	now := c.Now + 2*24*time.Hour.Milliseconds()
+	cutoff := now - flinkgen.CountsTTL.Milliseconds()
+	code, stdout, stderr := stateproc("prune-ttl", src, "--now", strconv.FormatInt(now, 10), "--ttl", ttl, "--out", out, "-o", "json")
+	if code != cli.ExitOK {
+		t.Fatalf("prune-ttl: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		States []struct {
+			State                  string
+			Before, Dropped, After uint64
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var counts *struct {
+		State                  string
+		Before, Dropped, After uint64
+	}
+	for i := range rep.States {
+		if rep.States[i].State == flinkgen.CountsState {
+			counts = &rep.States[i]
+		}
+	}
+	if counts == nil || counts.Before != stats.CountEntries || counts.Dropped == 0 || counts.After == 0 || counts.Before != counts.Dropped+counts.After {
+		t.Fatalf("prune-ttl report %+v, %d entries written", rep.States, stats.CountEntries)
+	}
+	lines := dumpLines(t, out, "--operator", flinkgen.OperatorUID, "--state", flinkgen.CountsState)
+	if uint64(len(lines)) != counts.After {
+		t.Errorf("%d entries left, the report says %d", len(lines), counts.After)
+	}
+	for _, l := range lines {
+		v, _ := l["value"].(map[string]any)
+		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(v["last_access"]))
+		if err != nil || at.UnixMilli() <= cutoff {
+			t.Errorf("left after the prune: %v (%v)", l, err)
+			break
+		}
+	}
+	if code, stdout, stderr := stateproc("verify", "--deep", out); code != cli.ExitOK {
+		t.Errorf("verify --deep of the pruned savepoint: exit %d: %s%s", code, stdout, stderr)
 	}
 }
