@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,7 @@ type dumpOptions struct {
 	limit     int
 	raw       bool
 	now       string
+	stderr    io.Writer
 }
 
 func newDumpCmd() *cobra.Command {
@@ -46,16 +48,23 @@ serializers stored in the savepoint, one JSON object per line:
   broadcast state key, value
 
 --key reads only the key group of that key and prints only its entries: a
-string key as is, numbers as numbers, bytes as hex, an Avro key as JSON.
+string key as is, numbers as numbers, bytes as hex, an Avro key as JSON; of an
+Apache Flink savepoint, a tuple, case class or POJO key as a JSON array of its
+fields (or an object by field name), found through Flink's key-group hash where
+Java's hashCode of the key is defined by its value, and by reading every key
+group otherwise. --operator takes the uid, the operator ID of a Flink
+savepoint, or a name that one operator alone has.
 --raw prints the stored bytes as hex instead of decoding them. Byte strings
 in decoded values are hex too.`,
 		Example: `  stateproc dump ./sp-42 --operator features --state category-counts --limit 10
   stateproc dump ./sp-42 --operator features --state category-counts --key user-1093
   stateproc dump ./sp-42 --operator features --state session-end --key-groups 0-15
   stateproc dump ./sp-42 --operator source --state offsets
-  stateproc dump ./sp-42 --operator features --state session --raw | head`,
+  stateproc dump ./sp-42 --operator features --state session --raw | head
+  stateproc dump ./flink-sp --operator 41e91aae0bee218c44306cf7d21940ad --state state-name --key '[2]' `,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			return runDump(cmd.Context(), o, args, cmd.OutOrStdout())
 		},
 	}
@@ -63,7 +72,7 @@ in decoded values are hex too.`,
 	// Dump's natural output is JSON lines, so unlike the other commands its
 	// default is json.
 	f.StringVarP(&o.output, "output", "o", outputJSON, "output format: json (one object per line) or table")
-	f.StringVar(&o.operator, "operator", "", "`uid` of the operator")
+	f.StringVar(&o.operator, "operator", "", "the operator: its `uid`, ID or name")
 	f.StringVar(&o.state, "state", "", "`name` of a keyed state, timer service, operator state or broadcast state")
 	f.StringVar(&o.key, "key", "", "print only this `key` (reads only its key group)")
 	f.StringVar(&o.keyGroups, "key-groups", "", "print only key groups `A-B` (or one key group A)")
@@ -94,6 +103,10 @@ func runDump(ctx context.Context, o dumpOptions, args []string, out io.Writer) e
 	}
 	ref, err := findState(m, opIdx, o.state)
 	if err != nil {
+		// A state may be missing because its layout is not read.
+		if uerr := m.CheckRead(opIdx); uerr != nil {
+			return uerr
+		}
 		return err
 	}
 	now := m.CreatedAt
@@ -120,6 +133,7 @@ func runDump(ctx context.Context, o dumpOptions, args []string, out io.Writer) e
 	// What was printed before an error is still written: it shows how far
 	// the dump got.
 	closeErr := sink.close()
+	printWarnings(o.stderr, inspect.Warnings(src))
 	if err != nil && !errors.Is(err, errLimit) {
 		return err
 	}
@@ -149,20 +163,17 @@ func dumpKeyed(ctx context.Context, src savepoint.Source, ref stateRef, o dumpOp
 			return err
 		}
 	}
-	var key []byte
+	var key *keyMatch
 	if o.key != "" {
-		if key, err = encodeKeyArg(dec.Key(), o.key); err != nil {
+		if key, err = parseKeyArg(op, dec.Key(), o.key); err != nil {
 			return err
 		}
-		h, err := op.KeyHash.Sum(key)
-		if err != nil {
-			return err
+		if key.keyGroup >= 0 {
+			if !kgs.Contains(key.keyGroup) {
+				return nil
+			}
+			kgs = keygroup.Range{Start: key.keyGroup, End: key.keyGroup}
 		}
-		kg := int(h % uint32(op.MaxParallelism))
-		if !kgs.Contains(kg) {
-			return nil
-		}
-		kgs = keygroup.Range{Start: kg, End: kg}
 	}
 	p := dumpPrinter{sink: sink, dec: dec, raw: o.raw, now: now, state: ref.Keyed, voidNS: isVoid(ref),
 		key: jsonvalue.For(op.Key)}
@@ -183,11 +194,68 @@ func dumpKeyed(ctx context.Context, src savepoint.Source, ref stateRef, o dumpOp
 	return nil
 }
 
+// keyMatch is a key given with --key: its bytes, when its serializer
+// writes them, or else its value, which each entry's key is decoded to
+// compare with.
+type keyMatch struct {
+	bytes []byte
+	value any
+	ser   serializers.Serializer
+	// keyGroup is the key's key group, or -1 when the layout's hash of it
+	// is not known, and every key group is read.
+	keyGroup int
+}
+
+// parseKeyArg reads --key for the key serializer ser of op.
+func parseKeyArg(op *savepoint.Operator, ser serializers.Serializer, arg string) (*keyMatch, error) {
+	snap := ser.Snapshot()
+	if snap.Kind == serializers.KindExternal {
+		kg, ok := snap.External.(serializers.KeyGrouper)
+		if !ok {
+			return nil, usagef("--key: keys of type %s cannot be given on the command line", snap)
+		}
+		v, err := kg.ParseKey(arg)
+		if err != nil {
+			return nil, usagef("--key %q is not a %s key: %v", arg, snap, err)
+		}
+		k := &keyMatch{value: v, ser: ser, keyGroup: -1}
+		if g, ok := kg.KeyGroup(v, op.MaxParallelism); ok && op.MaxParallelism > 0 {
+			k.keyGroup = g
+		}
+		return k, nil
+	}
+	b, err := encodeKeyArg(ser, arg)
+	if err != nil {
+		return nil, err
+	}
+	k := &keyMatch{bytes: b, keyGroup: -1}
+	if op.MaxParallelism > 0 {
+		h, err := op.KeyHash.Sum(b)
+		if err != nil {
+			return nil, err
+		}
+		k.keyGroup = int(h % uint32(op.MaxParallelism))
+	}
+	return k, nil
+}
+
+// matches compares a stored key with k; past reports, for bytes, that the
+// stored key sorts after k (a key matched by value is decoded in every
+// entry, whose order says nothing).
+func (k *keyMatch) matches(stored []byte) (match, past bool) {
+	if k.bytes != nil {
+		c := bytes.Compare(stored, k.bytes)
+		return c == 0, c > 0
+	}
+	v, err := k.ser.DecodeAny(stored)
+	return err == nil && reflect.DeepEqual(v, k.value), false
+}
+
 func isVoid(ref stateRef) bool {
 	if ref.Keyed != nil {
-		return ref.Keyed.Namespace.Kind == serializers.KindVoid
+		return ref.Keyed.Namespace.NamespaceKind() == serializers.KindVoid
 	}
-	return ref.Timers.Namespace.Kind == serializers.KindVoid
+	return ref.Timers.Namespace.NamespaceKind() == serializers.KindVoid
 }
 
 // dumpPrinter turns the entries of a keyed state or timer service into
@@ -210,18 +278,21 @@ type dumpPrinter struct {
 
 // segment prints the entries of one segment, or only those of key when it
 // is set.
-func (p *dumpPrinter) segment(m *savepoint.Metadata, it savepoint.EntryIterator, seg savepoint.Segment, key []byte) error {
+func (p *dumpPrinter) segment(m *savepoint.Metadata, it savepoint.EntryIterator, seg savepoint.Segment, key *keyMatch) error {
 	defer it.Close()
 	p.havePrev = false
 	for n := uint64(0); it.Next(); n++ {
 		e := it.Entry()
-		if key != nil && !bytes.Equal(e.Key, key) {
-			// State records are sorted by key: once past it, it is done.
-			// Timers are sorted by time and need the whole segment.
-			if p.state != nil && bytes.Compare(e.Key, key) > 0 {
-				return nil
+		if key != nil {
+			if match, past := key.matches(e.Key); !match {
+				// State records are sorted by key: once past it, it is
+				// done. Timers are sorted by time and need the whole
+				// segment.
+				if past && p.state != nil {
+					return nil
+				}
+				continue
 			}
-			continue
 		}
 		if err := p.entry(e); err != nil {
 			if isDecodeErr(err) {
@@ -321,15 +392,17 @@ func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) e
 		return inspect.MetadataCorrupt(fmt.Sprintf("broadcast state %q", s.Name), err)
 	}
 	keyJSON, valJSON := jsonvalue.For(s.Key), jsonvalue.For(s.Value)
-	var only []byte
+	var only *keyMatch
 	if o.key != "" {
-		if only, err = encodeKeyArg(keySer, o.key); err != nil {
+		if only, err = parseKeyArg(&savepoint.Operator{}, keySer, o.key); err != nil {
 			return err
 		}
 	}
 	for i, e := range s.Entries {
-		if only != nil && !bytes.Equal(e.Key, only) {
-			continue
+		if only != nil {
+			if match, _ := only.matches(e.Key); !match {
+				continue
+			}
 		}
 		k, err := decodeOrHex(keySer, keyJSON, e.Key, o.raw)
 		if err != nil {

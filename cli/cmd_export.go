@@ -82,7 +82,7 @@ and broadcast state, which belong to no key group.`,
 	f.BoolVar(&o.force, "force", false, "replace --out if it exists")
 	f.StringVar(&o.format, "format", string(export.Parquet), "file format: parquet, arrow (IPC files) or jsonl")
 	f.StringVar(&o.compression, "compression", string(export.Zstd), "compression of parquet and arrow files: zstd or none")
-	f.StringVar(&o.operator, "operator", "", "export only the operator with this `uid`")
+	f.StringVar(&o.operator, "operator", "", "export only this operator: its `uid`, ID or name")
 	f.StringVar(&o.state, "state", "", "export only the state with this `name` (needs --operator)")
 	f.StringVar(&o.keyGroups, "key-groups", "", "export only key groups `A-B` (or one key group A) of keyed state")
 	f.StringVar(&o.now, "now", "", "add the expired column to TTL states, at this `time` (RFC 3339 or epoch ms)")
@@ -196,6 +196,7 @@ func (o exportOptions) resolve(m *savepoint.Metadata, opts *export.Options) erro
 			return err
 		}
 		op := &m.Operators[i]
+		opts.Operator = op.UID
 		maxP = op.MaxParallelism
 		if o.state != "" {
 			ref, err := findState(m, i, o.state)

@@ -78,6 +78,7 @@ func runInspect(ctx context.Context, o inspectOptions, args []string, out io.Wri
 		return err
 	}
 	rep.Savepoint.Path = shown(args[0])
+	printWarnings(o.stderr, rep.Warnings)
 	if o.output == outputJSON {
 		return writeJSON(out, rep)
 	}

@@ -7,9 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
 	"github.com/stateproc/stateproc/operatoredit"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
 )
 
 func newOperatorCmd() *cobra.Command {
@@ -44,7 +47,8 @@ func newOperatorRemoveCmd() *cobra.Command {
 timers, operator and broadcast state are gone, every other operator is copied
 as opaque bytes. A job that no longer has the operator then restores without
 allowing non-restored state. --dry-run prints what would be removed, from the
-index alone, and writes nothing.`,
+index alone, and writes nothing. Of an Apache Flink savepoint, UID is the
+operator's uid, its ID (32 hex digits) or a name that one operator alone has.`,
 		Example: `  stateproc operator remove ./savepoints/sp-42 legacy-enricher --out ./sp-42-without
   stateproc operator remove ./savepoints/sp-42 legacy-enricher --dry-run`,
 		Args: cobra.ExactArgs(2),
@@ -52,6 +56,9 @@ index alone, and writes nothing.`,
 			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newByteProgress(cmd.Context(), cmd.ErrOrStderr(), "removing"),
 				func(ctx context.Context, r savepoint.Source, opts rewrite.Options) (*operatoredit.Report, error) {
 					return operatoredit.Remove(ctx, r, args[0], args[1], opts)
+				},
+				func(ctx context.Context, r *flinkfmt.Reader, dst storage.Staging, opts flinkrewrite.Options) (*flinkrewrite.OperatorChange, error) {
+					return flinkrewrite.RemoveOperator(ctx, r, dst, args[1], opts)
 				})
 		},
 	}
@@ -67,13 +74,19 @@ func newOperatorRenameCmd() *cobra.Command {
 		Long: `Rename writes a new savepoint in which the operator OLD has the uid NEW, so
 that a job whose operator's uid changed finds its state. Everything else,
 including the operator's name, is copied unchanged. NEW must not be taken.
---dry-run prints what would be renamed and writes nothing.`,
+--dry-run prints what would be renamed and writes nothing. Of an Apache Flink
+savepoint, OLD is the operator's uid, ID or name, and the operator's ID becomes
+Flink's hash of NEW, as Flink derives the ID of an operator with a uid;
+metadata version 5 records NEW as its uid too.`,
 		Example: `  stateproc operator rename ./savepoints/sp-42 tenant-cost tenant-billing --out ./sp-42-renamed`,
 		Args:    cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newByteProgress(cmd.Context(), cmd.ErrOrStderr(), "renaming"),
 				func(ctx context.Context, r savepoint.Source, opts rewrite.Options) (*operatoredit.Report, error) {
 					return operatoredit.Rename(ctx, r, args[0], args[1], args[2], opts)
+				},
+				func(ctx context.Context, r *flinkfmt.Reader, dst storage.Staging, opts flinkrewrite.Options) (*flinkrewrite.OperatorChange, error) {
+					return flinkrewrite.RenameOperator(ctx, r, dst, args[1], flinkrewrite.RenameOptions{UID: args[2], Options: opts})
 				})
 		},
 	}
@@ -82,12 +95,16 @@ including the operator's name, is copied unchanged. NEW must not be taken.
 }
 
 func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writer, bar *byteProgress,
-	do func(context.Context, savepoint.Source, rewrite.Options) (*operatoredit.Report, error)) error {
+	do func(context.Context, savepoint.Source, rewrite.Options) (*operatoredit.Report, error),
+	flink func(context.Context, *flinkfmt.Reader, storage.Staging, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
 	r, err := openRewriteInput(ctx, f, input)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if fr, ok := flinkReader(r); ok {
+		return runFlinkOperator(ctx, f, fr, input, out, bar, flink)
+	}
 	rep, err := do(ctx, r, bar.options(f.options()))
 	bar.end(err)
 	if err != nil {

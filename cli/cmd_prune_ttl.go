@@ -44,11 +44,17 @@ It prints, per state with TTL, the entries before, dropped and after.
 The input is never modified. The output is written to a temporary directory
 beside --out, synced and renamed; an existing --out is refused (exit 2) unless
 --force. --dry-run reads the savepoint, prints the same report and writes
-nothing.`,
+nothing.
+
+An Apache Flink savepoint records neither its time nor its states' TTL: give
+--now, and --ttl for each state to prune (its operator by uid, ID or name);
+states with TTL not named are kept whole. It is written in Flink's canonical
+layout.`,
 		Example: `  stateproc prune-ttl ./savepoints/sp-42 --out ./savepoints/sp-42-pruned
   stateproc prune-ttl ./savepoints/sp-42 --now 2026-11-29T06:00:00Z --out ./pruned
   stateproc prune-ttl ./savepoints/sp-42 --ttl assemble/open=30m --ttl features/category-counts=3d --out ./pruned
-  stateproc prune-ttl ./savepoints/sp-42 --dry-run -o json`,
+  stateproc prune-ttl ./savepoints/sp-42 --dry-run -o json
+  stateproc prune-ttl ./flink/savepoint-3b5f07-1 --now 2026-11-29T06:00:00Z --ttl session-features/category-counts=7d --out ./pruned`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
@@ -79,6 +85,9 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 		return err
 	}
 	defer r.Close()
+	if fr, ok := flinkReader(r); ok {
+		return runFlinkPrune(ctx, o, fr, overrides, args[0], out)
+	}
 	now := r.Metadata().CreatedAt
 	if o.now != "" {
 		if now, err = parseTime(o.now); err != nil {

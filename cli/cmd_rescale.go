@@ -47,11 +47,20 @@ records in its lineage which savepoint it came from and what changed.
 The input is never modified. The output is written to a temporary directory
 beside --out, synced and renamed; an existing --out is refused (exit 2) unless
 --force. --dry-run prints what would change from the index alone and writes
-nothing.`,
+nothing.
+
+An Apache Flink savepoint is written in Flink's canonical layout, with the
+_metadata version of the input: every key moves to the key group of Flink's
+hash of its decoded value. Only keys whose Java hashCode is defined by their
+value are rescaled (strings, boxed primitives, Flink's tuples of them); any
+other key class (a POJO, an enum, a Row, a Scala case class, Kryo) is refused
+by name before anything is written (exit 2), since Flink loses a key placed in
+the wrong key group.`,
 		Example: `  stateproc rescale ./savepoints/sp-42 --max-parallelism 720 --out ./savepoints/sp-42-720
   stateproc rescale ./savepoints/sp-42 --max-parallelism 256 --parallelism 16 --out ./sp-256
   stateproc rescale ./savepoints/sp-42 --max-parallelism 512 --operator tenant-cost --out ./sp-512
-  stateproc rescale ./savepoints/sp-42 --max-parallelism 720 --dry-run -o json`,
+  stateproc rescale ./savepoints/sp-42 --max-parallelism 720 --dry-run -o json
+  stateproc rescale ./flink/savepoint-3b5f07-1 --max-parallelism 256 --out ./flink/savepoint-256`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stderr = cmd.ErrOrStderr()
@@ -76,6 +85,9 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 		return err
 	}
 	defer r.Close()
+	if fr, ok := flinkReader(r); ok {
+		return runFlinkRescale(ctx, o, fr, args[0], out)
+	}
 	// Rescale's live heap is mostly buffers it allocates once; on a small
 	// savepoint the default collector would run again and again as they
 	// are first allocated. Collecting less often, under a limit that keeps

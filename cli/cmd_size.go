@@ -79,7 +79,7 @@ named), 4 for a savepoint that cannot be read.`,
 	addOutputFlag(cmd, &o.output)
 	f.StringVar(&o.plan, "plan", "", "size the states a YAML or JSON plan `file` describes instead of a savepoint")
 	f.StringVar(&o.now, "now", "", "`time` for TTL ages, RFC 3339 or epoch ms (default: the savepoint's creation time)")
-	f.StringVar(&o.operator, "operator", "", "size only the operator with this `uid`")
+	f.StringVar(&o.operator, "operator", "", "size only this operator: its `uid` (its ID or name in a savepoint)")
 	f.IntVar(&o.parallelism, "parallelism", 0, "project to this parallelism (default: each operator's own)")
 	f.Float64Var(&o.keys, "keys", 0, "project each operator to `N` distinct keys, entries per key unchanged")
 	f.Float64Var(&o.scale, "scale", 0, "project keys and entries by this `factor`")
@@ -200,12 +200,15 @@ func (o sizeOptions) measure(ctx context.Context, path string, sample int64) (*s
 	if o.now == "" {
 		now = meta.CreatedAt
 	}
+	uid := ""
 	if o.operator != "" {
-		if _, err := findOperator(meta, o.operator); err != nil {
+		i, err := findOperator(meta, o.operator)
+		if err != nil {
 			return nil, err
 		}
+		uid = meta.Operators[i].UID
 	}
-	return sizing.MeasureSavepoint(ctx, r, shown(path), sizing.MeasureOptions{Now: now, SampleBytes: sample, Operator: o.operator})
+	return sizing.MeasureSavepoint(ctx, r, shown(path), sizing.MeasureOptions{Now: now, SampleBytes: sample, Operator: uid})
 }
 
 // parseSize reads a byte count: a number with an optional unit, decimal

@@ -88,6 +88,7 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	if err != nil {
 		return err
 	}
+	printWarnings(o.stderr, v.Warnings)
 	sum := verifySummary{Path: shown(args[0]), OK: true, Verified: v}
 	if sum.Orphans, err = findOrphans(ctx, args[0], src, o.orphans); err != nil {
 		return err
@@ -95,11 +96,20 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	if o.output == outputJSON {
 		return writeJSON(out, sum)
 	}
-	checks := "checksums, structure, index"
+	checks := src.Layout().Checks
+	if checks == "" {
+		checks = "checksums, structure, index"
+	}
 	if o.deep {
 		checks += ", every value decoded"
 	}
 	fmt.Fprintf(out, "Savepoint %s is whole.\n", sum.Path)
+	for _, op := range v.Opaque {
+		fmt.Fprintf(out, "%d values of class %s are opaque bytes: only the job's classes decode them.\n", op.Values, op.Class)
+	}
+	if n := len(v.Warnings); n > 0 {
+		fmt.Fprintf(out, "%d parts are opaque bytes that only the job's classes walk; the rest of their key groups was not read.\n", n)
+	}
 	t := newTable(out, "OPERATORS", "SEGMENTS", "ENTRIES", "BYTES", "CHECKED")
 	if err := t.Append(v.Operators, v.Segments, v.Entries, humanBytes(float64(v.Bytes)), checks); err != nil {
 		return err

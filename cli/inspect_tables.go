@@ -17,14 +17,19 @@ import (
 // sections that have no rows.
 func writeInspectTables(w io.Writer, rep *inspect.Report) error {
 	sp := rep.Savepoint
-	fmt.Fprintf(w, "Savepoint %s\n  %s, id %d, created %s\n", sp.Path, sp.Layout, sp.ID, formatTime(int64(sp.Created)))
+	created := "created " + formatTime(int64(sp.Created))
+	if sp.Created == 0 {
+		// The epoch: the layout does not record when (Apache Flink's).
+		created = "creation time not recorded"
+	}
+	fmt.Fprintf(w, "Savepoint %s\n  %s, id %d, %s\n", sp.Path, sp.Layout, sp.ID, created)
 	for _, l := range sp.Lineage {
 		fmt.Fprintf(w, "  lineage: %s\n", l)
 	}
 	r := (*inspectTables)(rep)
 	sections := []func(io.Writer) error{
 		r.operatorTable, r.stateTable, r.sizeTable, r.ttlTable, r.ageTable,
-		r.timerTable, r.operatorStateTable, r.hotKeyTables,
+		r.timerTable, r.operatorStateTable, r.hotKeyTables, r.noteList,
 	}
 	for _, s := range sections {
 		if err := s(w); err != nil {
@@ -70,11 +75,56 @@ func (s *tableSection) render() error {
 }
 
 func (rep *inspectTables) operatorTable(w io.Writer) error {
-	s := section(w, "Operators", "UID", "NAME", "PARALLELISM", "MAX PARALLELISM", "KEY", "BYTES", "ON DISK")
+	header := []any{"UID", "NAME", "PARALLELISM", "MAX PARALLELISM", "KEY", "BYTES", "ON DISK"}
+	withID := false
 	for _, o := range rep.Operators {
-		s.add(o.UID, o.Name, o.Parallelism, o.MaxParallelism, orDash(o.KeyType), humanBytes(float64(o.Bytes)), humanBytes(float64(o.StoredBytes)))
+		withID = withID || o.ID != ""
+	}
+	if withID {
+		header = append(header[:2], append([]any{"ID"}, header[2:]...)...)
+	}
+	s := section(w, "Operators", header...)
+	for _, o := range rep.Operators {
+		row := []any{o.UID, o.Name, o.Parallelism, o.MaxParallelism, orDash(o.KeyType), humanBytes(float64(o.Bytes)), humanBytes(float64(o.StoredBytes))}
+		if withID {
+			row = append(row[:2], append([]any{orDash(o.ID)}, row[2:]...)...)
+		}
+		s.add(row...)
 	}
 	return s.render()
+}
+
+// noteList prints what the savepoint holds that is not read, and the
+// bytes that could not be walked.
+func (rep *inspectTables) noteList(w io.Writer) error {
+	var lines []string
+	for _, n := range rep.Savepoint.Notes {
+		lines = append(lines, n)
+	}
+	for _, o := range rep.Operators {
+		for _, u := range o.Unread {
+			lines = append(lines, fmt.Sprintf("operator %s: NOT READ: %s", o.UID, u))
+		}
+		for _, n := range o.Notes {
+			lines = append(lines, fmt.Sprintf("operator %s: %s", o.UID, n))
+		}
+	}
+	for _, st := range rep.States {
+		for _, n := range st.Notes {
+			lines = append(lines, fmt.Sprintf("operator %s state %s: %s", st.Operator, st.Name, n))
+		}
+	}
+	for _, wi := range rep.Warnings {
+		lines = append(lines, "opaque: "+warningText(wi))
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nNotes")
+	for _, l := range lines {
+		fmt.Fprintf(w, "  - %s\n", l)
+	}
+	return nil
 }
 
 func (rep *inspectTables) stateTable(w io.Writer) error {

@@ -14,9 +14,10 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// openSavepoint opens the savepoint or checkpoint at path, a local
-// directory or a bucket URL, whatever its layout, verifying its metadata.
-// A path that is missing or not a directory is bad input too.
+// openSavepoint opens the savepoint or checkpoint directory at path, a
+// local directory (or the directory of path when it names a _metadata
+// file) or a bucket URL, whatever its layout, verifying its metadata. A
+// path that is missing or not a directory is bad input too.
 func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 	loc, err := storage.ParseLocation(path)
 	if err != nil {
@@ -36,7 +37,9 @@ func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	if !st.IsDir() {
+	if !st.IsDir() && filepath.Base(path) == savepoint.MetadataFile {
+		path = filepath.Dir(path)
+	} else if !st.IsDir() {
 		return nil, fmt.Errorf("%s is a file: %w", path, savepoint.ErrNotSavepoint)
 	}
 	// A staging directory may hold a complete _metadata just before it is
@@ -44,24 +47,22 @@ func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 	if rewrite.IsTempName(filepath.Base(filepath.Clean(path))) {
 		return nil, fmt.Errorf("%s is the temporary directory of an unfinished or killed rewrite: %w", path, savepoint.ErrNotSavepoint)
 	}
-	src, err := layouts.Open(ctx, path)
+	src, err := layouts.OpenWith(ctx, path, layouts.Options{PathMap: pathMapOf(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return src, nil
 }
 
-// findOperator returns the index of the operator with uid, or a usage error
-// listing the uids there are.
-func findOperator(m *savepoint.Metadata, uid string) (int, error) {
-	var uids []string
-	for i := range m.Operators {
-		if m.Operators[i].UID == uid {
-			return i, nil
-		}
-		uids = append(uids, m.Operators[i].UID)
+// findOperator returns the index of the operator ref names (its uid, ID
+// or name; see savepoint.Metadata.FindOperator), or a usage error listing
+// the operators there are.
+func findOperator(m *savepoint.Metadata, ref string) (int, error) {
+	i, err := m.FindOperator(ref)
+	if err != nil {
+		return 0, &UsageError{Err: err}
 	}
-	return 0, usagef("no operator %q in the savepoint (operators: %v)", uid, uids)
+	return i, nil
 }
 
 // stateRef is what --state names in an operator: a keyed state, a timer

@@ -68,7 +68,7 @@ func hint(err error) string {
 	case errors.Is(err, snapshotfmt.ErrNewerVersion):
 		return "use a newer stateproc to read this savepoint"
 	case errors.Is(err, savepoint.ErrUnsupported):
-		return "stateproc reads its own savepoints and checkpoints; Apache Flink's are not read yet"
+		return "this stateproc cannot read that part of the savepoint; stateproc inspect lists what it reads"
 	case errors.Is(err, savepoint.ErrNotSavepoint):
 		return "point at a savepoint directory (the one holding _metadata)"
 	case errors.Is(err, savepoint.ErrCorrupt):
@@ -83,13 +83,17 @@ func hint(err error) string {
 func NewRoot() *cobra.Command { return newRoot(new(cpuProfile)) }
 
 func newRoot(prof *cpuProfile) *cobra.Command {
+	var pathMap []string
 	root := &cobra.Command{
 		Use:           "stateproc",
 		Short:         "Inspect, export and rewrite stateproc savepoints without the job's code",
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := withPathMap(cmd, pathMap); err != nil {
+				return err
+			}
 			return prof.start()
 		},
 		// Without a command there is nothing to do: the help goes to
@@ -105,6 +109,7 @@ func newRoot(prof *cpuProfile) *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&prof.path, "cpuprofile", "",
 		"write a CPU profile of the command to `FILE`, for go tool pprof and the build's profile-guided optimization")
+	addPathMapFlag(root, &pathMap)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
 	root.AddCommand(subcommands()...)
 	return root

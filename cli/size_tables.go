@@ -21,7 +21,9 @@ func writeSizeReport(w io.Writer, rep *sizing.Report) error {
 	} else {
 		fmt.Fprintf(w, "Savepoint %s, TTL ages at %s\n", rep.Source, formatTime(int64(rep.Now)))
 	}
-	if o := rep.HeapOverhead; o != nil {
+	if rep.Basis != "" {
+		fmt.Fprintf(w, "  figures: %s\n", rep.Basis)
+	} else if o := rep.HeapOverhead; o != nil {
 		fmt.Fprintf(w, "  heap: %s × the serialized bytes (the plan's heapOverhead)\n", factors(*o))
 	} else {
 		fmt.Fprintln(w, "  heap: stateproc's model of the heap backend's live Go objects")

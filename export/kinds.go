@@ -56,6 +56,8 @@ func kindColumn(s serializers.Snapshot, path string, depth int) (column, error) 
 		}, nil
 	case serializers.KindAvro:
 		return avroColumn(s.Schema, path)
+	case serializers.KindExternal:
+		return externalColumn(s, path)
 	case serializers.KindNullable:
 		if len(s.Args) != 1 {
 			break

@@ -36,6 +36,9 @@ type layout struct {
 	fields []fieldSpec
 	// ttlMillis and now are for the expired column.
 	ttlMillis, now int64
+	// voidNamespace, when set, checks the bytes of a void namespace that
+	// takes some (Flink's): a void namespace has no column.
+	voidNamespace serializers.Serializer
 }
 
 type fieldSpec struct {
@@ -74,8 +77,13 @@ func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoi
 	}
 	l.add(colKey, key, func(w *rowWriter, d decoder) { w.key = d })
 	ns := namespaceOf(st, tsvc)
-	switch ns.Kind {
+	switch ns.NamespaceKind() {
 	case serializers.KindVoid:
+		if ns.Kind == serializers.KindExternal {
+			if l.voidNamespace, err = serializers.Restore(ns); err != nil {
+				return nil, err
+			}
+		}
 	case serializers.KindWindow:
 		l.addBuilder(colWindowStart, timestampMillis, func(w *rowWriter, b array.Builder) { w.window.start = b.(*array.TimestampBuilder) })
 		l.addBuilder(colWindowEnd, timestampMillis, func(w *rowWriter, b array.Builder) { w.window.end = b.(*array.TimestampBuilder) })
@@ -163,10 +171,11 @@ type rowWriter struct {
 	expired                     *array.BooleanBuilder
 	ttlMillis, now              int64
 	voidNamespace, windowedKeys bool
+	voidCheck                   serializers.Serializer
 }
 
 func (l *layout) bind(rb *array.RecordBuilder) *rowWriter {
-	w := &rowWriter{ttlMillis: l.ttlMillis, now: l.now}
+	w := &rowWriter{ttlMillis: l.ttlMillis, now: l.now, voidCheck: l.voidNamespace}
 	for i, f := range l.fields {
 		f.bind(w, rb.Field(i))
 	}
@@ -185,6 +194,10 @@ func (w *rowWriter) keyed(kg int, e *savepoint.Entry, index int32) error {
 	switch {
 	case w.windowedKeys:
 		if err := w.window.decode(e.Namespace); err != nil {
+			return fmt.Errorf("namespace: %w", err)
+		}
+	case w.voidNamespace && w.voidCheck != nil:
+		if _, err := w.voidCheck.DecodeAny(e.Namespace); err != nil {
 			return fmt.Errorf("namespace: %w", err)
 		}
 	case w.voidNamespace:

@@ -90,6 +90,9 @@ func selectDatasets(src savepoint.Source, o *Options) ([]*dataset, error) {
 			continue
 		}
 		foundOp = true
+		if err := m.CheckRead(opIdx); err != nil {
+			return nil, err
+		}
 		var all []*dataset
 		for i := range op.States {
 			st := &op.States[i]

@@ -118,7 +118,7 @@ func (r *Reader) outsideHint(s *StreamHandle, err error) string {
 	if !ok || strings.HasPrefix(rel, checkpointDirPrefix) {
 		return ""
 	}
-	return fmt.Sprintf(" (%s lies in the job's checkpoint directory, outside %s: open the job's directory with OpenCheckpoint, or map the path with Options.PathMap)", rel, r.dir.Location())
+	return fmt.Sprintf(" (%s lies in the job's checkpoint directory, outside %s: read the checkpoint from the job's directory, or map the path)", rel, r.dir.Location())
 }
 
 // subDir is the directory prefix of another directory.

@@ -138,7 +138,7 @@ func TestIncrementalCheckpointLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := entries(t, r); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "taskowned/options-9 lies in the job's checkpoint directory") || !strings.Contains(err.Error(), "OpenCheckpoint") {
+	if _, err := entries(t, r); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "taskowned/options-9 lies in the job's checkpoint directory") || !strings.Contains(err.Error(), "from the job's directory") {
 		t.Errorf("chk-3 alone: %v", err)
 	}
 	r, err = Open(ctx, storage.LocalDir(filepath.Join(root, "chk-3")), Options{PathMap: map[string]string{job: root}})

@@ -3,7 +3,6 @@ package flinkfmt
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/stateproc/stateproc/storage"
@@ -36,7 +35,7 @@ func (r *Reader) OpenStream(ctx context.Context, s *StreamHandle) (storage.File,
 	}
 	f, err := dir.Open(ctx, name)
 	if err != nil {
-		return nil, name, fmt.Errorf("flinkfmt: opening %s (for %s)%s: %w", name, s.Name, r.outsideHint(s, err), err)
+		return nil, name, r.openFailed(name, s, err)
 	}
 	if s.Kind != StreamSegment {
 		return f, name, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/javaobj"
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -137,7 +138,7 @@ func ReadMetadata(ctx context.Context, dir storage.Dir) (*Metadata, error) {
 // ParseMetadata parses the bytes of a _metadata file.
 func ParseMetadata(b []byte) (*Metadata, error) {
 	if !IsFlink(b) {
-		return nil, at(MetadataFile, "", -1, 0, &problem{msg: "no Flink metadata magic", kind: []error{ErrNotFlink}})
+		return nil, at(MetadataFile, "", -1, 0, &problem{msg: "no Flink metadata magic", kind: []error{ErrNotFlink, savepoint.ErrNotSavepoint}})
 	}
 	r := wire.New(b, 0)
 	r.I32()

@@ -177,7 +177,11 @@ func segment(b []byte, compressed bool, off int64, offs []int64, limit int64) ([
 	if off < 0 || off > int64(len(b)) {
 		return nil, corruptf("offset %d past the end of %d bytes", off, len(b))
 	}
-	seg := b[off:nextOffset(offs, off, int64(len(b)))]
+	end := nextOffset(offs, off, int64(len(b)))
+	if end > int64(len(b)) {
+		return nil, corruptf("offset %d past the end of %d bytes", end, len(b))
+	}
+	seg := b[off:end]
 	if !compressed {
 		return seg, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -205,7 +206,7 @@ func (r *Reader) streamBytes(ctx context.Context, s *StreamHandle, off, length i
 	}
 	f, err := dir.Open(ctx, name)
 	if err != nil {
-		return nil, name, fmt.Errorf("flinkfmt: opening %s (for %s)%s: %w", name, s.Name, r.outsideHint(s, err), err)
+		return nil, name, r.openFailed(name, s, err)
 	}
 	defer f.Close()
 	size := f.Size()
@@ -250,7 +251,7 @@ func (r *Reader) streamSize(ctx context.Context, s *StreamHandle) (int64, string
 	}
 	f, err := dir.Open(ctx, name)
 	if err != nil {
-		return 0, name, fmt.Errorf("flinkfmt: opening %s (for %s)%s: %w", name, s.Name, r.outsideHint(s, err), err)
+		return 0, name, r.openFailed(name, s, err)
 	}
 	defer f.Close()
 	n := f.Size() - s.Offset
@@ -280,4 +281,15 @@ func unsnappy(b []byte, limit int64) ([]byte, error) {
 		return nil, unsupportedf("a key group decompresses to more than %d bytes", limit)
 	}
 	return out.Bytes(), nil
+}
+
+// openFailed says which file of a handle did not open. A file the metadata
+// names that is not there makes the savepoint unreadable, as a truncated
+// one is (ErrCorrupt).
+func (r *Reader) openFailed(name string, s *StreamHandle, err error) error {
+	err = fmt.Errorf("flinkfmt: opening %s (for %s)%s: %w", name, s.Name, r.outsideHint(s, err), err)
+	if errors.Is(err, fs.ErrNotExist) {
+		return corrupt(fmt.Errorf("a file the metadata names is missing: %w", err))
+	}
+	return err
 }

@@ -42,6 +42,40 @@ type Report struct {
 	Timers         []TimerInfo         `json:"timers"`
 	OperatorStates []OperatorStateInfo `json:"operator_states"`
 	TopKeys        *TopKeys            `json:"top_keys,omitempty"`
+	// Warnings list the bytes that could not be walked: left as opaque,
+	// the rest of their key groups unread.
+	Warnings []WarningInfo `json:"warnings,omitempty"`
+}
+
+// WarningInfo is a savepoint.Warning: opaque bytes whose end only the
+// job's classes know, after which the rest of a key group is not read.
+type WarningInfo struct {
+	File     string `json:"file"`
+	KeyGroup *int   `json:"key_group,omitempty"`
+	Offset   int64  `json:"offset"`
+	Length   int64  `json:"length"`
+	// Compressed says Offset is in the key group's decompressed bytes.
+	Compressed bool   `json:"compressed,omitempty"`
+	Operator   string `json:"operator"`
+	State      string `json:"state"`
+	Class      string `json:"class,omitempty"`
+	Serializer string `json:"serializer,omitempty"`
+	Message    string `json:"message"`
+}
+
+// Warnings lists what src skipped so far, for a report.
+func Warnings(src savepoint.Source) []WarningInfo {
+	var out []WarningInfo
+	for _, w := range savepoint.Warnings(src) {
+		wi := WarningInfo{File: w.File, Offset: w.Offset, Length: w.Length, Compressed: w.Compressed,
+			Operator: w.Operator, State: w.State, Class: w.Class, Serializer: w.Serializer, Message: w.Message}
+		if w.KeyGroup >= 0 {
+			kg := w.KeyGroup
+			wi.KeyGroup = &kg
+		}
+		out = append(out, wi)
+	}
+	return out
 }
 
 // SavepointInfo says what the savepoint is.
@@ -55,6 +89,8 @@ type SavepointInfo struct {
 	ID            uint64            `json:"id"`
 	Created       jsonvalue.Instant `json:"created"`
 	Lineage       []string          `json:"lineage,omitempty"`
+	// Notes are what the layout's reader says of the savepoint as a whole.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // OperatorInfo is one operator.
@@ -68,6 +104,13 @@ type OperatorInfo struct {
 	// its segments take where the layout stores them.
 	Bytes       uint64 `json:"bytes"`
 	StoredBytes uint64 `json:"stored_bytes"`
+	// ID is the operator's ID where the layout keys operators by one of
+	// its own (Apache Flink's, in hex).
+	ID string `json:"id,omitempty"`
+	// Unread lists what the operator holds that cannot be read, naming its
+	// layout and size; Notes what else is not read.
+	Unread []string `json:"unread,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // StateInfo is one keyed state.
@@ -93,6 +136,8 @@ type StateInfo struct {
 	// ValueSize and Ages come from a scan.
 	ValueSize *SizeInfo `json:"value_size,omitempty"`
 	Ages      *Ages     `json:"ttl_ages,omitempty"`
+	// Notes say what of the values only the job's classes decode.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // TTLInfo is a state's TTL configuration, with the range of its entries'
@@ -190,7 +235,11 @@ func Inspect(ctx context.Context, src savepoint.Source, opts Options) (*Report, 
 	}
 	rep := index(src, segs, opts.Now)
 	if !opts.Scan && opts.Top <= 0 {
+		rep.Warnings = Warnings(src)
 		return rep, nil
+	}
+	if err := src.Metadata().CheckRead(-1); err != nil {
+		return nil, err
 	}
 	ordered := fileOrder(segs)
 	res, err := scan(ctx, src, ordered, opts.Now, opts.Top, opts.Workers, meter(ordered, opts.Progress))
@@ -198,6 +247,7 @@ func Inspect(ctx context.Context, src savepoint.Source, opts Options) (*Report, 
 		return nil, err
 	}
 	rep.addScan(src.Metadata(), res)
+	rep.Warnings = Warnings(src)
 	return rep, nil
 }
 
@@ -238,7 +288,7 @@ func index(src savepoint.Source, segs []savepoint.Segment, now int64) *Report {
 	rep := &Report{
 		Savepoint: SavepointInfo{
 			Layout: layout.String(), FormatVersion: layout.Version, ID: m.ID,
-			Created: jsonvalue.Instant(m.CreatedAt), Lineage: m.Lineage,
+			Created: jsonvalue.Instant(m.CreatedAt), Lineage: m.Lineage, Notes: m.Notes,
 		},
 		Now:            jsonvalue.Instant(now),
 		Operators:      []OperatorInfo{},
@@ -257,6 +307,7 @@ func index(src savepoint.Source, segs []savepoint.Segment, now int64) *Report {
 		op := &m.Operators[i]
 		oi := &opInfo[i]
 		oi.UID, oi.Name, oi.Parallelism, oi.MaxParallelism = op.UID, op.Name, op.Parallelism, op.MaxParallelism
+		oi.ID, oi.Unread, oi.Notes = op.ID, op.Unread, op.Notes
 		if op.Keyed() {
 			oi.KeyType = op.Key.String()
 		}
@@ -298,7 +349,7 @@ func stateFromIndex(op *savepoint.Operator, i int, stats []savepoint.Stats) Stat
 	si := StateInfo{
 		Operator: op.UID, Name: s.Name, Kind: s.Kind.String(),
 		KeyType: op.Key.String(), NamespaceType: s.Namespace.String(), ValueType: s.Value.String(),
-		KeyGroups: len(stats), Skew: skew(stats, op.MaxParallelism),
+		KeyGroups: len(stats), Skew: skew(stats, op.MaxParallelism), Notes: s.Notes,
 	}
 	if s.Kind == savepoint.Map {
 		si.MapKeyType = s.MapKey.String()

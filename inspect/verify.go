@@ -31,6 +31,12 @@ type Verified struct {
 	Entries   uint64 `json:"entries"`
 	// Bytes is what the segments take where the layout stores them.
 	Bytes int64 `json:"bytes"`
+	// Warnings list the bytes that could not be walked without the job's
+	// classes, which are no error (see Report.Warnings).
+	Warnings []WarningInfo `json:"warnings,omitempty"`
+	// Opaque counts, with Deep, the values that decoded into bytes only the
+	// job's classes read (Kryo and Java-serialized values of Flink's).
+	Opaque []OpaqueInfo `json:"opaque,omitempty"`
 }
 
 // Verify reads every segment of src on every core, which checks every
@@ -42,13 +48,17 @@ type Verified struct {
 // and offset.
 func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Verified, error) {
 	m := src.Metadata()
+	if err := m.CheckRead(-1); err != nil {
+		return nil, err
+	}
 	var decoders map[savepoint.StateRef]*savepoint.Decoder
+	var opaque opaqueCount
 	if opts.Deep {
 		var err error
 		if decoders, err = restoreDecoders(m); err != nil {
 			return nil, err
 		}
-		if err := verifyNonKeyed(m); err != nil {
+		if err := verifyNonKeyed(m, &opaque); err != nil {
 			return nil, err
 		}
 	}
@@ -66,9 +76,11 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 		var n uint64
 		for it.Next() {
 			if dec != nil {
-				if _, err := dec.Decode(it.Entry()); err != nil {
+				d, err := dec.Decode(it.Entry())
+				if err != nil {
 					return Undecodable(m, seg, n, err)
 				}
+				opaque.entry(m, seg.Ref, d)
 			}
 			n++
 		}
@@ -88,6 +100,8 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 	for _, s := range segs {
 		v.Bytes += s.Length
 	}
+	v.Warnings = Warnings(src)
+	v.Opaque = opaque.report()
 	return v, nil
 }
 
@@ -119,7 +133,7 @@ func restoreDecoders(m *savepoint.Metadata) (map[savepoint.StateRef]*savepoint.D
 
 // verifyNonKeyed decodes operator and broadcast state, which the metadata
 // holds.
-func verifyNonKeyed(m *savepoint.Metadata) error {
+func verifyNonKeyed(m *savepoint.Metadata, opaque *opaqueCount) error {
 	for _, op := range m.Operators {
 		for _, s := range op.OperatorStates {
 			ser, err := serializers.Restore(s.Element)
@@ -128,9 +142,11 @@ func verifyNonKeyed(m *savepoint.Metadata) error {
 			}
 			for sub, elems := range s.Subtasks {
 				for i, b := range elems {
-					if _, err := ser.DecodeAny(b); err != nil {
+					v, err := ser.DecodeAny(b)
+					if err != nil {
 						return MetadataCorrupt(fmt.Sprintf("operator %q state %q: subtask %d element %d does not decode", op.UID, s.Name, sub, i), err)
 					}
+					opaque.note(s.Element, v)
 				}
 			}
 		}
@@ -144,12 +160,16 @@ func verifyNonKeyed(m *savepoint.Metadata) error {
 				return MetadataCorrupt(fmt.Sprintf("operator %q broadcast state %q: value serializer cannot be restored", op.UID, b.Name), err)
 			}
 			for i, e := range b.Entries {
-				if _, err := key.DecodeAny(e.Key); err != nil {
+				kv, err := key.DecodeAny(e.Key)
+				if err != nil {
 					return MetadataCorrupt(fmt.Sprintf("operator %q broadcast state %q: key of entry %d does not decode", op.UID, b.Name, i), err)
 				}
-				if _, err := val.DecodeAny(e.Value); err != nil {
+				vv, err := val.DecodeAny(e.Value)
+				if err != nil {
 					return MetadataCorrupt(fmt.Sprintf("operator %q broadcast state %q: value of entry %d does not decode", op.UID, b.Name, i), err)
 				}
+				opaque.note(b.Key, kv)
+				opaque.note(b.Value, vv)
 			}
 		}
 	}

@@ -18,12 +18,19 @@ type Hash uint8
 const (
 	// Murmur3 is murmur3_32 with seed 0 over the serialized key.
 	Murmur3 Hash = 1
+	// FlinkHashCode is Apache Flink's: murmur3's finalizer over the key's
+	// Java hashCode, as an absolute value. It hashes key values, not their
+	// bytes, so Sum cannot compute it; the reader of Flink's layout finds
+	// the key group of a key value (see serializers.KeyGrouper).
+	FlinkHashCode Hash = 2
 )
 
 func (h Hash) String() string {
 	switch h {
 	case Murmur3:
 		return "murmur3_32"
+	case FlinkHashCode:
+		return "Flink's murmur hash of Java's hashCode"
 	default:
 		return fmt.Sprintf("hash(%d)", uint8(h))
 	}
@@ -34,6 +41,8 @@ func (h Hash) Sum(key []byte) (uint32, error) {
 	switch h {
 	case Murmur3:
 		return murmur3.Sum32(key), nil
+	case FlinkHashCode:
+		return 0, fmt.Errorf("keygroup: %v hashes key values, not key bytes", h)
 	default:
 		return 0, fmt.Errorf("keygroup: unknown key hash function %d", uint8(h))
 	}

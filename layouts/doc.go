@@ -5,11 +5,15 @@
 // checkpoint reader) and below the tools, which open their input here and
 // read it only through the seam.
 //
-// Today it reads stateproc savepoints and the engine's checkpoints,
-// incremental ones included (whose keyed state lies in native Pebble
-// databases beside the canonical metadata), and recognizes Apache Flink's
-// metadata by its magic number, refusing it as not read yet. A new layout
-// is one more entry in the list in layouts.go.
+// It reads stateproc savepoints and the engine's checkpoints, incremental
+// ones included (whose keyed state lies in native Pebble databases beside
+// the canonical metadata), and Apache Flink's savepoints and checkpoints,
+// recognized by the magic number of their metadata and read through
+// package flinkfmt/flinksource; a Flink checkpoint's chk-<id> directory
+// beside its job's shared/ directory is read with the files it shares, and
+// the job's directory itself as its newest checkpoint.
+// Options.PathMap says where the absolute paths of a Flink _metadata
+// lie now. A new layout is one more entry in the list in layouts.go.
 //
 // OpenLocation opens a savepoint by location, a bucket URL included
 // (package storage); in a bucket a stateproc savepoint opens its data

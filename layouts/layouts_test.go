@@ -32,19 +32,31 @@ func TestOpensStateprocSavepoints(t *testing.T) {
 	}
 }
 
-// Apache Flink's metadata is recognized by its magic number and refused as
-// not read yet, with its metadata version, as bad input (exit 4).
-func TestRefusesFlinkSavepoints(t *testing.T) {
+// Apache Flink's metadata is recognized by its magic number and read
+// through flinkfmt: the state-evolution test's Flink 1.7 savepoint holds
+// its three value states, keyed by Integer.
+func TestOpensFlinkSavepoints(t *testing.T) {
 	dir := filepath.Join("../../shared/flink-savepoints", "flink-end-to-end-tests/flink-state-evolution-test/savepoints/1.7")
 	if _, err := os.Stat(filepath.Join(dir, savepoint.MetadataFile)); err != nil {
 		t.Skipf("the Flink savepoints are not there (%v)", err)
 	}
-	_, err := layouts.Open(context.Background(), dir)
-	if !errors.Is(err, savepoint.ErrUnsupported) || !strings.Contains(err.Error(), "an Apache Flink savepoint (metadata version 2)") {
-		t.Fatalf("Open = %v, want ErrUnsupported naming a Flink savepoint of metadata version 2", err)
+	src, err := layouts.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !savepoint.BadInput(err) {
-		t.Error("a Flink savepoint is not bad input")
+	defer src.Close()
+	if got, want := src.Layout().String(), "Apache Flink savepoint or checkpoint, metadata version 2 (Flink 1.3–1.10), heap"; got != want {
+		t.Errorf("layout %q, want %q", got, want)
+	}
+	m := src.Metadata()
+	var states []string
+	for _, op := range m.Operators {
+		for _, s := range op.States {
+			states = append(states, s.Name)
+		}
+	}
+	if strings.Join(states, ",") != "either-state,test-state,tuple-state" {
+		t.Errorf("states %v", states)
 	}
 }
 

@@ -29,13 +29,13 @@ func OpenLocation(ctx context.Context, location string, opts storage.Options) (s
 		if err != nil {
 			return nil, err
 		}
-		return open(ctx, dir, loc.Path)
+		return open(ctx, dir, loc.Path, Options{})
 	}
 	dir, err := storage.OpenDir(ctx, location, opts)
 	if err != nil {
 		return nil, err
 	}
-	src, err := open(ctx, dir, "")
+	src, err := open(ctx, dir, "", Options{})
 	if err != nil {
 		dir.Close()
 		return nil, err

@@ -19,6 +19,14 @@ type Metadata struct {
 	// it did.
 	Lineage   []string
 	Operators []Operator
+	// IDOf, when set, derives an operator's ID from a uid as the layout's
+	// job graph does (Apache Flink hashes the uid), so that an operator
+	// whose uid the savepoint does not record is still found by it.
+	IDOf func(uid string) string
+	// Notes are what the layout's reader says about the savepoint as a
+	// whole that a report shows beside its operators: what it holds that no
+	// operator does, what it does not record.
+	Notes []string
 }
 
 // Operator finds an operator by uid.
@@ -33,8 +41,14 @@ func (m *Metadata) Operator(uid string) (*Operator, bool) {
 
 // Operator is one operator of the job, identified by its uid.
 type Operator struct {
-	UID            string
-	Name           string
+	// UID is how tools name the operator: the uid the job gave it, or,
+	// in a layout that keys operators by an ID and does not record the uid,
+	// the ID.
+	UID  string
+	Name string
+	// ID is the operator's ID in a layout that keys operators by one of
+	// its own (Apache Flink's operator ID, in hex); empty otherwise.
+	ID             string
 	Parallelism    int
 	MaxParallelism int
 	// KeyHash is the function that mapped key bytes to key groups.
@@ -45,6 +59,15 @@ type Operator struct {
 	Timers          []TimerService
 	OperatorStates  []OperatorState
 	BroadcastStates []BroadcastState
+	// Unread lists the parts of the operator's state that the layout's
+	// reader finds but cannot read, each saying what it is, its layout and
+	// its size. Tools that read every entry refuse an operator that has
+	// some (see CheckRead); reports list them.
+	Unread []string
+	// Notes are what else the reader says about the operator's state: what
+	// it keeps that no tool reads (raw state an operator's own code
+	// writes), values that cannot be decoded without the job's classes.
+	Notes []string
 }
 
 // Keyed reports whether the operator has a key serializer.
@@ -122,6 +145,9 @@ type KeyedState struct {
 	Value serializers.Snapshot
 	// TTL is nil when the state has no time-to-live.
 	TTL *ttl.Config
+	// Notes say what a report should know about the state's values: those
+	// that only the job's classes decode, which are kept as bytes.
+	Notes []string
 }
 
 // StoredValue is the serializer of the bytes stored per value, list element

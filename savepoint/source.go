@@ -38,19 +38,36 @@ type Source interface {
 // Layout says what a source is: which layout, in which version of it.
 type Layout struct {
 	// Name is the layout's: "stateproc savepoint", "stateproc incremental
-	// checkpoint".
+	// checkpoint", "Apache Flink savepoint".
 	Name string
 	// Version is the layout's format version, numbered as the layout
 	// numbers its versions.
 	Version uint32
+	// VersionName is what the layout calls its version ("metadata
+	// version"); "format version" when empty.
+	VersionName string
+	// Releases names the releases that write this version ("Flink
+	// 1.16–1.20"), when the layout is another project's.
+	Releases string
 	// Details are what else sets the source apart ("zstd").
 	Details []string
+	// Checks says what reading every entry checks, for a verification's
+	// report, when it is not what stateproc's layouts check (checksums,
+	// structure, index).
+	Checks string
 }
 
-// String reads "stateproc savepoint, format version 1", with the details
-// after.
+// String reads "stateproc savepoint, format version 1", or "Apache Flink
+// savepoint, metadata version 4 (Flink 1.16–1.20)", with the details after.
 func (l Layout) String() string {
-	s := fmt.Sprintf("%s, format version %d", l.Name, l.Version)
+	name := l.VersionName
+	if name == "" {
+		name = "format version"
+	}
+	s := fmt.Sprintf("%s, %s %d", l.Name, name, l.Version)
+	if l.Releases != "" {
+		s += " (" + l.Releases + ")"
+	}
 	if len(l.Details) > 0 {
 		s += ", " + strings.Join(l.Details, ", ")
 	}

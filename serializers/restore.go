@@ -11,7 +11,7 @@ var argCounts = map[Kind]int{
 	KindBool: 0, KindInt32: 0, KindInt64: 0, KindFloat32: 0, KindFloat64: 0,
 	KindString: 0, KindBytes: 0, KindTimestamp: 0, KindAvro: 0,
 	KindList: 1, KindMap: 2, KindNullable: 1, KindTTL: 1, KindTimer: 2,
-	KindVoid: 0, KindWindow: 0,
+	KindVoid: 0, KindWindow: 0, KindExternal: 0,
 }
 
 // Restore builds the serializer a snapshot describes, without the job's
@@ -47,6 +47,8 @@ func restore(s Snapshot, depth int) (Of[any], error) {
 		return asAny(Void()), nil
 	case KindWindow:
 		return asAny(Window()), nil
+	case KindExternal:
+		return external{s}, nil
 	case KindAvro:
 		a, err := newAvro[any](s.Schema)
 		if err != nil {
@@ -89,6 +91,9 @@ func checkShape(s Snapshot, depth int) error {
 	}
 	if s.Kind != KindAvro && s.Schema != "" {
 		return snapshotErr("%s has a schema; only avro does", s.Kind)
+	}
+	if (s.Kind == KindExternal) != (s.External != nil) {
+		return snapshotErr("%s: only an external snapshot holds an external serializer, and it must", s.Kind)
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ type Snapshot struct {
 	// Args are the nested serializers: [element] for list, nullable and ttl;
 	// [key, value] for map; [key, namespace] for timer.
 	Args []Snapshot
+	// External is the serializer of a KindExternal snapshot; nil
+	// otherwise.
+	External External
 }
 
 // Serializer is the untyped view the toolkit uses: Go values in, bytes out,

@@ -13,7 +13,7 @@ import (
 // schemas that differ only in layout are not Equal; Check calls them
 // compatible as is.
 func (s Snapshot) Equal(o Snapshot) bool {
-	if s.Kind != o.Kind || s.Schema != o.Schema || len(s.Args) != len(o.Args) {
+	if s.Kind != o.Kind || s.Schema != o.Schema || len(s.Args) != len(o.Args) || s.External != o.External {
 		return false
 	}
 	for i := range s.Args {
@@ -34,6 +34,10 @@ func (s Snapshot) String() string {
 }
 
 func (s Snapshot) format(b *strings.Builder) {
+	if s.External != nil {
+		b.WriteString(s.External.String())
+		return
+	}
 	if s.Kind == "" {
 		b.WriteString("?")
 	}
@@ -69,15 +73,24 @@ func avroLabel(schema string) string {
 // snapshotJSON is a snapshot in a job manifest. The Avro schema is embedded
 // as JSON, not as a string holding JSON, so manifests stay readable.
 type snapshotJSON struct {
-	Kind   Kind            `json:"kind"`
-	Schema json.RawMessage `json:"schema,omitempty"`
-	Args   []Snapshot      `json:"args,omitempty"`
+	Kind     Kind            `json:"kind"`
+	Schema   json.RawMessage `json:"schema,omitempty"`
+	Args     []Snapshot      `json:"args,omitempty"`
+	External json.RawMessage `json:"external,omitempty"`
 }
 
 // MarshalJSON writes {"kind":"avro","schema":{...}} or
-// {"kind":"map","args":[...]}.
+// {"kind":"map","args":[...]}; an external snapshot as
+// {"kind":"external","external":...}, as its serializer describes itself.
 func (s Snapshot) MarshalJSON() ([]byte, error) {
 	j := snapshotJSON{Kind: s.Kind, Args: s.Args}
+	if s.External != nil {
+		b, err := s.External.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		j.External = b
+	}
 	if s.Schema != "" {
 		if !json.Valid([]byte(s.Schema)) {
 			return nil, snapshotErr("%s: schema is not JSON", s.Kind)
@@ -95,6 +108,9 @@ func (s *Snapshot) UnmarshalJSON(data []byte) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
 		return fmt.Errorf("%w: %w", ErrSnapshot, err)
+	}
+	if j.Kind == KindExternal || len(j.External) > 0 {
+		return snapshotErr("an external serializer is read from its own layout, not from JSON")
 	}
 	*s = Snapshot{Kind: j.Kind, Args: j.Args}
 	if len(j.Schema) > 0 && !bytes.Equal(j.Schema, []byte("null")) {

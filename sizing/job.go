@@ -18,7 +18,11 @@ type Job struct {
 	// HeapOverhead, when set, replaces the heap model: heap bytes are the
 	// serialized bytes times a factor in this range.
 	HeapOverhead *Range
-	Operators    []Operator
+	// Basis, when set, says what the heap and Pebble figures stand for
+	// when they are not stateproc's backends (a savepoint of Apache
+	// Flink's: its heap and RocksDB backends, by the seeds' arithmetic).
+	Basis     string
+	Operators []Operator
 }
 
 // Range is a low and a high estimate.

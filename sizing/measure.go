@@ -34,6 +34,14 @@ type MeasureOptions struct {
 // The sample is the key groups from 0 up to SampleBytes of data. Keys are
 // spread over key groups by a hash, so the first key groups are as good a
 // sample as any, and a whole key group is what a backend restores.
+//
+// A savepoint whose serializers are another project's (Apache Flink's,
+// external snapshots) fits neither stateproc's heap model nor its Pebble
+// backend. Its figures follow the seeds' arithmetic instead, and the job's
+// Basis says so: Flink's RocksDB backend keeps every entry's serialized
+// key, namespace, map key and value (with its 8-byte TTL timestamp), so
+// the Pebble figure is the serialized bytes before compression; its heap
+// backend keeps Java objects, three to five times the serialized bytes.
 func MeasureSavepoint(ctx context.Context, r savepoint.Source, source string, opts MeasureOptions) (*Job, error) {
 	meta := r.Metadata()
 	job := &Job{Source: source, Now: opts.Now}
@@ -42,6 +50,10 @@ func MeasureSavepoint(ctx context.Context, r savepoint.Source, source string, op
 		op := &meta.Operators[i]
 		if !op.Keyed() || (opts.Operator != "" && op.UID != opts.Operator) {
 			continue
+		}
+		if op.Key.Kind == serializers.KindExternal {
+			pm = nil
+			job.HeapOverhead, job.Basis = &flinkHeapOverhead, flinkBasis
 		}
 		o := Operator{UID: op.UID, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
 		for _, ref := range meta.Refs(i) {
@@ -56,9 +68,23 @@ func MeasureSavepoint(ctx context.Context, r savepoint.Source, source string, op
 	return job, nil
 }
 
+// The seeds' arithmetic for a savepoint of Apache Flink's.
+var flinkHeapOverhead = Range{Low: 3, High: 5}
+
+const flinkBasis = "Apache Flink's backends, by the seeds' arithmetic: heap is its HashMapStateBackend's Java objects at 3 to 5 × the serialized bytes; pebble stands for its RocksDB backend, the serialized bytes before compression"
+
 // describe returns the state with its name, kind, TTL and heap shape.
 func describe(meta *savepoint.Metadata, ref savepoint.StateRef) (*State, error) {
 	var err error
+	if meta.Operators[ref.Operator].Key.Kind == serializers.KindExternal {
+		// The heap model does not apply: the job's overhead factors do.
+		st := &State{Name: meta.RefName(ref), Kind: kindTimers}
+		if ks := meta.KeyedState(ref); ks != nil {
+			st.Kind = ks.Kind.String()
+		}
+		st.heap = &heapShape{kind: st.Kind, mapKey: noBox, value: noBox}
+		return st, nil
+	}
 	if ref.Timer {
 		st := &State{Name: meta.RefName(ref), Kind: kindTimers}
 		st.heap, err = newHeapShape(kindTimers, nil, nil)
@@ -103,6 +129,9 @@ func measureState(ctx context.Context, r savepoint.Source, ref savepoint.StateRe
 	st.Sample = sample
 	if len(segs) == 0 {
 		st.PebbleFrom = "measured"
+		if pm == nil {
+			st.PebbleFrom = "serialized bytes"
+		}
 		return st, nil
 	}
 	t := newTally(st.Kind, st.TTL, opts.Now, st.heap)
@@ -112,6 +141,10 @@ func measureState(ctx context.Context, r savepoint.Source, ref savepoint.StateRe
 		}
 	}
 	t.finish(st, float64(sample.Of))
+	if pm == nil {
+		st.PebblePerByte, st.PebbleFrom = 1, "serialized bytes"
+		return st, nil
+	}
 	kgs := keygroup.Range{Start: 0, End: segs[sample.KeyGroups-1].KeyGroup}
 	onDisk, err := pm.measure(ctx, r, ref, kgs)
 	if err != nil {

@@ -14,7 +14,10 @@ type Report struct {
 	// Now is the time TTL ages are taken at (savepoints only).
 	Now jsonvalue.Instant `json:"now,omitempty"`
 	// HeapOverhead is the plan's factor range when it replaces the model.
-	HeapOverhead   *Range           `json:"heap_overhead,omitempty"`
+	HeapOverhead *Range `json:"heap_overhead,omitempty"`
+	// Basis says what the heap and Pebble figures stand for when they are
+	// not stateproc's backends.
+	Basis          string           `json:"basis,omitempty"`
 	Operators      []OperatorReport `json:"operators"`
 	Slots          []SlotReport     `json:"slots"`
 	Total          Totals           `json:"total"`

@@ -21,8 +21,15 @@ import (
 // the Avro JSON encoding writes it, {"long": 42}, which reads apart from
 // {"float": 42}. A union of null and one other type is an optional value:
 // it is that value, or null, as export's columns hold it.
+//
+// An external serializer (another layout's) renders its own values when it
+// implements JSONValue(any) any.
 func For(snap serializers.Snapshot) func(v any) any {
 	switch snap.Kind {
+	case serializers.KindExternal:
+		if r, ok := snap.External.(interface{ JSONValue(any) any }); ok {
+			return r.JSONValue
+		}
 	case serializers.KindAvro:
 		s, _, err := avrobin.ParseSchema(snap.Schema)
 		if err != nil {
@@ -296,4 +303,11 @@ func fits(t avro.Schema, v any) bool {
 		return t.Type() == avro.Record || t.Type() == avro.Map
 	}
 	return t.Type() == avro.Fixed
+}
+
+// Object is a JSON object whose members keep the order given: a record's
+// fields in the order of its type. names and values have one element per
+// member.
+func Object(names []string, values []any) json.Marshaler {
+	return &object{names: names, values: values}
 }

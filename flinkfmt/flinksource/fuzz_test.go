@@ -1,0 +1,141 @@
+package flinksource_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/flinkfmt/flinksource"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// memDir is a directory of one _metadata file.
+type memDir struct{ meta []byte }
+
+type memFile struct{ *bytes.Reader }
+
+func (memFile) Close() error { return nil }
+
+func (d memDir) Open(_ context.Context, name string) (storage.File, error) {
+	if name != savepoint.MetadataFile {
+		return nil, fs.ErrNotExist
+	}
+	return memFile{bytes.NewReader(d.meta)}, nil
+}
+
+func (d memDir) List(context.Context) ([]string, error) { return []string{savepoint.MetadataFile}, nil }
+
+func (memDir) Location() string { return "fuzz" }
+
+// FuzzSource reads a _metadata, whose small state lies inline, through the
+// seam as the commands do: the model, every segment, every entry decoded
+// and rendered as JSON, operator and broadcast state. Nothing may panic;
+// every failure is bad input; what opens holds entries its segments count.
+// Seeds are the fixtures' _metadata files of up to 64 KiB.
+func FuzzSource(f *testing.F) {
+	for _, dir := range fixtures(f) {
+		b, err := os.ReadFile(filepath.Join(dir, savepoint.MetadataFile))
+		if err == nil && len(b) <= 64<<10 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ctx := context.Background()
+		src, err := flinksource.Open(ctx, memDir{b}, flinkfmt.Options{MaxKeyGroupBytes: 1 << 20})
+		if err != nil {
+			if !savepoint.BadInput(err) && !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("Open: %v is not bad input", err)
+			}
+			return
+		}
+		m := src.Metadata()
+		for i := range m.Operators {
+			op := &m.Operators[i]
+			for _, ref := range m.Refs(i) {
+				segs, err := src.Segments(ctx, ref, keygroup.All(op.MaxParallelism))
+				if err != nil {
+					checkBad(t, err)
+					break
+				}
+				for _, seg := range segs {
+					readSegment(t, src, op, ref, seg)
+				}
+			}
+			for _, s := range op.OperatorStates {
+				for _, sub := range s.Subtasks {
+					for _, e := range sub {
+						decode(t, s.Element, e)
+					}
+				}
+			}
+			for _, s := range op.BroadcastStates {
+				for _, e := range s.Entries {
+					decode(t, s.Key, e.Key)
+					decode(t, s.Value, e.Value)
+				}
+			}
+		}
+	})
+}
+
+func checkBad(t *testing.T, err error) {
+	if !savepoint.BadInput(err) && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("%v is not bad input", err)
+	}
+}
+
+func readSegment(t *testing.T, src savepoint.Source, op *savepoint.Operator, ref savepoint.StateRef, seg savepoint.Segment) {
+	m := src.Metadata()
+	it := savepoint.SegmentEntries(context.Background(), src, seg)
+	defer it.Close()
+	var n uint64
+	for it.Next() {
+		e := it.Entry()
+		n++
+		decode(t, op.Key, e.Key)
+		if ks := m.KeyedState(ref); ks != nil {
+			decode(t, ks.Namespace, e.Namespace)
+			decode(t, ks.Value, e.Value)
+			if ks.Kind == savepoint.Map {
+				decode(t, ks.MapKey, e.MapKey)
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		checkBad(t, err)
+		return
+	}
+	if n != seg.Entries {
+		t.Fatalf("%s: the segment of key group %d counts %d entries, the iterator gives %d", m.Describe(ref), seg.KeyGroup, seg.Entries, n)
+	}
+}
+
+// decode decodes b and renders it; a value that does not decode must say
+// so with serializers.ErrDecode.
+func decode(t *testing.T, snap serializers.Snapshot, b []byte) {
+	ser, err := serializers.Restore(snap)
+	if err != nil {
+		t.Fatalf("%s: %v", snap, err)
+	}
+	v, err := ser.DecodeAny(b)
+	if err != nil {
+		if !errors.Is(err, serializers.ErrDecode) {
+			t.Fatalf("%s: %v does not wrap ErrDecode", snap, err)
+		}
+		return
+	}
+	if _, err := json.Marshal(jsonvalue.For(snap)(v)); err != nil {
+		t.Fatalf("%s: %v: %v", snap, v, err)
+	}
+}
