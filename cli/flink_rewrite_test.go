@@ -105,6 +105,40 @@ func TestFlinkRescale(t *testing.T) {
 	}
 }
 
+// diff and report read Flink savepoints through the same seam: the
+// savepoint rescaled there and back has the same state as the input, a
+// savepoint of the same job by another Flink release has not, and the
+// report of it is written.
+func TestFlinkDiffAndReport(t *testing.T) {
+	root := flinkRoot(t)
+	src := filepath.Join(root, statefulSnappy)
+	tmp := t.TempDir()
+	at32, back := filepath.Join(tmp, "at32"), filepath.Join(tmp, "back")
+	for _, step := range [][]string{{src, at32, "32"}, {at32, back, "4"}} {
+		if code, _, stderr := inProcess("rescale", step[0], "--max-parallelism", step[2], "--out", step[1]); code != cli.ExitOK {
+			t.Fatalf("rescale %s: exit %d: %s", step[0], code, stderr)
+		}
+	}
+	if code, stdout, stderr := inProcess("diff", "--exit-code", src, back); code != cli.ExitOK {
+		t.Errorf("diff of the savepoint and its copy rescaled there and back: exit %d: %s%s", code, stdout, stderr)
+	}
+	other := filepath.Join(root, strings.Replace(statefulSnappy, "flink1.19", "flink1.18", 1))
+	if code, _, stderr := inProcess("diff", "--exit-code", src, other); code != cli.ExitDiffer {
+		t.Errorf("diff of the 1.19 and 1.18 savepoints: exit %d, want %d: %s", code, cli.ExitDiffer, stderr)
+	}
+	page := filepath.Join(tmp, "report.html")
+	if code, _, stderr := inProcess("report", src, "--out", page); code != cli.ExitOK {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), statefulValueState) || !strings.Contains(string(b), "<svg") {
+		t.Errorf("the report of a Flink savepoint (%d bytes) names no %s or draws no chart", len(b), statefulValueState)
+	}
+}
+
 // A savepoint keyed by a class whose hash is not defined by its value is
 // refused by name before anything is written: the Scala migration job keys
 // by a tuple that Kryo serializes.
