@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Stage prepares a new directory that Publish renames to target: the local
@@ -33,7 +35,7 @@ func stage(target string, force bool, c *Counters) (*localTarget, error) {
 		return nil, err
 	}
 	parent := filepath.Dir(target)
-	tmp, err := os.MkdirTemp(parent, TempPrefix+filepath.Base(target)+"-")
+	tmp, err := mkdirStaging(parent, TempPrefix+filepath.Base(target)+"-")
 	if err != nil {
 		return nil, err
 	}
@@ -200,4 +202,23 @@ func renameChecked(a, b string) error {
 		return fmt.Errorf("%w: %s (use --force to replace it)", ErrExists, b)
 	}
 	return os.Rename(a, b)
+}
+
+// mkdirStaging creates a new directory in parent named prefix and decimal
+// digits, as os.MkdirTemp names them, but with the permissions the umask
+// gives a new directory rather than 0700: the staging directory becomes
+// the savepoint, which others on the machine should read as they read the
+// job's own.
+func mkdirStaging(parent, prefix string) (string, error) {
+	for range 10000 {
+		p := filepath.Join(parent, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		err := os.Mkdir(p, 0o777)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("storage: no free staging directory name for %s in %s", prefix, parent)
 }
