@@ -219,10 +219,12 @@ func TestOperatorListStateInManifestAndToolkit(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("manifest has no operator tally: %s", manifest.Bytes())
 	}
+	// The job's two, then the engine's clock of each subtask.
 	states := ops[i].OperatorStates
-	if len(states) != 2 ||
+	if len(states) != 3 ||
 		states[0].Name != "records" || states[0].Distribution != savepoint.EvenSplit || !states[0].Element.Equal(serializers.Int64().Snapshot()) ||
-		states[1].Name != "keys-seen" || states[1].Distribution != savepoint.Union || !states[1].Element.Equal(serializers.String().Snapshot()) {
+		states[1].Name != "keys-seen" || states[1].Distribution != savepoint.Union || !states[1].Element.Equal(serializers.String().Snapshot()) ||
+		states[2].Name != subtaskClockStateName || states[2].Distribution != savepoint.Union || !states[2].Element.Equal(subtaskClockSerializer.Snapshot()) {
 		t.Fatalf("tally operator states %+v", states)
 	}
 
@@ -253,7 +255,7 @@ func TestOperatorListStateInManifestAndToolkit(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %s %s %d", s.Name, s.Distribution, s.Type, s.Entries))
 		}
 	}
-	if want := []string{"records even-split int64 2", "keys-seen union string 11"}; !slices.Equal(got, want) {
+	if want := []string{"records even-split int64 2", "keys-seen union string 11", "subtask-clock union avro:stateproc.engine.SubtaskClock 2"}; !slices.Equal(got, want) {
 		t.Errorf("inspect shows tally operator states %q, want %q", got, want)
 	}
 	if out := stateproc("dump", sp, "--operator", "tally", "--state", "records"); strings.Count(out, `"subtask":`) != 2 {

@@ -33,13 +33,10 @@ type RunOptions struct {
 	Backend BackendKind
 	// WorkDir holds the Pebble databases; a temporary directory when empty.
 	WorkDir string
-	// Clock is the processing-time clock. When nil, processing time is the
-	// event time of what is being processed, which keeps TTL timestamps and
-	// savepoints independent of scheduling. When set, keyed subtasks also
-	// look at it every few milliseconds while their input is idle, so that
-	// processing-time timers fire once it passes them without waiting for
-	// input.
-	Clock state.Clock
+	// ProcessingTime is where processing time, which TTL and
+	// processing-time timers run on, comes from: WallClock (the default),
+	// DeterministicTime, or ClockTime of a clock of the caller's.
+	ProcessingTime ProcessingTimeMode
 
 	// RestoreFrom is a savepoint or checkpoint directory to start from.
 	RestoreFrom string
@@ -61,9 +58,19 @@ type RunOptions struct {
 	// StopAfter stops every source after that many records in all (dealt
 	// round-robin over its splits) instead of at the end of its input: a
 	// source position, so that a savepoint taken there is reproducible.
+	// Each split stops at its own position, so where splits run apart in
+	// event time the first to stop holds the watermark back while the
+	// others read on.
 	StopAfter int64
-	// Drain lets every event-time timer fire before a stop at StopAfter. A
-	// job that reaches the end of its input always drains.
+	// StopAtWatermark, when nonzero, stops every source subtask right after
+	// the first watermark it sends at or above it (or at the end of its
+	// input): a stop in event time. A savepoint taken there is a cut
+	// through the order in which DeterministicTime processes records, so a
+	// run restored from it goes on exactly as a run without the stop.
+	StopAtWatermark int64
+	// Drain lets every event-time timer fire before a stop at StopAfter or
+	// StopAtWatermark. A job that reaches the end of its input always
+	// drains.
 	Drain bool
 	// SavepointDir, when set, receives a savepoint when the job stops.
 	SavepointDir string
@@ -90,6 +97,9 @@ type Result struct {
 	LastCheckpoint string
 	// Restarts counts the restarts after failures.
 	Restarts int
+	// Restored lists, per attempt, the savepoint or checkpoint it started
+	// from, "" for a fresh start.
+	Restored []string
 	// CheckpointStats describes the periodic checkpoints completed in every
 	// attempt, in order.
 	CheckpointStats []CheckpointStats
@@ -128,6 +138,12 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 	if opts.Backend != Heap && opts.Backend != Pebble {
 		return nil, fmt.Errorf("engine: unknown backend %q", opts.Backend)
 	}
+	if err := opts.ProcessingTime.validate(); err != nil {
+		return nil, err
+	}
+	if opts.StopAfter != 0 && opts.StopAtWatermark != 0 {
+		return nil, fmt.Errorf("engine: StopAfter and StopAtWatermark both set")
+	}
 	if opts.RetainCheckpoints <= 0 {
 		opts.RetainCheckpoints = 2
 	}
@@ -151,6 +167,7 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 	restoreFrom := opts.RestoreFrom
 	for attemptNo := 0; ; attemptNo++ {
 		att := &attempt{job: j, opts: &opts, number: attemptNo}
+		res.Restored = append(res.Restored, restoreFrom)
 		err := att.run(ctx, restoreFrom)
 		latest, _ := att.coordLatest()
 		if opts.SavepointDir != "" && latest.path == opts.SavepointDir {
@@ -189,6 +206,12 @@ type attempt struct {
 	store   *checkpointStore
 	// ops lists the operators that savepoints hold, in job order.
 	ops []*node
+	// times holds where the restored keyed operators' subtasks start.
+	times map[*node]restoredTime
+	// groups holds the watermark alignment groups of the sources;
+	// frontier, under DeterministicTime, every source subtask.
+	groups   map[string]*alignGroup
+	frontier *alignGroup
 }
 
 func (a *attempt) coordLatest() (completed, <-chan struct{}) {
@@ -242,6 +265,13 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 		defer r.close()
 		a.restore = r
 		firstID = r.src.Metadata().ID + 1
+		if a.times, err = r.restoredTimes(a.job.nodes); err != nil {
+			return err
+		}
+	}
+	a.groups = alignGroups(a.job.nodes)
+	if a.opts.ProcessingTime.deterministic() {
+		a.frontier = newAlignGroup()
 	}
 	a.store = newCheckpointStore(a.opts, a.dir())
 	a.coord = newCoordinator(a, firstID)
@@ -265,12 +295,18 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 			}
 		}
 		for i := 0; i < n.parallelism; i++ {
-			t := &task{ctx: gctx, att: a, n: n, subtask: i, op: a.opIndex(n), clock: &taskClock{injected: a.opts.Clock},
-				watermark: MinWatermark, opened: map[state.Descriptor]bool{}, bcast: map[string]*broadcastStore{},
+			t := &task{ctx: gctx, att: a, n: n, subtask: i, op: a.opIndex(n), clock: newSubtaskClock(a.opts.ProcessingTime, a.startTime(n)),
+				watermark: a.restoredWatermark(n), opened: map[state.Descriptor]bool{}, bcast: map[string]*broadcastStore{},
 				opLists: map[string]operatorList{}}
 			if n.kind == sourceNode {
 				t.control = make(chan sourceCmd, 4)
 				a.coord.sources = append(a.coord.sources, t)
+				if g := a.groups[n.watermarks.AlignmentGroup]; g != nil {
+					g.join(t)
+				}
+				if a.frontier != nil {
+					a.frontier.join(t)
+				}
 			}
 			if n.kind == keyedNode {
 				b, err := a.newBackend(n, i)
@@ -338,11 +374,11 @@ func sanitize(s string) string {
 	return string(b)
 }
 
-// metadata describes the job's operators as savepoint id at time at; the
-// operator and broadcast state contents are filled in as subtasks
+// metadata describes the job's operators as savepoint id; the operator and
+// broadcast state contents and the times are filled in as subtasks
 // acknowledge.
-func (a *attempt) metadata(id uint64, at int64) *savepoint.Metadata {
-	m := &savepoint.Metadata{ID: id, CreatedAt: at}
+func (a *attempt) metadata(id uint64) *savepoint.Metadata {
+	m := &savepoint.Metadata{ID: id}
 	for _, n := range a.ops {
 		m.Operators = append(m.Operators, n.model())
 	}

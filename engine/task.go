@@ -20,10 +20,12 @@ type task struct {
 	// operator is not part of savepoints (stateless, no uid).
 	op      int
 	backend state.Backend
-	clock   *taskClock
+	clock   *subtaskClock
 	// control carries the coordinator's commands to a source subtask.
 	control chan sourceCmd
 
+	// watermark is the subtask's event-time watermark: the combined
+	// watermark of its inputs, or, for a source, the last it emitted.
 	watermark   int64
 	inBroadcast bool
 	opened      map[state.Descriptor]bool
@@ -73,7 +75,7 @@ func (t *task) restoreKeyed() error {
 	if r.ops[t.n] >= 0 {
 		err := t.backend.Restore(t.ctx, r.src, r.ops[t.n], state.RestoreOptions{
 			AllowNonRestoredState: t.att.opts.AllowNonRestoredState,
-			Now:                   r.src.Metadata().CreatedAt,
+			Now:                   t.clock.Now(),
 		})
 		if err != nil {
 			return permanent(t.errorf("restore: %w", err))
@@ -97,7 +99,7 @@ func (t *task) snapshot(cp *checkpoint) error {
 			return t.errorf("checkpoint %d: %w", cp.id, err)
 		}
 	}
-	return t.att.coord.send(t.ctx, message{kind: ackMsg, task: t, id: cp.id})
+	return t.att.coord.send(t.ctx, message{kind: ackMsg, task: t, id: cp.id, watermark: t.watermark, now: t.clock.Now()})
 }
 
 // snapshotKeyed writes the keyed state: natively into an incremental
@@ -110,7 +112,9 @@ func (t *task) snapshotKeyed(cp *checkpoint) error {
 	if err != nil {
 		return err
 	}
-	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], cp.time); err != nil {
+	// Full-snapshot cleanup runs at this subtask's own time: what it drops
+	// no read of this subtask could still return.
+	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], t.clock.Now()); err != nil {
 		return err
 	}
 	return f.Close()
