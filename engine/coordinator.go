@@ -246,7 +246,7 @@ func (c *coordinator) handle(ctx context.Context, m message) (bool, error) {
 		if len(c.prepared) < len(c.sources) {
 			return false, nil
 		}
-		cp, err := c.newCheckpoint(ctx, c.preparing, epochAbove(c.prepared), false, false)
+		cp, err := c.newCheckpoint(ctx, c.preparing, c.epochAbove(), false, false)
 		if err != nil {
 			return false, err
 		}
@@ -278,17 +278,26 @@ func (c *coordinator) handle(ctx context.Context, m message) (bool, error) {
 	return false, fmt.Errorf("engine: unknown message %d", m.kind)
 }
 
-// epochAbove returns the epoch of a checkpoint: just above the lowest
-// watermark of the sources still reading, so that no gate has yet read a
-// record of the epoch or after it (a gate reads no further than the lowest
-// watermark of its inputs). The sources already at or past it cut their
-// part where their watermark first reached it, those that read no more at
-// their end; when no source reads any more, the cut is the end.
-func epochAbove(prepared map[*task]message) int64 {
-	e, reading := int64(MaxWatermark), false
-	for _, m := range prepared {
-		if !m.atEnd {
-			e, reading = min(e, m.watermark), true
+// epochAbove returns the epoch of a checkpoint: just above the watermark
+// that the keyed operators have read up to. A keyed subtask's gate reads no
+// further than the lowest watermark of the sources upstream of it that are
+// still reading, so the epoch goes above the highest such lowest watermark:
+// no gate has yet read a record of the epoch or after it, and every gate
+// still has an input below it, whose watermark completes its alignment.
+// The sources already at or past the epoch cut their part where their
+// watermark first reached it, those that read no more at their end; when
+// no source upstream of a keyed operator reads any more, the cut is the end.
+func (c *coordinator) epochAbove() int64 {
+	e, reading := int64(MinWatermark), false
+	for _, sources := range c.att.upstream {
+		lowest, any := int64(MaxWatermark), false
+		for _, t := range c.sources {
+			if m := c.prepared[t]; sources[t.n] && !m.atEnd {
+				lowest, any = min(lowest, m.watermark), true
+			}
+		}
+		if any {
+			e, reading = max(e, lowest), true
 		}
 	}
 	if !reading || e == MaxWatermark {
@@ -380,6 +389,9 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 		cp.meta.Operators[op].BroadcastStates = bs
 	}
 	cp.meta.CreatedAt, cp.meta.Watermark = cp.times.createdAt(), cp.times.oldest
+	if err := c.att.fault(faultComplete, nil, cp); err != nil {
+		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
+	}
 	if err := cp.writeManifest(ctx); err != nil {
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
 	}

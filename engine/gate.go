@@ -114,9 +114,12 @@ func (g *gate) nextBarrier() *checkpoint {
 }
 
 // aligned reports whether c has reached checkpoint cp (nil when none is
-// pending): by its barrier, or, in an ordered gate, by its watermark.
+// pending): by its barrier, or, in an ordered gate, by its watermark. A
+// checkpoint at the end of the input (epoch MaxWatermark) cuts nothing:
+// every record comes before every barrier, and channels may have reached
+// the end before the checkpoint started.
 func (g *gate) aligned(c *gateChan, cp *checkpoint) bool {
-	return c.blocked || g.ordered && cp != nil && c.watermark >= cp.epoch
+	return c.blocked || g.ordered && cp != nil && cp.epoch != MaxWatermark && c.watermark >= cp.epoch
 }
 
 func (g *gate) readable(c *gateChan, cp *checkpoint) bool {
@@ -302,12 +305,14 @@ func (g *gate) checkAligned() *checkpoint {
 // watermark valve does: the lowest watermark of the channels that are
 // neither idle nor behind, never lower than before. A stopped channel
 // holds it at the watermark it stopped at until every channel that holds
-// it has reached the end (MaxWatermark).
+// it has reached the end (MaxWatermark); a channel that has ended holds it
+// at its last watermark, which, unless its input was drained, is a
+// promise about records that come after a restore.
 func (g *gate) recombine() bool {
 	w, holding, drained := int64(MaxWatermark), false, true
 	for i := range g.chans {
 		c := &g.chans[i]
-		if c.ended || c.status == idle {
+		if c.status == idle && !c.ended {
 			continue
 		}
 		if c.behind {

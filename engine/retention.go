@@ -66,6 +66,21 @@ func (s *checkpointStore) retain(keep int) error {
 	return nil
 }
 
+// LatestCheckpoint returns the directory of the latest checkpoint under the
+// checkpoint root: where a job killed while it ran restarts from
+// (RunOptions.RestoreFrom). A checkpoint's directory appears only once the
+// checkpoint is complete.
+func LatestCheckpoint(root string) (string, error) {
+	ids, err := listCheckpoints(root)
+	if err != nil {
+		return "", fmt.Errorf("engine: checkpoint root: %w", err)
+	}
+	if len(ids) == 0 {
+		return "", fmt.Errorf("engine: no checkpoint under %s", root)
+	}
+	return checkpointPath(root, ids[len(ids)-1]), nil
+}
+
 // listCheckpoints returns the ids of the checkpoints under root, ascending.
 func listCheckpoints(root string) ([]uint64, error) {
 	entries, err := os.ReadDir(root)

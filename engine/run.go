@@ -16,6 +16,7 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // BackendKind selects where keyed state lives.
@@ -84,6 +85,30 @@ type RunOptions struct {
 	// it delivers (and no checkpoint is in flight): tests place checkpoints
 	// where they need them.
 	checkpointNow <-chan struct{}
+	// inject, when set, is asked at each fault point whether to fail there:
+	// tests break checkpoints and restores where they can break.
+	inject func(p faultPoint, t *task, cp *checkpoint) error
+}
+
+// faultPoint is a place where tests inject failures.
+type faultPoint uint8
+
+const (
+	// faultSnapshot: a keyed subtask at a checkpoint's barrier, before it
+	// writes its part.
+	faultSnapshot faultPoint = iota + 1
+	// faultComplete: the coordinator, every subtask having acknowledged,
+	// before it publishes the checkpoint.
+	faultComplete
+	// faultRestore: a keyed subtask before it restores its key groups.
+	faultRestore
+)
+
+func (a *attempt) fault(p faultPoint, t *task, cp *checkpoint) error {
+	if a.opts.inject == nil {
+		return nil
+	}
+	return a.opts.inject(p, t, cp)
 }
 
 // Result summarizes a run.
@@ -188,10 +213,54 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 			return res, err
 		}
 		res.Restarts++
+		if res.Savepoint != "" {
+			// The job's work is done: the failure came after its final
+			// savepoint, committing what the sinks had written. A rerun
+			// would take the savepoint again; recovering the sinks from it
+			// commits what it recorded.
+			for {
+				res.Restored = append(res.Restored, res.Savepoint)
+				attemptNo++
+				err := recoverSinks(ctx, j, res.Savepoint)
+				if err == nil || ctx.Err() != nil || attemptNo >= opts.MaxRestarts {
+					return res, err
+				}
+				res.Restarts++
+			}
+		}
 		if res.LastCheckpoint != "" {
 			restoreFrom = res.LastCheckpoint
 		}
 	}
+}
+
+// recoverSinks hands every sink of j the transactions that the savepoint in
+// dir recorded, for Recover to commit them.
+func recoverSinks(ctx context.Context, j *Job, dir string) error {
+	r, err := snapshotfmt.Open(ctx, storage.LocalDir(dir))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for _, n := range j.nodes {
+		if n.recover == nil {
+			continue
+		}
+		var pending [][]byte
+		if op, ok := r.Metadata().Operator(n.uid); ok {
+			for _, s := range op.OperatorStates {
+				if s.Name == sinkStateName {
+					for _, l := range s.Subtasks {
+						pending = append(pending, l...)
+					}
+				}
+			}
+		}
+		if err := n.recover(pending); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // attempt is one execution of the job graph.
@@ -212,6 +281,9 @@ type attempt struct {
 	// frontier, under DeterministicTime, every source subtask.
 	groups   map[string]*alignGroup
 	frontier *alignGroup
+	// upstream holds, for every keyed operator, the sources it reads from,
+	// directly or through other operators.
+	upstream map[*node]map[*node]bool
 }
 
 func (a *attempt) coordLatest() (completed, <-chan struct{}) {
@@ -270,6 +342,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 		}
 	}
 	a.groups = alignGroups(a.job.nodes)
+	a.upstream = upstreamSources(a.job.nodes)
 	if a.opts.ProcessingTime.deterministic() {
 		a.frontier = newAlignGroup()
 	}
@@ -332,6 +405,35 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	err := g.Wait()
 	a.coord.abort()
 	return err
+}
+
+// upstreamSources maps every keyed operator to the sources it reads from.
+func upstreamSources(nodes []*node) map[*node]map[*node]bool {
+	var of func(n *node) map[*node]bool
+	memo := map[*node]map[*node]bool{}
+	of = func(n *node) map[*node]bool {
+		if s, ok := memo[n]; ok {
+			return s
+		}
+		s := map[*node]bool{}
+		if n.kind == sourceNode {
+			s[n] = true
+		}
+		for _, e := range n.inputs {
+			for src := range of(e.from) {
+				s[src] = true
+			}
+		}
+		memo[n] = s
+		return s
+	}
+	up := map[*node]map[*node]bool{}
+	for _, n := range nodes {
+		if n.kind == keyedNode {
+			up[n] = of(n)
+		}
+	}
+	return up
 }
 
 // dir is the attempt's directory in the work directory: its databases,

@@ -126,14 +126,17 @@ func mustAvro[T any](schema string) serializers.Of[T] {
 	return s
 }
 
-// FromSource adds a source to the job. Its operator state (the position in
-// every split) is redistributed evenly on restore.
+// FromSource adds a source to the job. Its operator state is the position
+// in every split, a union: on restore every subtask takes the splits a fresh
+// start gives it, split s to subtask s mod parallelism, so that a subtask
+// reads the same splits before and after a restore at the same
+// parallelism, and its watermark, the lowest of its splits', is the same.
 func FromSource[T any](j *Job, src Source[T], wm Watermarks, opts ...OperatorOption) Stream[T] {
 	n := j.addNode(sourceNode, "source", opts)
 	n.stateful = true
 	n.opState = append(n.opState, operatorStateSpec{
 		name:         sourceStateName,
-		distribution: savepoint.EvenSplit,
+		distribution: savepoint.Union,
 		element:      splitPositionSerializer,
 	})
 	if wm.Every == 0 {

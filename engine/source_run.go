@@ -111,13 +111,14 @@ func runSource[T any](t *task, src Source[T], wm Watermarks) error {
 // errStopped ends the subtask quietly: the run is being torn down.
 var errStopped = errors.New("engine: stopped")
 
-// open assigns splits: those in the restored operator state, or split s to
-// subtask s mod parallelism on a fresh start.
+// open assigns splits, split s to subtask s mod parallelism, at the
+// positions of the restored operator state, which holds every split's
+// (whatever distribution a savepoint names), or at their start.
 func (r *sourceRunner[T]) open() error {
 	t := r.t
-	var positions []splitPosition
-	if saved, ok := t.restoredOp[sourceStateName]; ok {
-		for _, e := range saved {
+	saved := map[int32]splitPosition{}
+	if elems, ok := t.restoredOp[sourceStateName]; ok {
+		for _, e := range elems {
 			p, err := splitPositionSerializer.Decode(e)
 			if err != nil {
 				return permanent(t.errorf("restored split position: %w", err))
@@ -125,12 +126,22 @@ func (r *sourceRunner[T]) open() error {
 			if int(p.Split) < 0 || int(p.Split) >= r.src.Splits() {
 				return permanent(t.errorf("restored split %d, but the source has %d splits", p.Split, r.src.Splits()))
 			}
-			positions = append(positions, p)
+			if _, dup := saved[p.Split]; dup {
+				return permanent(t.errorf("restored split %d twice", p.Split))
+			}
+			saved[p.Split] = p
 		}
-	} else {
-		for s := t.subtask; s < r.src.Splits(); s += t.n.parallelism {
-			positions = append(positions, splitPosition{Split: int32(s), MaxEventTime: MinWatermark})
+		if len(saved) != r.src.Splits() {
+			return permanent(t.errorf("restored %d split positions, but the source has %d splits", len(saved), r.src.Splits()))
 		}
+	}
+	var positions []splitPosition
+	for s := t.subtask; s < r.src.Splits(); s += t.n.parallelism {
+		p, ok := saved[int32(s)]
+		if !ok {
+			p = splitPosition{Split: int32(s), MaxEventTime: MinWatermark}
+		}
+		positions = append(positions, p)
 	}
 	for _, p := range positions {
 		c := &splitCursor[T]{pos: p, limit: -1}
@@ -323,9 +334,14 @@ func (r *sourceRunner[T]) positions() []splitPosition {
 }
 
 // pruneCuts drops the cut points no checkpoint can use: a checkpoint's
-// epoch is above the watermark of every source still reading when it
+// epoch is above the lowest watermark of the sources still reading when it
 // starts, so it is above the lowest of them now.
 func (r *sourceRunner[T]) pruneCuts() {
+	if r.awaiting != 0 || r.barrier != nil {
+		// The epoch of the checkpoint under way is where the job's lowest
+		// watermark stood when it started, not where it stands now.
+		return
+	}
 	lowest, _ := r.frontier.lowest()
 	i := 0
 	for i < len(r.cuts) && r.cuts[i].watermark <= lowest {
@@ -342,7 +358,9 @@ func (r *sourceRunner[T]) pruneCuts() {
 func (r *sourceRunner[T]) cutFor(cp *checkpoint) []splitPosition {
 	for i, c := range r.cuts {
 		if c.watermark >= cp.epoch {
-			r.cuts = r.cuts[i+1:]
+			// The next checkpoint's epoch is higher, and may still be at
+			// or below this watermark.
+			r.cuts = r.cuts[i:]
 			return c.positions
 		}
 	}

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // task is one subtask of one operator in one run attempt.
@@ -73,12 +75,19 @@ func (t *task) restoreKeyed() error {
 		return nil
 	}
 	if r.ops[t.n] >= 0 {
-		err := t.backend.Restore(t.ctx, r.src, r.ops[t.n], state.RestoreOptions{
-			AllowNonRestoredState: t.att.opts.AllowNonRestoredState,
-			Now:                   t.clock.Now(),
-		})
+		err := t.att.fault(faultRestore, t, nil)
+		if err == nil {
+			err = t.backend.Restore(t.ctx, r.src, r.ops[t.n], state.RestoreOptions{
+				AllowNonRestoredState: t.att.opts.AllowNonRestoredState,
+				Now:                   t.clock.Now(),
+			})
+		}
 		if err != nil {
-			return permanent(t.errorf("restore: %w", err))
+			err = t.errorf("restore: %w", err)
+			if unrestorable(err) {
+				return permanent(err)
+			}
+			return err
 		}
 	}
 	if err := r.restored(); err != nil {
@@ -87,8 +96,27 @@ func (t *task) restoreKeyed() error {
 	return nil
 }
 
+// unrestorable reports whether a restore failed because of what the
+// savepoint holds, which no restart can change, rather than, say, a read
+// that failed.
+func unrestorable(err error) bool {
+	for _, e := range []error{snapshotfmt.ErrCorrupt, snapshotfmt.ErrNotSavepoint, snapshotfmt.ErrNewerVersion, snapshotfmt.ErrUnsupportedVersion,
+		ErrCorruptCheckpoint, ErrRestore, state.ErrIncompatible, state.ErrNotRestored} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // snapshot writes this subtask's part of checkpoint cp and acknowledges it.
 func (t *task) snapshot(cp *checkpoint) error {
+	t.clock.sample()
+	if t.backend != nil {
+		if err := t.att.fault(faultSnapshot, t, cp); err != nil {
+			return t.errorf("checkpoint %d: %w", cp.id, err)
+		}
+	}
 	if t.op >= 0 {
 		if t.backend != nil {
 			if err := t.snapshotKeyed(cp); err != nil {

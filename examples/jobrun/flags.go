@@ -24,6 +24,7 @@ type Common struct {
 	StopAfter        int64
 	Drain            bool
 	Restore          string
+	RestoreLatest    bool
 	AllowNonRestored bool
 
 	Checkpoints        string
@@ -46,6 +47,7 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.StopAfter, "stop-after", 0, "stop after this many input records, dealt round-robin over the splits (0: the end of the input)")
 	fs.BoolVar(&c.Drain, "drain", false, "fire every pending event-time timer before stopping (without it, results that wait for the watermark stay in the savepoint)")
 	fs.StringVar(&c.Restore, "restore", "", "start from this savepoint or checkpoint directory")
+	fs.BoolVar(&c.RestoreLatest, "restore-latest", false, "start from the latest checkpoint under -checkpoints, as after a crash")
 	fs.BoolVar(&c.AllowNonRestored, "allow-non-restored-state", false, "drop restored state that no operator of the job claims")
 	fs.StringVar(&c.Checkpoints, "checkpoints", "", "take periodic checkpoints under this directory")
 	fs.DurationVar(&c.CheckpointInterval, "checkpoint-interval", 10*time.Second, "time between periodic checkpoints (with -checkpoints)")
@@ -90,6 +92,9 @@ func (c *Common) Check() error {
 	}
 	if c.MaxRestarts < 0 {
 		return Usagef("-max-restarts %d: must not be negative", c.MaxRestarts)
+	}
+	if c.RestoreLatest && (c.Checkpoints == "" || c.Restore != "") {
+		return Usagef("-restore-latest needs -checkpoints and no -restore")
 	}
 	return nil
 }
@@ -152,6 +157,13 @@ func (c *Common) Options(total int64) (engine.RunOptions, error) {
 	if c.Checkpoints != "" {
 		opts.CheckpointDir = c.Checkpoints
 		opts.CheckpointInterval = c.CheckpointInterval
+	}
+	if c.RestoreLatest {
+		latest, err := engine.LatestCheckpoint(c.Checkpoints)
+		if err != nil {
+			return engine.RunOptions{}, err
+		}
+		opts.RestoreFrom = latest
 	}
 	return opts, nil
 }
