@@ -99,9 +99,8 @@ restore the savepoint, and says for every operator and state:
                               --allow-non-restored-state drops it
 
 Operators are matched by uid. Values follow the Avro specification's schema
-resolution, stricter on logical types: a field added without a default, an
-enum symbol removed without a default, a type change Avro cannot promote or a
-changed logical type is incompatible. A key or map-key serializer, a state's
+resolution, stricter on logical types: a field added without a default, a
+type change Avro cannot promote or a changed logical type is incompatible. A key or map-key serializer, a state's
 namespace, the element serializer of operator state and the serializers of
 broadcast state must stay as they are; so must a state's kind. Max parallelism
 stays the savepoint's unless the job fixed another. Turning TTL on or off
@@ -109,8 +108,11 @@ is a migration. What the job no longer declares is incompatible unless
 --allow-non-restored-state, the engine's switch of the same name.
 
 Only the metadata is read, except for a state whose new Avro schema removed a
-union branch: its values are read, and the first that uses the removed branch
-makes it incompatible.
+union branch, or an enum symbol without a default: its values are read, and
+the first that uses what was removed makes it incompatible (data_dependent in
+the JSON report). Reasons name every incompatibility and every change,
+including those restored as is (a TTL of another length, another
+parallelism).
 
 --schema UID/STATE=FILE.avsc checks the savepoint's own job with a new Avro
 schema for one state instead (repeatable).
@@ -199,7 +201,7 @@ func notRestorable(rep *evolve.Report, input string) error {
 	if len(bad) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(bad)-1)
 	}
-	return fmt.Errorf("%w: %s", ErrIncompatible, msg)
+	return fmt.Errorf("%w: %s", compat.ErrIncompatible, msg)
 }
 
 func itemName(it evolve.Item) string {

@@ -12,10 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/inspect"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 type dumpOptions struct {
@@ -81,18 +82,17 @@ func runDump(ctx context.Context, o dumpOptions, args []string, out io.Writer) e
 	if o.limit < 0 {
 		return usagef("--limit must be 0 or more, not %d", o.limit)
 	}
-	r, err := openSavepoint(ctx, args[0])
+	src, err := openSavepoint(ctx, args[0])
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	m := r.Metadata()
+	defer src.Close()
+	m := src.Metadata()
 	opIdx, err := findOperator(m, o.operator)
 	if err != nil {
 		return err
 	}
-	op := &m.Operators[opIdx]
-	ref, err := findState(op, o.state)
+	ref, err := findState(m, opIdx, o.state)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func runDump(ctx context.Context, o dumpOptions, args []string, out io.Writer) e
 		}
 		err = dumpBroadcast(ref.Broadcast, o, sink)
 	default:
-		err = dumpKeyed(ctx, r, opIdx, ref, o, now, sink)
+		err = dumpKeyed(ctx, src, ref, o, now, sink)
 	}
 	// What was printed before an error is still written: it shows how far
 	// the dump got.
@@ -128,8 +128,9 @@ func runDump(ctx context.Context, o dumpOptions, args []string, out io.Writer) e
 
 // dumpKeyed prints a keyed state or timer service, reading only the
 // segments of the key groups asked for.
-func dumpKeyed(ctx context.Context, r *snapshotfmt.Reader, opIdx int, ref stateRef, o dumpOptions, now int64, sink *dumpSink) error {
-	op := &r.Metadata().Operators[opIdx]
+func dumpKeyed(ctx context.Context, src savepoint.Source, ref stateRef, o dumpOptions, now int64, sink *dumpSink) error {
+	m := src.Metadata()
+	op := &m.Operators[ref.Ref.Operator]
 	var dec *savepoint.Decoder
 	var err error
 	if ref.Keyed != nil {
@@ -140,7 +141,7 @@ func dumpKeyed(ctx context.Context, r *snapshotfmt.Reader, opIdx int, ref stateR
 	if err != nil {
 		// The snapshots were checked when the metadata was read; one that
 		// still cannot be restored makes the savepoint unreadable here.
-		return metadataCorrupt("a serializer snapshot cannot be restored", err)
+		return inspect.MetadataCorrupt("a serializer snapshot cannot be restored", err)
 	}
 	kgs := keygroup.All(op.MaxParallelism)
 	if o.keyGroups != "" {
@@ -163,9 +164,19 @@ func dumpKeyed(ctx context.Context, r *snapshotfmt.Reader, opIdx int, ref stateR
 		}
 		kgs = keygroup.Range{Start: kg, End: kg}
 	}
-	p := dumpPrinter{sink: sink, dec: dec, raw: o.raw, now: now, state: ref.Keyed, voidNS: isVoid(ref)}
-	for _, seg := range r.StateSegments(opIdx, ref.Ref, kgs) {
-		if err := p.segment(r, r.Entries(ctx, seg), seg, key); err != nil {
+	p := dumpPrinter{sink: sink, dec: dec, raw: o.raw, now: now, state: ref.Keyed, voidNS: isVoid(ref),
+		key: jsonvalue.For(op.Key)}
+	if ref.Keyed != nil {
+		p.namespace, p.mapKey, p.value = jsonvalue.For(ref.Keyed.Namespace), jsonvalue.For(ref.Keyed.MapKey), jsonvalue.For(ref.Keyed.Value)
+	} else {
+		p.namespace = jsonvalue.For(ref.Timers.Namespace)
+	}
+	segs, err := src.Segments(ctx, ref.Ref, kgs)
+	if err != nil {
+		return err
+	}
+	for _, seg := range segs {
+		if err := p.segment(m, savepoint.SegmentEntries(ctx, src, seg), seg, key); err != nil {
 			return err
 		}
 	}
@@ -188,6 +199,9 @@ type dumpPrinter struct {
 	now    int64
 	state  *savepoint.KeyedState // nil for timers
 	voidNS bool
+	// key, namespace, mapKey and value render the decoded parts in the
+	// JSON conventions.
+	key, namespace, mapKey, value func(any) any
 	// The previous entry's key and namespace, to number list elements.
 	prevKey, prevNS []byte
 	havePrev        bool
@@ -196,7 +210,7 @@ type dumpPrinter struct {
 
 // segment prints the entries of one segment, or only those of key when it
 // is set.
-func (p *dumpPrinter) segment(r *snapshotfmt.Reader, it *snapshotfmt.Iterator, seg snapshotfmt.Segment, key []byte) error {
+func (p *dumpPrinter) segment(m *savepoint.Metadata, it savepoint.EntryIterator, seg savepoint.Segment, key []byte) error {
 	defer it.Close()
 	p.havePrev = false
 	for n := uint64(0); it.Next(); n++ {
@@ -211,7 +225,7 @@ func (p *dumpPrinter) segment(r *snapshotfmt.Reader, it *snapshotfmt.Iterator, s
 		}
 		if err := p.entry(e); err != nil {
 			if isDecodeErr(err) {
-				return undecodable(r.Metadata(), seg, n, err)
+				return inspect.Undecodable(m, seg, n, err)
 			}
 			return err
 		}
@@ -238,7 +252,7 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 		}
 		switch {
 		case p.state == nil:
-			f.add("timestamp", e.Timestamp)
+			f.add("timestamp", jsonvalue.Time(e.Timestamp))
 		case p.state.Kind == savepoint.Map:
 			f.add("map_key", hex.EncodeToString(e.MapKey))
 		case list:
@@ -253,22 +267,22 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 	if err != nil {
 		return err
 	}
-	f.add("key", jsonValue(d.Key))
+	f.add("key", p.key(d.Key))
 	if !p.voidNS {
-		f.add("namespace", jsonValue(d.Namespace))
+		f.add("namespace", p.namespace(d.Namespace))
 	}
 	switch {
 	case p.state == nil:
-		f.add("timestamp", d.Timestamp)
+		f.add("timestamp", jsonvalue.Time(d.Timestamp))
 		return p.sink.line(f)
 	case p.state.Kind == savepoint.Map:
-		f.add("map_key", jsonValue(d.MapKey))
+		f.add("map_key", p.mapKey(d.MapKey))
 	case list:
 		f.add("index", p.index)
 	}
-	f.add("value", jsonValue(d.Value))
+	f.add("value", p.value(d.Value))
 	if d.HasTTL {
-		f.add("ttl_last_modified", d.LastModified)
+		f.add("ttl_last_modified", jsonvalue.Time(d.LastModified))
 		f.add("expired", p.state.TTL.Expired(d.LastModified, p.now))
 	}
 	return p.sink.line(f)
@@ -277,16 +291,16 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 func dumpOperatorState(s *savepoint.OperatorState, raw bool, sink *dumpSink) error {
 	ser, err := serializers.Restore(s.Element)
 	if err != nil {
-		return metadataCorrupt(fmt.Sprintf("operator state %q", s.Name), err)
+		return inspect.MetadataCorrupt(fmt.Sprintf("operator state %q", s.Name), err)
 	}
 	for sub, elems := range s.Subtasks {
 		for i, b := range elems {
 			f := fields{}
 			f.add("subtask", sub)
 			f.add("index", i)
-			v, err := decodeOrHex(ser, b, raw)
+			v, err := decodeOrHex(ser, jsonvalue.For(s.Element), b, raw)
 			if err != nil {
-				return metadataCorrupt(fmt.Sprintf("operator state %q subtask %d element %d", s.Name, sub, i), err)
+				return inspect.MetadataCorrupt(fmt.Sprintf("operator state %q subtask %d element %d", s.Name, sub, i), err)
 			}
 			f.add("value", v)
 			if err := sink.line(f); err != nil {
@@ -300,12 +314,13 @@ func dumpOperatorState(s *savepoint.OperatorState, raw bool, sink *dumpSink) err
 func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) error {
 	keySer, err := serializers.Restore(s.Key)
 	if err != nil {
-		return metadataCorrupt(fmt.Sprintf("broadcast state %q", s.Name), err)
+		return inspect.MetadataCorrupt(fmt.Sprintf("broadcast state %q", s.Name), err)
 	}
 	valSer, err := serializers.Restore(s.Value)
 	if err != nil {
-		return metadataCorrupt(fmt.Sprintf("broadcast state %q", s.Name), err)
+		return inspect.MetadataCorrupt(fmt.Sprintf("broadcast state %q", s.Name), err)
 	}
+	keyJSON, valJSON := jsonvalue.For(s.Key), jsonvalue.For(s.Value)
 	var only []byte
 	if o.key != "" {
 		if only, err = encodeKeyArg(keySer, o.key); err != nil {
@@ -316,13 +331,13 @@ func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) e
 		if only != nil && !bytes.Equal(e.Key, only) {
 			continue
 		}
-		k, err := decodeOrHex(keySer, e.Key, o.raw)
+		k, err := decodeOrHex(keySer, keyJSON, e.Key, o.raw)
 		if err != nil {
-			return metadataCorrupt(fmt.Sprintf("broadcast state %q entry %d: key", s.Name, i), err)
+			return inspect.MetadataCorrupt(fmt.Sprintf("broadcast state %q entry %d: key", s.Name, i), err)
 		}
-		v, err := decodeOrHex(valSer, e.Value, o.raw)
+		v, err := decodeOrHex(valSer, valJSON, e.Value, o.raw)
 		if err != nil {
-			return metadataCorrupt(fmt.Sprintf("broadcast state %q entry %d: value", s.Name, i), err)
+			return inspect.MetadataCorrupt(fmt.Sprintf("broadcast state %q entry %d: value", s.Name, i), err)
 		}
 		var f fields
 		f.add("key", k)
@@ -336,12 +351,12 @@ func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) e
 
 func isDecodeErr(err error) bool { return errors.Is(err, serializers.ErrDecode) }
 
-func decodeOrHex(ser serializers.Serializer, b []byte, raw bool) (any, error) {
+func decodeOrHex(ser serializers.Serializer, render func(any) any, b []byte, raw bool) (any, error) {
 	if raw {
 		return hex.EncodeToString(b), nil
 	}
 	v, err := ser.DecodeAny(b)
-	return jsonValue(v), err
+	return render(v), err
 }
 
 // parseKeyGroups reads --key-groups: A-B or A, within the max parallelism.

@@ -101,12 +101,12 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 	if err != nil {
 		return err
 	}
-	r, err := openSavepoint(ctx, args[0])
+	src, err := openSavepoint(ctx, args[0])
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	m := r.Metadata()
+	defer src.Close()
+	m := src.Metadata()
 	if err := o.resolve(m, &opts); err != nil {
 		return err
 	}
@@ -123,13 +123,13 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 	if bar != nil {
 		opts.Progress = bar.update
 	}
-	summary, err := export.Run(ctx, export.SnapshotSource(r), staging, opts)
+	summary, err := export.Run(ctx, src, staging, opts)
 	bar.done(err)
 	if err != nil {
 		staging.Abort()
 		switch {
 		case errors.Is(err, serializers.ErrDecode):
-			return &undecodableValue{msg: "a stored value does not decode", err: err}
+			return &badValue{msg: "a stored value does not decode", err: err}
 		case errors.Is(err, export.ErrUnmappable):
 			return fmt.Errorf("%w; export the other states with --operator and --state", err)
 		}
@@ -199,7 +199,7 @@ func (o exportOptions) resolve(m *savepoint.Metadata, opts *export.Options) erro
 		op := &m.Operators[i]
 		maxP = op.MaxParallelism
 		if o.state != "" {
-			ref, err := findState(op, o.state)
+			ref, err := findState(m, i, o.state)
 			if err != nil {
 				return err
 			}
@@ -221,6 +221,17 @@ func (o exportOptions) resolve(m *savepoint.Metadata, opts *export.Options) erro
 	opts.KeyGroups = &kgs
 	return nil
 }
+
+// badValue is a stored value its serializer cannot decode: the framing is
+// sound but the bytes are not what the snapshot says. It counts as
+// corruption of the input.
+type badValue struct {
+	msg string
+	err error
+}
+
+func (e *badValue) Error() string   { return e.msg + ": " + e.err.Error() }
+func (e *badValue) Unwrap() []error { return []error{savepoint.ErrCorrupt, e.err} }
 
 // checkTarget refuses a target inside the savepoint, the savepoint itself,
 // or a directory that holds it (which --force would replace): an export

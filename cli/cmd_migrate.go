@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/evolve"
 )
 
@@ -87,10 +88,10 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	bar := newRewriteProgress(o.stderr, "migrating")
+	bar := newByteProgress(o.stderr, "migrating")
 	rep, err := evolve.Migrate(ctx, r, args[0], t, opts, bar.options(o.options()))
 	bar.end(err)
-	if errors.Is(err, evolve.ErrIncompatible) {
+	if rep != nil && errors.Is(err, compat.ErrIncompatible) {
 		// The report says why; the refusal exits 3.
 		if werr := writeMigrateReport(out, o, args[0], rep, true); werr != nil {
 			return werr
@@ -120,7 +121,7 @@ func writeMigrateReport(out io.Writer, o migrateOptions, input string, rep *evol
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "migrate", "Migrated", input))
 	fmt.Fprintf(out, "Against %s: %s\n", rep.Target, summary(rep))
 	if rep.Now != 0 {
-		fmt.Fprintf(out, "TTL timestamps of states that gained TTL: %s\n", formatTime(rep.Now))
+		fmt.Fprintf(out, "TTL timestamps of states that gained TTL: %s\n", formatTime(int64(rep.Now)))
 	}
 	return verdictTable(out, rep, true)
 }

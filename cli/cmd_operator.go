@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stateproc/stateproc/operators"
+	"github.com/stateproc/stateproc/operatoredit"
 	"github.com/stateproc/stateproc/rewrite"
-	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 func newOperatorCmd() *cobra.Command {
@@ -49,9 +49,9 @@ index alone, and writes nothing.`,
   stateproc operator remove ./savepoints/sp-42 legacy-enricher --dry-run`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newRewriteProgress(cmd.ErrOrStderr(), "removing"),
-				func(ctx context.Context, r *snapshotfmt.Reader, opts rewrite.Options) (*operators.Report, error) {
-					return operators.Remove(ctx, r, args[0], args[1], opts)
+			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newByteProgress(cmd.ErrOrStderr(), "removing"),
+				func(ctx context.Context, r savepoint.Source, opts rewrite.Options) (*operatoredit.Report, error) {
+					return operatoredit.Remove(ctx, r, args[0], args[1], opts)
 				})
 		},
 	}
@@ -71,9 +71,9 @@ including the operator's name, is copied unchanged. NEW must not be taken.
 		Example: `  stateproc operator rename ./savepoints/sp-42 tenant-cost tenant-billing --out ./sp-42-renamed`,
 		Args:    cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newRewriteProgress(cmd.ErrOrStderr(), "renaming"),
-				func(ctx context.Context, r *snapshotfmt.Reader, opts rewrite.Options) (*operators.Report, error) {
-					return operators.Rename(ctx, r, args[0], args[1], args[2], opts)
+			return runOperator(cmd.Context(), &f, args[0], cmd.OutOrStdout(), newByteProgress(cmd.ErrOrStderr(), "renaming"),
+				func(ctx context.Context, r savepoint.Source, opts rewrite.Options) (*operatoredit.Report, error) {
+					return operatoredit.Rename(ctx, r, args[0], args[1], args[2], opts)
 				})
 		},
 	}
@@ -81,8 +81,8 @@ including the operator's name, is copied unchanged. NEW must not be taken.
 	return cmd
 }
 
-func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writer, bar *rewriteProgress,
-	do func(context.Context, *snapshotfmt.Reader, rewrite.Options) (*operators.Report, error)) error {
+func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writer, bar *byteProgress,
+	do func(context.Context, savepoint.Source, rewrite.Options) (*operatoredit.Report, error)) error {
 	r, err := openRewriteInput(ctx, f, input)
 	if err != nil {
 		return err
@@ -97,7 +97,7 @@ func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writ
 		return writeJSON(out, struct {
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
-			*operators.Report
+			*operatoredit.Report
 		}{input, f.out, rep})
 	}
 	command, done := "operator remove", "Removed operator "+rep.UID+" from"

@@ -9,7 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stateproc/stateproc/prune"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
+	"github.com/stateproc/stateproc/prunettl"
 )
 
 type pruneOptions struct {
@@ -84,8 +85,8 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 			return err
 		}
 	}
-	bar := newRewriteProgress(o.stderr, "pruning")
-	rep, err := prune.Run(ctx, r, args[0], prune.Options{Now: now, TTL: overrides}, bar.options(o.options()))
+	bar := newByteProgress(o.stderr, "pruning")
+	rep, err := prunettl.Run(ctx, r, args[0], prunettl.Options{Now: now, TTL: overrides}, bar.options(o.options()))
 	bar.end(err)
 	if err != nil {
 		return rewriteError(err)
@@ -94,14 +95,14 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 		return writeJSON(out, struct {
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
-			*prune.Report
+			*prunettl.Report
 		}{args[0], o.out, rep})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "prune-ttl", "Pruned", args[0]))
 	fmt.Fprintf(out, "Expired at %s:\n", formatTime(now))
 	t := newTable(out, "OPERATOR", "STATE", "TTL", "BEFORE", "DROPPED", "AFTER")
 	for _, s := range rep.States {
-		ttl := formatMillis(s.TTLMillis)
+		ttl := jsonvalue.Duration(s.TTLMillis)
 		if s.Overridden {
 			ttl += " (--ttl)"
 		}

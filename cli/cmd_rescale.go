@@ -86,7 +86,7 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(128 << 20))
 	}
 	opts := rescale.Options{MaxParallelism: o.maxParallelism, Parallelism: o.parallelism, Operator: o.operator, SpillDir: o.spillDir}
-	bar := newRewriteProgress(o.stderr, "rescaling")
+	bar := newByteProgress(o.stderr, "rescaling")
 	rep, err := rescale.Run(ctx, r, args[0], opts, bar.options(o.options()))
 	bar.end(err)
 	if err != nil {

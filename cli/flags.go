@@ -10,6 +10,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
+
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 )
 
 // Output formats of --output.
@@ -65,6 +67,20 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, usagef("duration %q must be positive", s)
 	}
 	return total, nil
+}
+
+// cellText renders a decoded value for a table cell: strings as they are,
+// anything else as compact JSON.
+func cellText(v any) string {
+	v = jsonvalue.Value(v)
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // formatTime renders epoch milliseconds for tables.

@@ -34,15 +34,16 @@ func BenchmarkInspectScan(b *testing.B) {
 			MapKey: serializers.Snapshot{Kind: serializers.KindString}, Value: serializers.Snapshot{Kind: serializers.KindInt64}, TTL: &week}},
 		Timers: []savepoint.TimerService{{Name: "session-end", Namespace: void}},
 	}}}
-	entries := map[[2]int][]savepoint.Entry{}
+	entries := map[savepoint.StateRef][]savepoint.Entry{}
+	counts, timers := savepoint.StateRef{}, savepoint.StateRef{Timer: true}
 	for u := range users {
 		key := fmt.Appendf(nil, "user-%07d", u)
 		for c := range 20 {
 			v := binary.BigEndian.AppendUint64(nil, uint64(demoNow-int64(u*c)))
 			v = binary.BigEndian.AppendUint64(v, uint64(c))
-			entries[[2]int{0, 0}] = append(entries[[2]int{0, 0}], savepoint.Entry{Key: key, MapKey: fmt.Appendf(nil, "category-%02d", c), Value: v})
+			entries[counts] = append(entries[counts], savepoint.Entry{Key: key, MapKey: fmt.Appendf(nil, "category-%02d", c), Value: v})
 		}
-		entries[[2]int{0, 1}] = append(entries[[2]int{0, 1}], savepoint.Entry{Key: key, Timestamp: demoNow + int64(u)})
+		entries[timers] = append(entries[timers], savepoint.Entry{Key: key, Timestamp: demoNow + int64(u)})
 	}
 	if err := sptest.Write(dir, meta, entries, snapshotfmt.Options{}); err != nil {
 		b.Fatal(err)

@@ -8,19 +8,23 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/stateproc/stateproc/inspect"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 )
 
-// writeTables prints the report as titled tables, leaving out sections
-// that have no rows.
-func (rep *inspectReport) writeTables(w io.Writer) error {
+// writeInspectTables prints the report as titled tables, leaving out
+// sections that have no rows.
+func writeInspectTables(w io.Writer, rep *inspect.Report) error {
 	sp := rep.Savepoint
-	fmt.Fprintf(w, "Savepoint %s\n  format version %d, id %d, created %s\n", sp.Path, sp.FormatVersion, sp.ID, sp.Created)
+	fmt.Fprintf(w, "Savepoint %s\n  %s, id %d, created %s\n", sp.Path, sp.Layout, sp.ID, formatTime(int64(sp.Created)))
 	for _, l := range sp.Lineage {
 		fmt.Fprintf(w, "  lineage: %s\n", l)
 	}
+	r := (*inspectTables)(rep)
 	sections := []func(io.Writer) error{
-		rep.operatorTable, rep.stateTable, rep.sizeTable, rep.ttlTable, rep.ageTable,
-		rep.timerTable, rep.operatorStateTable, rep.hotKeyTables,
+		r.operatorTable, r.stateTable, r.sizeTable, r.ttlTable, r.ageTable,
+		r.timerTable, r.operatorStateTable, r.hotKeyTables,
 	}
 	for _, s := range sections {
 		if err := s(w); err != nil {
@@ -29,6 +33,9 @@ func (rep *inspectReport) writeTables(w io.Writer) error {
 	}
 	return nil
 }
+
+// inspectTables renders the sections of an inspect report.
+type inspectTables inspect.Report
 
 func section(w io.Writer, title string, header ...any) *tableSection {
 	return &tableSection{w: w, title: title, header: header}
@@ -62,7 +69,7 @@ func (s *tableSection) render() error {
 	return t.Render()
 }
 
-func (rep *inspectReport) operatorTable(w io.Writer) error {
+func (rep *inspectTables) operatorTable(w io.Writer) error {
 	s := section(w, "Operators", "UID", "NAME", "PARALLELISM", "MAX PARALLELISM", "KEY", "BYTES", "ON DISK")
 	for _, o := range rep.Operators {
 		s.add(o.UID, o.Name, o.Parallelism, o.MaxParallelism, orDash(o.KeyType), humanBytes(float64(o.Bytes)), humanBytes(float64(o.StoredBytes)))
@@ -70,7 +77,7 @@ func (rep *inspectReport) operatorTable(w io.Writer) error {
 	return s.render()
 }
 
-func (rep *inspectReport) stateTable(w io.Writer) error {
+func (rep *inspectTables) stateTable(w io.Writer) error {
 	s := section(w, "Keyed states", "OPERATOR", "STATE", "KIND", "KEY", "NAMESPACE", "VALUE", "TTL")
 	for _, st := range rep.States {
 		value := st.ValueType
@@ -86,7 +93,7 @@ func (rep *inspectReport) stateTable(w io.Writer) error {
 	return s.render()
 }
 
-func (rep *inspectReport) sizeTable(w io.Writer) error {
+func (rep *inspectTables) sizeTable(w io.Writer) error {
 	s := section(w, "State sizes", "OPERATOR", "STATE", "KEYS", "ENTRIES", "BYTES", "BYTES/ENTRY",
 		"VALUE P50", "VALUE P99", "VALUE MAX", "KEY GROUPS", "SKEW")
 	for _, st := range rep.States {
@@ -100,7 +107,7 @@ func (rep *inspectReport) sizeTable(w io.Writer) error {
 	return s.render()
 }
 
-func (rep *inspectReport) ttlTable(w io.Writer) error {
+func (rep *inspectTables) ttlTable(w io.Writer) error {
 	s := section(w, "TTL", "OPERATOR", "STATE", "TTL", "UPDATE", "VISIBILITY", "CLEANUP", "OLDEST MODIFIED", "NEWEST MODIFIED")
 	for _, st := range rep.States {
 		t := st.TTL
@@ -123,8 +130,8 @@ func (rep *inspectReport) ttlTable(w io.Writer) error {
 	return s.render()
 }
 
-func (rep *inspectReport) ageTable(w io.Writer) error {
-	s := section(w, "TTL ages at "+formatTime(rep.Now)+" (share of the TTL)", "OPERATOR", "STATE", "TTL",
+func (rep *inspectTables) ageTable(w io.Writer) error {
+	s := section(w, "TTL ages at "+formatTime(int64(rep.Now))+" (share of the TTL)", "OPERATOR", "STATE", "TTL",
 		"0-25%", "25-50%", "50-75%", "75-100%", "100-200%", ">=200%", "FUTURE", "EXPIRED")
 	for _, st := range rep.States {
 		if st.Ages == nil {
@@ -139,7 +146,7 @@ func (rep *inspectReport) ageTable(w io.Writer) error {
 	return s.render()
 }
 
-func (rep *inspectReport) timerTable(w io.Writer) error {
+func (rep *inspectTables) timerTable(w io.Writer) error {
 	s := section(w, "Timers", "OPERATOR", "TIMER SERVICE", "NAMESPACE", "TIMERS", "EARLIEST", "LATEST", "MAX PER KEY")
 	for _, t := range rep.Timers {
 		perKey := "-"
@@ -151,7 +158,7 @@ func (rep *inspectReport) timerTable(w io.Writer) error {
 	return s.render()
 }
 
-func (rep *inspectReport) operatorStateTable(w io.Writer) error {
+func (rep *inspectTables) operatorStateTable(w io.Writer) error {
 	s := section(w, "Operator and broadcast state", "OPERATOR", "STATE", "DISTRIBUTION", "TYPE", "ENTRIES", "BYTES")
 	for _, o := range rep.OperatorStates {
 		s.add(o.Operator, o.Name, o.Distribution, o.Type, o.Entries, humanBytes(float64(o.Bytes)))
@@ -159,13 +166,13 @@ func (rep *inspectReport) operatorStateTable(w io.Writer) error {
 	return s.render()
 }
 
-func (rep *inspectReport) hotKeyTables(w io.Writer) error {
+func (rep *inspectTables) hotKeyTables(w io.Writer) error {
 	if rep.TopKeys == nil {
 		return nil
 	}
 	for _, l := range []struct {
 		title string
-		keys  []hotKeyInfo
+		keys  []inspect.HotKey
 	}{{"Heaviest keys by entries", rep.TopKeys.ByEntries}, {"Heaviest keys by bytes", rep.TopKeys.ByBytes}} {
 		s := section(w, l.title, "#", "OPERATOR", "STATE", "KEY", "ENTRIES", "BYTES")
 		for i, k := range l.keys {
@@ -185,9 +192,9 @@ func orDash(s string) string {
 	return s
 }
 
-func optTime(ms *int64) string {
-	if ms == nil {
+func optTime(t *jsonvalue.Instant) string {
+	if t == nil {
 		return "-"
 	}
-	return formatTime(*ms)
+	return formatTime(int64(*t))
 }

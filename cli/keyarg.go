@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 )
 
@@ -88,18 +87,4 @@ func numbersToGo(v any) any {
 		}
 	}
 	return v
-}
-
-// displayKey decodes key bytes of op for people, falling back to hex when
-// the key does not decode.
-func displayKey(op *savepoint.Operator, key []byte) any {
-	ser, err := serializers.Restore(op.Key)
-	if err != nil {
-		return hex.EncodeToString(key)
-	}
-	v, err := ser.DecodeAny(key)
-	if err != nil {
-		return hex.EncodeToString(key)
-	}
-	return jsonValue(v)
 }

@@ -8,34 +8,34 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stateproc/stateproc/layouts"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
-// openSavepoint opens the savepoint directory at path, verifying its
-// metadata. A path that is missing or not a directory is bad input too.
-func openSavepoint(ctx context.Context, path string) (*snapshotfmt.Reader, error) {
+// openSavepoint opens the savepoint or checkpoint directory at path,
+// whatever its layout, verifying its metadata. A path that is missing or
+// not a directory is bad input too.
+func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", path, snapshotfmt.ErrNotSavepoint)
+		return nil, fmt.Errorf("%s: %w", path, savepoint.ErrNotSavepoint)
 	} else if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("%s is a file: %w", path, snapshotfmt.ErrNotSavepoint)
+		return nil, fmt.Errorf("%s is a file: %w", path, savepoint.ErrNotSavepoint)
 	}
 	// A staging directory may hold a complete _metadata just before it is
 	// renamed into place; until then it is no savepoint.
 	if rewrite.IsTempName(filepath.Base(filepath.Clean(path))) {
-		return nil, fmt.Errorf("%s is the temporary directory of an unfinished or killed rewrite: %w", path, snapshotfmt.ErrNotSavepoint)
+		return nil, fmt.Errorf("%s is the temporary directory of an unfinished or killed rewrite: %w", path, savepoint.ErrNotSavepoint)
 	}
-	r, err := snapshotfmt.Open(ctx, storage.LocalDir(path))
+	src, err := layouts.Open(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return r, nil
+	return src, nil
 }
 
 // findOperator returns the index of the operator with uid, or a usage error
@@ -54,39 +54,34 @@ func findOperator(m *savepoint.Metadata, uid string) (int, error) {
 // stateRef is what --state names in an operator: a keyed state, a timer
 // service, an operator state or a broadcast state.
 type stateRef struct {
-	// Ref is the keyed state's or timer service's ref in the data, or -1.
-	Ref       int
+	// Ref is the keyed state or timer service, when it is one.
+	Ref       savepoint.StateRef
 	Keyed     *savepoint.KeyedState
 	Timers    *savepoint.TimerService
 	Operator  *savepoint.OperatorState
 	Broadcast *savepoint.BroadcastState
 }
 
-// findState resolves --state in operator op, or returns a usage error
+// findState resolves --state in operator opIdx, or returns a usage error
 // listing the names there are.
-func findState(op *savepoint.Operator, name string) (stateRef, error) {
-	var names []string
-	for i := range op.States {
-		if op.States[i].Name == name {
-			return stateRef{Ref: i, Keyed: &op.States[i]}, nil
-		}
-		names = append(names, op.States[i].Name)
+func findState(m *savepoint.Metadata, opIdx int, name string) (stateRef, error) {
+	op := &m.Operators[opIdx]
+	if ref, ok := m.Find(opIdx, name); ok {
+		return stateRef{Ref: ref, Keyed: m.KeyedState(ref), Timers: m.TimerService(ref)}, nil
 	}
-	for i := range op.Timers {
-		if op.Timers[i].Name == name {
-			return stateRef{Ref: len(op.States) + i, Timers: &op.Timers[i]}, nil
-		}
-		names = append(names, op.Timers[i].Name)
+	var names []string
+	for _, ref := range m.Refs(opIdx) {
+		names = append(names, m.RefName(ref))
 	}
 	for i := range op.OperatorStates {
 		if op.OperatorStates[i].Name == name {
-			return stateRef{Ref: -1, Operator: &op.OperatorStates[i]}, nil
+			return stateRef{Operator: &op.OperatorStates[i]}, nil
 		}
 		names = append(names, op.OperatorStates[i].Name)
 	}
 	for i := range op.BroadcastStates {
 		if op.BroadcastStates[i].Name == name {
-			return stateRef{Ref: -1, Broadcast: &op.BroadcastStates[i]}, nil
+			return stateRef{Broadcast: &op.BroadcastStates[i]}, nil
 		}
 		names = append(names, op.BroadcastStates[i].Name)
 	}

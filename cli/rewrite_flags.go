@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/rewrite"
-	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 // rewriteFlags are the flags every command that writes a savepoint has.
@@ -41,7 +41,7 @@ func (f *rewriteFlags) options() rewrite.Options {
 }
 
 // openRewriteInput opens the input of a rewrite.
-func openRewriteInput(ctx context.Context, f *rewriteFlags, path string) (*snapshotfmt.Reader, error) {
+func openRewriteInput(ctx context.Context, f *rewriteFlags, path string) (savepoint.Source, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -33,9 +35,6 @@ func usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
-// ErrIncompatible is wrapped by errors that end a command with exit code 3.
-var ErrIncompatible = errors.New("incompatible")
-
 // ExitCode maps an error to the command's exit code.
 func ExitCode(err error) int {
 	var u *UsageError
@@ -44,10 +43,9 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &u), errors.Is(err, storage.ErrExists):
 		return ExitUsage
-	case errors.Is(err, ErrIncompatible):
+	case errors.Is(err, compat.ErrIncompatible):
 		return ExitIncompatible
-	case errors.Is(err, snapshotfmt.ErrNotSavepoint), errors.Is(err, snapshotfmt.ErrCorrupt),
-		errors.Is(err, snapshotfmt.ErrNewerVersion), errors.Is(err, snapshotfmt.ErrUnsupportedVersion):
+	case savepoint.BadInput(err), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrBadName):
 		return ExitBadInput
 	}
 	return ExitFailure
@@ -63,9 +61,11 @@ func hint(err error) string {
 		return "choose another target or pass --force"
 	case errors.Is(err, snapshotfmt.ErrNewerVersion):
 		return "use a newer stateproc to read this savepoint"
-	case errors.Is(err, snapshotfmt.ErrNotSavepoint):
+	case errors.Is(err, savepoint.ErrUnsupported):
+		return "stateproc reads its own savepoints and checkpoints; Apache Flink's are not read yet"
+	case errors.Is(err, savepoint.ErrNotSavepoint):
 		return "point at a savepoint directory (the one holding _metadata)"
-	case errors.Is(err, snapshotfmt.ErrCorrupt):
+	case errors.Is(err, savepoint.ErrCorrupt):
 		return "the savepoint is damaged; stateproc verify tells where"
 	}
 	return ""
@@ -78,12 +78,23 @@ func newRoot(prof *cpuProfile) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "stateproc",
 		Short:         "Inspect, export and rewrite stateproc savepoints without the job's code",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			return prof.start()
 		},
+		// Without a command there is nothing to do: the help goes to
+		// stderr and the exit code is a usage error's, as for an unknown
+		// command.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Help()
+			return usagef("a command is required")
+		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&prof.path, "cpuprofile", "",
 		"write a CPU profile of the command to `FILE`, for go tool pprof and the build's profile-guided optimization")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })

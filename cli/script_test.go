@@ -59,9 +59,11 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mksavepoint": cmdMksavepoint,
-			"flipbyte":    cmdFlipbyte,
-			"exits":       cmdExits,
+			"mksavepoint":  cmdMksavepoint,
+			"mkcheckpoint": cmdMkcheckpoint,
+			"mkunions":     cmdMkunions,
+			"flipbyte":     cmdFlipbyte,
+			"exits":        cmdExits,
 		},
 	})
 }
@@ -87,11 +89,11 @@ func cmdMksavepoint(ts *testscript.TestScript, neg bool, args []string) {
 		case "-zstd":
 			opts.Compression = snapshotfmt.CodecZstd
 		case "-badvalue":
-			entries[[2]int{1, 0}][1].Value = []byte{1, 2, 3}
+			entries[usdTotal][1].Value = []byte{1, 2, 3}
 		case "-recursive":
 			meta.Operators[0].States[0].Value.Schema = recursiveSessionSchema
-			for i := range entries[[2]int{0, 0}] {
-				entries[[2]int{0, 0}][i].Value = append(entries[[2]int{0, 0}][i].Value, 0) // union branch 0: null
+			for i := range entries[session] {
+				entries[session][i].Value = append(entries[session][i].Value, 0) // union branch 0: null
 			}
 		default:
 			ts.Fatalf("mksavepoint: unknown flag %s", args[0])
@@ -137,15 +139,18 @@ func copyMiscounted(src, dst string) error {
 		w.Abort()
 		return err
 	}
-	for op := range r.Metadata().Operators {
-		for i, seg := range r.Segments(op) {
-			if op == 0 && i == 0 {
-				seg.Entries++
-			}
-			if err := f.CopySegment(ctx, r, seg, seg.Operator, seg.Ref, seg.KeyGroup); err != nil {
-				w.Abort()
-				return err
-			}
+	segs, err := savepoint.AllSegments(ctx, r)
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	for i, seg := range segs {
+		if i == 0 {
+			seg.Entries++
+		}
+		if err := f.CopySegment(ctx, r, seg, seg.Ref, seg.KeyGroup); err != nil {
+			w.Abort()
+			return err
 		}
 	}
 	if err := f.Close(); err != nil {
@@ -275,7 +280,18 @@ func window(start, end int64) []byte { return append(i64(start), i64(end)...) }
 //   - clicks: alice 5 in [0, 60s) and 7 in [60s, 120s); dave 1 in [0, 60s).
 //   - session-end: alice +30m, bob +1h, dave +10m and +20m.
 //   - usd_total: 42 → 1500000, 7 → 250000.
-func demoEntries() map[[2]int][]savepoint.Entry {
+//
+// The keyed states and timer service of the demo savepoint.
+var (
+	session    = savepoint.StateRef{Operator: 0, State: 0}
+	counts     = savepoint.StateRef{Operator: 0, State: 1}
+	events     = savepoint.StateRef{Operator: 0, State: 2}
+	clicks     = savepoint.StateRef{Operator: 0, State: 3}
+	sessionEnd = savepoint.StateRef{Operator: 0, State: 0, Timer: true}
+	usdTotal   = savepoint.StateRef{Operator: 1, State: 0}
+)
+
+func demoEntries() map[savepoint.StateRef][]savepoint.Entry {
 	avro := func(id string, started int64) []byte {
 		s, err := serializers.AvroGeneric(sessionSchema)
 		if err != nil {
@@ -287,37 +303,37 @@ func demoEntries() map[[2]int][]savepoint.Entry {
 		}
 		return b
 	}
-	e := map[[2]int][]savepoint.Entry{}
-	add := func(op, ref int, en savepoint.Entry) { e[[2]int{op, ref}] = append(e[[2]int{op, ref}], en) }
+	e := map[savepoint.StateRef][]savepoint.Entry{}
+	add := func(ref savepoint.StateRef, en savepoint.Entry) { e[ref] = append(e[ref], en) }
 	str := func(s string) []byte { return []byte(s) }
-	add(0, 0, savepoint.Entry{Key: str("alice"), Value: ttlValue(demoNow-2*hour, avro("s-1", demoNow-3*hour))})
-	add(0, 0, savepoint.Entry{Key: str("bob"), Value: ttlValue(demoNow-2*day, avro("s-2", demoNow-3*day))})
-	add(0, 0, savepoint.Entry{Key: str("dave"), Value: ttlValue(demoNow-12*hour, avro("s-3", demoNow-13*hour))})
+	add(session, savepoint.Entry{Key: str("alice"), Value: ttlValue(demoNow-2*hour, avro("s-1", demoNow-3*hour))})
+	add(session, savepoint.Entry{Key: str("bob"), Value: ttlValue(demoNow-2*day, avro("s-2", demoNow-3*day))})
+	add(session, savepoint.Entry{Key: str("dave"), Value: ttlValue(demoNow-12*hour, avro("s-3", demoNow-13*hour))})
 	for _, c := range []string{"books", "games", "music"} {
-		add(0, 1, savepoint.Entry{Key: str("alice"), MapKey: str(c), Value: ttlValue(demoNow-hour, i64(3))})
+		add(counts, savepoint.Entry{Key: str("alice"), MapKey: str(c), Value: ttlValue(demoNow-hour, i64(3))})
 	}
 	for _, c := range []string{"books", "toys"} {
-		add(0, 1, savepoint.Entry{Key: str("bob"), MapKey: str(c), Value: ttlValue(demoNow-8*day, i64(1))})
+		add(counts, savepoint.Entry{Key: str("bob"), MapKey: str(c), Value: ttlValue(demoNow-8*day, i64(1))})
 	}
-	add(0, 1, savepoint.Entry{Key: str("carol"), MapKey: str("garden"), Value: ttlValue(demoNow-3*day, i64(2))})
+	add(counts, savepoint.Entry{Key: str("carol"), MapKey: str("garden"), Value: ttlValue(demoNow-3*day, i64(2))})
 	for i := range 20 {
-		add(0, 1, savepoint.Entry{Key: str("dave"), MapKey: fmt.Appendf(nil, "cat-%02d", i), Value: ttlValue(demoNow-6*day, i64(int64(i)))})
+		add(counts, savepoint.Entry{Key: str("dave"), MapKey: fmt.Appendf(nil, "cat-%02d", i), Value: ttlValue(demoNow-6*day, i64(int64(i)))})
 	}
-	add(0, 1, savepoint.Entry{Key: str("erin"), MapKey: str("books"), Value: ttlValue(demoNow+hour, i64(1))})
+	add(counts, savepoint.Entry{Key: str("erin"), MapKey: str("books"), Value: ttlValue(demoNow+hour, i64(1))})
 	for _, ev := range []string{"login", "view", "buy"} {
-		add(0, 2, savepoint.Entry{Key: str("alice"), Value: str(ev)})
+		add(events, savepoint.Entry{Key: str("alice"), Value: str(ev)})
 	}
-	add(0, 2, savepoint.Entry{Key: str("bob"), Value: str("login")})
-	add(0, 3, savepoint.Entry{Key: str("alice"), Namespace: window(0, 60_000), Value: i64(5)})
-	add(0, 3, savepoint.Entry{Key: str("alice"), Namespace: window(60_000, 120_000), Value: i64(7)})
-	add(0, 3, savepoint.Entry{Key: str("dave"), Namespace: window(0, 60_000), Value: i64(1)})
+	add(events, savepoint.Entry{Key: str("bob"), Value: str("login")})
+	add(clicks, savepoint.Entry{Key: str("alice"), Namespace: window(0, 60_000), Value: i64(5)})
+	add(clicks, savepoint.Entry{Key: str("alice"), Namespace: window(60_000, 120_000), Value: i64(7)})
+	add(clicks, savepoint.Entry{Key: str("dave"), Namespace: window(0, 60_000), Value: i64(1)})
 	for _, t := range []struct {
 		key string
 		at  int64
 	}{{"alice", 30 * 60_000}, {"bob", hour}, {"dave", 10 * 60_000}, {"dave", 20 * 60_000}} {
-		add(0, 4, savepoint.Entry{Key: str(t.key), Timestamp: demoNow + t.at})
+		add(sessionEnd, savepoint.Entry{Key: str(t.key), Timestamp: demoNow + t.at})
 	}
-	add(1, 0, savepoint.Entry{Key: i64(42), Value: i64(1_500_000)})
-	add(1, 0, savepoint.Entry{Key: i64(7), Value: i64(250_000)})
+	add(usdTotal, savepoint.Entry{Key: i64(42), Value: i64(1_500_000)})
+	add(usdTotal, savepoint.Entry{Key: i64(7), Value: i64(250_000)})
 	return e
 }

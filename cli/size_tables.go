@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/sizing"
 )
 
@@ -18,7 +19,7 @@ func writeSizeReport(w io.Writer, rep *sizing.Report) error {
 	if rep.FromPlan {
 		fmt.Fprintf(w, "Plan %s (estimates)\n", rep.Source)
 	} else {
-		fmt.Fprintf(w, "Savepoint %s, TTL ages at %s\n", rep.Source, formatTime(rep.Now))
+		fmt.Fprintf(w, "Savepoint %s, TTL ages at %s\n", rep.Source, formatTime(int64(rep.Now)))
 	}
 	if o := rep.HeapOverhead; o != nil {
 		fmt.Fprintf(w, "  heap: %s × the serialized bytes (the plan's heapOverhead)\n", factors(*o))
@@ -134,7 +135,7 @@ func sizeSlotTable(w io.Writer, rep *sizing.Report) error {
 }
 
 func sizeAgeTable(w io.Writer, rep *sizing.Report) error {
-	s := section(w, "TTL ages at "+formatTime(rep.Now)+" (share of the TTL)", "OPERATOR", "STATE", "TTL",
+	s := section(w, "TTL ages at "+formatTime(int64(rep.Now))+" (share of the TTL)", "OPERATOR", "STATE", "TTL",
 		"0-25%", "25-50%", "50-75%", "75-100%", "100-200%", ">=200%", "FUTURE", "PAST TTL")
 	for _, op := range rep.Operators {
 		for _, st := range op.States {
@@ -142,7 +143,7 @@ func sizeAgeTable(w io.Writer, rep *sizing.Report) error {
 			if a == nil {
 				continue
 			}
-			row := []any{op.UID, st.Name, formatMillis(a.TTLMillis)}
+			row := []any{op.UID, st.Name, jsonvalue.Duration(a.TTLMillis)}
 			for _, b := range a.Buckets {
 				row = append(row, count(b))
 			}

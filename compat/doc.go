@@ -3,6 +3,11 @@
 // states, timer services, operator states and broadcast states, each with a
 // verdict and a reason.
 //
+// A reason names every incompatibility of a state, not only the first, and
+// what a restore accepts as it is (a TTL of another length, another
+// parallelism), so that a verdict of compatible as is still says what
+// changed. Every refusal wraps ErrIncompatible.
+//
 // The engine applies these decisions when it restores (engine.Run and each
 // backend's Restore) and stops at the first that refuses; stateproc check
 // reports all of them and stateproc migrate acts on them. All three call

@@ -2,6 +2,7 @@ package compat
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -56,6 +57,8 @@ func CheckOperator(saved *savepoint.Operator, d *Declared, opts Options) []Findi
 	op := Finding{Operator: saved.UID, What: Operator, Verdict: AsIs, Saved: -1, Declared: -1}
 	if reason := operatorProblem(saved, d); reason != "" {
 		op.Verdict, op.Reason = Incompatible, reason
+	} else {
+		op.Reason = strings.Join(operatorChanges(saved, d), "; ")
 	}
 	fs := []Finding{op}
 	fs = append(fs, CheckKeyed(saved, d.States, d.Timers, opts)...)
@@ -63,19 +66,37 @@ func CheckOperator(saved *savepoint.Operator, d *Declared, opts Options) []Findi
 		names(saved.OperatorStates, func(s savepoint.OperatorState) string { return s.Name }),
 		names(d.OperatorStates, func(s savepoint.OperatorState) string { return s.Name }),
 		func(i, j int) serializers.Compatibility {
-			return mustStay("element", saved.OperatorStates[i].Element, d.OperatorStates[j].Element)
+			s, n := &saved.OperatorStates[i], &d.OperatorStates[j]
+			c := mustStay("element", s.Element, n.Element)
+			if s.Distribution != n.Distribution {
+				c = noted(c, []string{fmt.Sprintf("redistribution changed from %v to %v", s.Distribution, n.Distribution)})
+			}
+			return c
 		})...)
 	fs = append(fs, match(saved.UID, BroadcastState, opts,
 		names(saved.BroadcastStates, func(s savepoint.BroadcastState) string { return s.Name }),
 		names(d.BroadcastStates, func(s savepoint.BroadcastState) string { return s.Name }),
 		func(i, j int) serializers.Compatibility {
 			s, n := &saved.BroadcastStates[i], &d.BroadcastStates[j]
-			if c := mustStay("key", s.Key, n.Key); c.Verdict != serializers.CompatibleAsIs {
-				return c
-			}
-			return mustStay("value", s.Value, n.Value)
+			return both(mustStay("key", s.Key, n.Key), mustStay("value", s.Value, n.Value))
 		})...)
 	return fs
+}
+
+// operatorChanges names what a restore accepts as it is: another
+// parallelism (key groups are handed out anew), another name.
+func operatorChanges(saved *savepoint.Operator, d *Declared) []string {
+	var out []string
+	if saved.Name != d.Name && d.Name != "" {
+		out = append(out, fmt.Sprintf("name changed from %q to %q", saved.Name, d.Name))
+	}
+	if saved.Parallelism != d.Parallelism && d.Parallelism > 0 {
+		out = append(out, fmt.Sprintf("parallelism changed from %d to %d", saved.Parallelism, d.Parallelism))
+	}
+	if !d.MaxParallelismSet && d.MaxParallelism != 0 && d.MaxParallelism != saved.MaxParallelism {
+		out = append(out, fmt.Sprintf("max parallelism %d kept from the savepoint (the job's default is %d)", saved.MaxParallelism, d.MaxParallelism))
+	}
+	return out
 }
 
 // operatorProblem says why a savepoint operator cannot be restored into the

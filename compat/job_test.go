@@ -128,3 +128,71 @@ func TestVerdictNames(t *testing.T) {
 		}
 	}
 }
+
+// What a restore accepts as it is, it still names: a check that says
+// nothing about a TTL of another length hides a change of behaviour.
+func TestAcceptedChangesAreNamed(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(ops []Declared)
+		where  string
+		reason string
+	}{
+		{"TTL length", func(ops []Declared) { c := ttl.New(2 * time.Hour); ops[0].States[0].TTL = &c }, `operator "keyed" state "counts"`, "TTL changed from 168h to 2h"},
+		{"TTL rules", func(ops []Declared) {
+			c := ttl.New(7 * 24 * time.Hour)
+			c.Update, c.Visibility, c.CleanupFullSnapshot, c.CleanupIncremental, c.SweepBudget = ttl.OnReadAndWrite, ttl.ReturnExpiredIfNotCleanedUp, true, 10, 1000
+			ops[0].States[0].TTL = &c
+		}, `operator "keyed" state "counts"`, "TTL update type changed from OnCreateAndWrite to OnReadAndWrite; TTL visibility changed from NeverReturnExpired to ReturnExpiredIfNotCleanedUp; " +
+			"TTL cleanup in full snapshots turned on; TTL incremental cleanup changed from 0 to 10 entries per access; TTL sweep budget changed from 0 to 1000 entries per step"},
+		{"parallelism", func(ops []Declared) { ops[0].Parallelism = 4 }, `operator "keyed"`, "parallelism changed from 2 to 4"},
+		{"redistribution", func(ops []Declared) { ops[1].OperatorStates[0].Distribution = savepoint.Union }, `operator "plain" operator state "offsets"`, "redistribution changed from even-split to union"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []Finding
+			for _, f := range CheckJob(savedJob(), declare(c.change), Options{}) {
+				if f.Reason != "" {
+					got = append(got, f)
+				}
+			}
+			if len(got) != 1 || got[0].Where() != c.where || got[0].Verdict != AsIs || got[0].Reason != c.reason {
+				t.Fatalf("got %v, want %s: compatible as is: %s", got, c.where, c.reason)
+			}
+		})
+	}
+}
+
+// Every incompatibility of a state is named, not only the first.
+func TestEveryIncompatibilityIsNamed(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(ops []Declared)
+		where  string
+		reason string
+	}{
+		{"map key and value", func(ops []Declared) {
+			ops[0].States[0].MapKey, ops[0].States[0].Value = snap(serializers.KindBytes), snap(serializers.KindString)
+		}, `operator "keyed" state "counts"`, "map key serializer changed: serializer changed from string to bytes; serializer changed from int64 to string"},
+		{"namespace and value", func(ops []Declared) {
+			ops[0].States[0].Namespace, ops[0].States[0].Value = snap(serializers.KindWindow), snap(serializers.KindString)
+		}, `operator "keyed" state "counts"`, "namespace serializer changed: serializer changed from void to window; serializer changed from int64 to string"},
+		{"kind and namespace", func(ops []Declared) {
+			ops[0].States[0].Kind, ops[0].States[0].Namespace = savepoint.List, snap(serializers.KindWindow)
+		}, `operator "keyed" state "counts"`, "state kind changed from map to list; namespace serializer changed: serializer changed from void to window"},
+		{"broadcast key and value", func(ops []Declared) {
+			ops[1].BroadcastStates[0].Key, ops[1].BroadcastStates[0].Value = snap(serializers.KindBytes), snap(serializers.KindInt64)
+		}, `operator "plain" broadcast state "rules"`, "key serializer changed: serializer changed from string to bytes; value serializer changed: serializer changed from string to int64"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []Finding
+			for _, f := range CheckJob(savedJob(), declare(c.change), Options{}) {
+				if f.Verdict != AsIs {
+					got = append(got, f)
+				}
+			}
+			if len(got) != 1 || got[0].Where() != c.where || got[0].Verdict != Incompatible || got[0].Reason != c.reason {
+				t.Fatalf("got %v, want %s: incompatible: %s", got, c.where, c.reason)
+			}
+		})
+	}
+}

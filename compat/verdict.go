@@ -56,7 +56,9 @@ type Finding struct {
 	// Name is the state's name; empty for an operator.
 	Name    string
 	Verdict Verdict
-	// Reason says why, unless the verdict is AsIs or New.
+	// Reason says why, unless the verdict is New. For AsIs it names what
+	// changed and is accepted as it is (a TTL's length, the parallelism), or
+	// is empty.
 	Reason string
 	// DataDependent qualifies AfterMigration: the values that use what the
 	// job's serializer removed cannot be migrated (see

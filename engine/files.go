@@ -3,14 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
-)
 
-// castagnoli is the CRC-32C table: the checksum of every file an
-// incremental checkpoint lists, as of every block of the snapshot format.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	"github.com/stateproc/stateproc/internal/crc"
+)
 
 // linkOrCopy puts the file src at dst, which must not exist: as a hard link
 // when both lie on one file system, which writes no data, and as a copy
@@ -37,7 +34,7 @@ func checksum(path string, sync bool) (uint32, error) {
 			return 0, err
 		}
 	}
-	h := crc32.New(castagnoli)
+	h := crc.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return 0, fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -46,7 +43,7 @@ func checksum(path string, sync bool) (uint32, error) {
 
 // copyFile copies src to a new file dst and returns the CRC-32C of what it
 // wrote. A failed copy leaves no dst behind.
-func copyFile(src, dst string, sync bool) (crc uint32, err error) {
+func copyFile(src, dst string, sync bool) (sum uint32, err error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, err
@@ -64,7 +61,7 @@ func copyFile(src, dst string, sync bool) (crc uint32, err error) {
 			os.Remove(dst)
 		}
 	}()
-	h := crc32.New(castagnoli)
+	h := crc.New()
 	if _, err := io.Copy(io.MultiWriter(out, h), in); err != nil {
 		return 0, fmt.Errorf("copying %s to %s: %w", src, dst, err)
 	}

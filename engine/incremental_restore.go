@@ -30,7 +30,7 @@ func openSource(ctx context.Context, dir, work string) (src savepoint.Source, re
 		return nil, nil, nil, err
 	}
 	if !ok {
-		return r.Source(), func() error { return nil }, r.Close, nil
+		return r, func() error { return nil }, r.Close, nil
 	}
 	cs, err := openCheckpoint(ctx, r, m, dir, work)
 	if err != nil {
@@ -141,19 +141,18 @@ func materialize(ctx context.Context, root, dir string, files []nativeFile) erro
 
 func (cs *checkpointSource) Metadata() *savepoint.Metadata { return cs.canonical.Metadata() }
 
-func (cs *checkpointSource) Entries(ctx context.Context, op, ref int, kgs keygroup.Range) savepoint.EntryIterator {
+func (cs *checkpointSource) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
 	if cs.native == nil {
 		return savepoint.Failed(errors.New("engine: the checkpoint's databases are closed"))
 	}
-	set, ok := cs.native[op]
+	set, ok := cs.native[ref.Operator]
 	if !ok {
-		return cs.canonical.Source().Entries(ctx, op, ref, kgs)
+		return cs.canonical.Entries(ctx, ref, kgs)
 	}
-	name, ok := cs.Metadata().Operators[op].RefName(ref)
-	if !ok {
-		return savepoint.Failed(fmt.Errorf("engine: operator %q has no state or timer service %d", cs.Metadata().Operators[op].UID, ref))
+	if err := cs.Metadata().Check(ref); err != nil {
+		return savepoint.Failed(fmt.Errorf("engine: %w", err))
 	}
-	return set.Entries(ctx, name, kgs)
+	return set.Entries(ctx, cs.Metadata().RefName(ref), kgs)
 }
 
 // Close closes the databases and the canonical part, and removes the

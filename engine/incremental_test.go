@@ -237,11 +237,11 @@ func readSavepointState(t *testing.T, dir string) map[string]string {
 	if !ok {
 		t.Fatal("no upsert operator in the savepoint")
 	}
-	ref, ok := state.Ref(op, upsertState.Spec().Name)
+	ref, ok := state.Ref(operatorIndex(r.Metadata(), "upsert"), op, upsertState.Spec().Name)
 	if !ok {
 		t.Fatal("no value state in the savepoint")
 	}
-	it := r.Source().Entries(context.Background(), operatorIndex(r.Metadata(), "upsert"), ref, keygroup.All(op.MaxParallelism))
+	it := r.Entries(context.Background(), ref, keygroup.All(op.MaxParallelism))
 	defer it.Close()
 	got := map[string]string{}
 	for it.Next() {

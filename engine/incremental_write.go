@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path"
@@ -11,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/stateproc/stateproc/engine/pebblebackend"
+	"github.com/stateproc/stateproc/internal/crc"
 )
 
 // snapshotNative is the part of a Pebble subtask in an incremental
@@ -101,7 +101,7 @@ func copyToStaging(ctx context.Context, st *countingStaging, src, name string) (
 	if err != nil {
 		return 0, 0, err
 	}
-	h := crc32.New(castagnoli)
+	h := crc.New()
 	n, err := io.Copy(io.MultiWriter(out, h), in)
 	if cerr := out.Close(); err == nil {
 		err = cerr

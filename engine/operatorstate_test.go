@@ -3,19 +3,19 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 var (
@@ -203,10 +203,6 @@ func TestOperatorListStateInManifestAndToolkit(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	jobFile := filepath.Join(dir, "job.json")
-	if err := os.WriteFile(jobFile, manifest.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	back, err := savepoint.ReadManifest(bytes.NewReader(manifest.Bytes()))
 	if err != nil {
 		t.Fatal(err)
@@ -232,37 +228,40 @@ func TestOperatorListStateInManifestAndToolkit(t *testing.T) {
 	if _, err := Run(context.Background(), tallyJob(2, newTallies()), RunOptions{StopAfter: 600, SavepointDir: sp}); err != nil {
 		t.Fatal(err)
 	}
-	stateproc := func(args ...string) string {
-		t.Helper()
-		var out, errOut bytes.Buffer
-		if code := cli.Main(context.Background(), args, &out, &errOut); code != 0 {
-			t.Fatalf("stateproc %s: exit %d: %s", strings.Join(args, " "), code, errOut.Bytes())
-		}
-		return out.String()
-	}
-	var rep struct {
-		OperatorStates []struct {
-			Operator, Name, Distribution, Type string
-			Entries                            uint64
-		} `json:"operator_states"`
-	}
-	if err := json.Unmarshal([]byte(stateproc("inspect", "-o", "json", sp)), &rep); err != nil {
+	// What the tools read of the savepoint: the operator states with
+	// their distributions and elements, and a verdict of as is against the
+	// job's own manifest.
+	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(sp))
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
+	tallyOp, ok := r.Metadata().Operator("tally")
+	if !ok {
+		t.Fatal("no operator tally in the savepoint")
+	}
 	var got []string
-	for _, s := range rep.OperatorStates {
-		if s.Operator == "tally" {
-			got = append(got, fmt.Sprintf("%s %s %s %d", s.Name, s.Distribution, s.Type, s.Entries))
+	for _, s := range tallyOp.OperatorStates {
+		n := 0
+		for _, sub := range s.Subtasks {
+			n += len(sub)
 		}
+		got = append(got, fmt.Sprintf("%s %s %s %d", s.Name, s.Distribution, s.Element, n))
 	}
 	if want := []string{"records even-split int64 2", "keys-seen union string 11", "subtask-clock union avro:stateproc.engine.SubtaskClock 2"}; !slices.Equal(got, want) {
-		t.Errorf("inspect shows tally operator states %q, want %q", got, want)
+		t.Errorf("the savepoint holds tally operator states %q, want %q", got, want)
 	}
-	if out := stateproc("dump", sp, "--operator", "tally", "--state", "records"); strings.Count(out, `"subtask":`) != 2 {
-		t.Errorf("dump of the even-split state, one element per subtask:\n%s", out)
+	if sub := tallyOp.OperatorStates[0].Subtasks; len(sub) != 2 || len(sub[0]) != 1 || len(sub[1]) != 1 {
+		t.Errorf("the even-split state holds %d subtasks' lists, want one element per subtask", len(sub))
 	}
-	if out := stateproc("check", sp, "--job", jobFile); !strings.Contains(out, "restorable as is") {
-		t.Errorf("check against the job's own manifest:\n%s", out)
+	var declared []compat.Declared
+	for i, o := range ops {
+		declared = append(declared, compat.Declared{Operator: o, MaxParallelismSet: back.Operators[i].MaxParallelismSet})
+	}
+	for _, f := range compat.CheckJob(r.Metadata(), declared, compat.Options{}) {
+		if f.Verdict != compat.AsIs {
+			t.Errorf("against the job's own manifest: %s %s %s: %v (%s)", f.Operator, f.What, f.Name, f.Verdict, f.Reason)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
@@ -101,7 +102,7 @@ func (t *task) restoreKeyed() error {
 // that failed.
 func unrestorable(err error) bool {
 	for _, e := range []error{snapshotfmt.ErrCorrupt, snapshotfmt.ErrNotSavepoint, snapshotfmt.ErrNewerVersion, snapshotfmt.ErrUnsupportedVersion,
-		ErrCorruptCheckpoint, ErrRestore, state.ErrIncompatible, state.ErrNotRestored} {
+		ErrCorruptCheckpoint, ErrRestore, compat.ErrIncompatible, state.ErrNotRestored} {
 		if errors.Is(err, e) {
 			return true
 		}

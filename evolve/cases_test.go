@@ -17,6 +17,7 @@ import (
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/evolve"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -54,9 +55,16 @@ func evolveCases() []evolveCase {
 		{name: "field-added-with-default", verdict: after, reason: "field Request.region added with a default"},
 		{name: "field-removed", verdict: after, reason: "field Request.note removed", backend: engine.Pebble},
 		{name: "field-renamed-alias", verdict: after, reason: "field Request.tokens renamed to prompt_tokens"},
-		{name: "promotions", verdict: after, reason: "Request.a: int promoted to long; Request.b: int promoted to float; Request.c: int promoted to double; and 3 more changes"},
-		{name: "string-bytes", verdict: after, reason: "Request.s: string promoted to bytes; Request.b: bytes promoted to string", backend: engine.Pebble},
-		{name: "enum-symbol-added", verdict: after, reason: "Request.tier: enum stateproc.test.Tier symbols changed"},
+		{name: "promotions", verdict: after, reason: "Request.a: int promoted to long; Request.b: int promoted to float; Request.c: int promoted to double; Request.d: long promoted to float; Request.e: long promoted to double; Request.f: float promoted to double"},
+		{name: "string-bytes", verdict: after, reason: "Request.b: bytes promoted to string: values that are not UTF-8 have no reading; Request.s: string promoted to bytes", dataDependent: true, backend: engine.Pebble},
+		{name: "enum-symbol-added", verdict: after, reason: "Request.tier: enum stateproc.test.Tier symbol ENTERPRISE added"},
+		// A removed symbol that no stored value uses: as a removed union
+		// branch, it fails only values that use it.
+		{name: "enum-symbol-removed-unused", file: "enum-symbol-removed", data: "enum-symbol-removed.unused", verdict: after, reason: "Request.tier: enum stateproc.test.Tier symbol ENTERPRISE removed: values that use it have no reading", dataDependent: true, backend: engine.Pebble},
+		// A null value of a generic Avro state: written, snapshotted,
+		// restored, read and migrated on both backends.
+		{name: "null-values-heap", file: "null-values", data: "null-values.data", verdict: after, reason: "union branches changed"},
+		{name: "null-values-pebble", file: "null-values", data: "null-values.data", verdict: after, reason: "union branches changed", backend: engine.Pebble},
 		{name: "union-widened", verdict: after, reason: "Request.note: union branches changed"},
 		{name: "nested-records", verdict: after, reason: "field Request.meta.zone added with a default", backend: engine.Pebble},
 		{name: "ttl-on", file: "ttl", ttlNew: true, verdict: after, reason: "TTL turned on; Request.tokens: int promoted to long"},
@@ -66,12 +74,14 @@ func evolveCases() []evolveCase {
 		{name: "union-narrowed-unused", file: "union-narrowed", data: "union-narrowed.unused", verdict: after, reason: "Request.note: union narrowed: long matches no branch of the reader union", dataDependent: true},
 
 		{name: "field-added-without-default", verdict: incompatible, reason: "field Request.region added without a default"},
-		{name: "enum-symbol-removed", verdict: incompatible, reason: "Request.tier: enum symbol ENTERPRISE removed"},
+		{name: "enum-symbol-removed", verdict: incompatible, reason: "Request.tier: enum symbol ENTERPRISE is not in the new schema (first at key group ",
+			dataDependent: true, expectUnreadable: true},
+		{name: "several-incompatible", verdict: incompatible, reason: "field Request.region added without a default; Request.tokens: type change long→int cannot be promoted", backend: engine.Pebble},
 		{name: "no-promotion", verdict: incompatible, reason: "Request.tokens: type change long→int cannot be promoted", backend: engine.Pebble},
 		{name: "logical-type-changed", verdict: incompatible, reason: "Request.ts: logical type changed (timestamp-millis → timestamp-micros)"},
 		{name: "key-type-changed", keyed: true, verdict: incompatible, reason: "key serializer changed: field Key.region added with a default (keys cannot be migrated: their bytes decide their key groups)"},
 		{name: "map-key-type-changed", mapKeyd: true, verdict: incompatible, reason: "map key serializer changed: Key.tenant: string promoted to bytes"},
-		{name: "union-narrowed-used", file: "union-narrowed", verdict: incompatible, reason: "serializers: value has no reading in the new serializer: avro: Request.note: union narrowed: long matches no branch of the reader union",
+		{name: "union-narrowed-used", file: "union-narrowed", verdict: incompatible, reason: "Request.note: union narrowed: long matches no branch of the reader union (first at key group ",
 			dataDependent: true, expectUnreadable: true, backend: engine.Pebble},
 	}
 }
@@ -272,6 +282,12 @@ func TestCasesAgree(t *testing.T) {
 			if (it.Unreadable != nil) != c.expectUnreadable {
 				t.Fatalf("check: unreadable value %v", it.Unreadable)
 			}
+			if it.Unreadable != nil && !strings.Contains(it.Reason, "key "+it.Unreadable.Key+":") {
+				t.Fatalf("check: the reason %q does not name the key %s that has the value", it.Reason, it.Unreadable.Key)
+			}
+			if it.DataDependent != c.dataDependent {
+				t.Fatalf("check: data dependent %v", it.DataDependent)
+			}
 			if rep.Restorable != (c.verdict != compat.Incompatible) {
 				t.Fatalf("check: restorable %v", rep.Restorable)
 			}
@@ -288,7 +304,7 @@ func TestCasesAgree(t *testing.T) {
 				if c.dataDependent != errors.Is(engineErr, serializers.ErrUnreadable) {
 					t.Fatalf("engine: %v", engineErr)
 				}
-				if !errors.Is(migrateErr, evolve.ErrIncompatible) {
+				if !errors.Is(migrateErr, compat.ErrIncompatible) {
 					t.Fatalf("migrate: %v, want a refusal", migrateErr)
 				}
 				if _, err := os.Stat(migrated); !errors.Is(err, os.ErrNotExist) {
@@ -305,7 +321,7 @@ func TestCasesAgree(t *testing.T) {
 				t.Fatalf("migrate: %v", migrateErr)
 			}
 			mr := openSavepoint(t, migrated)
-			if err := mr.Verify(context.Background()); err != nil {
+			if err := sptest.Verify(mr); err != nil {
 				t.Fatal(err)
 			}
 			again, err := evolve.Check(context.Background(), mr, tg, evolve.Options{})

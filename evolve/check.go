@@ -2,13 +2,12 @@ package evolve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/serializers"
 )
 
 // Options configure Check and Migrate.
@@ -29,14 +28,10 @@ func (o Options) workers() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// ErrIncompatible is wrapped by Migrate's refusal of a savepoint that the
-// target cannot restore.
-var ErrIncompatible = errors.New("evolve: the job cannot restore the savepoint")
-
 // Check decides whether the target's job can restore the savepoint in r,
 // item by item. It reads values only of the states whose migration depends
 // on the data.
-func Check(ctx context.Context, r *snapshotfmt.Reader, t Target, opts Options) (*Report, error) {
+func Check(ctx context.Context, r savepoint.Source, t Target, opts Options) (*Report, error) {
 	rep := decide(r.Metadata(), t, opts)
 	if err := settleAll(ctx, r, t, rep, opts.workers()); err != nil {
 		return nil, err
@@ -48,7 +43,8 @@ func Check(ctx context.Context, r *snapshotfmt.Reader, t Target, opts Options) (
 func decide(meta *savepoint.Metadata, t Target, opts Options) *Report {
 	rep := &Report{Target: t.Name, Restorable: true}
 	for _, f := range compat.CheckJob(meta, t.Operators, compat.Options{AllowNonRestoredState: opts.AllowNonRestoredState}) {
-		it := Item{Operator: f.Operator, What: f.What, Name: f.Name, Verdict: f.Verdict, Reason: f.Reason, finding: f}
+		it := Item{Operator: f.Operator, What: f.What, Name: f.Name, Verdict: f.Verdict, Reason: f.Reason,
+			DataDependent: f.DataDependent && f.Verdict == compat.AfterMigration, finding: f}
 		if f.What == compat.KeyedState {
 			it.Kind = keyedState(meta, t, &f).Kind.String()
 		}
@@ -59,7 +55,7 @@ func decide(meta *savepoint.Metadata, t Target, opts Options) *Report {
 }
 
 // settleAll settles every item whose verdict depends on the data.
-func settleAll(ctx context.Context, r *snapshotfmt.Reader, t Target, rep *Report, workers int) error {
+func settleAll(ctx context.Context, r savepoint.Source, t Target, rep *Report, workers int) error {
 	for i := range rep.Items {
 		if it := &rep.Items[i]; it.finding.DataDependent && it.Verdict == compat.AfterMigration {
 			if err := settle(ctx, r, t, it, workers); err != nil {
@@ -73,18 +69,18 @@ func settleAll(ctx context.Context, r *snapshotfmt.Reader, t Target, rep *Report
 
 // settle reads the values of a state whose migration depends on the data,
 // and makes it incompatible if one cannot be migrated.
-func settle(ctx context.Context, r *snapshotfmt.Reader, t Target, it *Item, workers int) error {
+func settle(ctx context.Context, r savepoint.Source, t Target, it *Item, workers int) error {
 	op, saved, declared := pair(r.Metadata(), t, &it.finding)
 	conv, err := compat.Converter(saved, declared, 0)
 	if err != nil {
 		return err
 	}
-	u, err := firstUnreadable(ctx, r, op, it.finding.Saved, conv, workers)
+	u, err := firstUnreadable(ctx, r, savepoint.StateRef{Operator: op, State: it.finding.Saved}, conv, workers)
 	if err != nil || u == nil {
 		return err
 	}
 	it.Verdict, it.Unreadable = compat.Incompatible, &u.at
-	it.Reason = fmt.Sprintf("%v (first at %s)", u.err, &u.at)
+	it.Reason = fmt.Sprintf("%s (first at %s)", serializers.Detail(u.err), &u.at)
 	return nil
 }
 

@@ -105,7 +105,7 @@ func TestJobChangesAgree(t *testing.T) {
 				case !c.notClaims && !strings.Contains(engineErr.Error(), found.Reason):
 					t.Fatalf("engine: %v; check: %s", engineErr, found.Reason)
 				}
-				if _, err := evolve.Migrate(context.Background(), r, sp, tg, evolve.MigrateOptions{Options: opts}, rewrite.Options{Out: migrated}); !errors.Is(err, evolve.ErrIncompatible) {
+				if _, err := evolve.Migrate(context.Background(), r, sp, tg, evolve.MigrateOptions{Options: opts}, rewrite.Options{Out: migrated}); !errors.Is(err, compat.ErrIncompatible) {
 					t.Fatalf("migrate: %v", err)
 				}
 				if _, err := os.Stat(migrated); !errors.Is(err, os.ErrNotExist) {

@@ -3,16 +3,15 @@ package evolve
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // MigrateOptions configure Migrate.
@@ -28,23 +27,23 @@ type MigrateOptions struct {
 // Migrate rewrites the savepoint src, read from the directory input, into
 // out.Out for the target, so that the target's job restores it as it is.
 // It refuses, before writing anything, a savepoint that Check does not find
-// restorable (ErrIncompatible, with the report), and a state that gains TTL
+// restorable (compat.ErrIncompatible, with the report), and a state that gains TTL
 // without opts.HasNow (rewrite.ErrRefused). What the target does not
 // declare, which opts.AllowNonRestoredState lets pass, is left out; what
 // only the target declares is not added, since it starts empty.
-func Migrate(ctx context.Context, src *snapshotfmt.Reader, input string, t Target, opts MigrateOptions, out rewrite.Options) (*Report, error) {
+func Migrate(ctx context.Context, src savepoint.Source, input string, t Target, opts MigrateOptions, out rewrite.Options) (*Report, error) {
 	meta := src.Metadata()
 	// The cheap refusals first: the schemas, the flags, the target; then
 	// the reading of the states whose migration depends on their values.
 	rep := decide(meta, t, opts.Options)
 	if !rep.Restorable {
-		return rep, fmt.Errorf("%w: %d incompatible", ErrIncompatible, len(rep.Incompatible()))
+		return rep, notRestorable(rep)
 	}
 	if gains := gainTTL(meta, t, rep); len(gains) > 0 {
 		if !opts.HasNow {
 			return nil, rewrite.Refusef("TTL is turned on for %s: give --now, the last-modified time of the values", strings.Join(gains, ", "))
 		}
-		rep.Now = opts.Now
+		rep.Now = jsonvalue.Instant(opts.Now)
 	}
 	if out.Out != "" {
 		if err := rewrite.CheckTarget(input, out.Out, out.Force); err != nil {
@@ -55,29 +54,36 @@ func Migrate(ctx context.Context, src *snapshotfmt.Reader, input string, t Targe
 		return nil, err
 	}
 	if !rep.Restorable {
-		return rep, fmt.Errorf("%w: %d incompatible", ErrIncompatible, len(rep.Incompatible()))
+		return rep, notRestorable(rep)
 	}
 	m, err := newMapping(meta, t, rep, opts.Now)
 	if err != nil {
 		return nil, err
 	}
-	plans := rewrite.SameLayout(src, m.place)
+	plans, err := rewrite.SameLayout(ctx, src, m.place)
+	if err != nil {
+		return nil, err
+	}
 	size := rewrite.PlannedBytes(plans)
 	if !out.DryRun {
-		if out.Writer, err = rewrite.WriterOptions(src); err != nil {
+		if out.Writer, err = rewrite.WriterOptions(ctx, src); err != nil {
 			return nil, err
 		}
 		out.Need = size
 	}
 	meter := rewrite.NewMeter(size, out.Progress)
-	err = rewrite.Execute(ctx, src, input, m.metadata(input, t, rep), out, func(ctx context.Context, o *rewrite.Output) error {
-		return rewrite.WriteFiles(ctx, src, o.Writer(), plans, opts.workers(), meter)
+	err = rewrite.Execute(ctx, input, m.metadata(input, t, rep), out, func(ctx context.Context, o *rewrite.Output) error {
+		return rewrite.WriteFiles(ctx, src, o, plans, opts.workers(), meter)
 	})
 	if err != nil {
 		return nil, err
 	}
 	m.count(rep, plans)
 	return rep, nil
+}
+
+func notRestorable(rep *Report) error {
+	return fmt.Errorf("evolve: the job cannot restore the savepoint: %w: %d items", compat.ErrIncompatible, len(rep.Incompatible()))
 }
 
 // gainTTL names the states that gain TTL in the migration.
@@ -99,13 +105,12 @@ func gainTTL(meta *savepoint.Metadata, t Target, rep *Report) []string {
 type mapping struct {
 	in  *savepoint.Metadata
 	ops []savepoint.Operator // the output's
-	// op maps an input operator to its index in the output, or -1; ref maps
-	// (input operator, ref) to the ref in the output, or -1.
-	op  []int
-	ref [][]int
-	// conv holds the rewrites of the migrated states, by (input operator,
-	// ref), with what they count.
-	conv map[[2]int]*conversion
+	// ref maps an input state or timer service to its ref in the output;
+	// what is not there is left out.
+	ref map[savepoint.StateRef]savepoint.StateRef
+	// conv holds the rewrites of the migrated states, by input ref, with
+	// what they count.
+	conv map[savepoint.StateRef]*conversion
 }
 
 type conversion struct {
@@ -115,14 +120,10 @@ type conversion struct {
 }
 
 func newMapping(meta *savepoint.Metadata, t Target, rep *Report, now int64) (*mapping, error) {
-	m := &mapping{in: meta, op: make([]int, len(meta.Operators)), ref: make([][]int, len(meta.Operators)), conv: map[[2]int]*conversion{}}
+	m := &mapping{in: meta, ref: map[savepoint.StateRef]savepoint.StateRef{}, conv: map[savepoint.StateRef]*conversion{}}
 	for i := range meta.Operators {
-		saved := &meta.Operators[i]
-		m.op[i] = -1
-		m.ref[i] = slices.Repeat([]int{-1}, len(saved.States)+len(saved.Timers))
-		if d := declaredOperator(t, saved.UID); d != nil {
-			m.op[i] = len(m.ops)
-			m.ops = append(m.ops, m.operator(i, d))
+		if d := declaredOperator(t, meta.Operators[i].UID); d != nil {
+			m.ops = append(m.ops, m.operator(i, len(m.ops), d))
 		}
 	}
 	for _, it := range rep.Items {
@@ -134,16 +135,16 @@ func newMapping(meta *savepoint.Metadata, t Target, rep *Report, now int64) (*ma
 		if err != nil {
 			return nil, err
 		}
-		m.conv[[2]int{op, it.finding.Saved}] = &conversion{migrate: conv, key: keyPrinter(meta.Operators[op].Key)}
+		m.conv[savepoint.StateRef{Operator: op, State: it.finding.Saved}] = &conversion{migrate: conv, key: keyPrinter(meta.Operators[op].Key)}
 	}
 	return m, nil
 }
 
-// operator is input operator i as the output holds it: the states, timer
-// services, operator states and broadcast states that d declares, with d's
-// serializers and TTL; the rest, and the operator's parallelism and max
-// parallelism, as they were.
-func (m *mapping) operator(i int, d *compat.Declared) savepoint.Operator {
+// operator is input operator i as the output holds it, at index out: the
+// states, timer services, operator states and broadcast states that d
+// declares, with d's serializers and TTL; the rest, and the operator's
+// parallelism and max parallelism, as they were.
+func (m *mapping) operator(i, out int, d *compat.Declared) savepoint.Operator {
 	saved := &m.in.Operators[i]
 	op := *saved
 	if saved.Keyed() && d.Keyed() {
@@ -152,14 +153,14 @@ func (m *mapping) operator(i int, d *compat.Declared) savepoint.Operator {
 	op.States, op.Timers, op.OperatorStates, op.BroadcastStates = nil, nil, nil, nil
 	for ref, s := range saved.States {
 		if ds, ok := d.State(s.Name); ok {
-			m.ref[i][ref] = len(op.States)
+			m.ref[savepoint.StateRef{Operator: i, State: ref}] = savepoint.StateRef{Operator: out, State: len(op.States)}
 			s.Namespace, s.MapKey, s.Value, s.TTL = ds.Namespace, ds.MapKey, ds.Value, ds.TTL
 			op.States = append(op.States, s)
 		}
 	}
 	for j, ts := range saved.Timers {
 		if dt, ok := d.TimerService(ts.Name); ok {
-			m.ref[i][len(saved.States)+j] = len(op.States) + len(op.Timers)
+			m.ref[savepoint.StateRef{Operator: i, State: j, Timer: true}] = savepoint.StateRef{Operator: out, State: len(op.Timers), Timer: true}
 			op.Timers = append(op.Timers, *dt)
 		}
 	}
@@ -184,13 +185,13 @@ func (m *mapping) operator(i int, d *compat.Declared) savepoint.Operator {
 
 // place plans one input segment: left out with its state, copied as bytes,
 // or rewritten value by value.
-func (m *mapping) place(seg snapshotfmt.Segment) (rewrite.SegmentPlan, bool) {
-	op, ref := m.op[seg.Operator], m.ref[seg.Operator][seg.Ref]
-	if op < 0 || ref < 0 {
+func (m *mapping) place(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
+	dst, ok := m.ref[seg.Ref]
+	if !ok {
 		return rewrite.SegmentPlan{}, false
 	}
-	p := rewrite.SegmentPlan{Src: seg, Op: op, Ref: ref}
-	if c, ok := m.conv[[2]int{seg.Operator, seg.Ref}]; ok {
+	p := rewrite.SegmentPlan{Src: seg, Dst: dst}
+	if c, ok := m.conv[seg.Ref]; ok {
 		p.Value = c.value
 	}
 	return p, true
@@ -232,7 +233,7 @@ func (m *mapping) metadata(input string, t Target, rep *Report) *savepoint.Metad
 		did += ", left out " + strings.Join(dropped, ", ")
 	}
 	if rep.Now != 0 {
-		did += ", TTL timestamps set to " + time.UnixMilli(rep.Now).UTC().Format("2006-01-02T15:04:05.000Z")
+		did += ", TTL timestamps set to " + time.UnixMilli(int64(rep.Now)).UTC().Format("2006-01-02T15:04:05.000Z")
 	}
 	out := rewrite.DeriveMetadata(input, m.in, did)
 	out.Operators = m.ops
@@ -242,10 +243,10 @@ func (m *mapping) metadata(input string, t Target, rep *Report) *savepoint.Metad
 // count fills in what migrate did with the data of each keyed state and
 // timer service.
 func (m *mapping) count(rep *Report, plans []rewrite.FilePlan) {
-	entries := map[[2]int]uint64{}
+	entries := map[savepoint.StateRef]uint64{}
 	for _, fp := range plans {
 		for _, p := range fp.Segments {
-			entries[[2]int{p.Src.Operator, p.Src.Ref}] += p.Kept
+			entries[p.Src.Ref] += p.Kept
 		}
 	}
 	for i := range rep.Items {
@@ -254,12 +255,7 @@ func (m *mapping) count(rep *Report, plans []rewrite.FilePlan) {
 		if f.What != compat.KeyedState && f.What != compat.TimerService || f.Saved < 0 || f.Declared < 0 {
 			continue
 		}
-		op := operatorIndex(m.in, it.Operator)
-		ref := f.Saved
-		if f.What == compat.TimerService {
-			ref += len(m.in.Operators[op].States)
-		}
-		key := [2]int{op, ref}
+		key := savepoint.StateRef{Operator: operatorIndex(m.in, it.Operator), State: f.Saved, Timer: f.What == compat.TimerService}
 		it.Migrated = &Migrated{Entries: entries[key]}
 		if c, ok := m.conv[key]; ok {
 			it.Migrated.Rewritten = true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/evolve"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -78,12 +79,12 @@ func TestMigrateTTLOnNeedsNow(t *testing.T) {
 	}
 	const now = t0 + 12345
 	rep, err := evolve.Migrate(context.Background(), r, sp, tg, evolve.MigrateOptions{Now: now, HasNow: true}, rewrite.Options{Out: out})
-	if err != nil || rep.Now != now {
+	if err != nil || int64(rep.Now) != now {
 		t.Fatalf("%v, now %d", err, rep.Now)
 	}
 	mr := openSavepoint(t, out)
-	for _, seg := range mr.Segments(1) {
-		if seg.Ref < 3 && (seg.MinTimestamp != now || seg.MaxTimestamp != now) {
+	for _, seg := range sptest.OperatorSegments(t, mr, 1) {
+		if !seg.Ref.Timer && seg.Ref.State < 3 && (seg.MinTimestamp != now || seg.MaxTimestamp != now) {
 			t.Fatalf("segment %+v: timestamps not %d", seg, now)
 		}
 	}
@@ -103,8 +104,8 @@ func TestMigrateCorruptValue(t *testing.T) {
 	r := openSavepoint(t, bad)
 	out := filepath.Join(t.TempDir(), "out")
 	_, err := evolve.Migrate(context.Background(), r, bad, tg, evolve.MigrateOptions{}, rewrite.Options{Out: out})
-	var located *snapshotfmt.Error
-	if !errors.Is(err, snapshotfmt.ErrCorrupt) || !errors.As(err, &located) || located.KeyGroup < 0 || !strings.Contains(err.Error(), `entry 0 of the segment at this offset: the value of key "k-`) {
+	var located *savepoint.Error
+	if !errors.Is(err, savepoint.ErrCorrupt) || !errors.As(err, &located) || located.KeyGroup < 0 || !strings.Contains(err.Error(), `entry 0 of the segment at this offset: the value of key "k-`) {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -134,15 +135,15 @@ func copyWithBadValue(t *testing.T, src, dst string) {
 	}
 	spoiled := false
 	for op := range r.Metadata().Operators {
-		for _, seg := range r.Segments(op) {
-			sw, err := f.Segment(seg.Operator, seg.Ref, seg.KeyGroup)
+		for _, seg := range sptest.OperatorSegments(t, r, op) {
+			sw, err := f.Segment(seg.Ref, seg.KeyGroup)
 			if err != nil {
 				t.Fatal(err)
 			}
-			it := r.Entries(ctx, seg)
+			it := savepoint.SegmentEntries(ctx, r, seg)
 			for it.Next() {
 				e := *it.Entry()
-				if !spoiled && r.Metadata().Operators[op].UID == "op" && seg.Ref == 0 {
+				if !spoiled && r.Metadata().Operators[op].UID == "op" && seg.Ref == (savepoint.StateRef{Operator: op}) {
 					e.Value, spoiled = []byte{0x7f}, true
 				}
 				if err := sw.Add(&e); err != nil {

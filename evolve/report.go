@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/serializers"
 )
 
@@ -18,7 +19,7 @@ type Report struct {
 	Items      []Item `json:"items"`
 	// Now is the last-modified time migrate gave to values whose state
 	// gained TTL; zero when none did.
-	Now int64 `json:"now,omitempty"`
+	Now jsonvalue.Instant `json:"now,omitempty"`
 }
 
 // Item is the verdict on one operator or state.
@@ -29,6 +30,10 @@ type Item struct {
 	Kind     string         `json:"kind,omitempty"`
 	Verdict  compat.Verdict `json:"verdict"`
 	Reason   string         `json:"reason,omitempty"`
+	// DataDependent: the schemas alone did not settle the verdict (a union
+	// branch or enum symbol the new schema removed), so it comes from
+	// reading the stored values.
+	DataDependent bool `json:"data_dependent"`
 	// Unreadable is the first value, in key-group order, that the new
 	// serializer cannot read, which made a state incompatible.
 	Unreadable *Location `json:"unreadable,omitempty"`

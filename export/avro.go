@@ -6,6 +6,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/hamba/avro/v2"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 // An avroColumn is a column compiled from an Avro writer schema: the plan
@@ -22,18 +24,16 @@ type avroCol struct {
 
 // avroColumn compiles schema into a column whose decoder reads one datum.
 func avroColumn(schema, path string) (column, error) {
-	// A fresh cache per schema: hamba's shared cache would let named types
-	// of one state's schema leak into another's.
-	parsed, err := avro.ParseWithCache(schema, "", &avro.SchemaCache{})
+	parsed, _, err := avrobin.ParseSchema(schema)
 	if err != nil {
-		return column{}, fmt.Errorf("%s: Avro schema does not parse: %w", path, err)
+		return column{}, fmt.Errorf("%s: Avro %w", path, err)
 	}
 	c := avroCompiler{onPath: map[string]bool{}}
 	ac, err := c.compile(parsed, path)
 	if err != nil {
 		return column{}, err
 	}
-	return column{typ: ac.typ, nullable: ac.nullable, bind: func(b array.Builder) decoder { return avroDatum{ac.bind(b)} }}, nil
+	return column{typ: ac.typ, nullable: ac.nullable, bind: func(b array.Builder) decoder { return &avroDatum{root: ac.bind(b)} }}, nil
 }
 
 type avroCompiler struct {
@@ -194,7 +194,7 @@ func branchNames(types []avro.Schema) []string {
 	short := make([]string, len(types))
 	count := map[string]int{}
 	for i, t := range types {
-		if n, ok := deref(t).(avro.NamedSchema); ok {
+		if n, ok := avrobin.Deref(t).(avro.NamedSchema); ok {
 			short[i] = n.Name()
 		} else {
 			short[i] = string(t.Type())
@@ -202,18 +202,11 @@ func branchNames(types []avro.Schema) []string {
 		count[short[i]]++
 	}
 	for i, t := range types {
-		if n, ok := deref(t).(avro.NamedSchema); ok && count[short[i]] > 1 {
+		if n, ok := avrobin.Deref(t).(avro.NamedSchema); ok && count[short[i]] > 1 {
 			short[i] = n.FullName()
 		}
 	}
 	return short
-}
-
-func deref(s avro.Schema) avro.Schema {
-	if r, ok := s.(*avro.RefSchema); ok {
-		return r.Schema()
-	}
-	return s
 }
 
 func enumCol(s *avro.EnumSchema) avroCol {

@@ -3,167 +3,58 @@ package export
 import (
 	"encoding/binary"
 	"math"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
-// maxZeroWidthItems bounds the array items that take no bytes (nulls): their
-// count cannot be checked against the input's length, and each costs
-// memory. The serializers package sets the same bound.
-const maxZeroWidthItems = 1 << 16
-
-// avroReader walks the Avro binary encoding of one datum. Every length and
-// count is checked against the bytes that remain before anything is
-// appended for it.
-type avroReader struct {
-	buf       []byte
-	pos       int
-	zeroItems int
-}
-
 // An avroNode reads one Avro value of its schema and appends it to its
-// builder.
+// builder. The cursor checks every length and count against the bytes that
+// remain before anything is appended for it. Nodes do not count depth: a
+// column's schema does not recur (see avroCompiler.record), and
+// avrobin.ParseSchema bounds how deep it nests.
 type avroNode interface {
-	read(r *avroReader) error
+	read(r *avrobin.Cursor) error
 }
 
-// avroDatum is the decoder of a whole Avro-serialized value.
-type avroDatum struct{ root avroNode }
-
-func (d avroDatum) decode(src []byte) error {
-	r := avroReader{buf: src}
-	if err := d.root.read(&r); err != nil {
-		return err
-	}
-	if r.pos != len(src) {
-		return malformed("avro: %d trailing bytes after the datum", len(src)-r.pos)
-	}
-	return nil
+// avroDatum is the decoder of a whole Avro-serialized value. It belongs to
+// one file's builders, so to one goroutine, and keeps its cursor.
+type avroDatum struct {
+	root avroNode
+	cur  avrobin.Cursor
 }
 
-func (r *avroReader) truncated(what string) error {
-	return malformed("avro: %s truncated at byte %d", what, r.pos)
-}
-
-// varint reads the raw (zig-zag) varint of an int (at most 5 bytes, the
-// last at most 0x0f) or a long (10, 0x01); anything longer or wider
-// overflows.
-func (r *avroReader) varint(maxBytes int, lastMax byte, what string) (uint64, error) {
-	if r.pos < len(r.buf) && r.buf[r.pos] < 0x80 {
-		v := r.buf[r.pos]
-		r.pos++
-		return uint64(v), nil
+func (d *avroDatum) decode(src []byte) error {
+	d.cur.Reset(src)
+	err := d.root.read(&d.cur)
+	if err == nil {
+		err = d.cur.End()
 	}
-	var v uint64
-	for i := range maxBytes {
-		if r.pos >= len(r.buf) {
-			return 0, r.truncated(what)
-		}
-		b := r.buf[r.pos]
-		r.pos++
-		if i == maxBytes-1 && b > lastMax {
-			break
-		}
-		v |= uint64(b&0x7f) << (7 * i)
-		if b < 0x80 {
-			return v, nil
-		}
+	d.cur.Reset(nil)
+	if e, ok := err.(*avrobin.Error); ok {
+		return malformed("avro: %s", e.Msg)
 	}
-	return 0, malformed("avro: %s overflows at byte %d", what, r.pos-1)
-}
-
-func (r *avroReader) long(what string) (int64, error) {
-	u, err := r.varint(10, 0x01, what)
-	return int64(u>>1) ^ -int64(u&1), err
-}
-
-func (r *avroReader) int(what string) (int32, error) {
-	u, err := r.varint(5, 0x0f, what)
-	return int32(u>>1) ^ -int32(u&1), err
-}
-
-func (r *avroReader) take(n int, what string) ([]byte, error) {
-	if n > len(r.buf)-r.pos {
-		return nil, malformed("avro: %s of %d bytes at byte %d exceeds the %d bytes that remain", what, n, r.pos, len(r.buf)-r.pos)
-	}
-	b := r.buf[r.pos : r.pos+n]
-	r.pos += n
-	return b, nil
-}
-
-// bytes reads a length-prefixed string or bytes.
-func (r *avroReader) bytes(what string) ([]byte, error) {
-	at := r.pos
-	n, err := r.long(what + " length")
-	if err != nil {
-		return nil, err
-	}
-	if n < 0 || n > int64(len(r.buf)-r.pos) {
-		return nil, malformed("avro: %s length %d at byte %d does not fit in the %d bytes that remain", what, n, at, len(r.buf)-r.pos)
-	}
-	return r.take(int(n), what)
-}
-
-// block reads the header of an array or map block: its item count and, in
-// the negative-count form, its size in bytes (else -1). The count must fit
-// in what remains, at itemMin bytes an item.
-func (r *avroReader) block(itemMin int) (count int, size int64, err error) {
-	c, err := r.long("block count")
-	if err != nil {
-		return 0, 0, err
-	}
-	size = -1
-	if c < 0 {
-		if c == math.MinInt64 {
-			return 0, 0, malformed("avro: block count %d out of range", c)
-		}
-		c = -c
-		if size, err = r.long("block size"); err != nil {
-			return 0, 0, err
-		}
-		if size < 0 {
-			return 0, 0, malformed("avro: negative block size %d", size)
-		}
-	}
-	if itemMin == 0 {
-		if c > int64(maxZeroWidthItems-r.zeroItems) {
-			return 0, 0, malformed("avro: more than %d array items that take no bytes", maxZeroWidthItems)
-		}
-		r.zeroItems += int(c)
-	} else if c > int64((len(r.buf)-r.pos)/itemMin) {
-		return 0, 0, malformed("avro: block of %d items does not fit in the %d bytes that remain", c, len(r.buf)-r.pos)
-	}
-	return int(c), size, nil
-}
-
-func (r *avroReader) endBlock(size int64, start int) error {
-	if size >= 0 && size != int64(r.pos-start) {
-		return malformed("avro: block size %d does not match its %d bytes", size, r.pos-start)
-	}
-	return nil
+	return err
 }
 
 type avroNull struct{ b *array.NullBuilder }
 
-func (n avroNull) read(*avroReader) error {
+func (n avroNull) read(*avrobin.Cursor) error {
 	n.b.AppendNull()
 	return nil
 }
 
 type avroBool struct{ b *array.BooleanBuilder }
 
-func (n avroBool) read(r *avroReader) error {
-	b, err := r.take(1, "boolean")
+func (n avroBool) read(r *avrobin.Cursor) error {
+	b, err := r.Bool()
 	if err != nil {
 		return err
 	}
-	if b[0] > 1 {
-		return malformed("avro: boolean byte %#02x at byte %d is neither 0x00 nor 0x01", b[0], r.pos-1)
-	}
-	n.b.Append(b[0] == 1)
+	n.b.Append(b)
 	return nil
 }
 
@@ -175,8 +66,8 @@ type appender[T any] interface {
 
 type avroInt[T ~int32] struct{ b appender[T] }
 
-func (n avroInt[T]) read(r *avroReader) error {
-	v, err := r.int("int")
+func (n avroInt[T]) read(r *avrobin.Cursor) error {
+	v, err := r.Int("int")
 	if err != nil {
 		return err
 	}
@@ -186,8 +77,8 @@ func (n avroInt[T]) read(r *avroReader) error {
 
 type avroLong[T ~int64] struct{ b appender[T] }
 
-func (n avroLong[T]) read(r *avroReader) error {
-	v, err := r.long("long")
+func (n avroLong[T]) read(r *avrobin.Cursor) error {
+	v, err := r.Long("long")
 	if err != nil {
 		return err
 	}
@@ -197,8 +88,8 @@ func (n avroLong[T]) read(r *avroReader) error {
 
 type avroFloat struct{ b *array.Float32Builder }
 
-func (n avroFloat) read(r *avroReader) error {
-	b, err := r.take(4, "float")
+func (n avroFloat) read(r *avrobin.Cursor) error {
+	b, err := r.Take(4, "float")
 	if err != nil {
 		return err
 	}
@@ -208,8 +99,8 @@ func (n avroFloat) read(r *avroReader) error {
 
 type avroDouble struct{ b *array.Float64Builder }
 
-func (n avroDouble) read(r *avroReader) error {
-	b, err := r.take(8, "double")
+func (n avroDouble) read(r *avrobin.Cursor) error {
+	b, err := r.Take(8, "double")
 	if err != nil {
 		return err
 	}
@@ -219,8 +110,8 @@ func (n avroDouble) read(r *avroReader) error {
 
 type avroBytes struct{ b *array.BinaryBuilder }
 
-func (n avroBytes) read(r *avroReader) error {
-	b, err := r.bytes("bytes")
+func (n avroBytes) read(r *avrobin.Cursor) error {
+	b, err := r.Bytes("bytes")
 	if err != nil {
 		return err
 	}
@@ -228,18 +119,14 @@ func (n avroBytes) read(r *avroReader) error {
 	return nil
 }
 
-// avroString checks UTF-8, which hamba does not: Parquet strings must be
+// avroString relies on the cursor's UTF-8 check: Parquet strings must be
 // UTF-8, and readers refuse files whose strings are not.
 type avroString struct{ b *array.BinaryBuilder }
 
-func (n avroString) read(r *avroReader) error {
-	at := r.pos
-	b, err := r.bytes("string")
+func (n avroString) read(r *avrobin.Cursor) error {
+	b, err := r.String("string")
 	if err != nil {
 		return err
-	}
-	if !utf8.Valid(b) {
-		return malformed("avro: string at byte %d is not valid UTF-8", at)
 	}
 	n.b.Append(b)
 	return nil
@@ -250,8 +137,8 @@ type avroFixed struct {
 	size int
 }
 
-func (n *avroFixed) read(r *avroReader) error {
-	b, err := r.take(n.size, "fixed")
+func (n *avroFixed) read(r *avrobin.Cursor) error {
+	b, err := r.Take(n.size, "fixed")
 	if err != nil {
 		return err
 	}
@@ -264,13 +151,10 @@ type avroEnum struct {
 	symbols [][]byte
 }
 
-func (n *avroEnum) read(r *avroReader) error {
-	i, err := r.int("enum index")
+func (n *avroEnum) read(r *avrobin.Cursor) error {
+	i, err := r.Index(len(n.symbols), "enum index")
 	if err != nil {
 		return err
-	}
-	if i < 0 || int(i) >= len(n.symbols) {
-		return malformed("avro: enum index %d out of range [0, %d)", i, len(n.symbols))
 	}
 	return n.b.Append(n.symbols[i])
 }
@@ -280,8 +164,8 @@ type avroDuration struct {
 	parts [3]*array.Uint32Builder
 }
 
-func (n *avroDuration) read(r *avroReader) error {
-	b, err := r.take(12, "duration")
+func (n *avroDuration) read(r *avrobin.Cursor) error {
+	b, err := r.Take(12, "duration")
 	if err != nil {
 		return err
 	}
@@ -294,11 +178,11 @@ func (n *avroDuration) read(r *avroReader) error {
 
 // decimalBytes reads a decimal's big-endian two's-complement bytes: fixed
 // size bytes, or length-prefixed bytes when size is 0.
-func decimalBytes(r *avroReader, size int) ([]byte, error) {
+func decimalBytes(r *avrobin.Cursor, size int) ([]byte, error) {
 	if size > 0 {
-		return r.take(size, "decimal")
+		return r.Take(size, "decimal")
 	}
-	return r.bytes("decimal")
+	return r.Bytes("decimal")
 }
 
 // signExtend widens a big-endian two's-complement value to width bytes. A
@@ -328,7 +212,7 @@ type avroDecimal128 struct {
 	precision int32
 }
 
-func (n *avroDecimal128) read(r *avroReader) error {
+func (n *avroDecimal128) read(r *avrobin.Cursor) error {
 	b, err := decimalBytes(r, n.size)
 	if err != nil {
 		return err
@@ -351,7 +235,7 @@ type avroDecimal256 struct {
 	precision int32
 }
 
-func (n *avroDecimal256) read(r *avroReader) error {
+func (n *avroDecimal256) read(r *avrobin.Cursor) error {
 	b, err := decimalBytes(r, n.size)
 	if err != nil {
 		return err
@@ -373,7 +257,7 @@ type avroRecord struct {
 	fields []avroNode
 }
 
-func (n *avroRecord) read(r *avroReader) error {
+func (n *avroRecord) read(r *avrobin.Cursor) error {
 	n.b.Append(true)
 	for _, f := range n.fields {
 		if err := f.read(r); err != nil {
@@ -389,20 +273,20 @@ type avroArray struct {
 	itemMin int
 }
 
-func (n *avroArray) read(r *avroReader) error {
+func (n *avroArray) read(r *avrobin.Cursor) error {
 	n.b.Append(true)
 	for {
-		c, size, err := r.block(n.itemMin)
+		c, size, err := r.Block(n.itemMin)
 		if err != nil || c == 0 {
 			return err
 		}
-		start := r.pos
+		start := r.Pos()
 		for range c {
 			if err := n.items.read(r); err != nil {
 				return err
 			}
 		}
-		if err := r.endBlock(size, start); err != nil {
+		if err := r.EndBlock(size, start); err != nil {
 			return err
 		}
 	}
@@ -415,29 +299,29 @@ type avroMap struct {
 	entryMin int
 }
 
-func (n *avroMap) read(r *avroReader) error {
+func (n *avroMap) read(r *avrobin.Cursor) error {
 	n.b.Append(true)
+	mark := r.MapKeys()
 	for {
-		c, size, err := r.block(n.entryMin)
-		if err != nil || c == 0 {
+		c, size, err := r.Block(n.entryMin)
+		if err != nil {
 			return err
 		}
-		start := r.pos
+		if c == 0 {
+			return r.CheckKeys(mark)
+		}
+		start := r.Pos()
 		for range c {
-			at := r.pos
-			k, err := r.bytes("map key")
+			k, err := r.MapKey()
 			if err != nil {
 				return err
-			}
-			if !utf8.Valid(k) {
-				return malformed("avro: map key at byte %d is not valid UTF-8", at)
 			}
 			n.keys.Append(k)
 			if err := n.values.read(r); err != nil {
 				return err
 			}
 		}
-		if err := r.endBlock(size, start); err != nil {
+		if err := r.EndBlock(size, start); err != nil {
 			return err
 		}
 	}
@@ -452,15 +336,12 @@ type avroOptional struct {
 	inner    avroNode
 }
 
-func (n *avroOptional) read(r *avroReader) error {
-	i, err := r.int("union index")
+func (n *avroOptional) read(r *avrobin.Cursor) error {
+	i, err := r.Index(n.branches, "union index")
 	if err != nil {
 		return err
 	}
-	switch {
-	case i < 0 || int(i) >= n.branches:
-		return malformed("avro: union index %d out of range [0, %d)", i, n.branches)
-	case int(i) == n.value:
+	if i == n.value {
 		return n.inner.read(r)
 	}
 	n.b.AppendNull()
@@ -477,13 +358,10 @@ type avroUnion struct {
 	fields   []array.Builder
 }
 
-func (n *avroUnion) read(r *avroReader) error {
-	i, err := r.int("union index")
+func (n *avroUnion) read(r *avrobin.Cursor) error {
+	i, err := r.Index(len(n.branches), "union index")
 	if err != nil {
 		return err
-	}
-	if i < 0 || int(i) >= len(n.branches) {
-		return malformed("avro: union index %d out of range [0, %d)", i, len(n.branches))
 	}
 	if n.branches[i] == nil {
 		n.b.AppendNull()
@@ -491,7 +369,7 @@ func (n *avroUnion) read(r *avroReader) error {
 	}
 	n.b.Append(true)
 	for j, f := range n.fields {
-		if f != nil && j != int(i) {
+		if f != nil && j != i {
 			f.AppendNull()
 		}
 	}

@@ -80,3 +80,68 @@ func ratOf(n int64) *big.Rat { return big.NewRat(n, 10) }
 func durationOf(months, days, millis uint32) avro.LogicalDuration {
 	return avro.LogicalDuration{Months: months, Days: days, Milliseconds: millis}
 }
+
+// BenchmarkAvroDecode decodes the records of fuzzSchema's shape, with
+// strings, a map per array item and decimals, straight into Arrow
+// builders, as export does for every value of an Avro state.
+func BenchmarkAvroDecode(b *testing.B) {
+	col, err := avroColumn(fuzzSchema, "value")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ser, err := serializers.AvroGeneric(fuzzSchema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([]any, 8)
+	for i := range items {
+		items[i] = map[string]any{"alpha": int32(i), "beta": nil, "gamma": int32(-i)}
+	}
+	src, err := ser.AppendAny(nil, map[string]any{
+		"s": "session-0001234", "n": int64(1) << 40, "u": "text value", "a": items, "z": []any{nil, nil},
+		"d": ratOf(-9999), "w": ratOf(123456789), "t": durationOf(1, 2, 3), "b": true, "f": float32(1.5),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: col.typ, Nullable: col.nullable}}, nil)
+	rb := array.NewRecordBuilder(memAlloc, schema)
+	defer rb.Release()
+	dec := col.bind(rb.Field(0))
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for i := range b.N {
+		if err := dec.decode(src); err != nil {
+			b.Fatal(err)
+		}
+		if i%1024 == 1023 {
+			rb.NewRecordBatch().Release()
+		}
+	}
+}
+
+// A batch makes room up front for no more rows than rowGroupBytes of
+// fixed-width values hold: the index's row count and a fixed's size are
+// input.
+func TestReserveRowsIsBoundedByWidth(t *testing.T) {
+	for _, c := range []struct {
+		schema       string
+		maxRows, out int
+	}{
+		{`"long"`, 128 << 10, 128 << 10},
+		{`"string"`, 128 << 10, 128 << 10},
+		{`{"type":"fixed","name":"F","size":1048576}`, 128 << 10, 64},
+		{`{"type":"fixed","name":"F","size":1048576}`, 3, 3},
+		{`{"type":"record","name":"R","fields":[{"name":"a","type":{"type":"fixed","name":"F","size":524288}},{"name":"b","type":"F"}]}`, 1 << 20, 64},
+		{`{"type":"array","items":{"type":"fixed","name":"F","size":1048576}}`, 128 << 10, 128 << 10},
+	} {
+		col, err := avroColumn(c.schema, "value")
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: col.typ, Nullable: col.nullable}}, nil)
+		if got := reserveRows(schema, c.maxRows); got != c.out {
+			t.Errorf("%s, %d rows: reserves %d, want %d", c.schema, c.maxRows, got, c.out)
+		}
+	}
+}

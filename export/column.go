@@ -30,12 +30,17 @@ type decoder interface {
 
 // ErrUnmappable is wrapped by the error about a serializer, or an Avro type
 // within one, that has no Arrow type.
-var ErrUnmappable = errors.New("no Arrow mapping")
+var ErrUnmappable = errors.New("export: no Arrow mapping")
 
-// unmappable says where in a column a type has no Arrow mapping and why:
-// "value.next: recursive record com.example.Node".
+// unmappableError says where in a column a type has no Arrow mapping and
+// why: "value.next: recursive record com.example.Node: no Arrow mapping".
+type unmappableError struct{ msg string }
+
+func (e *unmappableError) Error() string { return e.msg + ": no Arrow mapping" }
+func (e *unmappableError) Unwrap() error { return ErrUnmappable }
+
 func unmappable(path, format string, args ...any) error {
-	return fmt.Errorf("%s: %s: %w", path, fmt.Sprintf(format, args...), ErrUnmappable)
+	return &unmappableError{msg: path + ": " + fmt.Sprintf(format, args...)}
 }
 
 // malformed is a value whose bytes do not decode. It wraps

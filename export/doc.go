@@ -1,9 +1,9 @@
 // Package export writes the state of a savepoint as datasets of Parquet (or
 // Arrow IPC, or JSON lines) files, typed from the serializer snapshots the
 // savepoint carries, so that DuckDB, Spark or pyarrow read state without the
-// job's code. It reads through Source, the layout-independent model of
-// package savepoint, and writes into a storage.Staging that its caller
-// publishes when Run succeeds.
+// job's code. It reads through the read seam, savepoint.Source, so that it
+// exports a savepoint of any layout package layouts opens, and writes into
+// a storage.Staging that its caller publishes when Run succeeds.
 //
 // # Layout
 //
@@ -87,7 +87,13 @@
 //
 // Avro values are decoded from their binary encoding straight into Arrow
 // builders by a plan compiled once per schema, never through generic Go
-// values; every length and count is checked against the bytes that remain.
+// values; every length and count is checked against the bytes that remain,
+// by the same cursor as the serializers' (internal/avrobin): export
+// accepts exactly the values that dump and verify --deep read, and refuses,
+// as they do, strings and map keys that are not UTF-8 and repeated map
+// keys. A schema is parsed with the cursor's bounds (at most 1000 levels of
+// nesting, fixed types of at most 1 MiB), so a column never holds more
+// levels of builders than that.
 // A value that does not decode fails the export with an error wrapping
 // serializers.ErrDecode that names the state, key group and entry.
 //

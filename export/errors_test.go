@@ -14,7 +14,6 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -66,7 +65,7 @@ func TestUnmappable(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &recordingStaging{Staging: staging}
-			_, err = export.Run(context.Background(), export.SnapshotSource(r), rec, export.Options{})
+			_, err = export.Run(context.Background(), r, rec, export.Options{})
 			staging.Abort()
 			if !errors.Is(err, export.ErrUnmappable) || !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("got %v, want ErrUnmappable saying %q", err, c.msg)
@@ -121,7 +120,7 @@ func TestCorruptSegment(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "out")
 	_, err = runExport(sp, out, export.Options{})
-	if !errors.Is(err, snapshotfmt.ErrCorrupt) {
+	if !errors.Is(err, savepoint.ErrCorrupt) {
 		t.Fatalf("got %v, want ErrCorrupt", err)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -168,7 +167,7 @@ func TestFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = export.Run(context.Background(), export.SnapshotSource(r), &fullDisk{Staging: staging, left: 5000}, export.Options{Workers: 1})
+	_, err = export.Run(context.Background(), r, &fullDisk{Staging: staging, left: 5000}, export.Options{Workers: 1})
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("got %v, want ENOSPC", err)
 	}

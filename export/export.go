@@ -6,17 +6,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -91,7 +89,7 @@ type DatasetSummary struct {
 // has no Arrow mapping fails the export with an error wrapping
 // ErrUnmappable. A value that does not decode fails it with an error
 // wrapping serializers.ErrDecode.
-func Run(ctx context.Context, src Source, out storage.Staging, o Options) (*Summary, error) {
+func Run(ctx context.Context, src savepoint.Source, out storage.Staging, o Options) (*Summary, error) {
 	o.defaults()
 	if !o.Format.valid() {
 		return nil, fmt.Errorf("export: unknown format %q", o.Format)
@@ -105,7 +103,9 @@ func Run(ctx context.Context, src Source, out storage.Staging, o Options) (*Summ
 	}
 	var parts []*part
 	for _, ds := range datasets {
-		ds.count(src, o.KeyGroups)
+		if err := ds.count(ctx, src, o.KeyGroups); err != nil {
+			return nil, err
+		}
 		parts = append(parts, ds.parts(o.MaxRowsPerFile)...)
 	}
 	x := &exporter{src: src, out: out, opts: o,
@@ -150,12 +150,12 @@ func (o *Options) defaults() {
 		o.RowGroupRows = DefaultRowGroupRows
 	}
 	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
+		o.Workers = workers.Default()
 	}
 }
 
 type exporter struct {
-	src     Source
+	src     savepoint.Source
 	out     storage.Staging
 	opts    Options
 	wo      writerOptions
@@ -174,25 +174,12 @@ func (x *exporter) wrote(rows int) {
 // run writes the parts on the workers, longest first, each worker taking
 // the next part when it is done with one, so that they finish close
 // together. Which worker writes a part does not change the part's bytes.
-func (x *exporter) run(ctx context.Context, parts []*part, workers int) error {
+func (x *exporter) run(ctx context.Context, parts []*part, n int) error {
 	queue := slices.Clone(parts)
 	slices.SortStableFunc(queue, func(a, b *part) int { return cmp.Compare(b.rows, a.rows) })
-	g, ctx := errgroup.WithContext(ctx)
-	var next atomic.Int64
-	for range min(workers, len(queue)) {
-		g.Go(func() error {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(queue) {
-					return nil
-				}
-				if err := x.writePart(ctx, queue[i]); err != nil {
-					return err
-				}
-			}
-		})
-	}
-	return g.Wait()
+	return workers.Run(ctx, len(queue), n, func(ctx context.Context, _, i int) error {
+		return x.writePart(ctx, queue[i])
+	})
 }
 
 // writePart writes one file and records its size in p.
@@ -221,7 +208,8 @@ func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writ
 	rb := array.NewRecordBuilder(memAlloc, schema)
 	defer rb.Release()
 	b := &batcher{name: name, rb: rb, rows: ds.layout.bind(rb), fw: fw, maxRows: min(x.opts.RowGroupRows, int(max(p.rows, 1))), wrote: x.wrote}
-	b.rb.Reserve(b.maxRows)
+	b.reserve = reserveRows(schema, b.maxRows)
+	b.rb.Reserve(b.reserve)
 	switch {
 	case ds.opState != nil:
 		err = x.operatorRows(p, b)
@@ -249,7 +237,7 @@ func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher) error {
 	var prevKey, prevNs []byte
 	for i := p.first; left > 0 && i < len(ds.index); i++ {
 		st := ds.index[i]
-		it := x.src.Entries(ctx, ds.opIdx, ds.ref, st.KeyGroup)
+		it := savepoint.SegmentEntries(ctx, x.src, st)
 		var n uint64 // entries read from this key group
 		var index int32
 		for left > 0 && it.Next() {
@@ -288,7 +276,7 @@ func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher) error {
 			return err
 		case more, left > 0 && n < st.Entries:
 			return fmt.Errorf("export: operator %q %s %q: key group %d: the data holds other than the %d entries the index says: %w",
-				ds.op.UID, ds.what(), ds.name, st.KeyGroup, st.Entries, snapshotfmt.ErrCorrupt)
+				ds.op.UID, ds.what(), ds.name, st.KeyGroup, st.Entries, savepoint.ErrCorrupt)
 		}
 	}
 	return nil
@@ -333,11 +321,13 @@ func (x *exporter) undecodable(ds *dataset, kg int, n uint64, err error) error {
 // batcher collects rows into a record batch, and writes it as a row group
 // when it holds enough rows or input bytes.
 type batcher struct {
-	name     string
-	rb       *array.RecordBuilder
-	rows     *rowWriter
-	fw       fileWriter
-	maxRows  int
+	name    string
+	rb      *array.RecordBuilder
+	rows    *rowWriter
+	fw      fileWriter
+	maxRows int
+	// reserve is the rows the builders make room for up front.
+	reserve  int
 	n, bytes int
 	wrote    func(rows int)
 }
@@ -373,7 +363,7 @@ func (b *batcher) flush(last bool) error {
 	n := b.n
 	b.n, b.bytes = 0, 0
 	if !last {
-		b.rb.Reserve(b.maxRows)
+		b.rb.Reserve(b.reserve)
 		for i, f := range fields {
 			if d, ok := f.(dataReserver); ok {
 				d.ReserveData(data[i])
@@ -385,6 +375,37 @@ func (b *batcher) flush(last bool) error {
 	}
 	b.wrote(n)
 	return nil
+}
+
+// reserveRows is how many rows a batch makes room for up front: maxRows,
+// but no more than rowGroupBytes of fixed-width values hold. Both the row
+// count (from the index) and the width (an Avro fixed's size) are input,
+// and a row group is cut at rowGroupBytes of input anyway.
+func reserveRows(schema *arrow.Schema, maxRows int) int {
+	width := 0
+	for _, f := range schema.Fields() {
+		width += fixedWidth(f.Type)
+	}
+	if width == 0 {
+		return maxRows
+	}
+	return max(1, min(maxRows, rowGroupBytes/width))
+}
+
+// fixedWidth is the bytes a builder of t reserves per row: lists, maps and
+// strings reserve offsets only, their values grow with the data.
+func fixedWidth(t arrow.DataType) int {
+	switch t := t.(type) {
+	case *arrow.StructType:
+		w := 0
+		for _, f := range t.Fields() {
+			w += fixedWidth(f.Type)
+		}
+		return w
+	case arrow.FixedWidthDataType:
+		return max(t.BitWidth()/8, 1)
+	}
+	return 0
 }
 
 // dataReserver is a builder of strings or bytes.

@@ -80,7 +80,7 @@ func (o writerOptions) newFileWriter(w io.Writer, schema *arrow.Schema) (fileWri
 		}
 		return &ipcWriter{fw: fw, bw: bw}, nil
 	case JSONL:
-		return &jsonlWriter{bw: bw, schema: schema}, nil
+		return newJSONLWriter(bw, schema), nil
 	}
 	return nil, fmt.Errorf("export: unknown format %q", o.format)
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/stateproc/stateproc/export"
+	"github.com/stateproc/stateproc/internal/jsonvalue"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 // readParquet reads every file of a dataset back through Arrow.
@@ -76,26 +79,44 @@ func readIPC(t *testing.T, dir string) arrow.Table {
 
 // readJSONL parses JSON lines with the schema of the same dataset's
 // Parquet files, as Arrow's JSON reader does.
-func readJSONL(t *testing.T, dir string, schema *arrow.Schema) arrow.Table {
+// readLines reads the JSON lines files of a dataset in name order, each
+// line an object.
+func readLines(t *testing.T, dir string) []map[string]json.RawMessage {
 	t.Helper()
-	var tables []arrow.Table
+	var out []map[string]json.RawMessage
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var recs []arrow.RecordBatch
-		if len(b) > 0 {
-			rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(string(b)), array.WithMultipleDocs())
-			if err != nil {
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			var row map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			recs = append(recs, rec)
+			out = append(out, row)
 		}
-		tables = append(tables, array.NewTableFromRecords(schema, recs))
 	}
-	return concat(t, tables)
+	return out
+}
+
+// canonicalJSON re-encodes JSON with its objects' members sorted, so that
+// two encodings of the same value compare equal.
+func canonicalJSON(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // concat joins tables of one schema into one, chunks and all.
@@ -155,7 +176,8 @@ func values(t *testing.T, c *arrow.Chunked) []string {
 
 // TestFormatsAgree exports the same savepoint as Parquet, Arrow IPC and
 // JSON lines, with files of two rows, and reads every dataset back: the
-// rows and their Arrow types are the same in all three.
+// rows and their Arrow types are the same in Parquet and Arrow, and the
+// JSON lines hold the same rows, every value written as dump writes it.
 func TestFormatsAgree(t *testing.T) {
 	sp := typesSavepoint(t)
 	now := int64(testNow)
@@ -169,7 +191,40 @@ func TestFormatsAgree(t *testing.T) {
 	for _, d := range s.Datasets {
 		want := readParquet(t, filepath.Join(pq, d.Dir))
 		sameRows(t, d.Dir+" arrow", want, readIPC(t, filepath.Join(ar, d.Dir)))
-		sameRows(t, d.Dir+" jsonl", want, readJSONL(t, filepath.Join(js, d.Dir), want.Schema()))
+		if lines := readLines(t, filepath.Join(js, d.Dir)); int64(len(lines)) != want.NumRows() {
+			t.Errorf("%s jsonl: %d rows, want %d", d.Dir, len(lines), want.NumRows())
+		}
+	}
+	r := openReader(t, sp)
+	m := r.Metadata()
+	for _, ref := range m.Refs(0) {
+		ks := m.KeyedState(ref)
+		if ks == nil {
+			continue
+		}
+		dec, err := savepoint.NewDecoder(&m.Operators[0], ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		render := jsonvalue.For(ks.Value)
+		lines := readLines(t, filepath.Join(js, "types", ks.Name))
+		entries := sptest.EntriesOf(t, r, ref)
+		if len(lines) != len(entries) {
+			t.Fatalf("%s: %d lines, %d entries", ks.Name, len(lines), len(entries))
+		}
+		for i := range entries {
+			d, err := dec.Decode(&entries[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(render(d.Value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := canonicalJSON(t, lines[i]["value"]); got != canonicalJSON(t, want) {
+				t.Errorf("%s entry %d: JSON lines value %s, dump's %s", ks.Name, i, got, want)
+			}
+		}
 	}
 	// The decimal of 40 digits that DuckDB cannot read is whole in Arrow.
 	tbl := readParquet(t, filepath.Join(pq, "types/everything"))

@@ -22,19 +22,22 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// builder collects the entries of a savepoint by (operator, ref) and writes
-// it with sptest.Write.
+// builder collects the entries of a savepoint by state and writes it with
+// sptest.Write.
 type builder struct {
 	meta    *savepoint.Metadata
-	entries map[[2]int][]savepoint.Entry
+	entries map[savepoint.StateRef][]savepoint.Entry
 }
 
 func newBuilder(ops ...savepoint.Operator) *builder {
-	return &builder{meta: &savepoint.Metadata{ID: 7, CreatedAt: testNow, Operators: ops}, entries: map[[2]int][]savepoint.Entry{}}
+	return &builder{meta: &savepoint.Metadata{ID: 7, CreatedAt: testNow, Operators: ops}, entries: map[savepoint.StateRef][]savepoint.Entry{}}
 }
 
-func (b *builder) add(op, ref int, e savepoint.Entry) {
-	b.entries[[2]int{op, ref}] = append(b.entries[[2]int{op, ref}], e)
+// add adds an entry of state (or timer service) n of operator op, counting
+// its states and then its timer services.
+func (b *builder) add(op, n int, e savepoint.Entry) {
+	ref := b.meta.Refs(op)[n]
+	b.entries[ref] = append(b.entries[ref], e)
 }
 
 func (b *builder) write(t testing.TB) string {
@@ -103,7 +106,7 @@ func runExport(sp, out string, o export.Options) (*export.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := export.Run(ctx, export.SnapshotSource(r), staging, o)
+	s, err := export.Run(ctx, r, staging, o)
 	if err != nil {
 		staging.Abort()
 		return nil, err

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -28,8 +29,8 @@ type dataset struct {
 	name  string
 	kind  string
 	dir   string
-	// ref is the keyed state's or timer service's ref in the data.
-	ref       int
+	// ref is the keyed state or timer service.
+	ref       savepoint.StateRef
 	state     *savepoint.KeyedState
 	timers    *savepoint.TimerService
 	opState   *savepoint.OperatorState
@@ -38,8 +39,8 @@ type dataset struct {
 	// metadata is what every file of the dataset records about where its
 	// rows come from.
 	metadata arrow.Metadata
-	// index lists the key groups read, for keyed states and timers.
-	index []savepoint.Stats
+	// index lists the segments read, for keyed states and timers.
+	index []savepoint.Segment
 	rows  int64
 }
 
@@ -64,7 +65,7 @@ func (p *part) name(f Format) string {
 // selectDatasets lists the datasets that o asks for, each with its layout
 // compiled, in the order of the metadata. A state whose types have no Arrow
 // mapping fails the whole export here, before anything is written.
-func selectDatasets(src Source, o *Options) ([]*dataset, error) {
+func selectDatasets(src savepoint.Source, o *Options) ([]*dataset, error) {
 	m := src.Metadata()
 	var out []*dataset
 	foundOp, foundState := o.Operator == "", o.State == ""
@@ -77,11 +78,11 @@ func selectDatasets(src Source, o *Options) ([]*dataset, error) {
 		var all []*dataset
 		for i := range op.States {
 			st := &op.States[i]
-			all = append(all, &dataset{opIdx: opIdx, op: op, name: st.Name, kind: st.Kind.String(), ref: i, state: st})
+			all = append(all, &dataset{opIdx: opIdx, op: op, name: st.Name, kind: st.Kind.String(), ref: savepoint.StateRef{Operator: opIdx, State: i}, state: st})
 		}
 		for i := range op.Timers {
 			t := &op.Timers[i]
-			all = append(all, &dataset{opIdx: opIdx, op: op, name: t.Name, kind: KindTimers, ref: len(op.States) + i, timers: t})
+			all = append(all, &dataset{opIdx: opIdx, op: op, name: t.Name, kind: KindTimers, ref: savepoint.StateRef{Operator: opIdx, State: i, Timer: true}, timers: t})
 		}
 		// Operator and broadcast state belong to no key group.
 		if o.KeyGroups == nil {
@@ -189,7 +190,7 @@ func (ds *dataset) describe(id uint64, now *int64) error {
 
 // count finds the rows of ds: from the index for keyed data, from the
 // metadata for the rest.
-func (ds *dataset) count(src Source, kgs *keygroup.Range) {
+func (ds *dataset) count(ctx context.Context, src savepoint.Source, kgs *keygroup.Range) error {
 	switch {
 	case ds.opState != nil:
 		for _, sub := range ds.opState.Subtasks {
@@ -203,12 +204,16 @@ func (ds *dataset) count(src Source, kgs *keygroup.Range) {
 			r = r.Intersect(*kgs)
 		}
 		if r.Len() > 0 {
-			ds.index = src.Index(ds.opIdx, ds.ref, r)
+			var err error
+			if ds.index, err = src.Segments(ctx, ds.ref, r); err != nil {
+				return err
+			}
 		}
 		for _, s := range ds.index {
 			ds.rows += int64(s.Entries)
 		}
 	}
+	return nil
 }
 
 // parts cuts ds into files of at most maxRows rows (0: no limit), each

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stateproc/stateproc/export"
-	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
@@ -49,10 +50,10 @@ func TestCheckedInCounts(t *testing.T) {
 			datasets := 0
 			for opIdx := range m.Operators {
 				op := &m.Operators[opIdx]
-				for ref := range len(op.States) + len(op.Timers) {
-					name := refName(op, ref)
+				for _, ref := range m.Refs(opIdx) {
+					name := m.RefName(ref)
 					want := map[string]string{}
-					for _, seg := range r.StateSegments(opIdx, ref, keygroup.All(op.MaxParallelism)) {
+					for _, seg := range sptest.Segments(t, r, ref) {
 						want[itoa(seg.KeyGroup)] = fmt.Sprint(seg.Entries)
 					}
 					got := map[string]string{}
@@ -88,13 +89,6 @@ func TestCheckedInCounts(t *testing.T) {
 	}
 }
 
-func refName(op *savepoint.Operator, ref int) string {
-	if ref < len(op.States) {
-		return op.States[ref].Name
-	}
-	return op.Timers[ref-len(op.States)].Name
-}
-
 // decodeAll decodes every entry of a keyed state with the savepoint's own
 // serializers, the way dump does, for comparison with what DuckDB reads.
 func decodeAll(t *testing.T, r *snapshotfmt.Reader, uid, state string) (*savepoint.KeyedState, []savepoint.Decoded) {
@@ -107,35 +101,19 @@ func decodeAll(t *testing.T, r *snapshotfmt.Reader, uid, state string) (*savepoi
 	if !ok {
 		return nil, nil
 	}
-	opIdx, ref := 0, 0
-	for i := range m.Operators {
-		if m.Operators[i].UID == uid {
-			opIdx = i
-		}
-	}
-	for i := range op.States {
-		if op.States[i].Name == state {
-			ref = i
-		}
-	}
+	opIdx := slices.IndexFunc(m.Operators, func(o savepoint.Operator) bool { return o.UID == uid })
+	ref, _ := m.Find(opIdx, state)
 	dec, err := savepoint.NewDecoder(op, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []savepoint.Decoded
-	for _, seg := range r.StateSegments(opIdx, ref, keygroup.All(op.MaxParallelism)) {
-		it := r.Entries(context.Background(), seg)
-		for it.Next() {
-			dd, err := dec.Decode(it.Entry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, dd)
-		}
-		if err := it.Err(); err != nil {
+	for _, e := range sptest.EntriesOf(t, r, ref) {
+		dd, err := dec.Decode(&e)
+		if err != nil {
 			t.Fatal(err)
 		}
-		it.Close()
+		out = append(out, dd)
 	}
 	return st, out
 }

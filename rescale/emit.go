@@ -3,18 +3,17 @@ package rescale
 import (
 	"fmt"
 
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // segmentSink writes sorted groups as segments of one output data file: a
 // new segment at every change of (key group, ref), which the sort order
 // makes ascending, as the format and the engine's layout want.
 type segmentSink struct {
-	f      *snapshotfmt.DataFileWriter
-	op     int
+	f      *rewrite.DataFile
 	shapes []refShape
-	sw     *snapshotfmt.SegmentWriter
+	sw     *rewrite.SegmentWriter
 	kg     int
 	ref    int
 	e      savepoint.Entry
@@ -22,8 +21,8 @@ type segmentSink struct {
 	entries []uint64
 }
 
-func newSegmentSink(f *snapshotfmt.DataFileWriter, op int, shapes []refShape) *segmentSink {
-	return &segmentSink{f: f, op: op, shapes: shapes, entries: make([]uint64, len(shapes))}
+func newSegmentSink(f *rewrite.DataFile, shapes []refShape) *segmentSink {
+	return &segmentSink{f: f, shapes: shapes, entries: make([]uint64, len(shapes))}
 }
 
 func (s *segmentSink) group(h *header) error {
@@ -31,7 +30,7 @@ func (s *segmentSink) group(h *header) error {
 		if err := s.close(); err != nil {
 			return err
 		}
-		sw, err := s.f.Segment(s.op, h.ref, h.kg)
+		sw, err := s.f.Segment(s.shapes[h.ref].ref, h.kg)
 		if err != nil {
 			return err
 		}

@@ -99,7 +99,7 @@ func TestGatewayRescaledEqualsEngineSavepoint(t *testing.T) {
 			}
 			a, b := sptest.Open(t, rescaled), sptest.Open(t, at720)
 			for op := range b.Metadata().Operators {
-				if !slices.Equal(a.Segments(op), b.Segments(op)) {
+				if !slices.Equal(sptest.OperatorSegments(t, a, op), sptest.OperatorSegments(t, b, op)) {
 					t.Fatalf("operator %d: the index differs", op)
 				}
 			}

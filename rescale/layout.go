@@ -7,11 +7,6 @@ import (
 	"github.com/stateproc/stateproc/rewrite"
 )
 
-// engineFileName is the name the engine gives the data file of one
-// operator subtask, so that a rescaled operator looks as if the engine had
-// written it at its new parallelism.
-func engineFileName(op, subtask int) string { return fmt.Sprintf("op%03d-%05d.data", op, subtask) }
-
 // newFileNames names the data files of a re-bucketed operator, one per new
 // subtask. The engine's name is used unless a file kept from the input
 // already has it: an empty kept file of that name is most likely the
@@ -20,7 +15,9 @@ func engineFileName(op, subtask int) string { return fmt.Sprintf("op%03d-%05d.da
 func newFileNames(op, parallelism, maxP int, kept *[]rewrite.FilePlan) []string {
 	names := make([]string, parallelism)
 	for s := range names {
-		name := engineFileName(op, s)
+		// The engine's name, so that a rescaled operator looks as if the
+		// engine had written it at its new parallelism.
+		name := rewrite.EngineFileName(op, s)
 		for i := 0; i < len(*kept); i++ {
 			fp := (*kept)[i]
 			if fp.Name != name {

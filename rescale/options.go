@@ -70,6 +70,8 @@ type opPlan struct {
 	from   *savepoint.Operator
 	// maxP and parallelism are the operator's in the output.
 	maxP, parallelism int
+	// segs are the operator's segments in the input.
+	segs []savepoint.Segment
 }
 
 // plan checks the options against the savepoint's metadata and decides

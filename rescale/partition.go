@@ -10,13 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
-	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 // spillFile is one file of the partition phase.
@@ -47,38 +45,36 @@ func (s spillFiles) ofBucket(b int) ([]string, int64) {
 // dir, on workers goroutines, with about memory bytes of write buffers in
 // all, and tells m of the first pass's share of each segment (see
 // firstPassShare).
-func partition(ctx context.Context, src *snapshotfmt.Reader, p *opPlan, bk *bucketing, dir string, workers, memory int, m *rewrite.Meter) (spillFiles, error) {
-	segs := src.Segments(p.index)
+func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refShape, bk *bucketing, dir string, n, memory int, m *rewrite.Meter) (spillFiles, error) {
+	segs := slices.Clone(p.segs)
 	// File order, so that the workers together read each file forwards.
-	slices.SortFunc(segs, func(a, b snapshotfmt.Segment) int {
+	slices.SortFunc(segs, func(a, b savepoint.Segment) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Offset, b.Offset))
 	})
-	bufSize := min(64<<10, max(4<<10, memory/max(1, workers*len(bk.buckets))))
-	files := make(spillFiles, workers)
-	g, ctx := errgroup.WithContext(ctx)
-	var next atomic.Int64
-	for w := range workers {
-		pw := &partitioner{
+	bufSize := min(64<<10, max(4<<10, memory/max(1, n*len(bk.buckets))))
+	pws := make([]*partitioner, n)
+	for w := range pws {
+		pws[w] = &partitioner{
 			dir: dir, id: w, hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk,
-			shapes: shapes(p.from), bufSize: bufSize, files: make([]*spillWriter, len(bk.buckets)),
+			shapes: sh, bufSize: bufSize, files: make([]*spillWriter, len(bk.buckets)),
 		}
-		g.Go(func() error {
-			var err error
-			for err == nil {
-				i := int(next.Add(1) - 1)
-				if i >= len(segs) {
-					break
-				}
-				if err = pw.segment(ctx, src, segs[i]); err == nil {
-					m.Add(firstPassShare(segs[i].Length))
-				}
-			}
-			written, cerr := pw.close()
-			files[w] = written
-			return errors.Join(err, cerr)
-		})
 	}
-	return files, g.Wait()
+	err := workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
+		if err := pws[w].segment(ctx, src, segs[i]); err != nil {
+			return err
+		}
+		m.Add(firstPassShare(segs[i].Length))
+		return nil
+	})
+	// Every worker's files are closed, whether the partition failed or not.
+	files := make(spillFiles, n)
+	errs := []error{err}
+	for w, pw := range pws {
+		written, cerr := pw.close()
+		files[w] = written
+		errs = append(errs, cerr)
+	}
+	return files, errors.Join(errs...)
 }
 
 // partitioner is one worker of the partition phase.
@@ -118,10 +114,14 @@ func (pw *partitioner) writer(b int) (*spillWriter, error) {
 
 // segment spills the entries of one input segment. A group starts at every
 // change of (key, namespace), and at every timer; only a new key is hashed.
-func (pw *partitioner) segment(ctx context.Context, src *snapshotfmt.Reader, seg snapshotfmt.Segment) error {
-	it := src.Entries(ctx, seg)
+func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg savepoint.Segment) error {
+	it := savepoint.SegmentEntries(ctx, src, seg)
 	defer it.Close()
-	shape := pw.shapes[seg.Ref]
+	ref := spillRef(pw.shapes, seg.Ref)
+	if ref < 0 {
+		return fmt.Errorf("rescale: a segment of operator %d, not the one rescaled", seg.Ref.Operator)
+	}
+	shape := pw.shapes[ref]
 	first := true
 	var w *spillWriter
 	for it.Next() {
@@ -141,7 +141,7 @@ func (pw *partitioner) segment(ctx context.Context, src *snapshotfmt.Reader, seg
 					return werr
 				}
 			}
-			pw.h.ref, pw.h.time = seg.Ref, e.Timestamp
+			pw.h.ref, pw.h.time = ref, e.Timestamp
 			pw.h.ns = append(pw.h.ns[:0], e.Namespace...)
 			b = appendHeader(b, &pw.h, shape.timer)
 			first = false
@@ -176,11 +176,13 @@ func (pw *partitioner) close() ([]spillFile, error) {
 }
 
 // segmentEntries sums the index's entry counts of an operator's segments
-// by ref: what the rescaled operator must hold again.
-func segmentEntries(src *snapshotfmt.Reader, op int, refs int) []uint64 {
-	n := make([]uint64, refs)
-	for _, s := range src.Segments(op) {
-		n[s.Ref] += s.Entries
+// by spill ref: what the rescaled operator must hold again.
+func segmentEntries(p *opPlan, sh []refShape) []uint64 {
+	n := make([]uint64, len(sh))
+	for _, s := range p.segs {
+		if ref := spillRef(sh, s.Ref); ref >= 0 {
+			n[ref] += s.Entries
+		}
 	}
 	return n
 }

@@ -22,7 +22,7 @@ func TestRescaleReportsProgress(t *testing.T) {
 	src := sptest.Open(t, in)
 	var want int64
 	for op := range src.Metadata().Operators {
-		for _, s := range src.Segments(op) {
+		for _, s := range sptest.OperatorSegments(t, src, op) {
 			want += s.Length
 		}
 	}

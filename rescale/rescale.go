@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync/atomic"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/rewrite"
-	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -36,33 +34,44 @@ type Report struct {
 }
 
 // Run rescales src, the savepoint read from input, into out.Out.
-func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Options, out rewrite.Options) (*Report, error) {
+func Run(ctx context.Context, src savepoint.Source, input string, opts Options, out rewrite.Options) (*Report, error) {
 	m := src.Metadata()
 	plans, err := plan(m, opts)
 	if err != nil {
 		return nil, err
 	}
+	segs, err := savepoint.AllSegments(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range segs {
+		p := &plans[s.Ref.Operator]
+		p.segs = append(p.segs, s)
+	}
 	meta := rewrite.DeriveMetadata(input, m, describe(plans))
 	for _, p := range plans {
 		meta.Operators[p.index] = p.outputOperator()
 	}
-	kept := rewrite.SameLayout(src, func(seg snapshotfmt.Segment) (rewrite.SegmentPlan, bool) {
-		if plans[seg.Operator].action == Rebucketed {
+	kept, err := rewrite.SameLayout(ctx, src, func(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
+		if plans[seg.Ref.Operator].action == Rebucketed {
 			return rewrite.SegmentPlan{}, false
 		}
-		return rewrite.SegmentPlan{Src: seg, Op: seg.Operator, Ref: seg.Ref}, true
+		return rewrite.SegmentPlan{Src: seg, Dst: seg.Ref}, true
 	})
+	if err != nil {
+		return nil, err
+	}
 	newFiles := map[int][]string{}
 	for _, p := range plans {
 		if p.action == Rebucketed {
 			newFiles[p.index] = newFileNames(p.index, p.parallelism, p.maxP, &kept)
 		}
 	}
-	rep := report(src, plans, out.DryRun)
+	rep := report(plans, out.DryRun)
 	copied := rewrite.PlannedBytes(kept)
-	moved, spilled := rebucketedBytes(src, plans)
+	moved, spilled := rebucketedBytes(plans)
 	if !out.DryRun {
-		if out.Writer, err = rewrite.WriterOptions(src); err != nil {
+		if out.Writer, err = rewrite.WriterOptions(ctx, src); err != nil {
 			return nil, err
 		}
 		// The output takes about the input's size, and the spill files
@@ -74,11 +83,11 @@ func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Option
 		}
 	}
 	meter := rewrite.NewMeter(copied+moved, out.Progress)
-	err = rewrite.Execute(ctx, src, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
+	err = rewrite.Execute(ctx, input, meta, out, func(ctx context.Context, o *rewrite.Output) error {
 		if o == nil {
 			return nil
 		}
-		if err := rewrite.WriteFiles(ctx, src, o.Writer(), kept, opts.workers(), meter); err != nil {
+		if err := rewrite.WriteFiles(ctx, src, o, kept, opts.workers(), meter); err != nil {
 			return err
 		}
 		for i := range plans {
@@ -89,7 +98,7 @@ func Run(ctx context.Context, src *snapshotfmt.Reader, input string, opts Option
 			if err != nil {
 				return err
 			}
-			err = rebucket(ctx, src, o.Writer(), &plans[i], newFiles[i], dir, opts.workers(), opts.memory(), meter)
+			err = rebucket(ctx, src, m, o, &plans[i], newFiles[i], dir, opts.workers(), opts.memory(), meter)
 			if opts.SpillDir != "" {
 				os.RemoveAll(dir)
 			}
@@ -115,60 +124,52 @@ func spillDir(o *rewrite.Output, under string) (string, error) {
 
 // rebucket moves every entry of one operator to its new key group and
 // writes the operator's new data files, one per new subtask.
-func rebucket(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, p *opPlan, names []string, dir string, workers, memory int, m *rewrite.Meter) error {
-	writers := min(workers, p.parallelism)
+func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadata, o *rewrite.Output, p *opPlan, names []string, dir string, n, memory int,
+	m *rewrite.Meter) error {
+	writers := min(n, p.parallelism)
 	sortBudget := max(minSortBudget, memory/writers)
 	// A bucket should fit half a sort chunk (half the budget holds data),
 	// leaving room for skew between key groups; the spill encoding takes
 	// about the raw size of the entries.
 	var raw uint64
 	var owed int64 // what the meter counts in the second pass
-	for _, s := range src.Segments(p.index) {
+	for _, s := range p.segs {
 		raw += s.Bytes
 		owed += s.Length - firstPassShare(s.Length)
 	}
+	sh := shapes(meta, p.index)
 	bk := newBucketing(p.maxP, p.parallelism, int(raw/uint64(sortBudget/4))+1)
-	spills, err := partition(ctx, src, p, bk, dir, workers, memory/2, m)
+	spills, err := partition(ctx, src, p, sh, bk, dir, n, memory/2, m)
 	if err != nil {
 		return err
 	}
 	second := newSecondPass(m, owed, spills)
-	sh := shapes(p.from)
 	written := make([][]uint64, writers)
-	g, ctx := errgroup.WithContext(ctx)
-	var next atomic.Int64
+	sorters := make([]*sorter, writers)
 	for wk := range writers {
-		srt := newSorter(sh, sortBudget, dir, fmt.Sprintf("sort%02d", wk))
+		sorters[wk] = newSorter(sh, sortBudget, dir, fmt.Sprintf("sort%02d", wk))
 		written[wk] = make([]uint64, len(sh))
-		g.Go(func() error {
-			for {
-				s := int(next.Add(1) - 1)
-				if s >= p.parallelism {
-					return nil
-				}
-				n, err := writeSubtask(ctx, w, p.index, sh, names[s], bk, s, spills, srt, second)
-				if err != nil {
-					return err
-				}
-				for ref := range n {
-					written[wk][ref] += n[ref]
-				}
-			}
-		})
 	}
-	if err := g.Wait(); err != nil {
+	err = workers.Run(ctx, p.parallelism, writers, func(ctx context.Context, wk, s int) error {
+		n, err := writeSubtask(ctx, o, sh, names[s], bk, s, spills, sorters[wk], second)
+		for ref := range n {
+			written[wk][ref] += n[ref]
+		}
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	// Every entry read must have been written once: a cheap check that no
 	// bucket was lost on the way.
-	want := segmentEntries(src, p.index, len(sh))
+	want := segmentEntries(p, sh)
 	for ref := range want {
 		var got uint64
 		for _, n := range written {
 			got += n[ref]
 		}
 		if got != want[ref] {
-			return fmt.Errorf("rescale: operator %q ref %d: wrote %d entries, read %d", p.from.UID, ref, got, want[ref])
+			return fmt.Errorf("rescale: %s: wrote %d entries, read %d", meta.Describe(sh[ref].ref), got, want[ref])
 		}
 	}
 	return nil
@@ -176,13 +177,13 @@ func rebucket(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Write
 
 // writeSubtask writes the data file of one new subtask from its buckets,
 // removing each bucket's spill files once they are written.
-func writeSubtask(ctx context.Context, w *snapshotfmt.Writer, op int, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srt *sorter,
+func writeSubtask(ctx context.Context, o *rewrite.Output, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srt *sorter,
 	second *secondPass) ([]uint64, error) {
-	f, err := w.CreateDataFile(ctx, name)
+	f, err := o.CreateFile(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	sink := newSegmentSink(f, op, sh)
+	sink := newSegmentSink(f, sh)
 	for _, b := range bk.ofSubtask(s) {
 		paths, size := spills.ofBucket(b)
 		err = srt.sortBucket(ctx, paths, size, bk.buckets[b].kgs, sink)
@@ -203,13 +204,13 @@ func writeSubtask(ctx context.Context, w *snapshotfmt.Writer, op int, sh []refSh
 	return sink.entries, err
 }
 
-func report(src *snapshotfmt.Reader, plans []opPlan, dryRun bool) *Report {
+func report(plans []opPlan, dryRun bool) *Report {
 	rep := &Report{DryRun: dryRun}
 	for _, p := range plans {
 		r := OperatorReport{UID: p.from.UID, Keyed: p.from.Keyed(), Action: p.action,
 			MaxParallelismBefore: p.from.MaxParallelism, MaxParallelism: p.maxP,
 			ParallelismBefore: p.from.Parallelism, Parallelism: p.parallelism}
-		for _, s := range src.Segments(p.index) {
+		for _, s := range p.segs {
 			r.Segments++
 			r.Entries += s.Entries
 			r.Bytes += s.Length
@@ -222,12 +223,12 @@ func report(src *snapshotfmt.Reader, plans []opPlan, dryRun bool) *Report {
 // rebucketedBytes sums the segments of the operators to re-bucket: what
 // they take in their files, and their raw size, about what their spill
 // files take.
-func rebucketedBytes(src *snapshotfmt.Reader, plans []opPlan) (stored, raw int64) {
+func rebucketedBytes(plans []opPlan) (stored, raw int64) {
 	for _, p := range plans {
 		if p.action != Rebucketed {
 			continue
 		}
-		for _, s := range src.Segments(p.index) {
+		for _, s := range p.segs {
 			stored += s.Length
 			raw += int64(s.Bytes)
 		}

@@ -28,21 +28,32 @@ const (
 
 const timerTimeBits = 1 << 63
 
-// refShape is what the records of one state or timer service look like.
+// refShape is what the records of one state or timer service look like. A
+// spill ref is an index into the shapes of an operator, in the order of
+// Metadata.Refs: the order of the segments of a key group.
 type refShape struct {
+	ref          savepoint.StateRef
 	timer, isMap bool
 }
 
-func shapes(op *savepoint.Operator) []refShape {
-	s := make([]refShape, len(op.States)+len(op.Timers))
-	for i := range s {
-		if i < len(op.States) {
-			s[i].isMap = op.States[i].Kind == savepoint.Map
-		} else {
-			s[i].timer = true
-		}
+func shapes(m *savepoint.Metadata, op int) []refShape {
+	var s []refShape
+	for _, ref := range m.Refs(op) {
+		ks := m.KeyedState(ref)
+		s = append(s, refShape{ref: ref, timer: ref.Timer, isMap: ks != nil && ks.Kind == savepoint.Map})
 	}
 	return s
+}
+
+// spillRef returns the spill ref of ref, or -1 when the operator has no
+// such state.
+func spillRef(shapes []refShape, ref savepoint.StateRef) int {
+	for i := range shapes {
+		if shapes[i].ref == ref {
+			return i
+		}
+	}
+	return -1
 }
 
 // header is a decoded group header. Its slices alias whatever it was

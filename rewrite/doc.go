@@ -17,9 +17,15 @@
 //     removes the temporary directories that killed runs for the same target
 //     left behind. Such a directory is never a savepoint: the CLI refuses to
 //     open one.
-//   - A segment a rewrite does not change is copied as opaque bytes; a
-//     segment it filters is streamed entry by entry into the same place, so
-//     the layout (file names, segment order) stays that of the input.
+//   - A rewrite reads its input through the read seam (savepoint.Source),
+//     so it rewrites any layout package layouts opens, and writes
+//     stateproc's layout through this package (Output.CreateFile), the one
+//     tool that knows it. A segment a rewrite does not change is copied as
+//     opaque bytes when the input keeps it in a stateproc data file; a
+//     segment it filters, or one the input keeps elsewhere (an incremental
+//     checkpoint's databases), is streamed entry by entry into the same
+//     place, so the layout (file names, segment order) stays that of the
+//     input, or becomes the engine's.
 //   - The output's metadata records, in Lineage, which savepoint it came
 //     from and what the rewrite did.
 //

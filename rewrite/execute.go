@@ -8,12 +8,12 @@ import (
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
-// Execute runs one rewrite of the savepoint src read from input into a new
+// Execute runs one rewrite of the savepoint read from input into a new
 // savepoint with metadata meta: it creates the output (see Create), calls
-// fill with its writer, and commits. With opts.DryRun, it checks the target
-// if one is given and calls fill with a nil output, which must then write
+// fill with it, and commits. With opts.DryRun, it checks the target if one
+// is given and calls fill with a nil output, which must then write
 // nothing.
-func Execute(ctx context.Context, src *snapshotfmt.Reader, input string, meta *savepoint.Metadata, opts Options,
+func Execute(ctx context.Context, input string, meta *savepoint.Metadata, opts Options,
 	fill func(ctx context.Context, o *Output) error) error {
 	if opts.DryRun {
 		if opts.Out != "" {
@@ -47,7 +47,7 @@ func DeriveMetadata(input string, in *savepoint.Metadata, did string) *savepoint
 
 // WriterOptions returns the block options for rewriting src: the default
 // block size, and the input's compression.
-func WriterOptions(src *snapshotfmt.Reader) (snapshotfmt.Options, error) {
-	c, err := Codec(src)
+func WriterOptions(ctx context.Context, src savepoint.Source) (snapshotfmt.Options, error) {
+	c, err := Codec(ctx, src)
 	return snapshotfmt.Options{Compression: c}, err
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/internal/spgen"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -161,7 +162,7 @@ func openVerified(dir string) (*snapshotfmt.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Verify(context.Background()); err != nil {
+	if err := sptest.Verify(r); err != nil {
 		r.Close()
 		return nil, err
 	}

@@ -5,26 +5,26 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/stateproc/stateproc/internal/workers"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // SegmentPlan says what becomes of one input segment.
 type SegmentPlan struct {
-	Src snapshotfmt.Segment
-	// Op and Ref place the segment in the output's metadata; its key group
-	// stays that of Src.
-	Op, Ref int
+	Src savepoint.Segment
+	// Dst places the segment in the output's metadata; its key group stays
+	// that of Src.
+	Dst savepoint.StateRef
 	// Drop leaves the segment out, unread.
 	Drop bool
 	// Keep, when set, is asked about every entry, in order, and the segment
 	// is rewritten with the entries it keeps; when nil, and Value too, the
-	// segment is copied as opaque bytes. It must be safe to call from
-	// several goroutines.
+	// segment is copied as opaque bytes where the input stores it in a
+	// stateproc data file, and entry by entry otherwise. It must be safe to
+	// call from several goroutines.
 	Keep func(e *savepoint.Entry) bool
 	// Value, when set, rewrites the value of every entry kept: it appends
 	// the new value to dst, a buffer reused from entry to entry of the
@@ -41,22 +41,60 @@ type FilePlan struct {
 	Segments []SegmentPlan
 }
 
-// SameLayout plans an output with the layout of r: each data file of r
+// EngineFileName is the name the engine gives the data file of subtask s
+// of the operator at index op.
+func EngineFileName(op, s int) string { return fmt.Sprintf("op%03d-%05d.data", op, s) }
+
+// canonical returns the stateproc savepoint whose data files hold the
+// segments of src that name a file: src itself, or the canonical part of a
+// checkpoint.
+func canonical(src savepoint.Source) (*snapshotfmt.Reader, bool) {
+	switch s := src.(type) {
+	case *snapshotfmt.Reader:
+		return s, true
+	case interface{ Canonical() *snapshotfmt.Reader }:
+		return s.Canonical(), true
+	}
+	return nil, false
+}
+
+// SameLayout plans an output with the layout of src: each data file of src
 // becomes a file of the same name holding, in file order, the segments for
 // which place returns true. A file whose segments were all left out by
-// place is left out; a file that holds no segment in r is kept, as an empty
-// data file, since the engine writes one per subtask whatever it holds.
-func SameLayout(r *snapshotfmt.Reader, place func(seg snapshotfmt.Segment) (SegmentPlan, bool)) []FilePlan {
-	byFile := map[string][]snapshotfmt.Segment{}
-	for op := range r.Metadata().Operators {
-		for _, s := range r.Segments(op) {
-			byFile[s.File] = append(byFile[s.File], s)
-		}
+// place is left out; a file that holds no segment in src is kept, as an
+// empty data file, since the engine writes one per subtask whatever it
+// holds. Segments that src keeps in no data file of its own (those of an
+// incremental checkpoint's databases) go, key group by key group, to the
+// file the engine writes for the subtask that owns their key group.
+func SameLayout(ctx context.Context, src savepoint.Source, place func(seg savepoint.Segment) (SegmentPlan, bool)) ([]FilePlan, error) {
+	segs, err := savepoint.AllSegments(ctx, src)
+	if err != nil {
+		return nil, err
 	}
+	m := src.Metadata()
+	var names []string
+	byFile := map[string][]savepoint.Segment{}
+	if r, ok := canonical(src); ok {
+		names = r.DataFiles()
+	}
+	for _, s := range segs {
+		name := s.File
+		if name == "" {
+			op := &m.Operators[s.Ref.Operator]
+			name = EngineFileName(s.Ref.Operator, keygroup.Subtask(s.KeyGroup, op.Parallelism, op.MaxParallelism))
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		byFile[name] = append(byFile[name], s)
+	}
+	slices.Sort(names)
 	var plans []FilePlan
-	for _, name := range r.DataFiles() {
+	for _, name := range names {
 		segs := byFile[name]
-		slices.SortFunc(segs, func(a, b snapshotfmt.Segment) int { return cmp.Compare(a.Offset, b.Offset) })
+		slices.SortFunc(segs, func(a, b savepoint.Segment) int {
+			return cmp.Or(cmp.Compare(a.Offset, b.Offset), cmp.Compare(a.KeyGroup, b.KeyGroup), a.Ref.Compare(b.Ref))
+		})
 		fp := FilePlan{Name: name}
 		for _, s := range segs {
 			if p, ok := place(s); ok {
@@ -68,7 +106,7 @@ func SameLayout(r *snapshotfmt.Reader, place func(seg snapshotfmt.Segment) (Segm
 		}
 		plans = append(plans, fp)
 	}
-	return plans
+	return plans, nil
 }
 
 // PlannedBytes sums what the input segments of plans take in their files:
@@ -77,55 +115,40 @@ func SameLayout(r *snapshotfmt.Reader, place func(seg snapshotfmt.Segment) (Segm
 func PlannedBytes(plans []FilePlan) int64 {
 	var n int64
 	for _, fp := range plans {
-		for _, p := range fp.Segments {
-			n += p.Src.Length
-		}
+		n += fp.bytes()
 	}
 	return n
 }
 
-// WriteFiles writes the planned files into w, files in parallel on up to
+func (fp *FilePlan) bytes() (n int64) {
+	for _, s := range fp.Segments {
+		n += s.Src.Length
+	}
+	return n
+}
+
+// WriteFiles writes the planned files into out, files in parallel on up to
 // workers goroutines, each file by one of them front to back, and tells m
-// of each input segment once it is done with it (see PlannedBytes). With w
-// nil it is a dry run: nothing is written, and the segments that Keep
+// of each input segment once it is done with it (see PlannedBytes). With
+// out nil it is a dry run: nothing is written, and the segments that Keep
 // filters are still read so that Kept is right.
-func WriteFiles(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, plans []FilePlan, workers int, m *Meter) error {
+func WriteFiles(ctx context.Context, src savepoint.Source, out *Output, plans []FilePlan, n int, m *Meter) error {
 	// The largest files first, so that one big file does not start last.
 	order := make([]int, len(plans))
 	for i := range order {
 		order[i] = i
 	}
-	size := func(fp *FilePlan) (n int64) {
-		for _, s := range fp.Segments {
-			n += s.Src.Length
-		}
-		return n
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(size(&plans[b]), size(&plans[a])) })
-
-	g, ctx := errgroup.WithContext(ctx)
-	var next atomic.Int64
-	for range max(1, workers) {
-		g.Go(func() error {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(order) {
-					return nil
-				}
-				if err := writeFile(ctx, src, w, &plans[order[i]], m); err != nil {
-					return err
-				}
-			}
-		})
-	}
-	return g.Wait()
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(plans[b].bytes(), plans[a].bytes()) })
+	return workers.Run(ctx, len(order), n, func(ctx context.Context, _, i int) error {
+		return writeFile(ctx, src, out, &plans[order[i]], m)
+	})
 }
 
-func writeFile(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writer, fp *FilePlan, m *Meter) error {
-	var f *snapshotfmt.DataFileWriter
-	if w != nil {
+func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FilePlan, m *Meter) error {
+	var f *DataFile
+	if out != nil {
 		var err error
-		if f, err = w.CreateDataFile(ctx, fp.Name); err != nil {
+		if f, err = out.CreateFile(ctx, fp.Name); err != nil {
 			return err
 		}
 	}
@@ -144,31 +167,31 @@ func writeFile(ctx context.Context, src *snapshotfmt.Reader, w *snapshotfmt.Writ
 	return nil
 }
 
-func writeSegment(ctx context.Context, src *snapshotfmt.Reader, f *snapshotfmt.DataFileWriter, p *SegmentPlan) error {
-	switch {
-	case p.Drop:
+func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *SegmentPlan) error {
+	if p.Drop {
 		p.Kept = 0
 		return nil
-	case p.Keep == nil && p.Value == nil:
+	}
+	if r, ok := canonical(src); ok && p.Keep == nil && p.Value == nil && p.Src.File != "" {
 		p.Kept = p.Src.Entries
 		if f == nil {
 			return nil
 		}
-		return f.CopySegment(ctx, src, p.Src, p.Op, p.Ref, p.Src.KeyGroup)
+		return f.CopySegment(ctx, r, p.Src, p.Dst, p.Src.KeyGroup)
 	}
-	return FilterSegment(ctx, src, f, p)
+	return filterSegment(ctx, src, f, p)
 }
 
-// FilterSegment streams the entries of p.Src that p.Keep keeps (all when
+// filterSegment streams the entries of p.Src that p.Keep keeps (all when
 // Keep is nil), with their values rewritten by p.Value when set, into a
 // segment of f, one entry at a time: memory holds one input block, one
 // output block and one value. The output segment is opened at the first
 // kept entry, so nothing is written when none is. With f nil it only counts
 // (and rewrites values, whose errors it reports).
-func FilterSegment(ctx context.Context, src *snapshotfmt.Reader, f *snapshotfmt.DataFileWriter, p *SegmentPlan) (err error) {
-	it := src.Entries(ctx, p.Src)
+func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *SegmentPlan) (err error) {
+	it := savepoint.SegmentEntries(ctx, src, p.Src)
 	defer it.Close()
-	var sw *snapshotfmt.SegmentWriter
+	var sw *SegmentWriter
 	defer func() {
 		if sw != nil {
 			if cerr := sw.Close(); err == nil {
@@ -187,7 +210,7 @@ func FilterSegment(ctx context.Context, src *snapshotfmt.Reader, f *snapshotfmt.
 		kept++
 		if p.Value != nil {
 			if value, err = p.Value(value[:0], e); err != nil {
-				return &snapshotfmt.Error{File: p.Src.File, KeyGroup: p.Src.KeyGroup, Offset: p.Src.Offset,
+				return &savepoint.Error{Reader: "rewrite", File: p.Src.File, KeyGroup: p.Src.KeyGroup, Offset: p.Src.Offset,
 					Err: fmt.Errorf("entry %d of the segment at this offset: %w", n, err)}
 			}
 			changed = *e
@@ -198,7 +221,7 @@ func FilterSegment(ctx context.Context, src *snapshotfmt.Reader, f *snapshotfmt.
 			continue
 		}
 		if sw == nil {
-			if sw, err = f.Segment(p.Op, p.Ref, p.Src.KeyGroup); err != nil {
+			if sw, err = f.Segment(p.Dst, p.Src.KeyGroup); err != nil {
 				return err
 			}
 		}

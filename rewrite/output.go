@@ -86,13 +86,18 @@ func Create(input string, meta *savepoint.Metadata, opts Options) (*Output, erro
 	return o, nil
 }
 
-// Writer is the writer of the staged savepoint; nil for the nil Output of
-// a dry run.
-func (o *Output) Writer() *snapshotfmt.Writer {
-	if o == nil {
-		return nil
-	}
-	return o.w
+// DataFile writes one data file of the output; SegmentWriter one segment
+// of it. Entries come in the order the savepoint format gives (package
+// snapshotfmt): a rewrite states what it writes, the format how.
+type (
+	DataFile      = snapshotfmt.DataFileWriter
+	SegmentWriter = snapshotfmt.SegmentWriter
+)
+
+// CreateFile creates a data file of the output. Several may be written at
+// once, each by one goroutine.
+func (o *Output) CreateFile(ctx context.Context, name string) (*DataFile, error) {
+	return o.w.CreateDataFile(ctx, name)
 }
 
 // TempDir creates a directory for spill files beside the target, named

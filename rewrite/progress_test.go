@@ -11,7 +11,6 @@ import (
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // progressLog records what a rewrite reports to Options.Progress and fails
@@ -73,7 +72,7 @@ func TestWriteFilesReportsProgress(t *testing.T) {
 	var want int64
 	segments := 0
 	for op := range src.Metadata().Operators {
-		for _, s := range src.Segments(op) {
+		for _, s := range sptest.OperatorSegments(t, src, op) {
 			want += s.Length
 			segments++
 		}
@@ -82,8 +81,8 @@ func TestWriteFilesReportsProgress(t *testing.T) {
 	sameValue := func(dst []byte, e *savepoint.Entry) ([]byte, error) { return append(dst, e.Value...), nil }
 	for _, dryRun := range []bool{false, true} {
 		t.Run(map[bool]string{false: "write", true: "dry run"}[dryRun], func(t *testing.T) {
-			plans := rewrite.SameLayout(src, func(seg snapshotfmt.Segment) (rewrite.SegmentPlan, bool) {
-				p := rewrite.SegmentPlan{Src: seg, Op: seg.Operator, Ref: seg.Ref}
+			plans, err := rewrite.SameLayout(context.Background(), src, func(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
+				p := rewrite.SegmentPlan{Src: seg, Dst: seg.Ref}
 				switch seg.KeyGroup % 4 {
 				case 1:
 					p.Keep = keepEven
@@ -94,6 +93,9 @@ func TestWriteFilesReportsProgress(t *testing.T) {
 				}
 				return p, true
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got := rewrite.PlannedBytes(plans); got != want {
 				t.Fatalf("PlannedBytes %d, want %d", got, want)
 			}
@@ -102,10 +104,10 @@ func TestWriteFilesReportsProgress(t *testing.T) {
 			}
 			log := &progressLog{t: t}
 			opts := rewrite.Options{Out: filepath.Join(t.TempDir(), "out"), DryRun: dryRun, Progress: log.report}
-			err := rewrite.Execute(context.Background(), src, in, rewrite.DeriveMetadata(in, src.Metadata(), "test"), opts,
+			err = rewrite.Execute(context.Background(), in, rewrite.DeriveMetadata(in, src.Metadata(), "test"), opts,
 				func(ctx context.Context, o *rewrite.Output) error {
 					m := rewrite.NewMeter(rewrite.PlannedBytes(plans), opts.Progress)
-					return rewrite.WriteFiles(ctx, src, o.Writer(), plans, 4, m)
+					return rewrite.WriteFiles(ctx, src, o, plans, 4, m)
 				})
 			if err != nil {
 				t.Fatal(err)

@@ -1,13 +1,20 @@
-// Package savepoint is the toolkit's model of a savepoint: operators, their
-// keyed states, timer services, operator and broadcast state, the serializer
-// snapshots that describe every byte, and the entries of a state per key
-// group.
+// Package savepoint is the toolkit's model of a savepoint, and the read
+// seam through which the engine and every tool read one: operators, their
+// keyed states, timer services, operator and broadcast state, the
+// serializer snapshots that describe every byte, and the entries of a
+// state per key group.
 //
-// The model is independent of any byte layout. Package snapshotfmt reads and
-// writes stateproc's own layout into this model; a reader for another layout
-// (Apache Flink's savepoints) can feed the same tools by producing the same
-// types. Source is that boundary: the metadata and the entries of a state
-// per key-group range, from a canonical savepoint (snapshotfmt's
-// Reader.Source) as from the engine's incremental checkpoints, and what a
-// state backend restores from.
+// The model is independent of any byte layout. Source is the seam: the
+// metadata, the segments of a state (or timer service, named by a StateRef)
+// per key-group range with the figures the layout keeps about them, and a
+// streaming iterator over their entries with a sticky error. stateproc's own
+// layout (package snapshotfmt) implements it, and so do the engine's
+// incremental checkpoints; package layouts opens either, and a reader for
+// another layout (Apache Flink's) is added there. Every layout's errors wrap
+// this package's sentinels (ErrNotSavepoint, ErrCorrupt, ErrUnsupported) and
+// locate themselves with an *Error, so that a tool maps them to exit codes
+// without knowing the layout.
+//
+// The package sits at the bottom, beside serializers, keygroup and ttl: it
+// imports nothing of the engine or the tools.
 package savepoint

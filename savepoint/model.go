@@ -10,9 +10,6 @@ import (
 
 // Metadata describes a whole savepoint.
 type Metadata struct {
-	// FormatVersion is the version of the layout it was read from; writers
-	// ignore it and write their current version.
-	FormatVersion uint32
 	// ID comes from the checkpoint id that produced the savepoint.
 	ID uint64
 	// CreatedAt is when the savepoint was taken, in epoch milliseconds, by
@@ -81,18 +78,6 @@ func (o *Operator) TimerService(name string) (*TimerService, bool) {
 		}
 	}
 	return nil, false
-}
-
-// RefName returns the name of the state or timer service that ref
-// designates: an index into States, or len(States)+i for timer service i.
-func (o *Operator) RefName(ref int) (string, bool) {
-	switch {
-	case ref >= 0 && ref < len(o.States):
-		return o.States[ref].Name, true
-	case ref >= len(o.States) && ref < len(o.States)+len(o.Timers):
-		return o.Timers[ref-len(o.States)].Name, true
-	}
-	return "", false
 }
 
 // Kind is the primitive of a keyed state.

@@ -1,8 +1,6 @@
 package serializers
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 // maxAvroValue bounds hamba's allocations for one string, bytes or array.
@@ -85,18 +85,12 @@ func newAvro[T any](schema string) (*avroSer[T], error) {
 	return &avroSer[T]{schema: parsed, json: compact, plan: plan}, nil
 }
 
-// parseAvroSchema parses a schema on its own: hamba's default cache would
-// let a named type of one schema leak into another, and the old and new
-// schemas of a compatibility check usually share names.
+// parseAvroSchema parses a schema with the bounds every reader of the
+// toolkit applies.
 func parseAvroSchema(schema string) (avro.Schema, string, error) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, []byte(schema)); err != nil {
-		return nil, "", fmt.Errorf("avro: schema is not JSON: %w", err)
-	}
-	compact := buf.String()
-	parsed, err := avro.ParseWithCache(compact, "", &avro.SchemaCache{})
+	parsed, compact, err := avrobin.ParseSchema(schema)
 	if err != nil {
-		return nil, "", fmt.Errorf("avro: schema does not parse: %w", err)
+		return nil, "", fmt.Errorf("avro: %w", err)
 	}
 	return parsed, compact, nil
 }
@@ -111,10 +105,12 @@ func (s *avroSer[T]) Append(dst []byte, v T) ([]byte, error) {
 	switch {
 	case w.Error != nil:
 		err = within(w.Error, ErrEncode, "avro")
-	case s.plan.hasMap:
+	case s.plan.hasMap || s.plan.hasString:
+		// The transcoder sorts the maps and checks that strings are UTF-8,
+		// as Decode will.
 		dst, err = transcode(s.plan, dst, w.Buffer())
 		if err != nil {
-			err = encodeErr("avro: hamba wrote an invalid datum: %v", err)
+			err = encodeErr("%s", err.(*valueError).msg)
 		}
 	default:
 		dst = append(dst, w.Buffer()...)

@@ -2,6 +2,7 @@ package serializers
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"runtime"
@@ -148,7 +149,7 @@ func TestAvroRejectsMalformed(t *testing.T) {
 	for _, c := range []struct {
 		schema, src, msg string
 	}{
-		{openRequestSchema, "0c722d31303933", "OpenRequest.tenant_id: bytes length truncated at byte 7"},
+		{openRequestSchema, "0c722d31303933", "OpenRequest.tenant_id: string length truncated at byte 7"},
 		{openRequestSchema, "0c722d31303933 16 74656e616e742d61636d65 06 677074 80a0abfef962 8205 00", "1 trailing bytes after the datum"},
 		{`"boolean"`, "02", "boolean byte 0x02 at byte 0 is neither 0x00 nor 0x01"},
 		{`"int"`, "ffffffff7f", "int overflows at byte 4"},
@@ -163,7 +164,10 @@ func TestAvroRejectsMalformed(t *testing.T) {
 		{`{"type":"array","items":"long"}`, "03 08 02 04 00", "block size 4 does not match its 2 bytes"},
 		{`{"type":"array","items":"long"}`, "0a 02 00", "block of 5 items does not fit in the 2 bytes that remain"},
 		{`{"type":"array","items":"long"}`, "ffffffffffffffffff01 00", "block count -9223372036854775808 out of range"},
-		{`"string"`, "01", "bytes length -1 at byte 0 does not fit in the 0 bytes that remain"},
+		{`"string"`, "01", "string length -1 at byte 0 does not fit in the 0 bytes that remain"},
+		{`"string"`, "04 78ff", "string at byte 0 is not valid UTF-8"},
+		{`{"type":"map","values":"int"}`, "02 02ff 00 00", "map key at byte 1 is not valid UTF-8"},
+		{`"bytes"`, "01", "bytes length -1 at byte 0 does not fit in the 0 bytes that remain"},
 		{`{"type":"bytes","logicalType":"decimal","precision":2}`, "02 64", "decimal 100 has more than the 2 digits of its precision"},
 		{`{"type":"bytes","logicalType":"decimal","precision":2}`, "02 9c", "decimal -100 has more than the 2 digits of its precision"},
 		{`{"type":"bytes","logicalType":"decimal","precision":2,"scale":1}`, "04 0064", "decimal 100 has more than the 2 digits of its precision"},
@@ -251,7 +255,7 @@ func TestAvroLimits(t *testing.T) {
 		src = append(appendLong(src, 1000), 0)
 	}
 	src = append(src, 0)
-	if _, err := nested.Decode(src); !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), "zero-width") {
+	if _, err := nested.Decode(src); !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), "more than 65536 array items that take no bytes") {
 		t.Fatalf("100 x 1000 nulls: %v", err)
 	}
 }
@@ -291,5 +295,48 @@ func TestAvroConcurrentUse(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Avro strings are UTF-8 both ways, as the string serializer's are: what
+// the engine writes, the toolkit and the engine read back.
+func TestAvroStringsAreUTF8(t *testing.T) {
+	s := must[Of[OpenRequest]](t)(Avro[OpenRequest](openRequestSchema))
+	bad := sampleRequest
+	bad.Model = "gpt\xff"
+	if _, err := s.Append(nil, bad); !errors.Is(err, ErrEncode) || !strings.Contains(err.Error(), "OpenRequest.model: string at byte") {
+		t.Fatalf("Append of a string that is not UTF-8: %v", err)
+	}
+	if _, err := s.Append(nil, sampleRequest); err != nil {
+		t.Fatal(err)
+	}
+	g := must[Of[any]](t)(AvroGeneric(`{"type":"map","values":"int"}`))
+	if _, err := g.AppendAny(nil, map[string]any{"\xfe": int32(1)}); !errors.Is(err, ErrEncode) || !strings.Contains(err.Error(), "map key at byte 1 is not valid UTF-8") {
+		t.Fatalf("AppendAny of a map key that is not UTF-8: %v", err)
+	}
+}
+
+// An Avro null is nil in the untyped view: the "null" schema and a union's
+// null branch encode it, and the state handles read it back through As.
+func TestAvroNullValues(t *testing.T) {
+	for schema, enc := range map[string]string{`"null"`: "", `["null","string"]`: "00", `["string","null"]`: "02"} {
+		s := must[Of[any]](t)(AvroGeneric(schema))
+		b, err := s.AppendAny(nil, nil)
+		if err != nil || hex.EncodeToString(b) != enc {
+			t.Errorf("%s: AppendAny(nil) = %x, %v; want %s", schema, b, err, enc)
+		}
+		r := must[Serializer](t)(Restore(s.Snapshot()))
+		if v, err := r.DecodeAny(b); err != nil || v != nil {
+			t.Errorf("%s: DecodeAny(%x) = %#v, %v", schema, b, v, err)
+		}
+	}
+	if v, ok := As[any](nil); !ok || v != nil {
+		t.Errorf("As[any](nil) = %v, %v", v, ok)
+	}
+	if _, ok := As[*int](nil); ok {
+		t.Error("As[*int](nil) is ok: only interface types hold a nil interface")
+	}
+	if _, ok := As[string](nil); ok {
+		t.Error("As[string](nil) is ok")
 	}
 }

@@ -8,13 +8,15 @@ import (
 	"slices"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 // appendDefault encodes a field default, as hamba parsed it from the
 // schema's JSON, in canonical form. hamba's own default encoder cannot be
 // used: it reads a record default for a union-typed field as a union map.
 func appendDefault(dst []byte, s avro.Schema, v any) ([]byte, error) {
-	s = deref(s)
+	s = avrobin.Deref(s)
 	switch s := s.(type) {
 	case *avro.NullSchema:
 		return dst, nil
@@ -148,7 +150,7 @@ func byteArray(v any) ([]byte, bool) {
 // and collections, first symbols, and union branches that do not recurse.
 // Avro[T] decodes it into a T to find out early whether T fits the schema.
 func appendZero(dst []byte, s avro.Schema, active map[string]bool) ([]byte, bool) {
-	s = deref(s)
+	s = avrobin.Deref(s)
 	switch s := s.(type) {
 	case *avro.NullSchema:
 		return dst, true

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 // An avroPlan reads data written with one Avro schema and writes it as
@@ -33,6 +35,9 @@ type avroPlan struct {
 	// hasMap: the reader has a map somewhere, so hamba's encoding needs
 	// sorting.
 	hasMap bool
+	// hasString: the writer has a string somewhere, which hamba writes
+	// without checking that it is UTF-8.
+	hasString bool
 	// changes says, for a plan that is not same, what differs.
 	changes []string
 	// unreadable says which writer union branches have no reading.
@@ -48,7 +53,7 @@ const (
 	opLong
 	opFloat
 	opDouble
-	opBytes // bytes and string: the same binary form
+	opBytes // bytes and string: the same binary form, text tells them apart
 	opFixed
 	opEnum
 	opArray
@@ -77,16 +82,29 @@ type avroNode struct {
 	name string
 
 	size     int           // opFixed
+	text     textCheck     // opBytes
 	decimal  *decimalLimit // opBytes, opFixed: a decimal's precision
 	elem     *avroNode     // opArray items, opMap values, opToUnion value
 	index    int           // opToUnion: the reader's branch
 	branches []unionBranch // opUnion, by writer branch
-	symbols  []int32       // opEnum: the reader's index of each writer symbol
-	fields   []fieldStep   // opRecord, in writer order
-	readers  []readerField // opRecord, in reader order
-	inOrder  bool          // opRecord: writer fields arrive in reader order
-	msg      string        // opUnreadable
+	symbols  []int32       // opEnum: the reader's index of each writer symbol, -1 for none
+	// writerSymbols names the writer's symbols for the error about one the
+	// reader lacks (opEnum).
+	writerSymbols []string
+	fields        []fieldStep   // opRecord, in writer order
+	readers       []readerField // opRecord, in reader order
+	inOrder       bool          // opRecord: writer fields arrive in reader order
+	msg           string        // opUnreadable
 }
+
+// textCheck says whether an opBytes datum must be UTF-8.
+type textCheck uint8
+
+const (
+	textNone      textCheck = iota
+	textString              // the writer's string
+	textFromBytes           // the writer's bytes, read as a string
+)
 
 type unionBranch struct {
 	index int // the reader's branch, or -1 when the reader is not a union
@@ -113,6 +131,7 @@ var (
 	nodeFloat  = &avroNode{op: opFloat, same: true, minSize: 4}
 	nodeDouble = &avroNode{op: opDouble, same: true, minSize: 8}
 	nodeBytes  = &avroNode{op: opBytes, same: true, minSize: 1}
+	nodeString = &avroNode{op: opBytes, same: true, minSize: 1, text: textString}
 )
 
 // avroMismatch is why a writer schema cannot be read with a reader schema.
@@ -134,6 +153,37 @@ func mismatch(path, format string, args ...any) error {
 	return &avroMismatch{path: path, msg: fmt.Sprintf(format, args...)}
 }
 
+// avroMismatches are every reason, in schema order, why a writer schema
+// cannot be read: a compatibility check names them all, not the first.
+type avroMismatches []error
+
+func (e avroMismatches) Error() string {
+	msgs := make([]string, len(e))
+	for i, m := range e {
+		msgs[i] = m.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// collect adds err, a mismatch or mismatches, to errs.
+func collect(errs avroMismatches, err error) avroMismatches {
+	if more, ok := err.(avroMismatches); ok {
+		return append(errs, more...)
+	}
+	return append(errs, err)
+}
+
+// result is a node, or the mismatches collected in its place.
+func result(n *avroNode, errs avroMismatches) (*avroNode, error) {
+	switch len(errs) {
+	case 0:
+		return n, nil
+	case 1:
+		return nil, errs[0]
+	}
+	return nil, errs
+}
+
 func compileAvro(writer, reader avro.Schema) (*avroPlan, error) {
 	c := &compiler{memo: map[[2]avro.Schema]*avroNode{}}
 	root, err := c.node(writer, reader, "")
@@ -150,6 +200,7 @@ func compileAvro(writer, reader avro.Schema) (*avroPlan, error) {
 		seen[n] = true
 		p.same = p.same && n.same
 		p.hasMap = p.hasMap || n.op == opMap
+		p.hasString = p.hasString || n.text != textNone
 		walk(n.elem)
 		for _, b := range n.branches {
 			walk(b.node)
@@ -174,22 +225,22 @@ type compiler struct {
 }
 
 func (c *compiler) change(path, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if path != "" {
-		msg = path + ": " + msg
-	}
-	c.changes = append(c.changes, msg)
+	c.changes = append(c.changes, prefixed(path, fmt.Sprintf(format, args...)))
 }
 
-func deref(s avro.Schema) avro.Schema {
-	if r, ok := s.(*avro.RefSchema); ok {
-		return r.Schema()
+func prefixed(path, msg string) string {
+	if path == "" {
+		return msg
 	}
-	return s
+	return path + ": " + msg
 }
 
 func (c *compiler) node(w, r avro.Schema, path string) (*avroNode, error) {
-	w, r = deref(w), deref(r)
+	w, r = avrobin.Deref(w), avrobin.Deref(r)
+	if wu, ok := w.(*avro.UnionSchema); ok && len(wu.Types()) == 0 {
+		// The empty union has no values: any reader reads all of them.
+		return &avroNode{op: opUnion, same: true, minSize: 1}, nil
+	}
 	if ru, ok := r.(*avro.UnionSchema); ok {
 		return c.intoUnion(w, ru, path)
 	}
@@ -204,10 +255,15 @@ func (c *compiler) node(w, r avro.Schema, path string) (*avroNode, error) {
 		if !ok {
 			return nil, mismatch(path, "type change %s→%s cannot be promoted", w.Type(), r.Type())
 		}
-		c.change(path, "%s promoted to %s", w.Type(), r.Type())
-		if op == opBytes {
-			return &avroNode{op: opBytes, minSize: 1}, nil
+		switch {
+		case op == opBytes && w.Type() == avro.Bytes:
+			c.unreadable = append(c.unreadable, prefixed(path, "bytes promoted to string: values that are not UTF-8 have no reading"))
+			return &avroNode{op: opBytes, minSize: 1, text: textFromBytes}, nil
+		case op == opBytes:
+			c.change(path, "%s promoted to %s", w.Type(), r.Type())
+			return &avroNode{op: opBytes, minSize: 1, text: textString}, nil
 		}
+		c.change(path, "%s promoted to %s", w.Type(), r.Type())
 		return &avroNode{op: op, minSize: nodeFor(w.Type()).minSize}, nil
 	}
 	switch w := w.(type) {
@@ -264,7 +320,9 @@ func nodeFor(t avro.Type) *avroNode {
 		return nodeFloat
 	case avro.Double:
 		return nodeDouble
-	case avro.String, avro.Bytes:
+	case avro.String:
+		return nodeString
+	case avro.Bytes:
 		return nodeBytes
 	}
 	return nil
@@ -341,6 +399,7 @@ func (c *compiler) intoUnion(w avro.Schema, ru *avro.UnionSchema, path string) (
 	}
 	u := &avroNode{op: opUnion, same: len(wu.Types()) == len(ru.Types()), minSize: 1}
 	readable := 0
+	var errs avroMismatches
 	for wi, wb := range wu.Types() {
 		ri, n, err := c.branch(wb, ru, path)
 		if m, ok := err.(*avroMismatch); ok && m.noBranch {
@@ -349,13 +408,17 @@ func (c *compiler) intoUnion(w avro.Schema, ru *avro.UnionSchema, path string) (
 			continue
 		}
 		if err != nil {
-			return nil, err
+			errs = collect(errs, err)
+			continue
 		}
 		if ri != wi {
 			u.same = false
 		}
 		readable++
 		u.branches = append(u.branches, unionBranch{index: ri, node: n})
+	}
+	if len(errs) > 0 {
+		return result(nil, errs)
 	}
 	if readable == 0 {
 		return nil, mismatch(path, "union narrowed: no branch of the writer union matches the reader union")
@@ -379,16 +442,16 @@ func (c *compiler) unreadableBranch(m *avroMismatch) *avroNode {
 // otherwise the first that matches and resolves. When branches match but
 // none resolves, the first one's error says why.
 func (c *compiler) branch(w avro.Schema, ru *avro.UnionSchema, path string) (int, *avroNode, error) {
-	w = deref(w)
+	w = avrobin.Deref(w)
 	for i, rb := range ru.Types() {
-		if sameType(w, deref(rb)) {
+		if sameType(w, avrobin.Deref(rb)) {
 			n, err := c.node(w, rb, path)
 			return i, n, err
 		}
 	}
 	var first error
 	for i, rb := range ru.Types() {
-		if !matches(w, deref(rb)) {
+		if !matches(w, avrobin.Deref(rb)) {
 			continue
 		}
 		added, changes, unreadable := len(c.added), len(c.changes), len(c.unreadable)
@@ -432,8 +495,9 @@ func sameType(w, r avro.Schema) bool {
 func (c *compiler) fromUnion(wu *avro.UnionSchema, r avro.Schema, path string) (*avroNode, error) {
 	u := &avroNode{op: opUnion, minSize: 1}
 	var first error
+	var errs avroMismatches
 	for _, wb := range wu.Types() {
-		if wb := deref(wb); !matches(wb, r) {
+		if wb := avrobin.Deref(wb); !matches(wb, r) {
 			narrowed := &avroMismatch{path: path, msg: fmt.Sprintf("union narrowed to %s: writer branch %s cannot be read", describe(r), describe(wb))}
 			first = cmp.Or(first, error(narrowed))
 			u.branches = append(u.branches, unionBranch{index: -1, node: c.unreadableBranch(narrowed)})
@@ -441,9 +505,13 @@ func (c *compiler) fromUnion(wu *avro.UnionSchema, r avro.Schema, path string) (
 		}
 		n, err := c.node(wb, r, path)
 		if err != nil {
-			return nil, err
+			errs = collect(errs, err)
+			continue
 		}
 		u.branches = append(u.branches, unionBranch{index: -1, node: n})
+	}
+	if len(errs) > 0 {
+		return result(nil, errs)
 	}
 	if !slices.ContainsFunc(u.branches, func(b unionBranch) bool { return b.node.op != opUnreadable }) {
 		return nil, first
@@ -477,23 +545,27 @@ func (c *compiler) record(w, r *avro.RecordSchema, path string) (*avroNode, erro
 		source[i] = -1
 	}
 	n.readers = make([]readerField, len(rf))
+	var errs avroMismatches
 	for i, f := range rf {
 		j := writerField(wf, f)
 		fpath := base + "." + f.Name()
 		if j < 0 {
 			if !f.HasDefault() {
-				return nil, mismatch("", "field %s added without a default", fpath)
+				errs = collect(errs, mismatch("", "field %s added without a default", fpath))
+				continue
 			}
 			def, err := appendDefault(nil, f.Type(), f.Default())
 			if err != nil {
-				return nil, mismatch(fpath, "default does not fit the field's type: %v", err)
+				errs = collect(errs, mismatch(fpath, "default does not fit the field's type: %v", err))
+				continue
 			}
 			n.readers[i].def = def
 			c.change("", "field %s added with a default", fpath)
 			continue
 		}
 		if source[j] >= 0 {
-			return nil, mismatch("", "fields %s and %s both read writer field %s", rf[source[j]].Name(), f.Name(), wf[j].Name())
+			errs = collect(errs, mismatch("", "fields %s and %s both read writer field %s", rf[source[j]].Name(), f.Name(), wf[j].Name()))
+			continue
 		}
 		source[j] = i
 		n.readers[i].fromWriter = true
@@ -518,7 +590,8 @@ func (c *compiler) record(w, r *avro.RecordSchema, path string) (*avroNode, erro
 			last = out
 		}
 		if err != nil {
-			return nil, err
+			errs = collect(errs, err)
+			continue
 		}
 		n.same = n.same && out == j && f.Name() == rf[j].Name()
 		n.fields = append(n.fields, fieldStep{name: f.Name(), node: fn, out: out})
@@ -527,7 +600,15 @@ func (c *compiler) record(w, r *avro.RecordSchema, path string) (*avroNode, erro
 	if !n.inOrder {
 		c.change("", "fields of %s reordered", base)
 	}
-	return n, nil
+	return result(n, errs)
+}
+
+// symbols names enum symbols: "symbol A", "symbols A, B".
+func symbols(names []string) string {
+	if len(names) == 1 {
+		return "symbol " + names[0]
+	}
+	return "symbols " + strings.Join(names, ", ")
 }
 
 // writerField finds the writer field a reader field reads: the one of the
@@ -543,26 +624,55 @@ func (c *compiler) enum(w, r *avro.EnumSchema, path string) (*avroNode, error) {
 	if !namesMatch(w, r) {
 		return nil, mismatch(path, "enum %s renamed to %s without an alias", w.FullName(), r.FullName())
 	}
-	n := &avroNode{op: opEnum, minSize: 1, symbols: make([]int32, len(w.Symbols()))}
-	rs := r.Symbols()
-	var removed []string
-	for i, s := range w.Symbols() {
+	ws, rs := w.Symbols(), r.Symbols()
+	n := &avroNode{op: opEnum, minSize: 1, symbols: make([]int32, len(ws))}
+	var defaulted, missing []string
+	reordered, last := false, -1
+	for i, s := range ws {
 		j := slices.Index(rs, s)
-		if j < 0 {
-			if !r.HasDefault() {
-				return nil, mismatch(path, "enum symbol %s removed", s)
-			}
+		switch {
+		case j >= 0:
+			reordered = reordered || j < last
+			last = j
+		case r.HasDefault():
 			j = slices.Index(rs, r.Default())
-			removed = append(removed, s)
+			defaulted = append(defaulted, s)
+		default:
+			// As with a union branch the reader lacks, only the values
+			// that use the symbol have no reading.
+			missing = append(missing, s)
+			n.writerSymbols = ws
 		}
 		n.symbols[i] = int32(j)
 	}
-	n.same = w.FullName() == r.FullName() && slices.Equal(w.Symbols(), rs)
-	switch {
-	case len(removed) > 0:
-		c.change(path, "enum symbols %s removed, read as the default %s", strings.Join(removed, ", "), r.Default())
-	case !n.same:
-		c.change(path, "enum %s symbols changed", r.FullName())
+	if len(missing) == len(ws) {
+		return nil, mismatch(path, "enum %s: no symbol of the old enum is in the new one, which has no default", r.FullName())
+	}
+	var added []string
+	for _, s := range rs {
+		if !slices.Contains(ws, s) {
+			added = append(added, s)
+		}
+	}
+	n.same = w.FullName() == r.FullName() && slices.Equal(ws, rs)
+	if w.FullName() != r.FullName() {
+		c.change(path, "enum %s read as %s", w.FullName(), r.FullName())
+	}
+	if len(added) > 0 {
+		c.change(path, "enum %s %s added", r.FullName(), symbols(added))
+	}
+	if len(defaulted) > 0 {
+		c.change(path, "enum %s %s removed, read as the default %s", r.FullName(), symbols(defaulted), r.Default())
+	}
+	if len(missing) > 0 {
+		them := "them"
+		if len(missing) == 1 {
+			them = "it"
+		}
+		c.unreadable = append(c.unreadable, prefixed(path, fmt.Sprintf("enum %s %s removed: values that use %s have no reading", r.FullName(), symbols(missing), them)))
+	}
+	if reordered {
+		c.change(path, "enum %s symbols reordered", r.FullName())
 	}
 	return n, nil
 }

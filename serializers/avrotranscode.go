@@ -3,37 +3,27 @@ package serializers
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/stateproc/stateproc/internal/avrobin"
 	"github.com/stateproc/stateproc/internal/uvarint"
-)
-
-const (
-	// maxAvroDepth bounds how deep a datum of a recursive schema may nest,
-	// so hostile input cannot exhaust the stack (here or in hamba, which
-	// decodes only what passed this check).
-	maxAvroDepth = 1000
-	// maxZeroWidthItems bounds the array items that take no bytes (nulls,
-	// empty records): their count cannot be checked against the input's
-	// length, and each costs hamba memory.
-	maxZeroWidthItems = 1 << 16
 )
 
 // transcoder runs an avroPlan over one datum. Pooled: its scratch buffers
 // outlive a call.
 type transcoder struct {
-	in  []byte
-	pos int
+	avrobin.Cursor
 	out []byte
 	// scratch holds a map's entries or a record's fields while they are
 	// put in order.
 	scratch []byte
 	// spans is a stack of the entries (maps) and fields (records) being put
 	// in order.
-	spans     []span
-	zeroItems int
+	spans []span
 }
 
 // span is a map entry, out[start:end] with its key out[key:keyEnd], or a
@@ -46,16 +36,23 @@ var transcoderPool = sync.Pool{New: func() any { return new(transcoder) }}
 // hold exactly one datum.
 func transcode(p *avroPlan, dst, src []byte) ([]byte, error) {
 	t := transcoderPool.Get().(*transcoder)
-	t.in, t.pos, t.out, t.zeroItems = src, 0, dst, 0
+	t.Reset(src)
+	t.out = dst
 	err := t.run(p.root, 0)
-	if err == nil && t.pos != len(src) {
-		err = decodeErr("%d trailing bytes after the datum", len(src)-t.pos)
+	if err == nil {
+		err = t.End()
 	}
 	out := t.out
-	t.in, t.out = nil, nil
+	t.Reset(nil)
+	t.out = nil
 	if cap(t.scratch) <= 1<<20 && cap(t.spans) <= 1<<14 {
 		t.scratch, t.spans = t.scratch[:0], t.spans[:0]
 		transcoderPool.Put(t)
+	}
+	if ve, ok := err.(*valueError); ok && ve.sentinel == ErrUnreadable {
+		// Well-formed Avro that the reader has no reading of: the message
+		// names the place in the schema.
+		return dst, err
 	}
 	if err != nil {
 		return dst, within(err, ErrDecode, "avro")
@@ -86,87 +83,30 @@ func (s *scratchBuf) release() {
 	}
 }
 
-func (t *transcoder) truncated(what string) error {
-	return decodeErr("%s truncated at byte %d", what, t.pos)
-}
-
-// varint reads the raw (zig-zag) varint of an int (maxBytes 5, last byte at
-// most 0x0f) or a long (10, 0x01); longer or wider encodings overflow.
-func (t *transcoder) varint(maxBytes int, lastMax byte, what string) (uint64, error) {
-	var v uint64
-	for i := 0; i < maxBytes; i++ {
-		if t.pos >= len(t.in) {
-			return 0, t.truncated(what)
-		}
-		b := t.in[t.pos]
-		t.pos++
-		if i == maxBytes-1 && b > lastMax {
-			return 0, decodeErr("%s overflows at byte %d", what, t.pos-1)
-		}
-		v |= uint64(b&0x7f) << (7 * i)
-		if b < 0x80 {
-			return v, nil
-		}
-	}
-	return 0, decodeErr("%s overflows at byte %d", what, t.pos-1)
-}
-
-func (t *transcoder) long(what string) (int64, error) {
-	u, err := t.varint(10, 0x01, what)
-	return int64(u>>1) ^ -int64(u&1), err
-}
-
-func (t *transcoder) int(what string) (int32, error) {
-	u, err := t.varint(5, 0x0f, what)
-	return int32(u>>1) ^ -int32(u&1), err
-}
-
-func (t *transcoder) take(n int, what string) ([]byte, error) {
-	if n > len(t.in)-t.pos {
-		return nil, decodeErr("%s of %d bytes at byte %d exceeds the %d bytes that remain", what, n, t.pos, len(t.in)-t.pos)
-	}
-	b := t.in[t.pos : t.pos+n]
-	t.pos += n
-	return b, nil
-}
-
-// length reads the length of a string or bytes; what names it in errors
-// ("bytes length").
-func (t *transcoder) length(what string) (int, error) {
-	at := t.pos
-	n, err := t.long(what)
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 || n > int64(len(t.in)-t.pos) {
-		return 0, decodeErr("%s %d at byte %d does not fit in the %d bytes that remain", what, n, at, len(t.in)-t.pos)
-	}
-	return int(n), nil
-}
-
 func (t *transcoder) run(n *avroNode, depth int) error {
-	if depth > maxAvroDepth {
-		return decodeErr("datum nests deeper than %d levels", maxAvroDepth)
+	if err := avrobin.CheckDepth(depth); err != nil {
+		return err
 	}
 	switch n.op {
 	case opNull:
 	case opBool:
-		b, err := t.take(1, "boolean")
+		b, err := t.Bool()
 		if err != nil {
 			return err
 		}
-		if b[0] > 1 {
-			return decodeErr("boolean byte %#02x at byte %d is neither 0x00 nor 0x01", b[0], t.pos-1)
+		if b {
+			t.out = append(t.out, 1)
+		} else {
+			t.out = append(t.out, 0)
 		}
-		t.out = append(t.out, b[0])
 	case opInt, opIntToLong:
-		v, err := t.int("int")
+		v, err := t.Int("int")
 		if err != nil {
 			return err
 		}
 		t.out = appendLong(t.out, int64(v))
 	case opLong:
-		v, err := t.long("long")
+		v, err := t.Long("long")
 		if err != nil {
 			return err
 		}
@@ -176,20 +116,18 @@ func (t *transcoder) run(n *avroNode, depth int) error {
 	case opDouble:
 		return t.copy(8, "double")
 	case opBytes:
-		l, err := t.length("bytes length")
+		b, err := t.bytes(n)
 		if err != nil {
 			return err
 		}
-		b := t.in[t.pos : t.pos+l]
-		t.pos += l
 		if n.decimal != nil {
 			if err := n.decimal.check(b); err != nil {
 				return err
 			}
 		}
-		t.out = append(appendLong(t.out, int64(l)), b...)
+		t.out = append(appendLong(t.out, int64(len(b))), b...)
 	case opFixed:
-		b, err := t.take(n.size, "fixed")
+		b, err := t.Take(n.size, "fixed")
 		if err != nil {
 			return err
 		}
@@ -200,21 +138,18 @@ func (t *transcoder) run(n *avroNode, depth int) error {
 		}
 		t.out = append(t.out, b...)
 	case opEnum:
-		i, err := t.int("enum index")
+		i, err := t.Index(len(n.symbols), "enum index")
 		if err != nil {
 			return err
 		}
-		if i < 0 || int(i) >= len(n.symbols) {
-			return decodeErr("enum index %d out of range [0, %d)", i, len(n.symbols))
+		if n.symbols[i] < 0 {
+			return &valueError{sentinel: ErrUnreadable, msg: fmt.Sprintf("enum symbol %s is not in the new schema", n.writerSymbols[i])}
 		}
 		t.out = appendLong(t.out, int64(n.symbols[i]))
 	case opUnion:
-		i, err := t.int("union index")
+		i, err := t.Index(len(n.branches), "union index")
 		if err != nil {
 			return err
-		}
-		if i < 0 || int(i) >= len(n.branches) {
-			return decodeErr("union index %d out of range [0, %d)", i, len(n.branches))
 		}
 		b := n.branches[i]
 		if b.index >= 0 {
@@ -231,13 +166,13 @@ func (t *transcoder) run(n *avroNode, depth int) error {
 	case opRecord:
 		return t.record(n, depth)
 	case opIntToFloat, opIntToDouble:
-		v, err := t.int("int")
+		v, err := t.Int("int")
 		if err != nil {
 			return err
 		}
 		t.appendFloat(n.op == opIntToFloat, float64(v))
 	case opLongToFloat, opLongToDouble:
-		v, err := t.long("long")
+		v, err := t.Long("long")
 		if err != nil {
 			return err
 		}
@@ -251,7 +186,7 @@ func (t *transcoder) run(n *avroNode, depth int) error {
 	case opUnreadable:
 		return &valueError{sentinel: ErrUnreadable, msg: n.msg}
 	case opFloatToDouble:
-		b, err := t.take(4, "float")
+		b, err := t.Take(4, "float")
 		if err != nil {
 			return err
 		}
@@ -268,52 +203,29 @@ func (t *transcoder) appendFloat(single bool, v float64) {
 	t.out = binary.LittleEndian.AppendUint64(t.out, math.Float64bits(v))
 }
 
+// bytes reads a bytes or string datum. A string must be UTF-8; so must
+// bytes that the reader reads as a string, or they have no reading.
+func (t *transcoder) bytes(n *avroNode) ([]byte, error) {
+	switch n.text {
+	case textString:
+		return t.String("string")
+	case textFromBytes:
+		at := t.Pos()
+		b, err := t.Bytes("bytes")
+		if err == nil && !utf8.Valid(b) {
+			return nil, &valueError{sentinel: ErrUnreadable, msg: fmt.Sprintf("bytes at byte %d are not UTF-8, so they have no reading as a string", at)}
+		}
+		return b, err
+	}
+	return t.Bytes("bytes")
+}
+
 func (t *transcoder) copy(n int, what string) error {
-	b, err := t.take(n, what)
+	b, err := t.Take(n, what)
 	if err != nil {
 		return err
 	}
 	t.out = append(t.out, b...)
-	return nil
-}
-
-// block reads the header of an array or map block: the item count and, in
-// the negative-count form, the block's size in bytes (-1 when absent). The
-// count must fit in the bytes that remain.
-func (t *transcoder) block(itemMin int) (count int, size int64, err error) {
-	c, err := t.long("block count")
-	if err != nil {
-		return 0, 0, err
-	}
-	size = -1
-	if c < 0 {
-		if c == math.MinInt64 {
-			return 0, 0, decodeErr("block count %d out of range", c)
-		}
-		c = -c
-		if size, err = t.long("block size"); err != nil {
-			return 0, 0, err
-		}
-		if size < 0 {
-			return 0, 0, decodeErr("negative block size %d", size)
-		}
-	}
-	remain := len(t.in) - t.pos
-	if itemMin == 0 {
-		if c > int64(maxZeroWidthItems-t.zeroItems) {
-			return 0, 0, decodeErr("more than %d zero-width array items", maxZeroWidthItems)
-		}
-		t.zeroItems += int(c)
-	} else if c > int64(remain/itemMin) {
-		return 0, 0, decodeErr("block of %d items does not fit in the %d bytes that remain", c, remain)
-	}
-	return int(c), size, nil
-}
-
-func (t *transcoder) checkBlockSize(size int64, start int) error {
-	if size >= 0 && size != int64(t.pos-start) {
-		return decodeErr("block size %d does not match its %d bytes", size, t.pos-start)
-	}
 	return nil
 }
 
@@ -324,7 +236,7 @@ func (t *transcoder) array(n *avroNode, depth int) error {
 	header := len(t.out)
 	first, total := 0, 0
 	for {
-		c, size, err := t.block(n.elem.minSize)
+		c, size, err := t.Block(n.elem.minSize)
 		if err != nil {
 			return err
 		}
@@ -335,13 +247,13 @@ func (t *transcoder) array(n *avroNode, depth int) error {
 			first = c
 			t.out = appendLong(t.out, int64(c))
 		}
-		start := t.pos
+		start := t.Pos()
 		for range c {
 			if err := t.run(n.elem, depth+1); err != nil {
 				return err
 			}
 		}
-		if err := t.checkBlockSize(size, start); err != nil {
+		if err := t.EndBlock(size, start); err != nil {
 			return err
 		}
 		total += c
@@ -365,24 +277,23 @@ func (t *transcoder) mapEntries(n *avroNode, depth int) error {
 	mark := len(t.spans)
 	for {
 		// An entry takes at least the key's length byte.
-		c, size, err := t.block(1 + n.elem.minSize)
+		c, size, err := t.Block(1 + n.elem.minSize)
 		if err != nil {
 			return err
 		}
 		if c == 0 {
 			break
 		}
-		start := t.pos
+		start := t.Pos()
 		for range c {
 			e := span{start: len(t.out)}
-			l, err := t.length("map key length")
+			k, err := t.String("map key")
 			if err != nil {
 				return err
 			}
-			t.out = appendLong(t.out, int64(l))
+			t.out = appendLong(t.out, int64(len(k)))
 			e.key = len(t.out)
-			t.out = append(t.out, t.in[t.pos:t.pos+l]...)
-			t.pos += l
+			t.out = append(t.out, k...)
 			e.keyEnd = len(t.out)
 			if err := t.run(n.elem, depth+1); err != nil {
 				return err
@@ -390,7 +301,7 @@ func (t *transcoder) mapEntries(n *avroNode, depth int) error {
 			e.end = len(t.out)
 			t.spans = append(t.spans, e)
 		}
-		if err := t.checkBlockSize(size, start); err != nil {
+		if err := t.EndBlock(size, start); err != nil {
 			return err
 		}
 	}

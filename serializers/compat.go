@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 // Verdict is how a new serializer relates to the data an old one wrote, as
@@ -61,13 +63,14 @@ func incompatible(format string, args ...any) Compatibility {
 	return Compatibility{Verdict: Incompatible, Reason: fmt.Sprintf(format, args...)}
 }
 
-// worst keeps the worse verdict with its reason. Two migrations make one,
-// with both reasons: the second may be the one that depends on the data.
+// worst keeps the worse verdict with its reason. Two verdicts alike make
+// one, with both reasons: every incompatibility is named, and the second
+// migration may be the one that depends on the data.
 func worst(a, b Compatibility) Compatibility {
 	switch {
 	case b.Verdict > a.Verdict:
 		return b
-	case b.Verdict == CompatibleAfterMigration && a.Verdict == CompatibleAfterMigration:
+	case b.Verdict == a.Verdict && b.Verdict != CompatibleAsIs:
 		a.Reason += "; " + b.Reason
 		a.DataDependent = a.DataDependent || b.DataDependent
 	}
@@ -91,10 +94,10 @@ func Check(old, new Snapshot) Compatibility {
 
 func check(old, new Snapshot, oldDepth, newDepth int) Compatibility {
 	if err := checkShape(old, oldDepth); err != nil {
-		return incompatible("old serializer: %v", err)
+		return incompatible("old serializer: %s", shapeProblem(err))
 	}
 	if err := checkShape(new, newDepth); err != nil {
-		return incompatible("new serializer: %v", err)
+		return incompatible("new serializer: %s", shapeProblem(err))
 	}
 	switch {
 	case old.Kind == KindTTL && new.Kind != KindTTL:
@@ -115,27 +118,30 @@ func check(old, new Snapshot, oldDepth, newDepth int) Compatibility {
 	case KindTTL:
 		return arg(0).in("ttl value")
 	case KindMap:
+		c := arg(1).in("map value")
 		if k := arg(0); k.Verdict != CompatibleAsIs {
-			return incompatible("map key serializer changed: %s", k.Reason)
+			c = worst(incompatible("map key serializer changed: %s", k.Reason), c)
 		}
-		return arg(1).in("map value")
+		return c
 	case KindTimer:
 		// Timers are ordered and hashed by their bytes: both parts stay.
+		c := asIs
 		for i, part := range []string{"key", "namespace"} {
-			if c := arg(i); c.Verdict != CompatibleAsIs {
-				return incompatible("timer %s serializer changed: %s", part, c.Reason)
+			if p := arg(i); p.Verdict != CompatibleAsIs {
+				c = worst(c, incompatible("timer %s serializer changed: %s", part, p.Reason))
 			}
 		}
+		return c
 	}
 	return asIs
 }
 
 func checkAvro(old, new string) Compatibility {
-	w, _, err := parseAvroSchema(old)
+	w, _, err := avrobin.ParseSchema(old)
 	if err != nil {
 		return incompatible("old %v", err)
 	}
-	r, _, err := parseAvroSchema(new)
+	r, _, err := avrobin.ParseSchema(new)
 	if err != nil {
 		return incompatible("new %v", err)
 	}
@@ -148,15 +154,14 @@ func checkAvro(old, new string) Compatibility {
 	case len(p.changes) == 0 && len(p.unreadable) == 0:
 		return afterMigration("avro schema changed")
 	}
-	// The changes that make the migration depend on the data come first,
-	// so that they are among those shown.
-	changes := slices.Concat(p.unreadable, p.changes)
-	const shown = 3
-	reason := strings.Join(changes[:min(shown, len(changes))], "; ")
-	if len(changes) > shown {
-		reason += fmt.Sprintf("; and %d more changes", len(changes)-shown)
-	}
-	c := afterMigration("%s", reason)
+	// The changes that make the migration depend on the data come first.
+	c := afterMigration("%s", strings.Join(slices.Concat(p.unreadable, p.changes), "; "))
 	c.DataDependent = len(p.unreadable) > 0
 	return c
+}
+
+// shapeProblem is what checkShape found, without the sentinel's words: a
+// reason is read by people, who know the serializer is malformed.
+func shapeProblem(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrSnapshot.Error()+": ")
 }

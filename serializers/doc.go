@@ -98,10 +98,14 @@
 // varints; re-encoding writes the canonical form. It refuses ints and longs
 // that overflow, out-of-range enum and union indexes, repeated map keys,
 // data nesting deeper than 1000 levels and more than 65536 array items that
-// take no bytes (nulls, empty records), and decimals with more digits than
-// their precision. Like hamba, it does not check that Avro strings are
-// UTF-8. Since non-canonical Avro decodes, two different byte strings can be
-// the same value; a typed map reports such keys as a duplicate.
+// take no bytes (nulls, empty records), decimals with more digits than
+// their precision, and strings and map keys that are not UTF-8 (which
+// hamba does not check; Append refuses them too, so that what the engine
+// writes it reads back). The walk is internal/avrobin's cursor, which
+// export's decoder uses too: the two accept the same bytes. Schemas are
+// parsed with its bounds (see avrobin.ParseSchema). Since non-canonical
+// Avro decodes, two different byte strings can be the same value; a typed
+// map reports such keys as a duplicate.
 //
 // # Compatibility
 //
@@ -111,8 +115,14 @@
 // that any change of logical type, or of a decimal's precision or scale, is
 // incompatible. Migrator rewrites values for pairs that are compatible after
 // migration. As in the specification, a writer union branch that the reader
-// has no match for fails only the values that use it: such a pair is
-// compatible after migration with DataDependent set, and the migration of
-// such a value fails with ErrUnreadable; whether a savepoint can migrate is
-// then known only by reading its values.
+// has no match for, and a writer enum symbol that the reader lacks and has
+// no default for, fail only the values that use them, as do bytes that are
+// not UTF-8 read as a string: such a pair is compatible after migration
+// with DataDependent set, and the migration of such a value fails with
+// ErrUnreadable; whether a savepoint can migrate is then known only by
+// reading its values. The empty union [] has no values: any schema reads
+// it as is. A reason names every incompatibility, and every change.
+//
+// The untyped value of an Avro null is nil, which a serializer of T = any
+// (AvroGeneric, a restored one) encodes; As converts such values.
 package serializers

@@ -13,9 +13,6 @@ var (
 	// ErrSnapshot is wrapped by every error about a snapshot that cannot be
 	// restored.
 	ErrSnapshot = errors.New("serializers: malformed snapshot")
-	// ErrIncompatible is wrapped by Migrator's error for a pair of serializers
-	// that Check finds incompatible.
-	ErrIncompatible = errors.New("serializers: incompatible serializers")
 	// ErrUnreadable is wrapped by a Migrate error about a well-formed value
 	// that the new serializer has no reading of: it uses a union branch the
 	// new Avro schema removed. Only pairs whose Compatibility is
@@ -35,6 +32,17 @@ type valueError struct {
 func (e *valueError) Error() string        { return e.sentinel.Error() + ": " + e.msg }
 func (e *valueError) Is(target error) bool { return target == e.sentinel }
 func (e *valueError) Unwrap() error        { return e.cause }
+
+// Detail is what an error of this package says about a value, without the
+// sentinel's words: "ttl value: OpenRequest.note: union narrowed: long
+// matches no branch of the reader union". Reasons shown to people use it.
+func Detail(err error) string {
+	var ve *valueError
+	if errors.As(err, &ve) {
+		return ve.msg
+	}
+	return err.Error()
+}
 
 func decodeErr(format string, args ...any) error {
 	return &valueError{sentinel: ErrDecode, msg: fmt.Sprintf(format, args...)}

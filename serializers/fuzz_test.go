@@ -101,3 +101,50 @@ func FuzzMigrate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAvroSchema attacks what a savepoint's metadata hands the toolkit: an
+// Avro schema of any shape, with a datum. Restoring, checking against
+// itself and against a fixed other schema, migrating and decoding never
+// panic, and every error is of its kind.
+func FuzzAvroSchema(f *testing.F) {
+	for _, c := range avroCompatCases() {
+		f.Add(c.old.Schema, []byte{0x02, 0x04, 0x61, 0x62, 0x00})
+		f.Add(c.new.Schema, []byte{0x00})
+	}
+	for _, s := range []string{sessionSchema, nodeSchema, openRequestSchema, `[]`, `"null"`, `{"type":"fixed","name":"F","size":1048577}`,
+		`{"type":"array","items":{"type":"array","items":{"type":"array","items":"null"}}}`,
+		`{"type":"record","name":"R","fields":[{"name":"a","type":["null","R"]},{"name":"b","type":{"type":"map","values":"R"}}]}`} {
+		f.Add(s, []byte{0x02, 0x02, 0x02, 0x00, 0x00, 0x00})
+	}
+	other := avroSnap(baseRecord)
+	f.Fuzz(func(t *testing.T, schema string, data []byte) {
+		snap := avroSnap(schema)
+		s, err := Restore(snap)
+		if err != nil {
+			if !errors.Is(err, ErrSnapshot) {
+				t.Fatalf("Restore: %v is not an ErrSnapshot", err)
+			}
+			if c := Check(snap, snap); c.Verdict != Incompatible {
+				t.Fatalf("Check of a schema that does not restore: %s", c)
+			}
+			return
+		}
+		if c := Check(snap, snap); c.Verdict != CompatibleAsIs {
+			t.Fatalf("Check against itself: %s", c)
+		}
+		for _, pair := range [][2]Snapshot{{snap, other}, {other, snap}} {
+			c := Check(pair[0], pair[1])
+			if c.Verdict == Incompatible {
+				continue
+			}
+			m, err := Migrator(pair[0], pair[1], MigrateOptions{})
+			if err != nil {
+				t.Fatalf("Migrator of a pair Check finds %s: %v", c, err)
+			}
+			if _, err := m(nil, data); err != nil && !errors.Is(err, ErrDecode) && !errors.Is(err, ErrUnreadable) {
+				t.Fatalf("migrate: %v", err)
+			}
+		}
+		checkDecode(t, s, data)
+	})
+}

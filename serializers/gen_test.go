@@ -4,12 +4,14 @@ import (
 	"math/rand/v2"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 // randomDatum writes a random valid datum of the schema in canonical form,
 // as test input that does not come from hamba.
 func randomDatum(rng *rand.Rand, dst []byte, s avro.Schema, depth int) []byte {
-	s = deref(s)
+	s = avrobin.Deref(s)
 	switch s := s.(type) {
 	case *avro.NullSchema:
 		return dst

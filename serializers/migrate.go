@@ -24,7 +24,7 @@ type MigrateOptions struct {
 func Migrator(old, new Snapshot, opts MigrateOptions) (Migrate, error) {
 	switch c := Check(old, new); c.Verdict {
 	case Incompatible:
-		return nil, fmt.Errorf("%w: %s", ErrIncompatible, c.Reason)
+		return nil, fmt.Errorf("serializers: no migration from %s to %s: %s", old, new, c.Reason)
 	case CompatibleAsIs:
 		return copyValue, nil
 	}
@@ -114,7 +114,7 @@ func migrator(old, new Snapshot, opts MigrateOptions) (Migrate, error) {
 		}
 		return mapMigrator(inner), nil
 	}
-	return nil, fmt.Errorf("%w: no migration from %s to %s", ErrIncompatible, old, new)
+	return nil, fmt.Errorf("serializers: no migration from %s to %s", old, new)
 }
 
 func avroMigrator(old, new string) (Migrate, error) {
@@ -128,7 +128,7 @@ func avroMigrator(old, new string) (Migrate, error) {
 	}
 	p, err := compileAvro(w, r)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrIncompatible, err)
+		return nil, fmt.Errorf("serializers: no migration of the Avro schema: %w", err)
 	}
 	return func(dst, src []byte) ([]byte, error) { return transcode(p, dst, src) }, nil
 }

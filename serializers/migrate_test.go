@@ -76,7 +76,8 @@ func TestMigratePrimitivePromotions(t *testing.T) {
 		{`"int"`, `"double"`, "04", "0000 0000 0000 0040"},
 		{`"long"`, `"double"`, "80a0abfef962", spacedHex(binary.LittleEndian.AppendUint64(nil, 0x4278bcfe56800000))},
 		{`"float"`, `"double"`, "0000c03f", "000000000000f83f"}, // 1.5
-		{`"string"`, `"bytes"`, "0478ff", "0478ff"},
+		{`"string"`, `"bytes"`, "0678c3a9", "0678c3a9"},
+		{`"bytes"`, `"string"`, "0678c3a9", "0678c3a9"},
 		{`["int","long"]`, `"long"`, "00 0a", "0a"}, // int branch 5
 		{`["int","long"]`, `"long"`, "02 0a", "0a"},
 		{`["int","float"]`, `["null","double"]`, "00 06", "02 0000000000000840"}, // 3 → double 3
@@ -217,7 +218,7 @@ func TestMigrateComposites(t *testing.T) {
 }
 
 func TestMigratorRefusesIncompatibleAndCopiesAsIs(t *testing.T) {
-	if _, err := Migrator(Int64().Snapshot(), String().Snapshot(), MigrateOptions{}); !errors.Is(err, ErrIncompatible) ||
+	if _, err := Migrator(Int64().Snapshot(), String().Snapshot(), MigrateOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "serializer changed from int64 to string") {
 		t.Fatalf("incompatible: %v", err)
 	}
@@ -279,5 +280,47 @@ func TestMigrateMatchesHambaResolver(t *testing.T) {
 	}
 	if compared < 20 {
 		t.Fatalf("only %d pairs compared", compared)
+	}
+}
+
+// A reader enum that lacks a writer symbol and has no default reads every
+// value but those of that symbol, as a union that lost a branch does.
+func TestMigrateEnumSymbolRemoved(t *testing.T) {
+	old := avroSnap(`{"type":"record","name":"R","fields":[{"name":"tier","type":{"type":"enum","name":"Tier","symbols":["FREE","PRO","GOLD"]}}]}`)
+	new := avroSnap(`{"type":"record","name":"R","fields":[{"name":"tier","type":{"type":"enum","name":"Tier","symbols":["GOLD","FREE"]}}]}`)
+	if c := Check(old, new); c.Verdict != CompatibleAfterMigration || !c.DataDependent {
+		t.Fatalf("Check = %+v", c)
+	}
+	m := must[Migrate](t)(Migrator(old, new, MigrateOptions{}))
+	for src, want := range map[byte]byte{0: 2, 4: 0} { // FREE → 1, GOLD → 0
+		if out, err := m(nil, []byte{src}); err != nil || !bytes.Equal(out, []byte{want}) {
+			t.Errorf("migrate %02x: %x, %v; want %02x", src, out, err, want)
+		}
+	}
+	_, err := m(nil, []byte{2})
+	if !errors.Is(err, ErrUnreadable) || !strings.HasSuffix(err.Error(), "R.tier: enum symbol PRO is not in the new schema") {
+		t.Fatalf("migrate of PRO: %v", err)
+	}
+}
+
+// The empty union has no values: a serializer for it restores, refuses
+// every datum, and any schema reads what it wrote.
+func TestEmptyUnion(t *testing.T) {
+	s := must[Serializer](t)(Restore(avroSnap(`[]`)))
+	for _, src := range [][]byte{nil, {0}, {2}} {
+		if _, err := s.DecodeAny(src); !errors.Is(err, ErrDecode) {
+			t.Errorf("Decode(%x) = %v", src, err)
+		}
+	}
+	if _, err := s.AppendAny(nil, nil); !errors.Is(err, ErrEncode) {
+		t.Errorf("AppendAny(nil) = %v", err)
+	}
+	if _, err := Avro[any](`[]`); err == nil || !strings.Contains(err.Error(), "no finite value") {
+		t.Errorf("Avro[any]([]) = %v", err)
+	}
+	for _, reader := range []string{`[]`, `"string"`, `["null","int"]`} {
+		if c := Check(avroSnap(`[]`), avroSnap(reader)); c.Verdict != CompatibleAsIs {
+			t.Errorf("[] read as %s: %s", reader, c)
+		}
 	}
 }

@@ -199,11 +199,24 @@ func (s timestampSer) DecodeAny(src []byte) (any, error)           { return deco
 
 // appendAs and decodeAs give a typed serializer its untyped view.
 func appendAs[T any](s Of[T], dst []byte, v any) ([]byte, error) {
-	t, ok := v.(T)
+	t, ok := As[T](v)
 	if !ok {
 		return dst, encodeErr("%s: cannot encode a value of type %T", s.Snapshot(), v)
 	}
 	return s.Append(dst, t)
+}
+
+// As converts an untyped value to T as v.(T) does, except that nil is a
+// value of every interface type T: the null of an Avro "null" or union
+// schema, whose Go type is any, is nil.
+func As[T any](v any) (T, bool) {
+	t, ok := v.(T)
+	if !ok && v == nil {
+		// any(zero) is nil only for an interface type.
+		var zero T
+		return zero, any(zero) == nil
+	}
+	return t, ok
 }
 
 func decodeAs[T any](s Of[T], src []byte) (any, error) {

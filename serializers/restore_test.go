@@ -122,8 +122,8 @@ func TestRestoreRejectsMalformedSnapshots(t *testing.T) {
 		{Snapshot{Kind: KindInt64, Args: []Snapshot{{Kind: KindString}}}, "int64 takes 0 nested serializers, has 1"},
 		{Snapshot{Kind: KindString, Schema: `"string"`}, "string has a schema; only avro does"},
 		{Snapshot{Kind: KindAvro, Schema: `{"type":"record","name":"R","fields":[{"name":"a"}]}`}, "avro: schema does not parse"},
-		{Snapshot{Kind: KindAvro, Schema: `{"type":`}, "avro: schema is not JSON"},
-		{Snapshot{Kind: KindAvro}, "avro: schema is not JSON"},
+		{Snapshot{Kind: KindAvro, Schema: `{"type":`}, "avro: schema does not parse: not JSON"},
+		{Snapshot{Kind: KindAvro}, "avro: schema does not parse: not JSON"},
 		{Snapshot{Kind: KindTTL, Args: []Snapshot{{Kind: KindTimer, Args: []Snapshot{{Kind: "x"}, {Kind: KindVoid}}}}}, `unknown kind "x"`},
 		{tooDeep, "nests deeper than 32"},
 	} {

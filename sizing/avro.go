@@ -1,11 +1,12 @@
 package sizing
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 // avroLayout is what an Avro value costs as a Go value on the heap backend.
@@ -27,12 +28,12 @@ type avroLayout struct {
 	fixedEnc, vars int
 }
 
-// parseAvro parses schema with a cache of its own, so that one savepoint's
-// named types never leak into another's.
+// parseAvro parses schema with the bounds every reader of the toolkit
+// applies.
 func parseAvro(schema string) (avro.Schema, error) {
-	s, err := avro.ParseWithCache(schema, "", &avro.SchemaCache{})
+	s, _, err := avrobin.ParseSchema(schema)
 	if err != nil {
-		return nil, fmt.Errorf("avro schema: %w", err)
+		return nil, fmt.Errorf("avro %w", err)
 	}
 	return s, nil
 }
@@ -49,7 +50,19 @@ func parseAvroLayout(schema string) (avroLayout, error) {
 // records), whose deeper levels are out-of-line pointers anyway.
 const maxAvroDepth = 32
 
-func layoutOf(s avro.Schema, depth int) avroLayout {
+func layoutOf(s avro.Schema, depth int) avroLayout { return layouts{}.of(s, depth) }
+
+// layouts holds the layouts of the records met, by depth: a record used
+// many times (each of a record's fields a record of the same type) is laid
+// out once, not once per path to it.
+type layouts map[layoutKey]avroLayout
+
+type layoutKey struct {
+	s     *avro.RecordSchema
+	depth int
+}
+
+func (m layouts) of(s avro.Schema, depth int) avroLayout {
 	if depth > maxAvroDepth {
 		return avroLayout{size: ptrSize, align: ptrSize, pointers: true, fixedEnc: 1, vars: 1}
 	}
@@ -58,11 +71,15 @@ func layoutOf(s avro.Schema, depth int) avroLayout {
 	}
 	switch s := s.(type) {
 	case *avro.RefSchema:
-		return layoutOf(s.Schema(), depth+1)
+		return m.of(s.Schema(), depth+1)
 	case *avro.RecordSchema:
+		key := layoutKey{s, depth}
+		if l, ok := m[key]; ok {
+			return l
+		}
 		out := avroLayout{align: 1}
 		for _, f := range s.Fields() {
-			l := layoutOf(f.Type(), depth+1)
+			l := m.of(f.Type(), depth+1)
 			out.size = alignUp(out.size, l.align) + l.size
 			out.align = max(out.align, l.align)
 			out.pointers = out.pointers || l.pointers
@@ -70,6 +87,7 @@ func layoutOf(s avro.Schema, depth int) avroLayout {
 			out.vars += l.vars
 		}
 		out.size = alignUp(out.size, out.align)
+		m[key] = out
 		return out
 	case *avro.UnionSchema:
 		if s.Nullable() && len(s.Types()) == 2 {
@@ -136,146 +154,134 @@ func avroBoxer(schema string) (boxer, error) {
 		return nil, err
 	}
 	l := layoutOf(s, 0)
+	w := &heapWalk{minSizes: map[avro.Schema]int{}, layouts: layouts{}}
 	return func(v []byte) float64 {
-		rest, out, ok := outOfLine(s, v, 0)
-		if !ok || len(rest) != 0 {
+		w.Reset(v)
+		out, ok := w.outOfLine(s, 0)
+		if !ok || w.End() != nil {
 			return l.box(len(v))
 		}
 		return alloc(l.size, l.pointers) + out
 	}, nil
 }
 
-// outOfLine decodes one datum of schema s at the start of b and returns the
-// rest of b and the heap bytes its Go value holds outside its own inline
-// layout. ok is false for an encoding that does not follow the schema.
-func outOfLine(s avro.Schema, b []byte, depth int) (rest []byte, heap float64, ok bool) {
-	if depth > maxAvroDepth {
-		return nil, 0, false
+// heapWalk reads one datum and adds up the heap bytes its Go value holds
+// outside its own inline layout. A boxer's walk is used by one goroutine.
+type heapWalk struct {
+	avrobin.Cursor
+	// minSizes holds avrobin.MinSize of the array items and map values met.
+	minSizes map[avro.Schema]int
+	layouts  layouts
+}
+
+func (w *heapWalk) minSize(s avro.Schema) int {
+	n, ok := w.minSizes[s]
+	if !ok {
+		n = avrobin.MinSize(s)
+		w.minSizes[s] = n
 	}
-	switch s := s.(type) {
-	case *avro.RefSchema:
-		return outOfLine(s.Schema(), b, depth+1)
+	return n
+}
+
+// outOfLine decodes one datum of schema s and returns the heap bytes its Go
+// value holds outside its own inline layout. ok is false for an encoding
+// that does not follow the schema.
+func (w *heapWalk) outOfLine(s avro.Schema, depth int) (heap float64, ok bool) {
+	if avrobin.CheckDepth(depth) != nil {
+		return 0, false
+	}
+	switch s := avrobin.Deref(s).(type) {
 	case *avro.RecordSchema:
 		for _, f := range s.Fields() {
-			var h float64
-			if b, h, ok = outOfLine(f.Type(), b, depth+1); !ok {
-				return nil, 0, false
+			h, ok := w.outOfLine(f.Type(), depth+1)
+			if !ok {
+				return 0, false
 			}
 			heap += h
 		}
-		return b, heap, true
+		return heap, true
 	case *avro.UnionSchema:
-		i, b, ok := avroLong(b)
 		types := s.Types()
-		if !ok || i < 0 || int(i) >= len(types) {
-			return nil, 0, false
+		i, err := w.Index(len(types), "union index")
+		if err != nil {
+			return 0, false
 		}
 		branch := types[i]
 		if branch.Type() == avro.Null {
-			return b, 0, true
+			return 0, true
 		}
 		// A pointer (or an interface) to a value of the branch.
-		l := layoutOf(branch, depth+1)
-		b, h, ok := outOfLine(branch, b, depth+1)
-		return b, alloc(l.size, l.pointers) + h, ok
+		l := w.layouts.of(branch, depth+1)
+		h, ok := w.outOfLine(branch, depth+1)
+		return alloc(l.size, l.pointers) + h, ok
 	case *avro.FixedSchema:
-		if len(b) < s.Size() {
-			return nil, 0, false
-		}
-		return b[s.Size():], 0, true
+		_, err := w.Take(s.Size(), "fixed")
+		return 0, err == nil
 	case *avro.ArraySchema:
-		elem := layoutOf(s.Items(), depth+1)
-		n, b, h, ok := avroBlocks(b, func(b []byte) ([]byte, float64, bool) { return outOfLine(s.Items(), b, depth+1) })
-		return b, h + alloc(int(n)*elem.size, elem.pointers), ok
+		elem := w.layouts.of(s.Items(), depth+1)
+		n, h, ok := w.blocks(w.minSize(s.Items()), func() (float64, bool) { return w.outOfLine(s.Items(), depth+1) })
+		return h + alloc(n*elem.size, elem.pointers), ok
 	case *avro.MapSchema:
-		val := layoutOf(s.Values(), depth+1)
-		n, b, h, ok := avroBlocks(b, func(b []byte) ([]byte, float64, bool) {
-			b, kh, ok := avroBytes(b)
-			if !ok {
-				return nil, 0, false
+		val := w.layouts.of(s.Values(), depth+1)
+		n, h, ok := w.blocks(1+w.minSize(s.Values()), func() (float64, bool) {
+			k, err := w.String("map key")
+			if err != nil {
+				return 0, false
 			}
-			b, vh, ok := outOfLine(s.Values(), b, depth+1)
-			return b, kh + vh, ok
+			vh, ok := w.outOfLine(s.Values(), depth+1)
+			return alloc(len(k), false) + vh, ok
 		})
-		return b, h + mapBytes(float64(n), 16+val.size), ok
+		return h + mapBytes(float64(n), 16+val.size), ok
 	case *avro.EnumSchema:
-		_, b, ok := avroLong(b)
-		return b, 0, ok
+		_, err := w.Int("enum index")
+		return 0, err == nil
 	}
+	var err error
 	switch s.Type() {
 	case avro.Null:
-		return b, 0, true
 	case avro.Boolean:
-		if len(b) < 1 {
-			return nil, 0, false
-		}
-		return b[1:], 0, true
-	case avro.Int, avro.Long:
-		_, b, ok := avroLong(b)
-		return b, 0, ok
+		_, err = w.Bool()
+	case avro.Int:
+		_, err = w.Int("int")
+	case avro.Long:
+		_, err = w.Long("long")
 	case avro.Float:
-		return avroSkip(b, 4)
+		_, err = w.Take(4, "float")
 	case avro.Double:
-		return avroSkip(b, 8)
+		_, err = w.Take(8, "double")
 	case avro.String, avro.Bytes:
-		return avroBytes(b)
+		var b []byte
+		if b, err = w.Bytes("bytes"); err == nil {
+			return alloc(len(b), false), true
+		}
+	default:
+		return 0, false
 	}
-	return nil, 0, false
+	return 0, err == nil
 }
 
-// avroLong reads a zig-zag varint, which is what encoding/binary's Varint
-// reads too.
-func avroLong(b []byte) (int64, []byte, bool) {
-	v, n := binary.Varint(b)
-	if n <= 0 {
-		return 0, nil, false
-	}
-	return v, b[n:], true
-}
-
-func avroSkip(b []byte, n int) ([]byte, float64, bool) {
-	if len(b) < n {
-		return nil, 0, false
-	}
-	return b[n:], 0, true
-}
-
-// avroBytes reads a string or bytes and returns its contents' allocation.
-func avroBytes(b []byte) ([]byte, float64, bool) {
-	n, b, ok := avroLong(b)
-	if !ok || n < 0 || n > int64(len(b)) {
-		return nil, 0, false
-	}
-	return b[n:], alloc(int(n), false), true
-}
-
-// avroBlocks reads the blocks of an array or map, each a count (negative
-// when a byte size follows) and that many items, up to a zero count.
-func avroBlocks(b []byte, item func([]byte) ([]byte, float64, bool)) (n int64, rest []byte, heap float64, ok bool) {
+// blocks reads the blocks of an array or map, each item by item, and
+// returns the number of items and their heap bytes.
+func (w *heapWalk) blocks(itemMin int, item func() (float64, bool)) (n int, heap float64, ok bool) {
 	for {
-		var c int64
-		if c, b, ok = avroLong(b); !ok {
-			return 0, nil, 0, false
+		c, size, err := w.Block(itemMin)
+		if err != nil {
+			return 0, 0, false
 		}
 		if c == 0 {
-			return n, b, heap, true
+			return n, heap, true
 		}
-		if c < 0 {
-			c = -c
-			if _, b, ok = avroLong(b); !ok {
-				return 0, nil, 0, false
-			}
-		}
-		if c > int64(len(b)) && c > 1<<16 {
-			return 0, nil, 0, false
-		}
-		for ; c > 0; c-- {
-			var h float64
-			if b, h, ok = item(b); !ok {
-				return 0, nil, 0, false
+		start := w.Pos()
+		for range c {
+			h, ok := item()
+			if !ok {
+				return 0, 0, false
 			}
 			heap += h
-			n++
 		}
+		if w.EndBlock(size, start) != nil {
+			return 0, 0, false
+		}
+		n += c
 	}
 }

@@ -3,8 +3,9 @@
 // checkpoints write, and which backend to choose: the library behind
 // `stateproc size`.
 //
-// Its input is a Job, built either by MeasureSavepoint from a savepoint
-// (package snapshotfmt) or by Plan.Job from a plan file (ReadPlan) for a job
+// Its input is a Job, built either by MeasureSavepoint from a savepoint of
+// any layout, read through savepoint.Source, or by Plan.Job from a plan
+// file (ReadPlan) for a job
 // that has not run yet. Project then applies a parallelism, a key count or
 // scale, a change rate and a memory budget and returns a Report.
 //

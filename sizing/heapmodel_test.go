@@ -229,3 +229,28 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A record whose two fields are each the record before it has a tree of
+// 2^60 leaves; the model lays each record out once.
+func TestAvroLayoutOfSharedRecords(t *testing.T) {
+	schema := `{"type":"record","name":"R0","fields":[{"name":"x","type":"long"}]}`
+	for i := 1; i <= 60; i++ {
+		schema = fmt.Sprintf(`{"type":"record","name":"R%d","fields":[{"name":"a","type":%s},{"name":"b","type":"R%d"}]}`, i, schema, i-1)
+	}
+	l, err := parseAvroLayout(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The records below the model's depth are pointers: R60 holds 2^k
+	// copies of R(60-k) inline down to there.
+	if !l.pointers || l.size < 1<<20 {
+		t.Fatalf("layout %+v", l)
+	}
+	box, err := avroBoxer(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := box([]byte{0x02}); h <= 0 {
+		t.Fatalf("box of a short value: %v", h)
+	}
+}

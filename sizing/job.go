@@ -95,7 +95,7 @@ type KeyGroup struct {
 type Breakdown struct {
 	Key       float64 `json:"key"`
 	Namespace float64 `json:"namespace"`
-	MapKey    float64 `json:"mapKey"`
+	MapKey    float64 `json:"map_key"`
 	Value     float64 `json:"value"`
 	TTL       float64 `json:"ttl"`
 	Framing   float64 `json:"framing"`
@@ -105,8 +105,8 @@ type Breakdown struct {
 // Sample says which part of a state was read.
 type Sample struct {
 	// KeyGroups were read out of WithData key groups holding data.
-	KeyGroups int `json:"keyGroups"`
-	WithData  int `json:"withData"`
+	KeyGroups int `json:"key_groups"`
+	WithData  int `json:"with_data"`
 	// Entries were read out of the state's Of.
 	Entries uint64 `json:"entries"`
 	Of      uint64 `json:"of"`

@@ -7,7 +7,6 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // MeasureOptions controls MeasureSavepoint.
@@ -25,7 +24,8 @@ type MeasureOptions struct {
 }
 
 // MeasureSavepoint measures every keyed state and timer service of the
-// savepoint r (source names it in the report). From the index it takes the
+// savepoint r, read through the read seam (source names it in the
+// report). From the index it takes the
 // keys, entries and bytes of every key group; it streams the entries of a
 // sample to split the bytes of an entry, evaluate the heap model, age the
 // TTL entries and count timers per key; and it loads the same sample into
@@ -34,7 +34,7 @@ type MeasureOptions struct {
 // The sample is the key groups from 0 up to SampleBytes of data. Keys are
 // spread over key groups by a hash, so the first key groups are as good a
 // sample as any, and a whole key group is what a backend restores.
-func MeasureSavepoint(ctx context.Context, r *snapshotfmt.Reader, source string, opts MeasureOptions) (*Job, error) {
+func MeasureSavepoint(ctx context.Context, r savepoint.Source, source string, opts MeasureOptions) (*Job, error) {
 	meta := r.Metadata()
 	job := &Job{Source: source, Now: opts.Now}
 	pm := &pebbleMeter{tempDir: opts.TempDir, now: opts.Now}
@@ -44,8 +44,8 @@ func MeasureSavepoint(ctx context.Context, r *snapshotfmt.Reader, source string,
 			continue
 		}
 		o := Operator{UID: op.UID, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
-		for ref := range len(op.States) + len(op.Timers) {
-			st, err := measureState(ctx, r, i, ref, opts, pm)
+		for _, ref := range meta.Refs(i) {
+			st, err := measureState(ctx, r, ref, opts, pm)
 			if err != nil {
 				return nil, fmt.Errorf("sizing: operator %q: %w", op.UID, err)
 			}
@@ -57,14 +57,14 @@ func MeasureSavepoint(ctx context.Context, r *snapshotfmt.Reader, source string,
 }
 
 // describe returns the state with its name, kind, TTL and heap shape.
-func describe(op *savepoint.Operator, ref int) (*State, error) {
+func describe(meta *savepoint.Metadata, ref savepoint.StateRef) (*State, error) {
 	var err error
-	if ref >= len(op.States) {
-		st := &State{Name: op.Timers[ref-len(op.States)].Name, Kind: kindTimers}
+	if ref.Timer {
+		st := &State{Name: meta.RefName(ref), Kind: kindTimers}
 		st.heap, err = newHeapShape(kindTimers, nil, nil)
 		return st, err
 	}
-	ks := &op.States[ref]
+	ks := meta.KeyedState(ref)
 	st := &State{Name: ks.Name, Kind: ks.Kind.String(), TTL: ks.TTL}
 	st.ValueCollection = ks.Kind.SingleValue() && (ks.Value.Kind == serializers.KindList || ks.Value.Kind == serializers.KindMap)
 	var mapKey *serializers.Snapshot
@@ -77,14 +77,17 @@ func describe(op *savepoint.Operator, ref int) (*State, error) {
 	return st, nil
 }
 
-func measureState(ctx context.Context, r *snapshotfmt.Reader, opIdx, ref int, opts MeasureOptions, pm *pebbleMeter) (*State, error) {
-	op := &r.Metadata().Operators[opIdx]
-	st, err := describe(op, ref)
+func measureState(ctx context.Context, r savepoint.Source, ref savepoint.StateRef, opts MeasureOptions, pm *pebbleMeter) (*State, error) {
+	op := &r.Metadata().Operators[ref.Operator]
+	st, err := describe(r.Metadata(), ref)
 	if err != nil {
 		return nil, err
 	}
 	st.KeyGroups = make([]KeyGroup, op.MaxParallelism)
-	segs := r.StateSegments(opIdx, ref, keygroup.All(op.MaxParallelism))
+	segs, err := r.Segments(ctx, ref, keygroup.All(op.MaxParallelism))
+	if err != nil {
+		return nil, err
+	}
 	sample := &Sample{WithData: len(segs)}
 	var sampled int64
 	for _, seg := range segs {
@@ -110,7 +113,7 @@ func measureState(ctx context.Context, r *snapshotfmt.Reader, opIdx, ref int, op
 	}
 	t.finish(st, float64(sample.Of))
 	kgs := keygroup.Range{Start: 0, End: segs[sample.KeyGroups-1].KeyGroup}
-	onDisk, err := pm.measure(ctx, r, opIdx, ref, kgs)
+	onDisk, err := pm.measure(ctx, r, ref, kgs)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: measuring on Pebble: %w", st.Kind, st.Name, err)
 	}

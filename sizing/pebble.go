@@ -11,7 +11,6 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // pebbleMeter measures what states take on disk in the engine's own Pebble
@@ -32,18 +31,18 @@ type pebbleMeter struct {
 }
 
 // measure returns the bytes on disk of the key groups kgs of state (or
-// timer service) ref of operator op, less the sstables' fixed overhead.
-func (m *pebbleMeter) measure(ctx context.Context, r *snapshotfmt.Reader, op, ref int, kgs keygroup.Range) (float64, error) {
+// timer service) ref, less the sstables' fixed overhead.
+func (m *pebbleMeter) measure(ctx context.Context, r savepoint.Source, ref savepoint.StateRef, kgs keygroup.Range) (float64, error) {
 	perFile, err := m.fileOverhead(ctx)
 	if err != nil {
 		return 0, err
 	}
-	o := &r.Metadata().Operators[op]
-	size, files, err := m.load(ctx, o.MaxParallelism, kgs, func(b *pebblebackend.Backend) error {
-		if err := declare(b, o, ref); err != nil {
+	meta := r.Metadata()
+	size, files, err := m.load(ctx, meta.Operators[ref.Operator].MaxParallelism, kgs, func(b *pebblebackend.Backend) error {
+		if err := declare(b, meta, ref); err != nil {
 			return err
 		}
-		return b.Restore(ctx, r.Source(), op, state.RestoreOptions{AllowNonRestoredState: true, Now: m.now})
+		return b.Restore(ctx, r, ref.Operator, state.RestoreOptions{AllowNonRestoredState: true, Now: m.now})
 	})
 	return max(0, size-files*perFile), err
 }
@@ -89,12 +88,11 @@ func (m *pebbleMeter) load(ctx context.Context, maxP int, kgs keygroup.Range, fi
 	return float64(bytes), float64(n), err
 }
 
-// declare registers state (or timer service) ref of op with b, with
-// serializers restored from the savepoint's snapshots, so that a restore
-// reads it and nothing else.
-func declare(b *pebblebackend.Backend, op *savepoint.Operator, ref int) error {
-	if ref >= len(op.States) {
-		ts := &op.Timers[ref-len(op.States)]
+// declare registers state (or timer service) ref with b, with serializers
+// restored from the savepoint's snapshots, so that a restore reads it and
+// nothing else.
+func declare(b *pebblebackend.Backend, meta *savepoint.Metadata, ref savepoint.StateRef) error {
+	if ts := meta.TimerService(ref); ts != nil {
 		ns, err := serializers.Restore(ts.Namespace)
 		if err != nil {
 			return err
@@ -102,7 +100,7 @@ func declare(b *pebblebackend.Backend, op *savepoint.Operator, ref int) error {
 		_, err = b.Timers(ts.Name, ns)
 		return err
 	}
-	ks := &op.States[ref]
+	ks := meta.KeyedState(ref)
 	spec := &state.Spec{Name: ks.Name, Kind: ks.Kind, TTL: ks.TTL}
 	var err error
 	if spec.Namespace, err = serializers.Restore(ks.Namespace); err != nil {

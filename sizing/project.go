@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/keygroup"
 )
 
@@ -44,7 +45,7 @@ func Project(job *Job, opts Options) (*Report, error) {
 	if opts.Scale == 0 {
 		opts.Scale = 1
 	}
-	rep := &Report{Source: job.Source, FromPlan: job.FromPlan, Now: job.Now, HeapOverhead: job.HeapOverhead}
+	rep := &Report{Source: job.Source, FromPlan: job.FromPlan, Now: jsonvalue.Instant(job.Now), HeapOverhead: job.HeapOverhead}
 	for i := range job.Operators {
 		op := &job.Operators[i]
 		or, err := projectOperator(job, op, opts)

@@ -1,5 +1,7 @@
 package sizing
 
+import "github.com/stateproc/stateproc/internal/jsonvalue"
+
 // Report is the result of Project: sizes per state, subtask and slot on
 // both backends, what checkpoints write, findings about unbounded growth,
 // and the recommendation with the numbers it rests on. Byte counts are
@@ -8,11 +10,11 @@ package sizing
 // Findings, which describe what was measured.
 type Report struct {
 	Source   string `json:"source"`
-	FromPlan bool   `json:"fromPlan"`
+	FromPlan bool   `json:"from_plan"`
 	// Now is the time TTL ages are taken at (savepoints only).
-	Now int64 `json:"nowMs,omitempty"`
+	Now jsonvalue.Instant `json:"now,omitempty"`
 	// HeapOverhead is the plan's factor range when it replaces the model.
-	HeapOverhead   *Range           `json:"heapOverhead,omitempty"`
+	HeapOverhead   *Range           `json:"heap_overhead,omitempty"`
 	Operators      []OperatorReport `json:"operators"`
 	Slots          []SlotReport     `json:"slots"`
 	Total          Totals           `json:"total"`
@@ -39,7 +41,7 @@ func (t *Totals) add(o Totals) {
 type OperatorReport struct {
 	UID            string `json:"uid"`
 	Parallelism    int    `json:"parallelism"`
-	MaxParallelism int    `json:"maxParallelism"`
+	MaxParallelism int    `json:"max_parallelism"`
 	// Scale is the factor keys and entries were projected by.
 	Scale    float64         `json:"scale"`
 	States   []StateReport   `json:"states"`
@@ -51,19 +53,19 @@ type OperatorReport struct {
 type StateReport struct {
 	Name      string  `json:"name"`
 	Kind      string  `json:"kind"`
-	TTLMillis int64   `json:"ttlMs,omitempty"`
+	TTLMillis int64   `json:"ttl_ms,omitempty"`
 	Keys      float64 `json:"keys"`
 	Entries   float64 `json:"entries"`
 	// PerEntry is the savepoint bytes of an entry, split.
-	PerEntry Breakdown `json:"bytesPerEntry"`
+	PerEntry Breakdown `json:"bytes_per_entry"`
 	Sample   *Sample   `json:"sample,omitempty"`
 	Totals
 	// HeapPerEntry is the heap an entry adds: the state's heap less what
 	// every key group costs even when empty, over its entries.
-	HeapPerEntry Range `json:"heapPerEntry"`
+	HeapPerEntry Range `json:"heap_per_entry"`
 	// PebbleFrom says whether Pebble's size was measured, modelled from
 	// the layout, or taken from the plan.
-	PebbleFrom string        `json:"pebbleFrom"`
+	PebbleFrom string        `json:"pebble_from"`
 	Age        *AgeHistogram `json:"age,omitempty"`
 	Timers     *TimerStats   `json:"timers,omitempty"`
 }
@@ -72,7 +74,7 @@ type StateReport struct {
 // and what they hold, so skew between subtasks shows.
 type SubtaskReport struct {
 	Subtask   int    `json:"subtask"`
-	KeyGroups string `json:"keyGroups"`
+	KeyGroups string `json:"key_groups"`
 	Totals
 }
 
@@ -92,7 +94,7 @@ type SlotReport struct {
 type Checkpoints struct {
 	Full        float64 `json:"full"`
 	Incremental float64 `json:"incremental"`
-	ChangeRate  float64 `json:"changeRate"`
+	ChangeRate  float64 `json:"change_rate"`
 }
 
 // Recommendation chooses a backend. The heap fits when the busiest slot's
@@ -104,19 +106,19 @@ type Recommendation struct {
 	Backend string `json:"backend"`
 	// HeapSlot is the busiest slot, HeapPerSlot its live heap and
 	// HeapNeeded that with the collector's headroom.
-	HeapSlot      int     `json:"heapSlot"`
-	HeapPerSlot   Range   `json:"heapPerSlot"`
-	HeapNeeded    Range   `json:"heapNeeded"`
+	HeapSlot      int     `json:"heap_slot"`
+	HeapPerSlot   Range   `json:"heap_per_slot"`
+	HeapNeeded    Range   `json:"heap_needed"`
 	GOGC          int     `json:"gogc"`
-	MemoryPerSlot float64 `json:"memoryPerSlot"`
-	HeapFits      bool    `json:"heapFits"`
+	MemoryPerSlot float64 `json:"memory_per_slot"`
+	HeapFits      bool    `json:"heap_fits"`
 	// PebbleSlot is the slot with the most on disk on Pebble.
-	PebbleSlot    int     `json:"pebbleSlot"`
-	PebblePerSlot float64 `json:"pebblePerSlot"`
+	PebbleSlot    int     `json:"pebble_slot"`
+	PebblePerSlot float64 `json:"pebble_per_slot"`
 	// FullPerSlot is the busiest slot's full checkpoint.
-	FullPerSlot         float64 `json:"fullPerSlot"`
-	FullCheckpointLimit float64 `json:"fullCheckpointLimit"`
-	FullTooLarge        bool    `json:"fullTooLarge"`
+	FullPerSlot         float64 `json:"full_per_slot"`
+	FullCheckpointLimit float64 `json:"full_checkpoint_limit"`
+	FullTooLarge        bool    `json:"full_too_large"`
 }
 
 // Finding kinds.
@@ -143,7 +145,7 @@ type Finding struct {
 	// Bytes are the serialized bytes of the entries past TTL.
 	Bytes float64 `json:"bytes,omitempty"`
 	// MaxPerKey is the most timers a key holds.
-	MaxPerKey int `json:"maxPerKey,omitempty"`
+	MaxPerKey int `json:"max_per_key,omitempty"`
 	// Cleanup lists the TTL's cleanup strategies besides cleanup on read.
 	Cleanup []string `json:"cleanup,omitempty"`
 	// Estimated says the counts come from a sample.

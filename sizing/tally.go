@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/ttl"
 )
 
@@ -49,10 +49,10 @@ func newTally(kind string, c *ttl.Config, now int64, shape *heapShape) *tally {
 
 // segment streams one segment's entries, and checks them as the reader
 // always does.
-func (t *tally) segment(ctx context.Context, r *snapshotfmt.Reader, seg snapshotfmt.Segment) error {
+func (t *tally) segment(ctx context.Context, r savepoint.Source, seg savepoint.Segment) error {
 	t.bytes += float64(seg.Bytes)
 	t.keys += float64(seg.Keys)
-	it := r.Entries(ctx, seg)
+	it := savepoint.SegmentEntries(ctx, r, seg)
 	defer it.Close()
 	for it.Next() {
 		t.add(it.Entry())
@@ -76,8 +76,8 @@ func (t *tally) add(e *savepoint.Entry) {
 		t.scratch = binary.AppendUvarint(t.scratch[:0], uint64(len(e.Key)))
 		t.scratch = append(append(t.scratch, e.Key...), e.Namespace...)
 		t.perKey[string(t.scratch)]++
-		t.timers.EarliestMillis = min(t.timers.EarliestMillis, e.Timestamp)
-		t.timers.LatestMillis = max(t.timers.LatestMillis, e.Timestamp)
+		t.timers.Earliest = min(t.timers.Earliest, jsonvalue.Instant(e.Timestamp))
+		t.timers.Latest = max(t.timers.Latest, jsonvalue.Instant(e.Timestamp))
 		return
 	}
 	if !t.open || !bytes.Equal(e.Key, t.key) || !bytes.Equal(e.Namespace, t.ns) {

@@ -3,6 +3,7 @@ package sizing
 import (
 	"math"
 
+	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/ttl"
 )
 
@@ -12,7 +13,7 @@ import (
 // their TTL that are still stored are a leak when nothing reads them: the
 // default cleanup happens on read only.
 type AgeHistogram struct {
-	TTLMillis int64 `json:"ttlMs"`
+	TTLMillis int64 `json:"ttl_ms"`
 	// Buckets are, in order: [0, ¼), [¼, ½), [½, ¾), [¾, 1) of the TTL,
 	// then [1, 2) and [2, ∞) of it: the last two are expired.
 	Buckets [6]float64 `json:"buckets"`
@@ -22,7 +23,7 @@ type AgeHistogram struct {
 	// Expired is Buckets[4] + Buckets[5]; ExpiredBytes their serialized
 	// bytes, at the state's average per entry.
 	Expired      float64 `json:"expired"`
-	ExpiredBytes float64 `json:"expiredBytes"`
+	ExpiredBytes float64 `json:"expired_bytes"`
 	// Cleanup lists the strategies the TTL configures besides cleanup on
 	// read.
 	Cleanup []string `json:"cleanup,omitempty"`
@@ -84,15 +85,15 @@ type TimerStats struct {
 	Keys float64 `json:"keys"`
 	// AboveOne counts the pairs holding more than one timer; MaxPerKey is
 	// the most any pair holds.
-	AboveOne  float64 `json:"aboveOne"`
-	MaxPerKey int     `json:"maxPerKey"`
-	// EarliestMillis and LatestMillis bound the timers' times.
-	EarliestMillis int64 `json:"earliestMs,omitempty"`
-	LatestMillis   int64 `json:"latestMs,omitempty"`
+	AboveOne  float64 `json:"above_one"`
+	MaxPerKey int     `json:"max_per_key"`
+	// Earliest and Latest bound the timers' times.
+	Earliest jsonvalue.Instant `json:"earliest,omitempty"`
+	Latest   jsonvalue.Instant `json:"latest,omitempty"`
 }
 
 func newTimerStats() *TimerStats {
-	return &TimerStats{EarliestMillis: math.MaxInt64, LatestMillis: math.MinInt64}
+	return &TimerStats{Earliest: math.MaxInt64, Latest: math.MinInt64}
 }
 
 // addKeyGroup merges the per-(key, namespace) counts of one key group.

@@ -57,7 +57,7 @@ func rawBytes(b *testing.B, d *memDir) int64 {
 		b.Fatal(err)
 	}
 	var n int64
-	for _, seg := range r.Segments(0) {
+	for _, seg := range opSegments(r, 0) {
 		n += int64(seg.Bytes)
 	}
 	return n
@@ -92,12 +92,12 @@ func BenchmarkRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			segs := r.Segments(0)
+			segs := opSegments(r, 0)
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
 				for _, seg := range segs {
-					it := r.Entries(ctx, seg)
+					it := r.iterate(ctx, seg)
 					for it.Next() {
 						n++
 					}

@@ -2,11 +2,13 @@ package snapshotfmt
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/stateproc/stateproc/internal/crc"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -33,8 +35,6 @@ const (
 	// before anything is allocated for it.
 	maxZstdExpansion = 32 << 10
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // zstdDecoder is shared: DecodeAll is safe for concurrent use, and its cap
 // limit stops the output at the raw length the block declares.
@@ -73,7 +73,7 @@ func sealBlock(blk, scratch []byte, enc *zstd.Encoder) (block, newScratch []byte
 	out[0] = byte(codec)
 	binary.BigEndian.PutUint32(out[1:], uint32(len(out)-blockHeaderLen))
 	binary.BigEndian.PutUint32(out[5:], uint32(len(raw)))
-	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	out = binary.BigEndian.AppendUint32(out, crc.Checksum(out))
 	if codec == CodecZstd {
 		scratch = out
 	}
@@ -138,7 +138,7 @@ func (br *blockReader) release() {
 	br.pooled, br.pooledRaw, br.win, br.cur, br.raw = nil, nil, nil, nil, nil
 }
 
-func newBlockReader(f storage.File, name string, seg *Segment) *blockReader {
+func newBlockReader(f storage.File, name string, seg *savepoint.Segment) *blockReader {
 	return &blockReader{f: f, name: name, kg: seg.KeyGroup, pos: seg.Offset, end: seg.Offset + seg.Length}
 }
 
@@ -227,7 +227,7 @@ func (br *blockReader) payload() ([]byte, error) {
 // checkBlock verifies a stored block's CRC and then its header.
 func checkBlock(b []byte) error {
 	body := b[:len(b)-blockCRCLen]
-	if want, got := binary.BigEndian.Uint32(b[len(body):]), crc32.Checksum(body, castagnoli); want != got {
+	if want, got := binary.BigEndian.Uint32(b[len(body):]), crc.Checksum(body); want != got {
 		return corruptf("block checksum mismatch: stored %08x, computed %08x", want, got)
 	}
 	stored := uint64(len(body) - blockHeaderLen)

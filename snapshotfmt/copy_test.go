@@ -26,8 +26,8 @@ func TestCopySegmentIsByteIdentical(t *testing.T) {
 	for i := range files {
 		files[i], _ = w.CreateDataFile(ctx, fmt.Sprintf("data-%03d", i))
 	}
-	for _, seg := range r.Segments(0) {
-		if err := files[seg.KeyGroup%2].CopySegment(ctx, r, seg, 0, seg.Ref, seg.KeyGroup); err != nil {
+	for _, seg := range opSegments(r, 0) {
+		if err := files[seg.KeyGroup%2].CopySegment(ctx, r, seg, seg.Ref, seg.KeyGroup); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,18 +57,18 @@ func TestCopySegmentRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	segs := r.Segments(0)
+	segs := opSegments(r, 0)
 	seg := segs[0] // ref 0: the TTL value state
 
 	w, _ := NewWriter(newMemDir(), testMeta(), Options{})
 	f, _ := w.CreateDataFile(ctx, "d")
-	if err := f.CopySegment(ctx, r, seg, 0, 3, seg.KeyGroup); err == nil || !strings.Contains(err.Error(), "records differ") {
+	if err := f.CopySegment(ctx, r, seg, flatRef(f.w.meta, 0, 3), seg.KeyGroup); err == nil || !strings.Contains(err.Error(), "records differ") {
 		t.Errorf("copy into a state of another shape = %v", err)
 	}
-	if err := f.CopySegment(ctx, r, seg, 0, 0, (seg.KeyGroup+1)%16); err == nil || !strings.Contains(err.Error(), "wrong key group") {
+	if err := f.CopySegment(ctx, r, seg, flatRef(f.w.meta, 0, 0), (seg.KeyGroup+1)%16); err == nil || !strings.Contains(err.Error(), "wrong key group") {
 		t.Errorf("copy into another key group = %v", err)
 	}
-	if err := f.CopySegment(ctx, r, seg, 1, 0, 0); err == nil {
+	if err := f.CopySegment(ctx, r, seg, flatRef(f.w.meta, 1, 0), 0); err == nil {
 		t.Error("copy into a non-keyed operator accepted")
 	}
 
@@ -79,7 +79,7 @@ func TestCopySegmentRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = f.CopySegment(ctx, rb, seg, 0, 0, seg.KeyGroup)
+	err = f.CopySegment(ctx, rb, seg, flatRef(f.w.meta, 0, 0), seg.KeyGroup)
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Fatalf("copy of a damaged block = %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 // flipSavepoint is a small savepoint with every kind of data: TTL value and
@@ -42,11 +44,11 @@ func TestEveryFlipIsDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Verify(ctx); err != nil {
+	if err := verify(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	for op := range r.Metadata().Operators {
-		for _, seg := range r.Segments(op) {
+		for _, seg := range opSegments(r, op) {
 			br := newBlockReader(r.files[seg.File], seg.File, &seg)
 			for br.next() == nil {
 				if br.codec == CodecZstd {
@@ -76,7 +78,7 @@ func checkEveryFlip(t *testing.T, base *memDir) {
 				b[i] ^= mask
 				err := openAndVerify(ctx, d)
 				b[i] ^= mask
-				var e *Error
+				var e *savepoint.Error
 				switch {
 				case err == nil:
 					t.Errorf("%s: byte %d ^ %#02x read back without an error", name, i, mask)
@@ -126,5 +128,5 @@ func openAndVerify(ctx context.Context, d *memDir) error {
 		return err
 	}
 	defer r.Close()
-	return r.Verify(ctx)
+	return verify(ctx, r)
 }

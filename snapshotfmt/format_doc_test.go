@@ -131,8 +131,10 @@ func TestFormatExampleReadsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	if r.Version() != Version1 || r.Layout().String() != "stateproc savepoint, format version 1" {
+		t.Errorf("version %d, layout %q", r.Version(), r.Layout())
+	}
 	want := exampleMeta()
-	want.FormatVersion = Version1
 	if !reflect.DeepEqual(r.Metadata(), want) {
 		t.Fatalf("metadata %+v, want %+v", r.Metadata(), want)
 	}
@@ -152,7 +154,7 @@ func TestFormatExampleReadsBack(t *testing.T) {
 			}
 		}
 	}
-	if err := r.Verify(ctx); err != nil {
+	if err := verify(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 }

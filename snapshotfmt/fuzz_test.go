@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io"
 	"testing"
 
+	"github.com/stateproc/stateproc/internal/crc"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 )
@@ -29,7 +29,7 @@ func FuzzMetadataBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m, idx, err := decodeMetadataBody(body, NewestVersion)
 		if err != nil {
-			var e *Error
+			var e *savepoint.Error
 			if !errors.As(err, &e) || !errors.Is(err, ErrCorrupt) || e.File != MetadataName {
 				t.Fatalf("error %v is not a located ErrCorrupt", err)
 			}
@@ -47,7 +47,7 @@ func FuzzMetadataBody(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r.Verify(ctx)
+		verify(ctx, r)
 		r.Close()
 	})
 }
@@ -147,9 +147,9 @@ func FuzzBlock(f *testing.F) {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
 		b = binary.BigEndian.AppendUint32(b, uint32(rawLen))
 		b = append(b, payload...)
-		b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+		b = binary.BigEndian.AppendUint32(b, crc.Checksum(b))
 		file := append(appendPreamble(nil, typeData), b...)
-		seg := Segment{File: "d", Offset: preambleLen, Length: int64(len(b))}
+		seg := savepoint.Segment{File: "d", Offset: preambleLen, Length: int64(len(b))}
 		br := newBlockReader(memFile{bytes.NewReader(file)}, "d", &seg)
 		if err := br.next(); err != nil {
 			if !errors.Is(err, ErrCorrupt) {

@@ -235,7 +235,7 @@ func writeDataFiles(t testing.TB, dir storage.Staging, meta *savepoint.Metadata,
 		}
 	}
 	for _, sd := range data {
-		s, err := files[sd.kg%n].Segment(sd.op, sd.ref, sd.kg)
+		s, err := files[sd.kg%n].Segment(flatRef(files[sd.kg%n].w.meta, sd.op, sd.ref), sd.kg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,9 +262,9 @@ func writeDataFiles(t testing.TB, dir storage.Staging, meta *savepoint.Metadata,
 func readAll(t testing.TB, r *Reader, op int) []segData {
 	t.Helper()
 	var out []segData
-	for _, seg := range r.Segments(op) {
-		sd := segData{op: op, ref: seg.Ref, kg: seg.KeyGroup}
-		it := r.Entries(context.Background(), seg)
+	for _, seg := range opSegments(r, op) {
+		sd := segData{op: op, ref: flat(r, seg), kg: seg.KeyGroup}
+		it := r.iterate(context.Background(), seg)
 		for it.Next() {
 			e := it.Entry()
 			sd.entries = append(sd.entries, savepoint.Entry{
@@ -284,4 +284,42 @@ func readAll(t testing.TB, r *Reader, op int) []segData {
 func sameEntry(a, b *savepoint.Entry) bool {
 	return bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Namespace, b.Namespace) && bytes.Equal(a.MapKey, b.MapKey) &&
 		bytes.Equal(a.Value, b.Value) && a.Timestamp == b.Timestamp
+}
+
+// flatRef is the StateRef of segment ref n of operator op in meta, in the
+// numbering of FORMAT.md that the tests' tables use; out of range, it is a
+// ref that Metadata.Check refuses.
+func flatRef(meta *savepoint.Metadata, op, n int) savepoint.StateRef {
+	if op < 0 || op >= len(meta.Operators) || n < 0 {
+		return savepoint.StateRef{Operator: op, State: n}
+	}
+	return stateRef(op, &meta.Operators[op], uint64(n))
+}
+
+// flat is the segment ref of FORMAT.md of seg.
+func flat(r *Reader, seg savepoint.Segment) int {
+	return int(diskRef(&r.meta.Operators[seg.Ref.Operator], seg.Ref))
+}
+
+// opSegments returns the segments of operator op in index order.
+func opSegments(r *Reader, op int) []savepoint.Segment {
+	return slices.Clone(r.idx.segments[op])
+}
+
+// verify reads every segment of r, which checks every block and record and
+// every segment against its index entry.
+func verify(ctx context.Context, r *Reader) error {
+	for op := range r.idx.segments {
+		for _, seg := range r.idx.segments[op] {
+			it := r.iterate(ctx, seg)
+			for it.Next() {
+			}
+			err := it.Err()
+			it.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

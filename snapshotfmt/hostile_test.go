@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/stateproc/stateproc/internal/crc"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/storage"
@@ -21,7 +21,7 @@ func metadataFile(body []byte) []byte {
 	b := appendPreamble(nil, typeMetadata)
 	b = binary.BigEndian.AppendUint64(b, uint64(len(body)))
 	b = append(b, body...)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[preambleLen:], castagnoli))
+	return binary.BigEndian.AppendUint32(b, crc.Checksum(b[preambleLen:]))
 }
 
 // openingDir records the names a reader opens.
@@ -58,7 +58,7 @@ func openBody(t *testing.T, d *memDir, body []byte) error {
 	return err
 }
 
-func wantCorrupt(t *testing.T, err error, msg string) *Error {
+func wantCorrupt(t *testing.T, err error, msg string) *savepoint.Error {
 	t.Helper()
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("error %v, want ErrCorrupt", err)
@@ -66,7 +66,7 @@ func wantCorrupt(t *testing.T, err error, msg string) *Error {
 	if !strings.Contains(err.Error(), msg) {
 		t.Fatalf("error %q does not say %q", err, msg)
 	}
-	var e *Error
+	var e *savepoint.Error
 	if !errors.As(err, &e) || e.File == "" {
 		t.Fatalf("error %v names no file", err)
 	}
@@ -168,12 +168,14 @@ func TestHostileStructure(t *testing.T) {
 			s[0], s[1] = s[1], s[0]
 		}, "must be sorted by (key group, ref)"},
 		{"segment key group", func(_ *savepoint.Metadata, idx *index) { idx.segments[0][0].KeyGroup = 16 }, "not below max parallelism"},
-		{"segment ref", func(_ *savepoint.Metadata, idx *index) { idx.segments[0][0].Ref = 9 }, "names no state"},
+		{"segment ref", func(_ *savepoint.Metadata, idx *index) {
+			idx.segments[0][0].Ref = savepoint.StateRef{State: 9, Timer: true}
+		}, "names no state"},
 		{"segment beyond file", func(_ *savepoint.Metadata, idx *index) { idx.segments[0][0].Length += 1 << 40 }, "ends beyond"},
 		{"segment in preamble", func(_ *savepoint.Metadata, idx *index) { idx.segments[0][0].Offset = 4 }, "inside the preamble"},
 		{"timer keys", func(_ *savepoint.Metadata, idx *index) {
 			for i := range idx.segments[0] {
-				if idx.segments[0][i].Ref == 4 {
+				if idx.segments[0][i].Ref.Timer {
 					idx.segments[0][i].Keys = 1
 				}
 			}

@@ -29,8 +29,8 @@ func handmade(ref, kg int, stats savepoint.Stats, payloads ...[]byte) *memDir {
 	if stats.Bytes == 0 {
 		stats.Bytes = raw
 	}
-	seg := Segment{Stats: stats, Ref: ref, File: "data-000", Offset: preambleLen, Length: int64(len(data) - preambleLen)}
-	idx := &index{files: []dataFile{{"data-000", int64(len(data))}}, segments: [][]Segment{{seg}}}
+	seg := savepoint.Segment{Stats: stats, Ref: flatRef(exampleMeta(), 0, ref), File: "data-000", Offset: preambleLen, Length: int64(len(data) - preambleLen)}
+	idx := &index{files: []dataFile{{"data-000", int64(len(data))}}, segments: [][]savepoint.Segment{{seg}}}
 	d := newMemDir()
 	d.files["data-000"] = data
 	d.files[MetadataName] = metadataFile(encodeMetadataBody(exampleMeta(), idx))
@@ -92,13 +92,13 @@ func TestIteratorRejectsBadRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = r.Verify(ctx)
-			var e *Error
+			err = verify(ctx, r)
+			var e *savepoint.Error
 			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &e) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Verify = %v, want ErrCorrupt saying %q", err, tc.want)
 			}
-			if e.File != "data-000" || e.KeyGroup != r.Segments(0)[0].KeyGroup || e.Offset != tc.off {
-				t.Fatalf("error at %s key group %d offset %d, want data-000 key group %d offset %d", e.File, e.KeyGroup, e.Offset, r.Segments(0)[0].KeyGroup, tc.off)
+			if e.File != "data-000" || e.KeyGroup != opSegments(r, 0)[0].KeyGroup || e.Offset != tc.off {
+				t.Fatalf("error at %s key group %d offset %d, want data-000 key group %d offset %d", e.File, e.KeyGroup, e.Offset, opSegments(r, 0)[0].KeyGroup, tc.off)
 			}
 		})
 	}
@@ -116,8 +116,8 @@ func TestListRecordsJoinAcrossBlocksOnly(t *testing.T) {
 			data = append(data, block...)
 			stats.Bytes += uint64(len(p))
 		}
-		seg := Segment{Stats: stats, Ref: 1, File: "d", Offset: preambleLen, Length: int64(len(data) - preambleLen)}
-		idx := &index{files: []dataFile{{"d", int64(len(data))}}, segments: [][]Segment{{seg}, nil}}
+		seg := savepoint.Segment{Stats: stats, Ref: flatRef(meta, 0, 1), File: "d", Offset: preambleLen, Length: int64(len(data) - preambleLen)}
+		idx := &index{files: []dataFile{{"d", int64(len(data))}}, segments: [][]savepoint.Segment{{seg}, nil}}
 		d := newMemDir()
 		d.files["d"] = data
 		d.files[MetadataName] = metadataFile(encodeMetadataBody(meta, idx))
@@ -139,7 +139,7 @@ func TestListRecordsJoinAcrossBlocksOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Verify(ctx); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "repeats within a block") {
+	if err := verify(ctx, r); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "repeats within a block") {
 		t.Fatalf("a list record split inside a block: %v", err)
 	}
 }
@@ -158,14 +158,14 @@ func TestNextValuesAgreesWithNext(t *testing.T) {
 	}
 	op := &meta.Operators[0]
 	checked := 0
-	for _, seg := range r.Segments(0) {
-		if seg.Ref >= len(op.States) {
+	for _, seg := range opSegments(r, 0) {
+		if seg.Ref.Timer {
 			continue
 		}
-		ttlOn := op.States[seg.Ref].TTL != nil
+		ttlOn := op.States[seg.Ref.State].TTL != nil
 		var wantSizes []int
 		var wantTimes []int64
-		it := r.Entries(ctx, seg)
+		it := r.iterate(ctx, seg)
 		for it.Next() {
 			v := it.Entry().Value
 			if ttlOn {
@@ -182,7 +182,7 @@ func TestNextValuesAgreesWithNext(t *testing.T) {
 			var gotSizes []int
 			var gotTimes []int64
 			sizes, times := make([]int, batch), make([]int64, batch)
-			it := r.Entries(ctx, seg)
+			it := r.iterate(ctx, seg)
 			for {
 				n := it.NextValues(sizes, times)
 				gotSizes = append(gotSizes, sizes[:n]...)
@@ -199,7 +199,7 @@ func TestNextValuesAgreesWithNext(t *testing.T) {
 			it.Close()
 			if !slices.Equal(gotSizes, wantSizes) || !slices.Equal(gotTimes, wantTimes) {
 				t.Fatalf("segment of state %d key group %d, batches of %d: sizes %v times %v, want %v and %v",
-					seg.Ref, seg.KeyGroup, batch, gotSizes, gotTimes, wantSizes, wantTimes)
+					flat(r, seg), seg.KeyGroup, batch, gotSizes, gotTimes, wantSizes, wantTimes)
 			}
 			checked += len(gotSizes)
 		}
@@ -230,13 +230,13 @@ func TestNextValuesReportsWhatNextReports(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			seg := r.Segments(0)[0]
-			it := r.Entries(ctx, seg)
+			seg := opSegments(r, 0)[0]
+			it := r.iterate(ctx, seg)
 			for it.Next() {
 			}
 			want := it.Err()
 			it.Close()
-			it = r.Entries(ctx, seg)
+			it = r.iterate(ctx, seg)
 			defer it.Close()
 			sizes, times := make([]int, 8), make([]int64, 8)
 			for it.NextValues(sizes, times) == len(sizes) {

@@ -22,23 +22,41 @@ type dataFile struct {
 	size int64
 }
 
-// index is what the metadata holds beyond the model: the data files and
-// where each segment lies.
+// index is what the metadata holds beyond the model: the version, the data
+// files and where each segment lies.
 type index struct {
-	files []dataFile // sorted by name
+	version Version
+	files   []dataFile // sorted by name
 	// segments holds, per operator, its segments sorted by (key group, ref).
-	segments [][]Segment
+	segments [][]savepoint.Segment
 }
 
 // hasTimestamps reports whether a segment of ref records the minimum and
 // maximum timestamps.
-func hasTimestamps(op *savepoint.Operator, ref int) bool {
+func hasTimestamps(op *savepoint.Operator, ref savepoint.StateRef) bool {
 	s := shapeOf(op, ref, 0)
 	return s.timestamps()
 }
 
-func lessSegment(a, b *Segment) int {
-	return cmp.Or(cmp.Compare(a.KeyGroup, b.KeyGroup), cmp.Compare(a.Ref, b.Ref))
+func lessSegment(a, b *savepoint.Segment) int {
+	return cmp.Or(cmp.Compare(a.KeyGroup, b.KeyGroup), a.Ref.Compare(b.Ref))
+}
+
+// The index numbers the keyed states of an operator and then its timer
+// services with one number, the segment ref of FORMAT.md: diskRef and
+// stateRef convert between it and a savepoint.StateRef.
+func diskRef(op *savepoint.Operator, ref savepoint.StateRef) uint64 {
+	if ref.Timer {
+		return uint64(len(op.States) + ref.State)
+	}
+	return uint64(ref.State)
+}
+
+func stateRef(opIdx int, op *savepoint.Operator, n uint64) savepoint.StateRef {
+	if n >= uint64(len(op.States)) {
+		return savepoint.StateRef{Operator: opIdx, State: int(n) - len(op.States), Timer: true}
+	}
+	return savepoint.StateRef{Operator: opIdx, State: int(n)}
 }
 
 // encodeMetadataBody encodes a model that checkMetadata accepted, with an
@@ -64,7 +82,7 @@ func encodeMetadataBody(m *savepoint.Metadata, idx *index) []byte {
 	return b
 }
 
-func appendOperator(b []byte, op *savepoint.Operator, segs []Segment, fileIndex map[string]int) []byte {
+func appendOperator(b []byte, op *savepoint.Operator, segs []savepoint.Segment, fileIndex map[string]int) []byte {
 	b = appendString(b, op.UID)
 	b = appendString(b, op.Name)
 	b = binary.AppendUvarint(b, uint64(op.Parallelism))
@@ -110,7 +128,7 @@ func appendOperator(b []byte, op *savepoint.Operator, segs []Segment, fileIndex 
 	for i := range segs {
 		s := &segs[i]
 		b = binary.AppendUvarint(b, uint64(s.KeyGroup))
-		b = binary.AppendUvarint(b, uint64(s.Ref))
+		b = binary.AppendUvarint(b, diskRef(op, s.Ref))
 		b = binary.AppendUvarint(b, uint64(fileIndex[s.File]))
 		b = binary.AppendUvarint(b, uint64(s.Offset))
 		b = binary.AppendUvarint(b, uint64(s.Length))
@@ -175,10 +193,10 @@ type metaReader struct {
 // decodeMetadataBody decodes and checks a metadata body whose CRC has been
 // verified. It does no I/O: the data files are opened by the caller, only
 // after every name has been checked here.
-func decodeMetadataBody(body []byte, version uint32) (*savepoint.Metadata, *index, error) {
+func decodeMetadataBody(body []byte, version Version) (*savepoint.Metadata, *index, error) {
 	r := &metaReader{d: newDecoder(body, metadataHeaderLen), kg: -1}
 	d := r.d
-	m := &savepoint.Metadata{FormatVersion: version}
+	m := &savepoint.Metadata{}
 	m.ID = d.uvarint("savepoint id")
 	m.CreatedAt = d.i64("creation time")
 	n := d.count("lineage")
@@ -186,7 +204,7 @@ func decodeMetadataBody(body []byte, version uint32) (*savepoint.Metadata, *inde
 		*grown(&m.Lineage) = d.str("lineage entry")
 	}
 	r.readFiles()
-	idx := &index{files: r.files}
+	idx := &index{version: version, files: r.files}
 	n = d.count("operators")
 	uids := names{}
 	for i := 0; i < n && d.err == nil; i++ {
@@ -221,7 +239,7 @@ func (r *metaReader) readFiles() {
 			return
 		}
 		if err := checkDataFileName(name); err != nil {
-			d.failAt(start, &problem{msg: err.Error(), kind: []error{ErrCorrupt, err}})
+			d.failAt(start, &problem{msg: err.Error(), kind: []error{ErrCorrupt, savepoint.ErrCorrupt, err}})
 			return
 		}
 		// Sorted names make the list canonical and duplicates impossible.
@@ -324,7 +342,7 @@ func (r *metaReader) readOperator(opIdx int, op *savepoint.Operator, idx *index)
 		segs := idx.segments[opIdx]
 		if d.err == nil && i > 0 && lessSegment(&segs[i-1], &segs[i]) >= 0 {
 			d.failf(start, "operator %q: segment (key group %d, ref %d) is not after (key group %d, ref %d): segments must be sorted by (key group, ref) without duplicates",
-				op.UID, segs[i].KeyGroup, segs[i].Ref, segs[i-1].KeyGroup, segs[i-1].Ref)
+				op.UID, segs[i].KeyGroup, diskRef(op, segs[i].Ref), segs[i-1].KeyGroup, diskRef(op, segs[i-1].Ref))
 		}
 		if d.err == nil {
 			r.kg = -1
@@ -420,7 +438,7 @@ func (r *metaReader) readBroadcastState(s *savepoint.BroadcastState) {
 	}
 }
 
-func (r *metaReader) readSegment(op *savepoint.Operator, opIdx int, s *Segment) {
+func (r *metaReader) readSegment(op *savepoint.Operator, opIdx int, s *savepoint.Segment) {
 	d := r.d
 	start := d.off
 	kg := d.uvarint("key group")
@@ -448,13 +466,13 @@ func (r *metaReader) readSegment(op *savepoint.Operator, opIdx int, s *Segment) 
 	offset := d.uvarint("segment offset")
 	length := d.uvarint("segment length")
 	statsAt := d.off
-	*s = Segment{Operator: opIdx, Ref: int(ref), Offset: int64(offset), Length: int64(length)}
+	*s = savepoint.Segment{Ref: stateRef(opIdx, op, ref), Offset: int64(offset), Length: int64(length)}
 	s.KeyGroup = int(kg)
 	s.Keys = d.uvarint("segment keys")
 	s.Entries = d.uvarint("segment entries")
 	s.Bytes = d.uvarint("segment bytes")
-	timer := int(ref) >= len(op.States)
-	if hasTimestamps(op, int(ref)) {
+	timer := s.Ref.Timer
+	if hasTimestamps(op, s.Ref) {
 		s.MinTimestamp = d.i64("segment minimum timestamp")
 		s.MaxTimestamp = d.i64("segment maximum timestamp")
 	}

@@ -2,8 +2,13 @@ package snapshotfmt
 
 import (
 	"encoding/binary"
-	"fmt"
+
+	"github.com/stateproc/stateproc/savepoint"
 )
+
+// Version is a version of the layout, as the preamble of every file
+// records it.
+type Version uint32
 
 // Format versions: an append-only list. A reader reads every version from
 // MinSupportedVersion to NewestVersion; a writer writes NewestVersion only.
@@ -11,14 +16,14 @@ import (
 // testdata/savepoints/v<N>/ and read by the tests forever.
 const (
 	// Version1 is the first version of the layout.
-	Version1 = 1
+	Version1 Version = 1
 
 	NewestVersion       = Version1
 	MinSupportedVersion = Version1
 )
 
 // MetadataName is the name of the metadata file in a savepoint directory.
-const MetadataName = "_metadata"
+const MetadataName = savepoint.MetadataFile
 
 // The preamble is the one part of the layout that never changes, so that a
 // foreign file and a file from a newer version each get their own error
@@ -34,12 +39,12 @@ const (
 func appendPreamble(dst []byte, fileType byte) []byte {
 	dst = append(dst, magic...)
 	dst = append(dst, fileType, 0)
-	return binary.BigEndian.AppendUint32(dst, NewestVersion)
+	return binary.BigEndian.AppendUint32(dst, uint32(NewestVersion))
 }
 
 // checkMetadataPreamble checks the first bytes of a metadata file (all of
 // them if it is shorter than a preamble) and returns the format version.
-func checkMetadataPreamble(b []byte) (uint32, error) {
+func checkMetadataPreamble(b []byte) (Version, error) {
 	n := min(len(b), len(magic))
 	if string(b[:n]) != magic[:n] {
 		return 0, at(MetadataName, -1, 0, notSavepointf("not a stateproc file: magic %q, want %q", b[:n], magic))
@@ -53,18 +58,14 @@ func checkMetadataPreamble(b []byte) (uint32, error) {
 	if b[7] != 0 {
 		return 0, at(MetadataName, -1, 7, notSavepointf("not a metadata file: reserved byte is %#02x", b[7]))
 	}
-	v := binary.BigEndian.Uint32(b[8:])
+	v := Version(binary.BigEndian.Uint32(b[8:]))
 	if v > NewestVersion {
-		return 0, at(MetadataName, -1, 8, &problem{
-			msg:  fmt.Sprintf("written by a newer stateproc (format version %d, this reader reads up to %d)", v, NewestVersion),
-			kind: []error{ErrNewerVersion},
-		})
+		return 0, at(MetadataName, -1, 8, unsupportedf(ErrNewerVersion,
+			"written by a newer stateproc (format version %d, this reader reads up to %d)", v, NewestVersion))
 	}
 	if v < MinSupportedVersion {
-		return 0, at(MetadataName, -1, 8, &problem{
-			msg:  fmt.Sprintf("format version %d is no longer supported (this reader reads versions %d to %d)", v, MinSupportedVersion, NewestVersion),
-			kind: []error{ErrUnsupportedVersion},
-		})
+		return 0, at(MetadataName, -1, 8, unsupportedf(ErrUnsupportedVersion,
+			"format version %d is no longer supported (this reader reads versions %d to %d)", v, MinSupportedVersion, NewestVersion))
 	}
 	return v, nil
 }
@@ -72,7 +73,7 @@ func checkMetadataPreamble(b []byte) (uint32, error) {
 // checkDataPreamble checks a data file's preamble. A data file belongs to
 // the metadata that names it, so any mismatch, its version included, is
 // corruption of the savepoint rather than a foreign file.
-func checkDataPreamble(name string, b []byte, version uint32) error {
+func checkDataPreamble(name string, b []byte, version Version) error {
 	switch {
 	case string(b[:len(magic)]) != magic:
 		return at(name, -1, 0, corruptf("not a stateproc data file: magic %q, want %q", b[:len(magic)], magic))
@@ -81,7 +82,7 @@ func checkDataPreamble(name string, b []byte, version uint32) error {
 	case b[7] != 0:
 		return at(name, -1, 7, corruptf("not a data file: reserved byte is %#02x", b[7]))
 	}
-	if v := binary.BigEndian.Uint32(b[8:]); v != version {
+	if v := Version(binary.BigEndian.Uint32(b[8:])); v != version {
 		return at(name, -1, 8, corruptf("data file has format version %d, its metadata %d", v, version))
 	}
 	return nil

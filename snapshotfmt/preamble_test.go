@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 // The numbers are written into savepoints: they never change, and a new
@@ -43,8 +45,8 @@ func TestPreambleErrors(t *testing.T) {
 		{"wrong magic", MetadataName, func(b []byte) { copy(b, "PK\x03\x04") }, ErrNotSavepoint, "not a stateproc file"},
 		{"data file as metadata", MetadataName, func(b []byte) { b[6] = 'D' }, ErrNotSavepoint, "not a metadata file"},
 		{"reserved byte", MetadataName, func(b []byte) { b[7] = 1 }, ErrNotSavepoint, "reserved byte"},
-		{"newer version", MetadataName, func(b []byte) { binary.BigEndian.PutUint32(b[8:], NewestVersion+1) }, ErrNewerVersion, "newer stateproc (format version 2, this reader reads up to 1)"},
-		{"older version", MetadataName, func(b []byte) { binary.BigEndian.PutUint32(b[8:], MinSupportedVersion-1) }, ErrUnsupportedVersion, "format version 0 is no longer supported"},
+		{"newer version", MetadataName, func(b []byte) { binary.BigEndian.PutUint32(b[8:], uint32(NewestVersion+1)) }, ErrNewerVersion, "newer stateproc (format version 2, this reader reads up to 1)"},
+		{"older version", MetadataName, func(b []byte) { binary.BigEndian.PutUint32(b[8:], uint32(MinSupportedVersion-1)) }, ErrUnsupportedVersion, "format version 0 is no longer supported"},
 		{"data magic", "data-001", func(b []byte) { b[0] = 'X' }, ErrCorrupt, "not a stateproc data file"},
 		{"metadata as data", "data-001", func(b []byte) { b[6] = 'M' }, ErrCorrupt, "not a data file"},
 		{"data reserved", "data-001", func(b []byte) { b[7] = 0x80 }, ErrCorrupt, "reserved byte"},
@@ -57,7 +59,13 @@ func TestPreambleErrors(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Open = %v, want %v", err, tc.want)
 			}
-			var e *Error
+			// The read seam's sentinel follows from the layout's.
+			seam := map[error]error{ErrNotSavepoint: savepoint.ErrNotSavepoint, ErrCorrupt: savepoint.ErrCorrupt,
+				ErrNewerVersion: savepoint.ErrUnsupported, ErrUnsupportedVersion: savepoint.ErrUnsupported}[tc.want]
+			if !errors.Is(err, seam) {
+				t.Fatalf("Open = %v, want it to wrap %v too", err, seam)
+			}
+			var e *savepoint.Error
 			if !errors.As(err, &e) || e.File != tc.file || e.Offset < 0 {
 				t.Fatalf("error %v does not locate the file %s and an offset", err, tc.file)
 			}

@@ -8,30 +8,17 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"slices"
 	"sort"
 
+	"github.com/stateproc/stateproc/internal/crc"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
 
-// Segment is where the entries of one state (or timer service) in one key
-// group lie, with the index's numbers about them.
-type Segment struct {
-	savepoint.Stats
-	// Operator is an index into Metadata().Operators.
-	Operator int
-	// Ref is an index into the operator's States, or len(States)+i for its
-	// timer service i.
-	Ref    int
-	File   string
-	Offset int64
-	Length int64
-}
-
-// Reader reads a savepoint whose metadata has been checked. Its methods may
-// be called from several goroutines at once, except Close.
+// Reader reads a savepoint whose metadata has been checked: it is the
+// layout's savepoint.Source. Its methods may be called from several
+// goroutines at once, except Close.
 type Reader struct {
 	meta  *savepoint.Metadata
 	idx   *index
@@ -96,7 +83,7 @@ func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
 		return nil, nil, err
 	}
 	covered := rest[:len(rest)-crc32.Size]
-	if want, got := binary.BigEndian.Uint32(rest[len(covered):]), crc32.Checksum(covered, castagnoli); want != got {
+	if want, got := binary.BigEndian.Uint32(rest[len(covered):]), crc.Checksum(covered); want != got {
 		return nil, nil, at(MetadataName, -1, size-crc32.Size, corruptf("metadata checksum mismatch: stored %08x, computed %08x", want, got))
 	}
 	return decodeMetadataBody(covered[8:], version)
@@ -122,7 +109,7 @@ func (r *Reader) openDataFile(ctx context.Context, dir storage.Dir, df dataFile)
 	if err := readAt(f, df.name, -1, pre, 0); err != nil {
 		return err
 	}
-	return checkDataPreamble(df.name, pre, r.meta.FormatVersion)
+	return checkDataPreamble(df.name, pre, r.idx.version)
 }
 
 // readAt reads len(p) bytes at off; a short read means the file shrank or
@@ -137,6 +124,14 @@ func readAt(f storage.File, name string, kg int, p []byte, off int64) error {
 	}
 	return at(name, kg, off, err)
 }
+
+// Layout says what r reads: a stateproc savepoint and its format version.
+func (r *Reader) Layout() savepoint.Layout {
+	return savepoint.Layout{Name: "stateproc savepoint", Version: uint32(r.Version())}
+}
+
+// Version is the format version of the savepoint.
+func (r *Reader) Version() Version { return r.idx.version }
 
 // Metadata returns the savepoint's model. Callers must not modify it.
 func (r *Reader) Metadata() *savepoint.Metadata { return r.meta }
@@ -165,7 +160,7 @@ func (r *Reader) DataFiles() []string {
 // SegmentCodec returns the codec of the first block of seg, which tells a
 // rewrite whether the savepoint was written with compression on. The block
 // is not verified: the codec byte is only a hint here.
-func (r *Reader) SegmentCodec(seg Segment) (Codec, error) {
+func (r *Reader) SegmentCodec(seg savepoint.Segment) (Codec, error) {
 	f, ok := r.files[seg.File]
 	if !ok || seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length {
 		return 0, fmt.Errorf("snapshotfmt: segment at %s offset %d length %d is not in the savepoint", seg.File, seg.Offset, seg.Length)
@@ -177,48 +172,43 @@ func (r *Reader) SegmentCodec(seg Segment) (Codec, error) {
 	return Codec(b[0]), nil
 }
 
-// Segments returns the segments of operator op, sorted by (key group, ref).
-func (r *Reader) Segments(op int) []Segment {
-	if op < 0 || op >= len(r.idx.segments) {
-		return nil
+// Segments returns the index's segments of ref in the key groups kgs,
+// sorted by key group. It reads nothing.
+func (r *Reader) Segments(_ context.Context, ref savepoint.StateRef, kgs keygroup.Range) ([]savepoint.Segment, error) {
+	if err := r.meta.Check(ref); err != nil {
+		return nil, err
 	}
-	return slices.Clone(r.idx.segments[op])
-}
-
-// StateSegments returns the segments of one state (or timer service) of
-// operator op in the key groups kgs, sorted by key group.
-func (r *Reader) StateSegments(op, ref int, kgs keygroup.Range) []Segment {
-	if op < 0 || op >= len(r.idx.segments) {
-		return nil
-	}
-	segs := r.idx.segments[op]
-	var out []Segment
+	segs := r.idx.segments[ref.Operator]
+	var out []savepoint.Segment
 	for i := sort.Search(len(segs), func(i int) bool { return segs[i].KeyGroup >= kgs.Start }); i < len(segs) && segs[i].KeyGroup <= kgs.End; i++ {
 		if segs[i].Ref == ref {
 			out = append(out, segs[i])
 		}
 	}
-	return out
+	return out, nil
 }
 
-// Verify reads every segment of every operator through the iterator, and
-// so checks every block's CRC and every rule about the records. Open has
-// already checked the metadata, the data files' sizes and preambles, and
-// that the segments tile the data files. It returns the first error.
-func (r *Reader) Verify(ctx context.Context) error {
-	for op := range r.idx.segments {
-		for _, seg := range r.idx.segments[op] {
-			it := r.Entries(ctx, seg)
-			for it.Next() {
-			}
-			err := it.Err()
-			it.Close()
-			if err != nil {
-				return err
-			}
-		}
+// Entries iterates the segments of ref in kgs one after another. The
+// iterator over a single segment is an *Iterator, which batches values
+// (savepoint.ValueBatcher).
+func (r *Reader) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+	segs, err := r.Segments(ctx, ref, kgs)
+	switch {
+	case err != nil:
+		return savepoint.Failed(err)
+	case len(segs) == 0:
+		return savepoint.Empty()
+	case len(segs) == 1:
+		return r.iterate(ctx, segs[0])
 	}
-	return nil
+	return savepoint.Chain(func() savepoint.EntryIterator {
+		if len(segs) == 0 {
+			return nil
+		}
+		it := r.iterate(ctx, segs[0])
+		segs = segs[1:]
+		return it
+	})
 }
 
 // ctxCheckEvery is how many entries an iterator reads between looks at its
@@ -229,7 +219,7 @@ const ctxCheckEvery = 4096
 // at a time.
 type Iterator struct {
 	ctx   context.Context
-	seg   Segment
+	seg   savepoint.Segment
 	br    *blockReader
 	rr    *recordReader
 	entry savepoint.Entry
@@ -239,18 +229,16 @@ type Iterator struct {
 	untilCtx int
 }
 
-// Entries returns an iterator over the entries of seg, which must come from
-// r's Segments or StateSegments.
-func (r *Reader) Entries(ctx context.Context, seg Segment) *Iterator {
+// iterate returns an iterator over the entries of seg, which comes from r's
+// index.
+func (r *Reader) iterate(ctx context.Context, seg savepoint.Segment) *Iterator {
 	it := &Iterator{ctx: ctx, seg: seg}
 	f, ok := r.files[seg.File]
 	switch {
 	case !ok:
 		it.err = fmt.Errorf("snapshotfmt: segment names file %q, which this savepoint does not have", seg.File)
-	case seg.Operator < 0 || seg.Operator >= len(r.meta.Operators):
-		it.err = fmt.Errorf("snapshotfmt: segment names operator %d, which this savepoint does not have", seg.Operator)
-	case seg.Ref < 0 || seg.Ref >= len(r.meta.Operators[seg.Operator].States)+len(r.meta.Operators[seg.Operator].Timers):
-		it.err = fmt.Errorf("snapshotfmt: segment names ref %d, which operator %d does not have", seg.Ref, seg.Operator)
+	case r.meta.Check(seg.Ref) != nil:
+		it.err = fmt.Errorf("snapshotfmt: segment of %s: %w", seg.File, r.meta.Check(seg.Ref))
 	case seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length:
 		it.err = fmt.Errorf("snapshotfmt: segment at offset %d, length %d, is not within %s", seg.Offset, seg.Length, seg.File)
 	}
@@ -258,7 +246,7 @@ func (r *Reader) Entries(ctx context.Context, seg Segment) *Iterator {
 		return it
 	}
 	it.br = newBlockReader(f, seg.File, &seg)
-	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Operator], seg.Ref, seg.KeyGroup), &it.entry)
+	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Ref.Operator], seg.Ref, seg.KeyGroup), &it.entry)
 	it.entry.KeyGroup = seg.KeyGroup
 	it.untilCtx = ctxCheckEvery
 	return it
@@ -322,13 +310,14 @@ func (it *Iterator) nextBlock() bool {
 	return true
 }
 
-// NextValues reads up to len(sizes) more entries of a keyed state's
-// segment and stores the size of each one's value in sizes; when the state
-// has TTL, it stores each value's last-modified time in lastModified, which
-// must be as long, and leaves those 8 bytes out of the size. It returns how
-// many entries it read, fewer than asked only at the end of the segment or
-// on an error, which Err then returns. It checks all that Next checks, and
-// is for a caller that needs no more of each entry: it fills no Entry.
+// NextValues is savepoint.ValueBatcher's: it reads up to len(sizes) more
+// entries of a keyed state's segment and stores the size of each one's
+// value in sizes; when the state has TTL, it stores each value's
+// last-modified time in lastModified, which must be as long, and leaves
+// those 8 bytes out of the size. It returns how many entries it read, fewer
+// than asked only at the end of the segment or on an error, which Err then
+// returns. It checks all that Next checks, and is for a caller that needs no
+// more of each entry: it fills no Entry.
 func (it *Iterator) NextValues(sizes []int, lastModified []int64) int {
 	if it.err != nil || it.done {
 		return 0
@@ -367,10 +356,7 @@ func (it *Iterator) recordError(off int, err error) error {
 	if it.br.codec == CodecNone {
 		return at(it.seg.File, it.seg.KeyGroup, blockAt+blockHeaderLen+int64(off), err)
 	}
-	return at(it.seg.File, it.seg.KeyGroup, blockAt, &problem{
-		msg:  fmt.Sprintf("byte %d of the decompressed payload: %v", off, err),
-		kind: []error{ErrCorrupt},
-	})
+	return at(it.seg.File, it.seg.KeyGroup, blockAt, corruptf("byte %d of the decompressed payload: %v", off, err))
 }
 
 // Entry returns the current entry. It and its slices are valid until the

@@ -22,11 +22,11 @@ type shape struct {
 	kg   int
 }
 
-func shapeOf(op *savepoint.Operator, ref, kg int) shape {
+func shapeOf(op *savepoint.Operator, ref savepoint.StateRef, kg int) shape {
 	s := shape{hash: op.KeyHash, maxP: op.MaxParallelism, kg: kg}
-	if ref < len(op.States) {
-		s.kind = op.States[ref].Kind
-		s.ttl = op.States[ref].TTL != nil
+	if !ref.Timer {
+		s.kind = op.States[ref.State].Kind
+		s.ttl = op.States[ref.State].TTL != nil
 	}
 	return s
 }

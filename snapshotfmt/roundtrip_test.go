@@ -42,8 +42,10 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
+			if r.Version() != NewestVersion {
+				t.Errorf("version %d, want %d", r.Version(), NewestVersion)
+			}
 			want := testMeta()
-			want.FormatVersion = NewestVersion
 			if got := r.Metadata(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("metadata differs:\n got %+v\nwant %+v", got, want)
 			}
@@ -63,7 +65,7 @@ func TestRoundTrip(t *testing.T) {
 					}
 				}
 			}
-			for _, seg := range r.Segments(0) {
+			for _, seg := range opSegments(r, 0) {
 				if seg.Bytes > 512 {
 					multiBlock++
 				}
@@ -71,19 +73,22 @@ func TestRoundTrip(t *testing.T) {
 			if tc.opts.BlockSize == 512 && multiBlock < 10 {
 				t.Errorf("only %d segments span several blocks", multiBlock)
 			}
-			if len(r.Segments(1)) != 0 {
+			if len(opSegments(r, 1)) != 0 {
 				t.Errorf("non-keyed operator has segments")
 			}
-			if err := r.Verify(ctx); err != nil {
+			if err := verify(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 
-			// StateSegments picks one state in a range of key groups.
-			segs := r.StateSegments(0, 2, keygroup.Range{Start: 3, End: 9})
+			// Segments picks one state in a range of key groups.
+			segs, err := r.Segments(ctx, flatRef(r.meta, 0, 2), keygroup.Range{Start: 3, End: 9})
+			if err != nil {
+				t.Fatal(err)
+			}
 			var kgs []int
 			for _, s := range segs {
-				if s.Ref != 2 {
-					t.Fatalf("StateSegments returned ref %d", s.Ref)
+				if flat(r, s) != 2 {
+					t.Fatalf("Segments returned ref %d", flat(r, s))
 				}
 				kgs = append(kgs, s.KeyGroup)
 			}
@@ -94,7 +99,7 @@ func TestRoundTrip(t *testing.T) {
 				}
 			}
 			if !slices.Equal(kgs, wantKGs) {
-				t.Fatalf("StateSegments key groups %v, want %v", kgs, wantKGs)
+				t.Fatalf("Segments key groups %v, want %v", kgs, wantKGs)
 			}
 		})
 	}
@@ -110,7 +115,7 @@ func TestZstdIsUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var zstdBlocks int
-	for _, seg := range r.Segments(0) {
+	for _, seg := range opSegments(r, 0) {
 		b := d.files[seg.File][seg.Offset:]
 		if Codec(b[0]) == CodecZstd {
 			zstdBlocks++
@@ -158,7 +163,7 @@ func TestRecordsContinueAcrossBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	continued := map[int]int{}
-	for _, seg := range r.Segments(0) {
+	for _, seg := range opSegments(r, 0) {
 		f := r.files[seg.File]
 		br := newBlockReader(f, seg.File, &seg)
 		var lastKey, lastNs []byte
@@ -172,7 +177,7 @@ func TestRecordsContinueAcrossBlocks(t *testing.T) {
 			rr.startBlock(payload)
 			for first := true; rr.next(); first = false {
 				if first && bytes.Equal(e.Key, lastKey) && bytes.Equal(e.Namespace, lastNs) {
-					continued[seg.Ref]++
+					continued[flat(r, seg)]++
 				}
 				lastKey, lastNs = bytes.Clone(e.Key), bytes.Clone(e.Namespace)
 			}
@@ -205,7 +210,7 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 				if sd.kg%2 != part {
 					continue
 				}
-				s, err := f.Segment(sd.op, sd.ref, sd.kg)
+				s, err := f.Segment(flatRef(f.w.meta, sd.op, sd.ref), sd.kg)
 				if err != nil {
 					return err
 				}
@@ -240,12 +245,12 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	segs := r.Segments(0)
+	segs := opSegments(r, 0)
 	var rg errgroup
 	for part := range 4 {
 		rg.Go(func() error {
 			for i := part; i < len(segs); i += 4 {
-				it := r.Entries(ctx, segs[i])
+				it := r.iterate(ctx, segs[i])
 				n := uint64(0)
 				for it.Next() {
 					n++

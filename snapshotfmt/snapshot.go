@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/hamba/avro/v2"
+	"github.com/stateproc/stateproc/internal/avrobin"
 	"github.com/stateproc/stateproc/serializers"
 )
 
@@ -81,14 +81,15 @@ func checkSnapshot(s serializers.Snapshot, depth int) error {
 	return nil
 }
 
-// checkAvroSchema parses the schema with a cache of its own: the global
-// cache would let one savepoint's named types leak into the next one's.
+// checkAvroSchema parses the schema with the bounds that every reader of
+// it applies, so that a schema too deep or with too large a fixed makes the
+// savepoint corrupt for every command.
 func checkAvroSchema(schema string) error {
 	if !utf8.ValidString(schema) {
 		return fmt.Errorf("avro schema is not valid UTF-8")
 	}
-	if _, err := avro.ParseWithCache(schema, "", &avro.SchemaCache{}); err != nil {
-		return fmt.Errorf("avro schema does not parse: %v", err)
+	if _, _, err := avrobin.ParseSchema(schema); err != nil {
+		return fmt.Errorf("avro %v", err)
 	}
 	return nil
 }

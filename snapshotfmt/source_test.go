@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 // TestSourceEntries reads every state of the test savepoint through Source
@@ -19,13 +20,10 @@ func TestSourceEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	src := r.Source()
-	if src.Metadata() != r.Metadata() {
-		t.Fatal("Source has other metadata than its reader")
-	}
+	var src savepoint.Source = r
 	kgs := keygroup.Range{Start: 3, End: 11}
 	for ref := range 5 {
-		it := src.Entries(context.Background(), 0, ref, kgs)
+		it := src.Entries(context.Background(), flatRef(r.meta, 0, ref), kgs)
 		n := 0
 		for _, sd := range data {
 			if sd.ref != ref || !kgs.Contains(sd.kg) {
@@ -46,10 +44,13 @@ func TestSourceEntries(t *testing.T) {
 		}
 		it.Close()
 	}
-	for _, bad := range [][2]int{{2, 0}, {-1, 0}, {0, 5}, {1, 0}} {
-		it := src.Entries(context.Background(), bad[0], bad[1], kgs)
+	for _, bad := range []savepoint.StateRef{{Operator: 2}, {Operator: -1}, {State: 4}, {State: 1, Timer: true}, {Operator: 1}} {
+		it := src.Entries(context.Background(), bad, kgs)
 		if it.Next() || it.Err() == nil {
-			t.Errorf("operator %d ref %d: want an error", bad[0], bad[1])
+			t.Errorf("%+v: want an error", bad)
+		}
+		if _, err := src.Segments(context.Background(), bad, kgs); err == nil {
+			t.Errorf("Segments of %+v: want an error", bad)
 		}
 	}
 }

@@ -7,12 +7,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/stateproc/stateproc/internal/crc"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -40,11 +41,14 @@ type Writer struct {
 	mu       sync.Mutex
 	files    map[string]*DataFileWriter
 	claimed  map[segmentKey]bool
-	segments [][]Segment // per operator, in the order they were closed
-	done     bool        // finished or aborted
+	segments [][]savepoint.Segment // per operator, in the order they were closed
+	done     bool                  // finished or aborted
 }
 
-type segmentKey struct{ op, ref, kg int }
+type segmentKey struct {
+	ref savepoint.StateRef
+	kg  int
+}
 
 // NewWriter checks meta against every rule the reader enforces (segments
 // aside: the writer produces those) and returns a writer into staging. meta
@@ -71,7 +75,7 @@ func NewWriter(staging storage.Staging, meta *savepoint.Metadata, opts Options) 
 		opts:     opts,
 		files:    map[string]*DataFileWriter{},
 		claimed:  map[segmentKey]bool{},
-		segments: make([][]Segment, len(meta.Operators)),
+		segments: make([][]savepoint.Segment, len(meta.Operators)),
 	}, nil
 }
 
@@ -167,81 +171,71 @@ func (f *DataFileWriter) usable() error {
 	return nil
 }
 
-// target checks that (op, ref, kg) names a keyed state or timer service
+// target checks that (ref, kg) names a keyed state or timer service
 // segment of the new savepoint.
-func (w *Writer) target(op, ref, kg int) (*savepoint.Operator, error) {
-	if op < 0 || op >= len(w.meta.Operators) {
-		return nil, fmt.Errorf("snapshotfmt: no operator %d", op)
+func (w *Writer) target(ref savepoint.StateRef, kg int) (*savepoint.Operator, error) {
+	if err := w.meta.Check(ref); err != nil {
+		return nil, fmt.Errorf("snapshotfmt: %w", err)
 	}
-	o := &w.meta.Operators[op]
-	if ref < 0 || ref >= len(o.States)+len(o.Timers) {
-		return nil, fmt.Errorf("snapshotfmt: operator %q has no state or timer service %d", o.UID, ref)
-	}
+	o := &w.meta.Operators[ref.Operator]
 	if kg < 0 || kg >= o.MaxParallelism {
 		return nil, fmt.Errorf("snapshotfmt: operator %q: key group %d not below max parallelism %d", o.UID, kg, o.MaxParallelism)
 	}
 	return o, nil
 }
 
-// claim reserves (op, ref, kg): each is written at most once.
-func (w *Writer) claim(op, ref, kg int) error {
+// claim reserves (ref, kg): each is written at most once.
+func (w *Writer) claim(ref savepoint.StateRef, kg int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
 		return errors.New("snapshotfmt: writer already finished or aborted")
 	}
-	k := segmentKey{op, ref, kg}
+	k := segmentKey{ref, kg}
 	if w.claimed[k] {
-		return fmt.Errorf("snapshotfmt: operator %d ref %d key group %d written twice", op, ref, kg)
+		return fmt.Errorf("snapshotfmt: %s key group %d written twice", w.meta.Describe(ref), kg)
 	}
 	w.claimed[k] = true
 	return nil
 }
 
-func (w *Writer) addSegment(s Segment) {
+func (w *Writer) addSegment(s savepoint.Segment) {
 	w.mu.Lock()
-	w.segments[s.Operator] = append(w.segments[s.Operator], s)
+	w.segments[s.Ref.Operator] = append(w.segments[s.Ref.Operator], s)
 	w.mu.Unlock()
 }
 
-// Segment starts the segment of state (or timer service) ref of operator op
-// in key group kg. A file has one open segment at a time.
-func (f *DataFileWriter) Segment(op, ref, kg int) (*SegmentWriter, error) {
+// Segment starts the segment of state (or timer service) ref in key group
+// kg. A file has one open segment at a time.
+func (f *DataFileWriter) Segment(ref savepoint.StateRef, kg int) (*SegmentWriter, error) {
 	if err := f.usable(); err != nil {
 		return nil, err
 	}
-	o, err := f.w.target(op, ref, kg)
+	o, err := f.w.target(ref, kg)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.w.claim(op, ref, kg); err != nil {
+	if err := f.w.claim(ref, kg); err != nil {
 		return nil, err
 	}
 	if f.rw == nil {
 		f.rw = newRecordWriter(f.w.opts.BlockSize, f.emit)
 	}
 	f.rw.reset(shapeOf(o, ref, kg))
-	s := &SegmentWriter{f: f, op: op, ref: ref, start: f.size, rw: f.rw}
-	s.where = fmt.Sprintf("operator %q %s key group %d", o.UID, refName(o, ref), kg)
+	s := &SegmentWriter{f: f, ref: ref, start: f.size, rw: f.rw}
+	s.where = fmt.Sprintf("%s key group %d", f.w.meta.Describe(ref), kg)
 	f.open = s
 	return s, nil
 }
 
-func refName(o *savepoint.Operator, ref int) string {
-	if ref < len(o.States) {
-		return fmt.Sprintf("state %q", o.States[ref].Name)
-	}
-	return fmt.Sprintf("timer service %q", o.Timers[ref-len(o.States)].Name)
-}
-
 // SegmentWriter writes the entries of one segment.
 type SegmentWriter struct {
-	f       *DataFileWriter
-	op, ref int
-	start   int64
-	rw      *recordWriter
-	where   string
-	closed  bool
+	f      *DataFileWriter
+	ref    savepoint.StateRef
+	start  int64
+	rw     *recordWriter
+	where  string
+	closed bool
 }
 
 // Add appends an entry. Entries come in the order FORMAT.md gives: sorted
@@ -278,37 +272,33 @@ func (s *SegmentWriter) Close() error {
 	if s.rw.entries == 0 {
 		return nil
 	}
-	s.f.w.addSegment(Segment{
-		Stats:    s.rw.stats(),
-		Operator: s.op,
-		Ref:      s.ref,
-		File:     s.f.name,
-		Offset:   s.start,
-		Length:   s.f.size - s.start,
+	s.f.w.addSegment(savepoint.Segment{
+		Ref:    s.ref,
+		Stats:  s.rw.stats(),
+		File:   s.f.name,
+		Offset: s.start,
+		Length: s.f.size - s.start,
 	})
 	return nil
 }
 
 // CopySegment copies seg of src into this file as opaque bytes, as the
-// segment of (op, ref, kg): each block's CRC and header are verified, its
+// segment of (ref, kg): each block's CRC and header are verified, its
 // records are not parsed, and the index numbers are taken from seg. The
 // destination must have the same shape (state kind and TTL, or timer
 // service) and the same key groups: a copy cannot move keys.
-func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg Segment, op, ref, kg int) error {
+func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
 	if err := f.usable(); err != nil {
 		return err
 	}
-	o, err := f.w.target(op, ref, kg)
+	o, err := f.w.target(ref, kg)
 	if err != nil {
 		return err
 	}
-	if seg.Operator < 0 || seg.Operator >= len(src.meta.Operators) {
-		return fmt.Errorf("snapshotfmt: source segment names operator %d, which the source does not have", seg.Operator)
+	if err := src.meta.Check(seg.Ref); err != nil {
+		return fmt.Errorf("snapshotfmt: source segment: %w", err)
 	}
-	so := &src.meta.Operators[seg.Operator]
-	if seg.Ref < 0 || seg.Ref >= len(so.States)+len(so.Timers) {
-		return fmt.Errorf("snapshotfmt: source segment names ref %d, which operator %q does not have", seg.Ref, so.UID)
-	}
+	so := &src.meta.Operators[seg.Ref.Operator]
 	file, ok := src.files[seg.File]
 	if !ok || seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > file.Size()-seg.Length {
 		return fmt.Errorf("snapshotfmt: source segment at %s offset %d length %d is not in the source", seg.File, seg.Offset, seg.Length)
@@ -316,12 +306,12 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg Segme
 	srcShape, dstShape := shapeOf(so, seg.Ref, seg.KeyGroup), shapeOf(o, ref, kg)
 	switch {
 	case srcShape.kind != dstShape.kind || srcShape.ttl != dstShape.ttl:
-		return fmt.Errorf("snapshotfmt: cannot copy a segment of source %s into %s: their records differ", refName(so, seg.Ref), refName(o, ref))
+		return fmt.Errorf("snapshotfmt: cannot copy a segment of source %s into %s: their records differ", src.meta.Describe(seg.Ref), f.w.meta.Describe(ref))
 	case srcShape != dstShape:
 		return fmt.Errorf("snapshotfmt: cannot copy key group %d of max parallelism %d into key group %d of max parallelism %d: keys would land in the wrong key group",
 			seg.KeyGroup, so.MaxParallelism, kg, o.MaxParallelism)
 	}
-	if err := f.w.claim(op, ref, kg); err != nil {
+	if err := f.w.claim(ref, kg); err != nil {
 		return err
 	}
 	// From here on a failure leaves a partial segment in the file, so it
@@ -353,7 +343,7 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg Segme
 	}
 	stats := seg.Stats
 	stats.KeyGroup = kg
-	f.w.addSegment(Segment{Stats: stats, Operator: op, Ref: ref, File: f.name, Offset: start, Length: f.size - start})
+	f.w.addSegment(savepoint.Segment{Ref: ref, Stats: stats, File: f.name, Offset: start, Length: f.size - start})
 	return nil
 }
 
@@ -406,13 +396,13 @@ func (w *Writer) Finish(ctx context.Context) error {
 	}
 	slices.SortFunc(idx.files, func(a, b dataFile) int { return cmp.Compare(a.name, b.name) })
 	for _, segs := range idx.segments {
-		slices.SortFunc(segs, func(a, b Segment) int { return lessSegment(&a, &b) })
+		slices.SortFunc(segs, func(a, b savepoint.Segment) int { return lessSegment(&a, &b) })
 	}
 	body := encodeMetadataBody(w.meta, idx)
 	file := appendPreamble(nil, typeMetadata)
 	file = binary.BigEndian.AppendUint64(file, uint64(len(body)))
 	file = append(file, body...)
-	file = binary.BigEndian.AppendUint32(file, crc32.Checksum(file[preambleLen:], castagnoli))
+	file = binary.BigEndian.AppendUint32(file, crc.Checksum(file[preambleLen:]))
 
 	out, err := w.staging.Create(ctx, MetadataName)
 	if err != nil {

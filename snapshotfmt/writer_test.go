@@ -65,7 +65,7 @@ func TestWriterRefusesBadEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 			f, _ := w.CreateDataFile(ctx, "data")
-			s, err := f.Segment(0, tc.ref, kg)
+			s, err := f.Segment(flatRef(f.w.meta, 0, tc.ref), kg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestWriterRefusesBadEntries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.Verify(ctx); err != nil {
+			if err := verify(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 			got := readAll(t, r, 0)
@@ -131,25 +131,25 @@ func TestWriterMisuse(t *testing.T) {
 		t.Error("a data file created twice")
 	}
 	for _, c := range [][3]int{{1, 0, 0}, {2, 0, 0}, {0, 5, 0}, {0, 0, 16}, {0, -1, 0}} {
-		if _, err := f.Segment(c[0], c[1], c[2]); err == nil {
+		if _, err := f.Segment(flatRef(f.w.meta, c[0], c[1]), c[2]); err == nil {
 			t.Errorf("Segment%v accepted", c)
 		}
 	}
-	s, err := f.Segment(0, 0, 1)
+	s, err := f.Segment(flatRef(f.w.meta, 0, 0), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Segment(0, 1, 1); err == nil {
+	if _, err := f.Segment(flatRef(f.w.meta, 0, 1), 1); err == nil {
 		t.Error("two open segments in one file")
 	}
 	s.Close()
-	if _, err := f.Segment(0, 0, 1); err == nil {
+	if _, err := f.Segment(flatRef(f.w.meta, 0, 0), 1); err == nil {
 		t.Error("the same segment written twice")
 	}
 	if err := w.Finish(ctx); err == nil || !strings.Contains(err.Error(), "not closed") {
 		t.Errorf("Finish with an open data file = %v", err)
 	}
-	if _, err := f.Segment(0, 1, 2); err != nil {
+	if _, err := f.Segment(flatRef(f.w.meta, 0, 1), 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err == nil {

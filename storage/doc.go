@@ -1,6 +1,104 @@
-// Package storage is the small interface between savepoints and where their
-// files live: open a file for ranged reads, list files, and publish a new
-// directory atomically. The local implementation works on a directory; an
-// object store (S3, GCS) can implement the same interface with ranged GETs
-// and a manifest-last publish.
+// Package storage is where a savepoint's files live, and the one place that
+// knows about buckets. It sits under every reader and writer of savepoints
+// (snapshotfmt, the commands, the engine's checkpoints): they address files
+// by relative names and never touch a path or a bucket themselves.
+//
+// # Locations
+//
+// ParseLocation, OpenDir and OpenTarget take a location string: a plain
+// path or file:///path for a local directory, s3://bucket/prefix,
+// gs://bucket/prefix or azblob://container/prefix for a bucket. Bucket
+// credentials and endpoints come the way each cloud's SDK finds them
+// (environment, shared config, instance roles), plus the URL parameters
+// gocloud accepts, such as ?endpoint=…&region=…&use_path_style=true for an
+// S3-compatible server, or ?domain=…&protocol=http&localemu=true for
+// Azurite. The S3 client is built here so that its retries follow a
+// RetryPolicy: exponential backoff with jitter, a fixed number of attempts,
+// and only for throttling (503 SlowDown, 429), other 5xx and broken
+// connections.
+//
+// # Local directories
+//
+// LocalDir opens files relative to the directory one path element at a
+// time without following symbolic links, and refuses anything but a
+// regular file before opening it (ErrNotRegular): a FIFO would block, a
+// device or a link out of the savepoint would be read. Stage writes into a
+// directory beside the target and renames it into place; with force it
+// exchanges the two directories atomically where the OS can (Linux
+// renameat2, macOS renamex_np), so that a reader sees the old savepoint or
+// the new one at every instant, and elsewhere restores the old one at the
+// next Stage if a run died between its two renames.
+//
+// # Reading a bucket
+//
+// A bucket File answers each ReadAt with one ranged GET, bound to the
+// version of the object that Open saw (If-Match on S3 and Azure's ETag, the
+// generation on GCS, size and time elsewhere): a replaced or removed object
+// fails with ErrChanged rather than mixing versions. A body that breaks is
+// resumed for the bytes still missing. Nothing reads a whole file unless
+// asked to: readers ask for a segment's offset and length from the index.
+// To hide latency, a reader lists the segments it will read as Ranges and
+// reads them through Prefetch, which keeps several requests in flight and
+// never holds more bytes than its budget (the block reader's 256 KiB
+// windows cost one request each, a few milliseconds on versitygw; whole
+// segments or chunks of a few MiB read at close to the link's speed, see
+// BenchmarkRangedReads). Counters count bytes and requests for progress
+// output; CountersOf returns those of a Dir or Target.
+//
+// # Writing a bucket
+//
+// An object store cannot rename, so a bucket Target writes in place and
+// makes the savepoint visible by writing _metadata last, in one PUT, with a
+// condition: create-only (If-None-Match) without force; with force, only
+// over the very version of _metadata that was there when the target was
+// opened (If-Match, or the GCS generation). A savepoint exists exactly when
+// its _metadata does; of two writers racing to one target, one publishes
+// and the other gets ErrConflict.
+//
+// Data files are written in one of three ways:
+//
+//   - CreateNamed names a file after its bytes (stem, the first 16 hex
+//     digits of its SHA-256, ext), hashed while written; the bytes go to a
+//     temporary object that is copied to its name on the server at Close.
+//     Writes stay byte-identical run after run, a leftover of a dead run
+//     with the same name holds the same bytes, and a forced replacement
+//     never overwrites a file the old _metadata still names. This is the
+//     way for writers into buckets.
+//   - Create keeps the caller's name and writes it create-only: a name that
+//     exists (a dead run's leftover, another writer's file) fails with
+//     ErrConflict instead of being overwritten under a reader. It suits
+//     fresh targets; with force over a savepoint of the same names it
+//     conflicts, so the snapshot writer must move to CreateNamed before
+//     --force on buckets is wired (the next step: DataFileWriter learns
+//     its name at Close and the index records it).
+//   - Copy and Compose copy untouched data on the server: a whole file with
+//     a copy request, and ranges with UploadPartCopy where S3's rule allows
+//     (every part but the last at least 5 MiB; shorter ranges, and the
+//     bytes needed to top a part up, go through the client). Elsewhere
+//     than S3, ranges go through the client.
+//
+// A forced publish then deletes the files of the replaced savepoint that
+// the new one does not use. A reader that opened the old _metadata before
+// the replacement may find, on its next read, that the old _metadata or an
+// old data file has changed or gone: it gets ErrChanged, never bytes of the
+// new savepoint, and must start again. Files both savepoints use (same
+// content name) stay readable throughout.
+//
+// A run that dies before its _metadata leaves data files no savepoint
+// names, and perhaps temporary uploads: Orphans lists them (verify reports
+// them) and RemoveOrphans removes those older than a minimum age, which
+// spares the files of a run still writing. Abort removes what only this
+// run can own (its temporaries and create-only files) and leaves
+// content-named files, which a concurrent writer of the same bytes may
+// use, to RemoveOrphans.
+//
+// # Tests
+//
+// The bucket tests run against real servers: versitygw for S3, with a
+// fault-injecting proxy in front (throttling, connection resets, bodies cut
+// midway, S3's part rule enforced), fake-gcs-server in process for GCS, and
+// Azurite for Azure; see package storetest for how to install the two
+// binaries. Without them the tests skip, except under CI. One conformance
+// suite runs against all three; the S3 tests also kill writer processes at
+// random points, stop the server mid-read and mid-write, and race writers.
 package storage

@@ -65,7 +65,7 @@ var genStrides = []int{1, 3, 7, 9, 11, 13, 17, 19, 21, 23, 27, 29, 31, 33, 37, 3
 type generator struct {
 	meta                       *savepoint.Metadata
 	op                         int
-	session, counts, timers    int
+	session, counts, timers    savepoint.StateRef
 	sessionTTL                 bool
 	sessionSer                 serializers.Serializer
 	users, perUser             int
@@ -114,17 +114,17 @@ func newGenerator(users, perUser int) (*generator, error) {
 	for i, st := range op.States {
 		switch st.Name {
 		case "session":
-			g.session, g.sessionTTL = i, st.TTL != nil
+			g.session, g.sessionTTL = savepoint.StateRef{Operator: g.op, State: i}, st.TTL != nil
 			if g.sessionSer, err = serializers.Restore(st.Value); err != nil {
 				return nil, err
 			}
 		case "category-counts":
-			g.counts = i
+			g.counts = savepoint.StateRef{Operator: g.op, State: i}
 		}
 	}
 	for i, t := range op.Timers {
 		if t.Name == "event-time" {
-			g.timers = len(op.States) + i
+			g.timers = savepoint.StateRef{Operator: g.op, State: i, Timer: true}
 		}
 	}
 	for c := range genCategories {
@@ -195,7 +195,7 @@ func (g *generator) keyGroup(f *snapshotfmt.DataFileWriter, kg int) (int, int, e
 	}
 	var sessionsN, entries int
 	var timers []savepoint.Entry
-	seg, err := f.Segment(g.op, g.session, kg)
+	seg, err := f.Segment(g.session, kg)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -221,7 +221,7 @@ func (g *generator) keyGroup(f *snapshotfmt.DataFileWriter, kg int) (int, int, e
 	if err := seg.Close(); err != nil {
 		return 0, 0, err
 	}
-	if seg, err = f.Segment(g.op, g.counts, kg); err != nil {
+	if seg, err = f.Segment(g.counts, kg); err != nil {
 		return 0, 0, err
 	}
 	val := make([]byte, 16)
@@ -249,7 +249,7 @@ func (g *generator) keyGroup(f *snapshotfmt.DataFileWriter, kg int) (int, int, e
 	slices.SortFunc(timers, func(a, b savepoint.Entry) int {
 		return cmp.Or(cmp.Compare(a.Timestamp, b.Timestamp), bytes.Compare(a.Key, b.Key))
 	})
-	if seg, err = f.Segment(g.op, g.timers, kg); err != nil {
+	if seg, err = f.Segment(g.timers, kg); err != nil {
 		return 0, 0, err
 	}
 	for i := range timers {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/engine"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -91,17 +92,20 @@ func describe(ctx context.Context, dir string, w io.Writer, name string) error {
 		return err
 	}
 	defer r.Close()
-	for i, op := range r.Metadata().Operators {
-		counts := make([]uint64, len(op.States)+len(op.Timers))
-		for _, seg := range r.Segments(i) {
-			counts[seg.Ref] += seg.Entries
-		}
-		for ref, n := range counts {
-			label := ""
-			if ref < len(op.States) {
-				label = op.States[ref].Name
-			} else {
-				label = "timers " + op.Timers[ref-len(op.States)].Name
+	m := r.Metadata()
+	for i, op := range m.Operators {
+		for _, ref := range m.Refs(i) {
+			segs, err := r.Segments(ctx, ref, keygroup.All(op.MaxParallelism))
+			if err != nil {
+				return err
+			}
+			var n uint64
+			for _, seg := range segs {
+				n += seg.Entries
+			}
+			label := m.RefName(ref)
+			if ref.Timer {
+				label = "timers " + label
 			}
 			fmt.Fprintf(w, "%s:   %s/%s: %d entries\n", name, op.UID, label, n)
 		}

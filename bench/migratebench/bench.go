@@ -158,16 +158,15 @@ func loadValues(ctx context.Context, dir string, m savepoint.Manifest, name stri
 		return nil, fmt.Errorf("%s turns TTL on or off; the hamba loop migrates Avro only", name)
 	}
 	in := &input{ttl: saved.TTL != nil, writer: saved.Value.Schema, reader: declared.Value.Schema}
-	for _, seg := range r.StateSegments(op, ref, keygroup.All(meta.Operators[op].MaxParallelism)) {
-		it := r.Entries(ctx, seg)
-		for it.Next() {
-			v := it.Entry().Value
-			in.values = append(in.values, slices.Clone(v))
-			in.bytes += int64(len(v))
-		}
-		if err := it.Err(); err != nil {
-			return nil, err
-		}
+	it := r.Entries(ctx, savepoint.StateRef{Operator: op, State: ref}, keygroup.All(meta.Operators[op].MaxParallelism))
+	defer it.Close()
+	for it.Next() {
+		v := it.Entry().Value
+		in.values = append(in.values, slices.Clone(v))
+		in.bytes += int64(len(v))
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
 	}
 	return in, nil
 }

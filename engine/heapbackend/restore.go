@@ -33,7 +33,7 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 	for name, t := range b.timers {
 		timers[name] = t.ns
 	}
-	plan, err := state.PlanRestore(o, b.declared, timers, opts)
+	plan, err := state.PlanRestore(op, o, b.declared, timers, opts)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 				return nil
 			}
 		}
-		if err := b.restoreState(src.Entries(ctx, op, p.Ref, b.kgs), add); err != nil {
+		if err := b.restoreState(src.Entries(ctx, p.Ref, b.kgs), add); err != nil {
 			return fmt.Errorf("heapbackend: restore of operator %q %s: %w", o.UID, what, err)
 		}
 	}

@@ -21,7 +21,7 @@ func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, o
 	if meta.MaxParallelism != b.maxP {
 		return fmt.Errorf("heapbackend: snapshot: operator %q has max parallelism %d, the backend %d", meta.UID, meta.MaxParallelism, b.maxP)
 	}
-	parts, err := b.parts(meta)
+	parts, err := b.parts(op, meta)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, o
 			if p.empty(gi) {
 				continue
 			}
-			if w.seg, err = f.Segment(op, p.ref, kg); err != nil {
+			if w.seg, err = f.Segment(p.ref, kg); err != nil {
 				return err
 			}
 			if err := p.write(w, gi); err != nil {
@@ -51,7 +51,7 @@ func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, o
 
 // part is a declared state or timer service with its ref in the savepoint.
 type part struct {
-	ref   int
+	ref   savepoint.StateRef
 	what  string
 	empty func(gi int) bool
 	write func(w *entryWriter, gi int) error
@@ -60,14 +60,14 @@ type part struct {
 // parts looks up the ref of every declared state and timer service and
 // returns them in ref order. The metadata must describe the declared states
 // as the backend stores them, or the data would not match it.
-func (b *Backend) parts(meta *savepoint.Operator) ([]part, error) {
+func (b *Backend) parts(op int, meta *savepoint.Operator) ([]part, error) {
 	var parts []part
 	for _, spec := range b.declared {
-		ref, ok := state.Ref(meta, spec.Name)
+		ref, ok := state.Ref(op, meta, spec.Name)
 		if !ok {
 			return nil, fmt.Errorf("heapbackend: snapshot: operator %q does not list declared state %q", meta.UID, spec.Name)
 		}
-		saved := &meta.States[ref]
+		saved := &meta.States[ref.State]
 		if saved.Kind != spec.Kind || (saved.TTL == nil) != (spec.TTL == nil) {
 			return nil, fmt.Errorf("heapbackend: snapshot: operator %q lists state %q as %s (TTL %t), declared as %s (TTL %t)",
 				meta.UID, spec.Name, saved.Kind, saved.TTL != nil, spec.Kind, spec.TTL != nil)
@@ -76,14 +76,14 @@ func (b *Backend) parts(meta *savepoint.Operator) ([]part, error) {
 		parts = append(parts, part{ref: ref, what: fmt.Sprintf("state %q", spec.Name), empty: s.empty, write: s.snapshot})
 	}
 	for name, t := range b.timers {
-		ref, ok := state.TimerRef(meta, name)
+		ref, ok := state.TimerRef(op, meta, name)
 		if !ok {
 			return nil, fmt.Errorf("heapbackend: snapshot: operator %q does not list declared timer service %q", meta.UID, name)
 		}
 		parts = append(parts, part{ref: ref, what: fmt.Sprintf("timer service %q", name),
 			empty: func(gi int) bool { return len(t.groups[gi]) == 0 }, write: t.snapshot})
 	}
-	slices.SortFunc(parts, func(a, b part) int { return a.ref - b.ref })
+	slices.SortFunc(parts, func(a, b part) int { return a.ref.Compare(b.ref) })
 	return parts, nil
 }
 

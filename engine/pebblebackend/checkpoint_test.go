@@ -3,6 +3,7 @@ package pebblebackend
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -23,15 +24,24 @@ type checkpointSource struct {
 	set  CheckpointSet
 }
 
+func (s checkpointSource) Layout() savepoint.Layout {
+	return savepoint.Layout{Name: "native checkpoints"}
+}
+
 func (s checkpointSource) Metadata() *savepoint.Metadata { return s.meta }
 
-func (s checkpointSource) Entries(ctx context.Context, op, ref int, kgs keygroup.Range) savepoint.EntryIterator {
-	name, ok := s.meta.Operators[op].RefName(ref)
-	if !ok {
-		return savepoint.Failed(fmt.Errorf("no ref %d", ref))
-	}
-	return s.set.Entries(ctx, name, kgs)
+func (s checkpointSource) Segments(context.Context, savepoint.StateRef, keygroup.Range) ([]savepoint.Segment, error) {
+	return nil, errors.New("native checkpoints have no index")
 }
+
+func (s checkpointSource) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+	if err := s.meta.Check(ref); err != nil {
+		return savepoint.Failed(err)
+	}
+	return s.set.Entries(ctx, s.meta.RefName(ref), kgs)
+}
+
+func (s checkpointSource) Close() error { return nil }
 
 func checkpointOf(t testing.TB, meta *savepoint.Metadata, subtasks []state.Backend) savepoint.Source {
 	t.Helper()

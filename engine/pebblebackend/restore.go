@@ -46,11 +46,11 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 	for _, t := range b.timers {
 		timers[t.name] = t.ns
 	}
-	plan, err := state.PlanRestore(sop, specs, timers, opts)
+	plan, err := state.PlanRestore(op, sop, specs, timers, opts)
 	if err != nil {
 		return err
 	}
-	units := b.restoreUnits(ctx, src, op, plan)
+	units := b.restoreUnits(ctx, src, plan)
 	defer func() {
 		for _, u := range units {
 			if cerr := u.it.Close(); err == nil {
@@ -63,14 +63,14 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 		for _, u := range units {
 			if err := b.restoreKeyGroup(kg, u, w); err != nil {
 				w.abort()
-				return fmt.Errorf("pebblebackend: restore of operator %q, key group %d, ref %d: %w", sop.UID, kg, u.p.Ref, err)
+				return fmt.Errorf("pebblebackend: restore of %s, key group %d: %w", meta.Describe(u.p.Ref), kg, err)
 			}
 		}
 	}
 	for _, u := range units {
 		if u.valid {
 			w.abort()
-			return fmt.Errorf("pebblebackend: restore of operator %q, ref %d: the source gave an entry of key group %d, outside the requested %v", sop.UID, u.p.Ref, u.it.Entry().KeyGroup, b.kgs)
+			return fmt.Errorf("pebblebackend: restore of %s: the source gave an entry of key group %d, outside the requested %v", meta.Describe(u.p.Ref), u.it.Entry().KeyGroup, b.kgs)
 		}
 	}
 	if err := w.finish(); err != nil {
@@ -105,10 +105,10 @@ type restoreUnit struct {
 
 // restoreUnits returns the plan's units in ascending state id order, the
 // database order within a key group, each positioned on its first entry.
-func (b *Backend) restoreUnits(ctx context.Context, src savepoint.Source, op int, plan []state.Restored) []*restoreUnit {
+func (b *Backend) restoreUnits(ctx context.Context, src savepoint.Source, plan []state.Restored) []*restoreUnit {
 	units := make([]*restoreUnit, len(plan))
 	for i := range plan {
-		u := &restoreUnit{p: &plan[i], it: src.Entries(ctx, op, plan[i].Ref, b.kgs)}
+		u := &restoreUnit{p: &plan[i], it: src.Entries(ctx, plan[i].Ref, b.kgs)}
 		if s := plan[i].Spec; s != nil {
 			st := b.stateByName[s.Name]
 			u.id, u.kind = st.id, st.spec.Kind

@@ -2,7 +2,6 @@ package pebblebackend
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -21,31 +20,38 @@ const ctxCheckEvery = 4096
 // snapshotUnit is one declared state or timer service with its ref in the
 // savepoint operator.
 type snapshotUnit struct {
-	ref    int
+	ref    savepoint.StateRef
 	id     uint16
 	state  *stateInfo
 	timers *timerService
 }
 
+func (u *snapshotUnit) what() string {
+	if u.state != nil {
+		return fmt.Sprintf("state %q", u.state.spec.Name)
+	}
+	return fmt.Sprintf("timer service %q", u.timers.name)
+}
+
 // units resolves the refs of every declared state and timer service in op,
 // in ascending ref order, the order segments are written in.
-func (b *Backend) units(op *savepoint.Operator) ([]snapshotUnit, error) {
+func (b *Backend) units(opIdx int, op *savepoint.Operator) ([]snapshotUnit, error) {
 	var us []snapshotUnit
 	for _, s := range b.states {
-		ref, ok := state.Ref(op, s.spec.Name)
+		ref, ok := state.Ref(opIdx, op, s.spec.Name)
 		if !ok {
 			return nil, fmt.Errorf("pebblebackend: state %q is not in the savepoint's operator %q", s.spec.Name, op.UID)
 		}
 		us = append(us, snapshotUnit{ref: ref, id: s.id, state: s})
 	}
 	for _, t := range b.timers {
-		ref, ok := state.TimerRef(op, t.name)
+		ref, ok := state.TimerRef(opIdx, op, t.name)
 		if !ok {
 			return nil, fmt.Errorf("pebblebackend: timer service %q is not in the savepoint's operator %q", t.name, op.UID)
 		}
 		us = append(us, snapshotUnit{ref: ref, id: t.id, timers: t})
 	}
-	slices.SortFunc(us, func(a, b snapshotUnit) int { return cmp.Compare(a.ref, b.ref) })
+	slices.SortFunc(us, func(a, b snapshotUnit) int { return a.ref.Compare(b.ref) })
 	return us, nil
 }
 
@@ -57,7 +63,7 @@ func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, o
 	if err := b.check(); err != nil {
 		return err
 	}
-	us, err := b.units(meta)
+	us, err := b.units(op, meta)
 	if err != nil {
 		return err
 	}
@@ -75,11 +81,11 @@ func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, o
 		return err
 	}
 	defer closeIter(it, &err)
-	sw := segmentScan{ctx: ctx, f: f, op: op, now: now, it: it}
+	sw := segmentScan{ctx: ctx, f: f, now: now, it: it}
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for i := range us {
 			if err := sw.scan(kg, &us[i]); err != nil {
-				return fmt.Errorf("pebblebackend: snapshot of key group %d, ref %d: %w", kg, us[i].ref, err)
+				return fmt.Errorf("pebblebackend: snapshot of key group %d, %s: %w", kg, us[i].what(), err)
 			}
 		}
 	}
@@ -91,7 +97,6 @@ func (b *Backend) Snapshot(ctx context.Context, f *snapshotfmt.DataFileWriter, o
 type segmentScan struct {
 	ctx context.Context
 	f   *snapshotfmt.DataFileWriter
-	op  int
 	now int64
 	it  *pebble.Iterator
 	n   int
@@ -130,7 +135,7 @@ func (sc *segmentScan) scan(kg int, u *snapshotUnit) (err error) {
 			}
 		}
 		if seg == nil {
-			if seg, err = sc.f.Segment(sc.op, u.ref, kg); err != nil {
+			if seg, err = sc.f.Segment(u.ref, kg); err != nil {
 				return err
 			}
 		}

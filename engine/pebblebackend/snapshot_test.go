@@ -84,7 +84,7 @@ func TestSnapshotOrder(t *testing.T) {
 	meta := statetest.NewMetadata(statetest.NewOperator("op", 1, 1, serializers.String(), []*state.Spec{mapSpec, listSpec}, nil), now)
 	sp := statetest.WriteSavepoint(t, filepath.Join(t.TempDir(), "sp"), meta, now, b)
 
-	got := sptest.EntriesAt(t, sp, 0, 0)
+	got := sptest.EntriesOf(t, sp, savepoint.StateRef{})
 	if len(got) != len(wantMap) {
 		t.Fatalf("%d map entries in the snapshot, want %d", len(got), len(wantMap))
 	}
@@ -96,7 +96,7 @@ func TestSnapshotOrder(t *testing.T) {
 
 	var prev *savepoint.Entry
 	gotLists := map[string][]int64{}
-	for _, e := range sptest.EntriesAt(t, sp, 0, 1) {
+	for _, e := range sptest.EntriesOf(t, sp, sp.Metadata().Refs(0)[1]) {
 		if prev != nil && compareEntries(*prev, e) > 0 {
 			t.Fatalf("list entry of (%x, %x) after one of (%x, %x)", e.Key, e.Namespace, prev.Key, prev.Namespace)
 		}

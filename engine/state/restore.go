@@ -11,10 +11,6 @@ import (
 	"github.com/stateproc/stateproc/serializers"
 )
 
-// ErrIncompatible is wrapped when a savepoint's state cannot be restored into
-// the declared one.
-var ErrIncompatible = errors.New("state: incompatible state")
-
 // ErrNotRestored is wrapped when a savepoint holds state that nothing
 // declares and dropping it was not allowed.
 var ErrNotRestored = errors.New("state: state in the savepoint is not declared by the job")
@@ -22,9 +18,8 @@ var ErrNotRestored = errors.New("state: state in the savepoint is not declared b
 // Restored says how one state or timer service of a savepoint operator maps
 // onto what the job declares.
 type Restored struct {
-	// Ref is the state's (or timer service's) ref in the savepoint operator:
-	// its index in States, or len(States)+i for timer service i.
-	Ref int
+	// Ref is the state or timer service in the savepoint.
+	Ref savepoint.StateRef
 	// Spec is the declared state; nil for a timer service.
 	Spec *Spec
 	// Timers is the declared timer service's name; empty for a state.
@@ -35,12 +30,12 @@ type Restored struct {
 	Convert serializers.Migrate
 }
 
-// PlanRestore matches the states and timer services of a savepoint operator
-// with the declared ones by name, and decides each pair as compat does for
-// stateproc check. States the job declares but the savepoint lacks start
-// empty and are not listed. timers maps each declared timer service to its
-// namespace serializer.
-func PlanRestore(op *savepoint.Operator, declared []*Spec, timers map[string]serializers.Serializer, opts RestoreOptions) ([]Restored, error) {
+// PlanRestore matches the states and timer services of operator opIdx of a
+// savepoint, op, with the declared ones by name, and decides each pair as
+// compat does for stateproc check. States the job declares but the
+// savepoint lacks start empty and are not listed. timers maps each declared
+// timer service to its namespace serializer.
+func PlanRestore(opIdx int, op *savepoint.Operator, declared []*Spec, timers map[string]serializers.Serializer, opts RestoreOptions) ([]Restored, error) {
 	states := make([]savepoint.KeyedState, len(declared))
 	for i, s := range declared {
 		states[i] = s.Model()
@@ -58,14 +53,14 @@ func PlanRestore(op *savepoint.Operator, declared []*Spec, timers map[string]ser
 			continue // new, or dropped
 		}
 		if f.What == compat.TimerService {
-			plan = append(plan, Restored{Ref: len(op.States) + f.Saved, Timers: f.Name})
+			plan = append(plan, Restored{Ref: savepoint.StateRef{Operator: opIdx, State: f.Saved, Timer: true}, Timers: f.Name})
 			continue
 		}
 		conv, err := compat.Converter(&op.States[f.Saved], &states[f.Declared], opts.Now)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrIncompatible, f.Where(), err)
+			return nil, fmt.Errorf("state: %w: %s: %v", compat.ErrIncompatible, f.Where(), err)
 		}
-		plan = append(plan, Restored{Ref: f.Saved, Spec: declared[f.Declared], Convert: conv})
+		plan = append(plan, Restored{Ref: savepoint.StateRef{Operator: opIdx, State: f.Saved}, Spec: declared[f.Declared], Convert: conv})
 	}
 	return plan, nil
 }
@@ -79,26 +74,27 @@ func Refusal(f *compat.Finding) error {
 	case f.Unclaimed:
 		return fmt.Errorf("%w: %s", ErrNotRestored, f.Where())
 	}
-	return fmt.Errorf("%w: %s: %s", ErrIncompatible, f.Where(), f.Reason)
+	return fmt.Errorf("state: %w: %s: %s", compat.ErrIncompatible, f.Where(), f.Reason)
 }
 
-// Ref returns the ref of the named state in a savepoint operator.
-func Ref(op *savepoint.Operator, state string) (int, bool) {
+// Ref returns the ref of the named state of operator opIdx of a savepoint,
+// op.
+func Ref(opIdx int, op *savepoint.Operator, state string) (savepoint.StateRef, bool) {
 	for i := range op.States {
 		if op.States[i].Name == state {
-			return i, true
+			return savepoint.StateRef{Operator: opIdx, State: i}, true
 		}
 	}
-	return 0, false
+	return savepoint.StateRef{}, false
 }
 
-// TimerRef returns the ref of the named timer service in a savepoint
-// operator.
-func TimerRef(op *savepoint.Operator, name string) (int, bool) {
+// TimerRef returns the ref of the named timer service of operator opIdx of
+// a savepoint, op.
+func TimerRef(opIdx int, op *savepoint.Operator, name string) (savepoint.StateRef, bool) {
 	for i := range op.Timers {
 		if op.Timers[i].Name == name {
-			return len(op.States) + i, true
+			return savepoint.StateRef{Operator: opIdx, State: i, Timer: true}, true
 		}
 	}
-	return 0, false
+	return savepoint.StateRef{}, false
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 
+	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/ttl"
 )
 
@@ -88,10 +89,11 @@ func (b *base) readCell(c Cell, now int64, del func() error, put func(Cell) erro
 	return c, true, nil
 }
 
-// cast converts a stored value to T. A failure means a backend handed back
-// a value of the wrong type, which is a bug, so it is an error, not a panic.
+// cast converts a stored value to T; nil is a value of an interface T (an
+// Avro null). A failure means a backend handed back a value of the wrong
+// type, which is a bug, so it is an error, not a panic.
 func cast[T any](spec *Spec, v any) (T, error) {
-	t, ok := v.(T)
+	t, ok := serializers.As[T](v)
 	if !ok {
 		var zero T
 		return zero, fmt.Errorf("state %q: stored value has type %T, want %T", spec.Name, v, zero)

@@ -154,7 +154,11 @@ func writeData(ctx context.Context, w *snapshotfmt.Writer, c Config) error {
 			r := keygroup.ForSubtask(s, c.Parallelism, c.MaxParallelism)
 			for kg := r.Start; kg <= r.End; kg++ {
 				for ref := range op.refs {
-					if err := writeSegment(f, op.index, ref, kg, ref >= op.timersFrom, c, op.keys[kg], op.gen); err != nil {
+					sref := savepoint.StateRef{Operator: op.index, State: ref}
+					if ref >= op.timersFrom {
+						sref = savepoint.StateRef{Operator: op.index, State: ref - op.timersFrom, Timer: true}
+					}
+					if err := writeSegment(f, sref, ref, kg, c, op.keys[kg], op.gen); err != nil {
 						return err
 					}
 				}
@@ -185,7 +189,9 @@ func keysByGroup(n, maxP int, mk func(int) []byte) [][]key {
 	return out
 }
 
-func writeSegment(f *snapshotfmt.DataFileWriter, op, ref, kg int, timers bool, c Config, keys []key, gen func(Config, int, key) []savepoint.Entry) error {
+// writeSegment writes the segment of sref in key group kg; gen makes the
+// entries of ref, its generator's number for the state.
+func writeSegment(f *snapshotfmt.DataFileWriter, sref savepoint.StateRef, ref, kg int, c Config, keys []key, gen func(Config, int, key) []savepoint.Entry) error {
 	var entries []savepoint.Entry
 	for _, k := range keys {
 		entries = append(entries, gen(c, ref, k)...)
@@ -193,13 +199,13 @@ func writeSegment(f *snapshotfmt.DataFileWriter, op, ref, kg int, timers bool, c
 	if len(entries) == 0 {
 		return nil
 	}
-	if timers {
+	if sref.Timer {
 		// Timers sort by time first; the keys' entries come by key.
 		slices.SortStableFunc(entries, func(a, b savepoint.Entry) int {
 			return cmp.Or(cmp.Compare(a.Timestamp, b.Timestamp), bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace))
 		})
 	}
-	sw, err := f.Segment(op, ref, kg)
+	sw, err := f.Segment(sref, kg)
 	if err != nil {
 		return err
 	}

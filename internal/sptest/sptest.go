@@ -25,7 +25,7 @@ func Open(t testing.TB, dir string) *snapshotfmt.Reader {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	if err := r.Verify(context.Background()); err != nil {
+	if err := Verify(r); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -33,71 +33,66 @@ func Open(t testing.TB, dir string) *snapshotfmt.Reader {
 
 // Entries returns every entry of keyed state name of operator uid, in key
 // group order, with its bytes copied.
-func Entries(t testing.TB, r *snapshotfmt.Reader, uid, name string) []savepoint.Entry {
+func Entries(t testing.TB, src savepoint.Source, uid, name string) []savepoint.Entry {
 	t.Helper()
-	op, idx := operator(t, r, uid)
-	for i, s := range op.States {
-		if s.Name == name {
-			return EntriesAt(t, r, idx, i)
-		}
-	}
-	t.Fatalf("operator %q has no state %q", uid, name)
-	return nil
+	return EntriesOf(t, src, ref(t, src, uid, name, false))
 }
 
 // Timers returns every timer of timer service name of operator uid.
-func Timers(t testing.TB, r *snapshotfmt.Reader, uid, name string) []savepoint.Entry {
+func Timers(t testing.TB, src savepoint.Source, uid, name string) []savepoint.Entry {
 	t.Helper()
-	op, idx := operator(t, r, uid)
-	for i, s := range op.Timers {
-		if s.Name == name {
-			return EntriesAt(t, r, idx, len(op.States)+i)
-		}
-	}
-	t.Fatalf("operator %q has no timer service %q", uid, name)
-	return nil
+	return EntriesOf(t, src, ref(t, src, uid, name, true))
 }
 
-func operator(t testing.TB, r *snapshotfmt.Reader, uid string) (*savepoint.Operator, int) {
+func ref(t testing.TB, src savepoint.Source, uid, name string, timer bool) savepoint.StateRef {
 	t.Helper()
-	ops := r.Metadata().Operators
-	for i := range ops {
-		if ops[i].UID == uid {
-			return &ops[i], i
+	m := src.Metadata()
+	for i := range m.Operators {
+		if m.Operators[i].UID != uid {
+			continue
 		}
+		for _, r := range m.Refs(i) {
+			if r.Timer == timer && m.RefName(r) == name {
+				return r
+			}
+		}
+		t.Fatalf("operator %q has no %s %q", uid, map[bool]string{false: "state", true: "timer service"}[timer], name)
 	}
 	t.Fatalf("the savepoint has no operator %q", uid)
-	return nil, 0
+	return savepoint.StateRef{}
 }
 
-// Segments returns the segments of the state (or timer service) ref of the
-// operator at index op, in key-group order. Refs number the states, then
-// the timer services.
-func Segments(r *snapshotfmt.Reader, op, ref int) []snapshotfmt.Segment {
-	return r.StateSegments(op, ref, keygroup.All(r.Metadata().Operators[op].MaxParallelism))
+// Segments returns the segments of ref, in key-group order.
+func Segments(t testing.TB, src savepoint.Source, ref savepoint.StateRef) []savepoint.Segment {
+	t.Helper()
+	segs, err := src.Segments(context.Background(), ref, keygroup.All(src.Metadata().Operators[ref.Operator].MaxParallelism))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return segs
 }
 
-// EntriesAt returns every entry of the state (or timer service) ref of the
-// operator at index op, in key-group order, with its bytes copied.
-func EntriesAt(t testing.TB, r *snapshotfmt.Reader, op, ref int) []savepoint.Entry {
+// EntriesOf returns every entry of ref, in key-group order, with its bytes
+// copied.
+func EntriesOf(t testing.TB, src savepoint.Source, ref savepoint.StateRef) []savepoint.Entry {
 	t.Helper()
 	var out []savepoint.Entry
-	for _, seg := range Segments(r, op, ref) {
-		out = append(out, SegmentEntries(t, r, seg)...)
+	for _, seg := range Segments(t, src, ref) {
+		out = append(out, SegmentEntries(t, src, seg)...)
 	}
 	return out
 }
 
 // SegmentEntries returns the entries of one segment, with their bytes
 // copied.
-func SegmentEntries(t testing.TB, r *snapshotfmt.Reader, seg snapshotfmt.Segment) []savepoint.Entry {
+func SegmentEntries(t testing.TB, src savepoint.Source, seg savepoint.Segment) []savepoint.Entry {
 	t.Helper()
 	var out []savepoint.Entry
-	it := r.Entries(context.Background(), seg)
+	it := savepoint.SegmentEntries(context.Background(), src, seg)
 	defer it.Close()
 	for it.Next() {
 		e := it.Entry()
-		out = append(out, savepoint.Entry{Key: bytes.Clone(e.Key), Namespace: bytes.Clone(e.Namespace),
+		out = append(out, savepoint.Entry{KeyGroup: e.KeyGroup, Key: bytes.Clone(e.Key), Namespace: bytes.Clone(e.Namespace),
 			MapKey: bytes.Clone(e.MapKey), Value: bytes.Clone(e.Value), Timestamp: e.Timestamp})
 	}
 	if err := it.Err(); err != nil {
@@ -130,15 +125,13 @@ func Keys(entries []savepoint.Entry) []string {
 // by "uid/name", with the entries in key-group order. Two savepoints of the
 // same job at the same max parallelism hold equal maps when they hold the
 // same state, whatever their parallelism and backend.
-func KeyedState(t testing.TB, r *snapshotfmt.Reader) map[string][]savepoint.Entry {
+func KeyedState(t testing.TB, src savepoint.Source) map[string][]savepoint.Entry {
 	t.Helper()
 	out := map[string][]savepoint.Entry{}
-	for i, op := range r.Metadata().Operators {
-		for ref, s := range op.States {
-			out[op.UID+"/"+s.Name] = EntriesAt(t, r, i, ref)
-		}
-		for j, s := range op.Timers {
-			out[op.UID+"/"+s.Name] = EntriesAt(t, r, i, len(op.States)+j)
+	m := src.Metadata()
+	for i, op := range m.Operators {
+		for _, ref := range m.Refs(i) {
+			out[op.UID+"/"+m.RefName(ref)] = EntriesOf(t, src, ref)
 		}
 	}
 	return out
@@ -149,22 +142,18 @@ func KeyedState(t testing.TB, r *snapshotfmt.Reader) map[string][]savepoint.Entr
 // a key and namespace, entries keep the state's own order (a list's, say).
 // Unlike KeyedState, the lists are comparable between savepoints of any max
 // parallelism.
-func Contents(t testing.TB, r *snapshotfmt.Reader) map[string][]string {
+func Contents(t testing.TB, src savepoint.Source) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	m := r.Metadata()
-	for oi := range m.Operators {
-		op := &m.Operators[oi]
-		for _, seg := range r.Segments(oi) {
-			name := op.UID + "/"
-			if seg.Ref < len(op.States) {
-				name += op.States[seg.Ref].Name
-			} else {
-				name += op.Timers[seg.Ref-len(op.States)].Name
-			}
-			for _, e := range SegmentEntries(t, r, seg) {
-				out[name] = append(out[name], fmt.Sprintf("%x|%x|%x|%x|%d", e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp))
-			}
+	m := src.Metadata()
+	segs, err := savepoint.AllSegments(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seg := range segs {
+		name := m.Operators[seg.Ref.Operator].UID + "/" + m.RefName(seg.Ref)
+		for _, e := range SegmentEntries(t, src, seg) {
+			out[name] = append(out[name], fmt.Sprintf("%x|%x|%x|%x|%d", e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp))
 		}
 	}
 	for _, v := range out {
@@ -183,7 +172,7 @@ func keyAndNamespace(s string) string {
 
 // EqualKeyedState fails the test unless two savepoints hold the same keyed
 // state and timers, and the same broadcast state.
-func EqualKeyedState(t testing.TB, a, b *snapshotfmt.Reader) {
+func EqualKeyedState(t testing.TB, a, b savepoint.Source) {
 	t.Helper()
 	sa, sb := KeyedState(t, a), KeyedState(t, b)
 	for name, ea := range sa {
@@ -226,4 +215,39 @@ func EqualKeyedState(t testing.TB, a, b *snapshotfmt.Reader) {
 func equalEntry(a, b savepoint.Entry) bool {
 	return bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Namespace, b.Namespace) && bytes.Equal(a.MapKey, b.MapKey) &&
 		bytes.Equal(a.Value, b.Value) && a.Timestamp == b.Timestamp
+}
+
+// OperatorSegments returns the segments of operator op, sorted by key group
+// and then ref, as the index lists them.
+func OperatorSegments(t testing.TB, src savepoint.Source, op int) []savepoint.Segment {
+	t.Helper()
+	var out []savepoint.Segment
+	for _, ref := range src.Metadata().Refs(op) {
+		out = append(out, Segments(t, src, ref)...)
+	}
+	slices.SortStableFunc(out, func(a, b savepoint.Segment) int {
+		return cmp.Or(cmp.Compare(a.KeyGroup, b.KeyGroup), a.Ref.Compare(b.Ref))
+	})
+	return out
+}
+
+// Verify reads every segment of src to its end, which checks every rule
+// of its layout, and returns the first problem.
+func Verify(src savepoint.Source) error {
+	ctx := context.Background()
+	segs, err := savepoint.AllSegments(ctx, src)
+	if err != nil {
+		return err
+	}
+	for _, seg := range segs {
+		it := savepoint.SegmentEntries(ctx, src, seg)
+		for it.Next() {
+		}
+		err := it.Err()
+		it.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -15,10 +15,10 @@ import (
 )
 
 // Write writes a savepoint to dir, which must not exist: meta, and the
-// entries of each (operator index, ref) in a single data file, each
+// entries of each state and timer service in a single data file, each
 // segment's entries sorted as the format demands. The sort is stable, so
 // that a list's elements keep their order.
-func Write(dir string, meta *savepoint.Metadata, entries map[[2]int][]savepoint.Entry, opts snapshotfmt.Options) error {
+func Write(dir string, meta *savepoint.Metadata, entries map[savepoint.StateRef][]savepoint.Entry, opts snapshotfmt.Options) error {
 	ctx := context.Background()
 	staging, err := storage.Stage(dir, false)
 	if err != nil {
@@ -36,26 +36,29 @@ func Write(dir string, meta *savepoint.Metadata, entries map[[2]int][]savepoint.
 	return w.Finish(ctx)
 }
 
-func writeSegments(ctx context.Context, w *snapshotfmt.Writer, meta *savepoint.Metadata, entries map[[2]int][]savepoint.Entry) error {
+func writeSegments(ctx context.Context, w *snapshotfmt.Writer, meta *savepoint.Metadata, entries map[savepoint.StateRef][]savepoint.Entry) error {
 	f, err := w.CreateDataFile(ctx, "data-000")
 	if err != nil {
 		return err
 	}
-	type segKey struct{ op, kg, ref int }
+	type segKey struct {
+		ref savepoint.StateRef
+		kg  int
+	}
 	segs := map[segKey][]savepoint.Entry{}
-	for k, es := range entries {
-		op := &meta.Operators[k[0]]
+	for ref, es := range entries {
+		op := &meta.Operators[ref.Operator]
 		for _, e := range es {
-			sk := segKey{k[0], keygroup.Of(e.Key, op.MaxParallelism), k[1]}
+			sk := segKey{ref, keygroup.Of(e.Key, op.MaxParallelism)}
 			segs[sk] = append(segs[sk], e)
 		}
 	}
 	keys := slices.SortedFunc(maps.Keys(segs), func(a, b segKey) int {
-		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(a.kg, b.kg), cmp.Compare(a.ref, b.ref))
+		return cmp.Or(cmp.Compare(a.ref.Operator, b.ref.Operator), cmp.Compare(a.kg, b.kg), a.ref.Compare(b.ref))
 	})
 	for _, k := range keys {
 		es := segs[k]
-		if k.ref >= len(meta.Operators[k.op].States) {
+		if k.ref.Timer {
 			slices.SortStableFunc(es, func(a, b savepoint.Entry) int {
 				return cmp.Or(cmp.Compare(a.Timestamp, b.Timestamp), bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace))
 			})
@@ -64,13 +67,13 @@ func writeSegments(ctx context.Context, w *snapshotfmt.Writer, meta *savepoint.M
 				return cmp.Or(bytes.Compare(a.Key, b.Key), bytes.Compare(a.Namespace, b.Namespace), bytes.Compare(a.MapKey, b.MapKey))
 			})
 		}
-		sw, err := f.Segment(k.op, k.ref, k.kg)
+		sw, err := f.Segment(k.ref, k.kg)
 		if err != nil {
 			return err
 		}
 		for i := range es {
 			if err := sw.Add(&es[i]); err != nil {
-				return fmt.Errorf("operator %d ref %d key group %d: %w", k.op, k.ref, k.kg, err)
+				return fmt.Errorf("%s key group %d: %w", meta.Describe(k.ref), k.kg, err)
 			}
 		}
 		if err := sw.Close(); err != nil {

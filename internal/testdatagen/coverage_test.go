@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/engine"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -32,12 +33,12 @@ func TestFixturesCoverTheFeatures(t *testing.T) {
 				has[fmt.Sprintf("parallelism %d", op.Parallelism)] = true
 				has["max parallelism above 128"] = has["max parallelism above 128"] || op.MaxParallelism > 128
 			}
-			for _, seg := range r.Segments(i) {
+			for _, seg := range sptest.OperatorSegments(t, r, i) {
 				switch {
 				case seg.Entries == 0:
-				case seg.Ref >= len(op.States):
+				case seg.Ref.Timer:
 					has["timers"] = true
-				case op.States[seg.Ref].TTL != nil:
+				case op.States[seg.Ref.State].TTL != nil:
 					has["TTL entries"] = true
 				}
 			}

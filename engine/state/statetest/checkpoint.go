@@ -80,16 +80,15 @@ func sameAsSavepoint(t *testing.T, meta *savepoint.Metadata, now int64, src []*j
 	want := Dump(t, sp, 0)
 	SameDump(t, DumpSource(t, chk, 0), want)
 	part := keygroup.Range{Start: maxP/2 - 5, End: maxP/2 + 5}
-	o := &meta.Operators[0]
-	for ref := range len(o.States) + len(o.Timers) {
-		SameDump(t, rangeDump(t, chk, ref, part), rangeDump(t, sp.Source(), ref, part))
+	for ref := range meta.Refs(0) {
+		SameDump(t, rangeDump(t, chk, ref, part), rangeDump(t, sp, ref, part))
 	}
 	return chk, want
 }
 
 func rangeDump(t testing.TB, src savepoint.Source, ref int, kgs keygroup.Range) []string {
 	t.Helper()
-	it := src.Entries(context.Background(), 0, ref, kgs)
+	it := src.Entries(context.Background(), nth(src, 0, ref), kgs)
 	defer it.Close()
 	var out []string
 	for it.Next() {

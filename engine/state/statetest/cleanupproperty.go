@@ -110,7 +110,7 @@ func (p *cleanupProperty) run(steps int) {
 			r := WriteSavepoint(t, tempDir(t, "sp"), NewMetadata(op, now), now, p.f.b)
 			next := newFixture(t, p.newBackend)
 			p.open(next)
-			Restore(t, next.b, r.Source(), state.RestoreOptions{Now: now})
+			Restore(t, next.b, r, state.RestoreOptions{Now: now})
 			next.at(now)
 		}
 	}

@@ -166,7 +166,7 @@ func testRestoreAcross(t *testing.T, a, b Factory) {
 		t.Helper()
 		subtasks := c.subtasks(t, newBackend, p, clock)
 		for _, s := range subtasks {
-			Restore(t, s.f.b, from.Source(), state.RestoreOptions{Now: crossNow})
+			Restore(t, s.f.b, from, state.RestoreOptions{Now: crossNow})
 		}
 		return subtasks
 	}

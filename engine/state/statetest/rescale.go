@@ -81,7 +81,7 @@ func rescale(t *testing.T, newBackend Factory, maxParallelism int, keySer serial
 	meta := NewMetadata(j.operator(4, maxParallelism, keySer), now)
 	r := WriteSavepoint(t, tempDir(t, "p4"), meta, now, backends(src)...)
 	keysSaved := 0
-	for _, seg := range sptest.Segments(r, 0, 0) { // count has a value for every key
+	for _, seg := range sptest.Segments(t, r, nth(r, 0, 0)) { // count has a value for every key
 		keysSaved += int(seg.Keys)
 	}
 	eq(t, "keys in the savepoint", keysSaved, len(keys))
@@ -91,7 +91,7 @@ func rescale(t *testing.T, newBackend Factory, maxParallelism int, keySer serial
 		t.Run(fmt.Sprintf("Parallelism%d", p), func(t *testing.T) {
 			dst := subtasks(t, newBackend, j, p, maxParallelism, clock)
 			for _, s := range dst {
-				Restore(t, s.f.b, r.Source(), state.RestoreOptions{Now: now})
+				Restore(t, s.f.b, r, state.RestoreOptions{Now: now})
 			}
 			for i, k := range keys {
 				dst[owner(k, p, maxParallelism)].check(i, k)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
@@ -16,7 +17,7 @@ import (
 
 // restoreErr restores operator 0 of r into b and returns the error.
 func restoreErr(b state.Backend, r *snapshotfmt.Reader, opts state.RestoreOptions) error {
-	return b.Restore(context.Background(), r.Source(), 0, opts)
+	return b.Restore(context.Background(), r, 0, opts)
 }
 
 // testNonRestoredState checks that a state or timer service of the
@@ -55,7 +56,7 @@ func testNonRestoredState(t *testing.T, newBackend Factory) {
 
 	allowed := newFixture(t, newBackend)
 	as := j.open(allowed)
-	Restore(t, allowed.b, r.Source(), state.RestoreOptions{Now: now, AllowNonRestoredState: true})
+	Restore(t, allowed.b, r, state.RestoreOptions{Now: now, AllowNonRestoredState: true})
 	allowed.at(now)
 	for i := range 50 {
 		as.check(i, userKey(i))
@@ -74,13 +75,13 @@ func testRestoreIncompatible(t *testing.T, newBackend Factory) {
 
 	otherValue := newFixture(t, newBackend)
 	valueOf(otherValue, state.NewValue("v", serializers.String()))
-	if err := restoreErr(otherValue.b, r, state.RestoreOptions{Now: t0}); !errors.Is(err, state.ErrIncompatible) {
-		t.Errorf("restore of an int64 value as a string: got %v, want state.ErrIncompatible", err)
+	if err := restoreErr(otherValue.b, r, state.RestoreOptions{Now: t0}); !errors.Is(err, compat.ErrIncompatible) {
+		t.Errorf("restore of an int64 value as a string: got %v, want compat.ErrIncompatible", err)
 	}
 	otherKind := newFixture(t, newBackend)
 	listOf(otherKind, state.NewList("v", serializers.Int64()))
-	if err := restoreErr(otherKind.b, r, state.RestoreOptions{Now: t0}); !errors.Is(err, state.ErrIncompatible) {
-		t.Errorf("restore of a value state as a list state: got %v, want state.ErrIncompatible", err)
+	if err := restoreErr(otherKind.b, r, state.RestoreOptions{Now: t0}); !errors.Is(err, compat.ErrIncompatible) {
+		t.Errorf("restore of a value state as a list state: got %v, want compat.ErrIncompatible", err)
 	}
 }
 
@@ -111,7 +112,7 @@ func testRestoreTTLEnabled(t *testing.T, newBackend Factory) {
 	r := snapshot(f, s.specs, t0+10)
 	var before [][]byte
 	for ref := range 3 {
-		for _, e := range sptest.EntriesAt(t, r, 0, ref) {
+		for _, e := range sptest.EntriesOf(t, r, nth(r, 0, ref)) {
 			before = append(before, e.Value)
 		}
 	}
@@ -119,11 +120,11 @@ func testRestoreTTLEnabled(t *testing.T, newBackend Factory) {
 	restoredAt := t0 + 5000
 	g := newFixture(t, newBackend)
 	gs := newBasicStates(g, "", state.WithTTL(ttl.New(d)))
-	Restore(t, g.b, r.Source(), state.RestoreOptions{Now: restoredAt})
+	Restore(t, g.b, r, state.RestoreOptions{Now: restoredAt})
 	again := snapshot(g, gs.specs, restoredAt)
 	var after [][]byte
 	for ref := range 3 {
-		for _, e := range sptest.EntriesAt(t, again, 0, ref) {
+		for _, e := range sptest.EntriesOf(t, again, nth(again, 0, ref)) {
 			eq(t, "last-modified time given at restore", lastModified(t, e.Value), restoredAt)
 			after = append(after, e.Value[8:])
 		}
@@ -149,18 +150,18 @@ func testRestoreTTLDisabled(t *testing.T, newBackend Factory) {
 	r := snapshot(f, s.specs, t0+10)
 	var before [][]byte
 	for ref := range 3 {
-		for _, e := range sptest.EntriesAt(t, r, 0, ref) {
+		for _, e := range sptest.EntriesOf(t, r, nth(r, 0, ref)) {
 			before = append(before, e.Value[8:])
 		}
 	}
 
 	g := newFixture(t, newBackend)
 	gs := newBasicStates(g, "")
-	Restore(t, g.b, r.Source(), state.RestoreOptions{Now: t0 + 20})
+	Restore(t, g.b, r, state.RestoreOptions{Now: t0 + 20})
 	again := snapshot(g, gs.specs, t0+20)
 	var after [][]byte
 	for ref := range 3 {
-		for _, e := range sptest.EntriesAt(t, again, 0, ref) {
+		for _, e := range sptest.EntriesOf(t, again, nth(again, 0, ref)) {
 			after = append(after, e.Value)
 		}
 	}

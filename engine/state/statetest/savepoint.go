@@ -76,15 +76,20 @@ func Restore(t testing.TB, b state.Backend, src savepoint.Source, opts state.Res
 	must(t, b.Restore(context.Background(), src, 0, opts))
 }
 
+// nth returns the ref of operator op's state (or timer service) number n,
+// counting its states and then its timer services.
+func nth(src savepoint.Source, op, n int) savepoint.StateRef { return src.Metadata().Refs(op)[n] }
+
 // Count returns the number of entries the index records for operator op's
-// state (or timer service) ref, after checking it against the data.
+// state (or timer service) number ref (see nth), after checking it against
+// the data.
 func Count(t testing.TB, r *snapshotfmt.Reader, op, ref int) int {
 	t.Helper()
 	var n uint64
-	for _, seg := range sptest.Segments(r, op, ref) {
+	for _, seg := range sptest.Segments(t, r, nth(r, op, ref)) {
 		n += seg.Entries
 	}
-	eq(t, "entries read", uint64(len(sptest.EntriesAt(t, r, op, ref))), n)
+	eq(t, "entries read", uint64(len(sptest.EntriesOf(t, r, nth(r, op, ref)))), n)
 	return int(n)
 }
 
@@ -93,7 +98,7 @@ func Count(t testing.TB, r *snapshotfmt.Reader, op, ref int) int {
 // same dump, however their data files are cut.
 func Dump(t testing.TB, r *snapshotfmt.Reader, op int) []string {
 	t.Helper()
-	return DumpSource(t, r.Source(), op)
+	return DumpSource(t, r, op)
 }
 
 // DumpSource is Dump for a savepoint or checkpoint of any layout: sources
@@ -102,8 +107,8 @@ func DumpSource(t testing.TB, src savepoint.Source, op int) []string {
 	t.Helper()
 	o := &src.Metadata().Operators[op]
 	var out []string
-	for ref := range len(o.States) + len(o.Timers) {
-		it := src.Entries(context.Background(), op, ref, keygroup.All(o.MaxParallelism))
+	for ref, sref := range src.Metadata().Refs(op) {
+		it := src.Entries(context.Background(), sref, keygroup.All(o.MaxParallelism))
 		for it.Next() {
 			e := it.Entry()
 			out = append(out, fmt.Sprintf("ref %d kg %d key %x ns %x mapkey %x value %x time %d",

@@ -10,7 +10,6 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 func userKey(i int) []byte { return stringKey(fmt.Sprintf("user-%05d", i)) }
@@ -32,15 +31,10 @@ func testSnapshotLayout(t *testing.T, newBackend Factory) {
 	}
 	now := t0 + 1000
 	r := WriteSavepoint(t, tempDir(t, "savepoint"), NewMetadata(j.operator(1, maxP, serializers.String()), now), now, f.b)
-	op := &r.Metadata().Operators[0]
-
-	for ref := range len(op.States) + len(op.Timers) {
-		var st *savepoint.KeyedState
-		if ref < len(op.States) {
-			st = &op.States[ref]
-		}
+	for ref, sref := range r.Metadata().Refs(0) {
+		st := r.Metadata().KeyedState(sref)
 		keysInRef := 0
-		for _, seg := range sptest.Segments(r, 0, ref) {
+		for _, seg := range sptest.Segments(t, r, nth(r, 0, ref)) {
 			entries := sptest.SegmentEntries(t, r, seg)
 			where := fmt.Sprintf("ref %d key group %d", ref, seg.KeyGroup)
 			if len(entries) == 0 {
@@ -55,7 +49,7 @@ func testSnapshotLayout(t *testing.T, newBackend Factory) {
 	}
 
 	// The contents, decoded: values with their TTL time, lists in order.
-	for _, e := range sptest.EntriesAt(t, r, 0, 0) {
+	for _, e := range sptest.EntriesOf(t, r, nth(r, 0, 0)) {
 		i := index[string(e.Key)]
 		eq(t, "last-modified time of a count", lastModified(t, e.Value), writeTime(i))
 		v, err := serializers.Int64().Decode(e.Value[8:])
@@ -63,7 +57,7 @@ func testSnapshotLayout(t *testing.T, newBackend Factory) {
 		eq(t, "count", v, int64(3*i))
 	}
 	lists := make(map[int][]string)
-	for _, e := range sptest.EntriesAt(t, r, 0, 1) {
+	for _, e := range sptest.EntriesOf(t, r, nth(r, 0, 1)) {
 		v, err := serializers.String().Decode(e.Value)
 		must(t, err)
 		i := index[string(e.Key)]
@@ -72,7 +66,7 @@ func testSnapshotLayout(t *testing.T, newBackend Factory) {
 	for i := range keys {
 		eq(t, fmt.Sprintf("events of key %d", i), lists[i], jobEvents(i))
 	}
-	timers := sptest.EntriesAt(t, r, 0, len(op.States))
+	timers := sptest.EntriesOf(t, r, savepoint.StateRef{Operator: 0, Timer: true})
 	var want int
 	for i := range keys {
 		want += len(jobTimersOf(t, i, userKey(i)))
@@ -95,7 +89,7 @@ func wantKeys(name string, n int) int {
 }
 
 // checkSegment checks one segment of state st (nil for a timer service).
-func checkSegment(t testing.TB, where string, st *savepoint.KeyedState, seg snapshotfmt.Segment, entries []savepoint.Entry) {
+func checkSegment(t testing.TB, where string, st *savepoint.KeyedState, seg savepoint.Segment, entries []savepoint.Entry) {
 	t.Helper()
 	eq(t, where+": entries in the index", seg.Entries, uint64(len(entries)))
 	timestamp := func(e savepoint.Entry) int64 {

@@ -184,7 +184,7 @@ func testTTLFullSnapshotCleanup(t *testing.T, newBackend Factory) {
 	r = snapshot(f, specs, t0+dms) // "old" entries expire exactly now
 	eq(t, "entries at the expiry of the old ones", counts(t, r, 6), []int{3, 6, 6, 0, 3, 3})
 	for ref := 3; ref < 6; ref++ {
-		for _, e := range sptest.EntriesAt(t, r, 0, ref) {
+		for _, e := range sptest.EntriesOf(t, r, nth(r, 0, ref)) {
 			eq(t, "last-modified time of a kept entry", lastModified(t, e.Value), t0+10)
 		}
 	}

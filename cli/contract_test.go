@@ -1,0 +1,223 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// The JSON output of every command is a contract that scripts rely on:
+// testdata/json/COMMAND.fields lists every field, as a path (objects by
+// member, arrays as []) and a JSON type, and fields are only ever added.
+// TestJSONContract runs every command with -o json on the demo savepoint
+// and fails when a listed field is missing or has another type, or when
+// the output has a field the list does not have (add it there with
+// -update). Subtrees that hold a savepoint's data (a decoded
+// key or value) are listed as "data": their shape is the data's.
+
+// contractCase is one command line whose output the contract of its
+// command covers; several lines of one command cover its optional fields.
+type contractCase struct {
+	command string
+	args    []string
+	// lines: the output is JSON lines, each an object.
+	lines bool
+	// exit is the exit code the command line ends with.
+	exit int
+}
+
+// dataPaths are the subtrees that hold decoded data.
+var dataPaths = map[string][]string{
+	"dump":    {"key", "namespace", "map_key", "value"},
+	"inspect": {"top_keys.by_entries[].key", "top_keys.by_bytes[].key"},
+}
+
+func TestJSONContract(t *testing.T) {
+	dir := t.TempDir()
+	sp := filepath.Join(dir, "sp")
+	if err := sptest.Write(sp, demoMeta(), demoEntries(), snapshotfmt.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	job := filepath.Join(dir, "job.json")
+	var manifest bytes.Buffer
+	if err := savepoint.NewManifest("demo", demoMeta().Operators).Write(&manifest); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(job, manifest.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := func(name string) string { return filepath.Join(dir, name) }
+	// The session record gains a field, with a default (a migration) and
+	// without one (incompatible).
+	schema := func(name, field string) string {
+		f := out(name)
+		s := strings.Replace(sessionSchema, `{"name":"started","type":"long"}`, `{"name":"started","type":"long"},`+field, 1)
+		if err := os.WriteFile(f, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return "features/session=" + f
+	}
+	v2 := schema("v2.avsc", `{"name":"device","type":"string","default":"unknown"}`)
+	bad := schema("bad.avsc", `{"name":"device","type":"string"}`)
+	cases := []contractCase{
+		{command: "inspect", args: []string{"inspect", "-o", "json", sp}},
+		{command: "inspect", args: []string{"inspect", "--scan", "--top", "2", "-o", "json", sp}},
+		{command: "verify", args: []string{"verify", "--deep", "-o", "json", sp}},
+		{command: "dump", lines: true, args: []string{"dump", sp, "--operator", "features", "--state", "category-counts"}},
+		{command: "dump", lines: true, args: []string{"dump", sp, "--operator", "features", "--state", "events"}},
+		{command: "dump", lines: true, args: []string{"dump", sp, "--operator", "features", "--state", "clicks"}},
+		{command: "dump", lines: true, args: []string{"dump", sp, "--operator", "features", "--state", "session-end"}},
+		{command: "dump", lines: true, args: []string{"dump", sp, "--operator", "source", "--state", "offsets"}},
+		{command: "dump", lines: true, args: []string{"dump", sp, "--operator", "source", "--state", "rules"}},
+		{command: "size", args: []string{"size", "-o", "json", sp}},
+		{command: "size", args: []string{"size", "-o", "json", "--plan", "../sizing/testdata/sessionfeatures.yaml"}},
+		{command: "export", args: []string{"export", sp, "--out", out("export"), "-o", "json"}},
+		{command: "rescale", args: []string{"rescale", sp, "--max-parallelism", "256", "--out", out("rescaled"), "-o", "json"}},
+		{command: "prune-ttl", args: []string{"prune-ttl", sp, "--out", out("pruned"), "-o", "json"}},
+		{command: "operator", args: []string{"operator", "remove", sp, "accounts", "--dry-run", "-o", "json"}},
+		{command: "operator", args: []string{"operator", "rename", sp, "accounts", "ledger", "--dry-run", "-o", "json"}},
+		{command: "check", args: []string{"check", sp, "--job", job, "-o", "json"}},
+		{command: "check", args: []string{"check", sp, "--schema", v2, "-o", "json"}},
+		{command: "check", args: []string{"check", sp, "--schema", bad, "-o", "json"}, exit: cli.ExitIncompatible},
+		{command: "migrate", args: []string{"migrate", sp, "--job", job, "--out", out("migrated"), "-o", "json"}},
+		{command: "migrate", args: []string{"migrate", sp, "--schema", v2, "--out", out("migrated2"), "-o", "json"}},
+		{command: "migrate", args: []string{"migrate", sp, "--schema", bad, "--out", out("refused"), "-o", "json"}, exit: cli.ExitIncompatible},
+	}
+	got := map[string]map[string]string{}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		if code := cli.Main(context.Background(), c.args, &stdout, &stderr); code != c.exit {
+			t.Fatalf("stateproc %s: exit %d: %s", strings.Join(c.args, " "), code, stderr.Bytes())
+		}
+		fields := got[c.command]
+		if fields == nil {
+			fields = map[string]string{}
+			got[c.command] = fields
+		}
+		docs := [][]byte{stdout.Bytes()}
+		if c.lines {
+			docs = bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+		}
+		for _, d := range docs {
+			var v any
+			if err := json.Unmarshal(d, &v); err != nil {
+				t.Fatalf("stateproc %s: %v", strings.Join(c.args, " "), err)
+			}
+			if err := flatten(fields, "", v, dataPaths[c.command]); err != nil {
+				t.Fatalf("stateproc %s: %v", strings.Join(c.args, " "), err)
+			}
+		}
+	}
+	for command, fields := range got {
+		file := filepath.Join("testdata", "json", command+".fields")
+		if *update {
+			if err := os.WriteFile(file, []byte(formatFields(fields)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := readFields(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range slices.Sorted(maps.Keys(want)) {
+			switch g, ok := fields[p]; {
+			case !ok:
+				t.Errorf("%s: field %s (%s) is gone: the JSON output only ever gains fields", command, p, want[p])
+			case g != want[p]:
+				t.Errorf("%s: field %s is %s, the contract says %s", command, p, g, want[p])
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(fields)) {
+			if _, ok := want[p]; !ok {
+				t.Errorf("%s: field %s (%s) is not in %s: add it there (go test ./cli -run TestJSONContract -update)", command, p, fields[p], file)
+			}
+		}
+	}
+}
+
+// flatten records the type of every field of v under prefix. A field seen
+// as null somewhere and as a value elsewhere keeps the value's type.
+func flatten(fields map[string]string, prefix string, v any, data []string) error {
+	if slices.Contains(data, prefix) {
+		fields[prefix] = "data"
+		return nil
+	}
+	var typ string
+	switch x := v.(type) {
+	case nil:
+		typ = "null"
+	case bool:
+		typ = "bool"
+	case float64:
+		typ = "number"
+	case string:
+		typ = "string"
+	case []any:
+		typ = "array"
+		for _, e := range x {
+			if err := flatten(fields, prefix+"[]", e, data); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		typ = "object"
+		for k, e := range x {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			if err := flatten(fields, p, e, data); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("%s: unexpected %T", prefix, v)
+	}
+	if prefix == "" {
+		return nil
+	}
+	switch old, ok := fields[prefix]; {
+	case !ok || old == "null":
+		fields[prefix] = typ
+	case typ != "null" && old != typ:
+		return fmt.Errorf("field %s is %s and %s", prefix, old, typ)
+	}
+	return nil
+}
+
+func formatFields(fields map[string]string) string {
+	var b strings.Builder
+	for _, p := range slices.Sorted(maps.Keys(fields)) {
+		fmt.Fprintf(&b, "%s %s\n", p, fields[p])
+	}
+	return b.String()
+}
+
+func readFields(file string) (map[string]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		p, typ, ok := strings.Cut(line, " ")
+		if !ok {
+			return nil, fmt.Errorf("%s: bad line %q", file, line)
+		}
+		out[p] = typ
+	}
+	return out, nil
+}

@@ -1,0 +1,627 @@
+package flinkfmt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
+	"github.com/stateproc/stateproc/flinkfmt/keyhash"
+	"github.com/stateproc/stateproc/flinkfmt/typeser"
+	"github.com/stateproc/stateproc/keygroup"
+)
+
+// EntryIterator streams a keyed state's entries key group by key group,
+// with a sticky error.
+type EntryIterator struct {
+	ctx      context.Context
+	k        *Keyed
+	state    int // -1 for every state
+	kgs      keygroup.Range
+	steps    []step
+	next     int
+	buf      []Entry
+	pos      int
+	err      error
+	warnings []Warning
+	closed   bool
+	// keep, when set, selects the entries of a lookup.
+	keep func(*Entry) bool
+	// native reads the steps of native handles.
+	native nativeCursor
+}
+
+// Entries iterates the entries of state (an index into States, or -1 for
+// every state) in the key groups kgs, in ascending key-group order and, in
+// a key group, in the order the layout stores them (for native RocksDB
+// handles, as the canonical layout does: by state, then by key). Close
+// releases the files a native handle keeps open.
+func (k *Keyed) Entries(ctx context.Context, state int, kgs keygroup.Range) *EntryIterator {
+	it := &EntryIterator{ctx: ctx, k: k, state: state, kgs: kgs, pos: -1}
+	if state < -1 || state >= len(k.States) {
+		it.err = fmt.Errorf("flinkfmt: operator %s has no state %d (it has %d)", k.Operator.ID, state, len(k.States))
+	}
+	return it
+}
+
+// Next advances to the next entry.
+func (it *EntryIterator) Next() bool {
+	for it.err == nil && !it.closed {
+		if it.pos+1 < len(it.buf) {
+			it.pos++
+			return true
+		}
+		if !it.loadNext() {
+			return false
+		}
+	}
+	return false
+}
+
+// Entry returns the current entry; it and its slices are valid until the
+// next call of Next.
+func (it *EntryIterator) Entry() *Entry { return &it.buf[it.pos] }
+
+// Err returns the first error.
+func (it *EntryIterator) Err() error { return it.err }
+
+// Close ends the iteration and closes the files it has open (the tables
+// of a native handle).
+func (it *EntryIterator) Close() error {
+	it.closed = true
+	it.native.close()
+	return nil
+}
+
+// Warnings lists the parts skipped so far.
+func (it *EntryIterator) Warnings() []Warning { return it.warnings }
+
+// step is one key group of one subtask's handle to read; idx is its index
+// in the handle's key groups, -1 for a changelog handle, which is refused.
+type step struct{ kg, sub, idx int }
+
+// plan lists the key groups to read in ascending order; a subtask's
+// managed state comes before its raw keyed timers of the same key group.
+func (it *EntryIterator) plan() []step {
+	var steps []step
+	for j, sk := range it.k.subtasks {
+		h := sk.handle
+		switch {
+		case sk.layout == LayoutRocksDBNative:
+			// Only the handle's own key groups: a rescaled instance may
+			// still hold others, which Flink skips on restore.
+			r := it.kgs.Intersect(h.KeyGroups)
+			for kg := r.Start; kg <= r.End && r.Len() > 0; kg++ {
+				steps = append(steps, step{kg: kg, sub: j, idx: kg - h.KeyGroups.Start})
+			}
+		case sk.layout == LayoutChangelog:
+			if r := it.kgs.Intersect(h.KeyGroups); r.Len() > 0 {
+				steps = append(steps, step{kg: r.Start, sub: j, idx: -1})
+			}
+		case sk.header != nil || sk.layout == LayoutRawTimers:
+			for i := range h.Offsets {
+				if kg := h.KeyGroups.Start + i; it.kgs.Contains(kg) {
+					steps = append(steps, step{kg: kg, sub: j, idx: i})
+				}
+			}
+		}
+	}
+	sort.SliceStable(steps, func(a, b int) bool { return steps[a].kg < steps[b].kg })
+	return steps
+}
+
+// loadNext reads the next key group with entries into buf, or of a native
+// handle, the next chunk of a key group.
+func (it *EntryIterator) loadNext() bool {
+	if it.steps == nil {
+		it.steps = it.plan()
+	}
+	for it.native.active || it.next < len(it.steps) {
+		if err := it.ctx.Err(); err != nil {
+			return it.fail(err)
+		}
+		it.buf, it.pos = it.buf[:0], -1
+		if !it.native.active {
+			st := it.steps[it.next]
+			it.next++
+			sk := it.k.subtasks[st.sub]
+			switch {
+			case st.idx < 0:
+				return it.fail(at(sk.file, it.k.Operator.ID.String(), st.kg, -1, changelogRefusal(sk.handle)))
+			case sk.layout == LayoutRocksDBNative:
+				if err := it.native.start(it, st.sub, st.kg); err != nil {
+					return it.fail(err)
+				}
+			default:
+				if err := it.k.readEntries(it.ctx, sk, st.idx, st.kg, it.state, &it.buf, &it.warnings); err != nil {
+					return it.fail(err)
+				}
+			}
+		}
+		if it.native.active {
+			if err := it.native.fill(it); err != nil {
+				return it.fail(err)
+			}
+		}
+		if it.keep != nil {
+			kept := it.buf[:0]
+			for j := range it.buf {
+				if it.keep(&it.buf[j]) {
+					kept = append(kept, it.buf[j])
+				}
+			}
+			it.buf = kept
+		}
+		if len(it.buf) > 0 {
+			return true
+		}
+	}
+	it.native.close()
+	return false
+}
+
+func (it *EntryIterator) fail(err error) bool {
+	it.err = err
+	it.native.close()
+	return false
+}
+
+// readEntries appends the entries of key group kg (index i of the
+// subtask's handle) of state (or of all states) to out.
+func (k *Keyed) readEntries(ctx context.Context, sk *subtaskKeyed, i, kg, state int, out *[]Entry, warns *[]Warning) error {
+	d, err := k.r.readKeyGroup(ctx, sk, i, kg, sk.layout)
+	if err != nil {
+		return at(sk.file, k.Operator.ID.String(), kg, sk.handle.Offsets[i], err)
+	}
+	if d == nil {
+		return nil
+	}
+	p := &kgParser{k: k, sk: sk, kg: kg, state: state, out: out, prefix: prefixLen(k.Operator.MaxParallelism)}
+	var base int64
+	if !d.compressed {
+		base = d.base
+	}
+	r := wire.New(d.b, base)
+	err = p.parse(r)
+	if p.warn != nil {
+		p.warn.File, p.warn.Compressed = sk.file, d.compressed
+		*warns = append(*warns, *p.warn)
+	}
+	if err != nil {
+		off := r.Offset()
+		var we *wire.Error
+		if errors.As(err, &we) {
+			off = we.Offset
+		}
+		if d.compressed {
+			err = fmt.Errorf("in the decompressed key group: %w", err)
+			off = sk.handle.Offsets[i]
+		}
+		return at(sk.file, k.Operator.ID.String(), kg, off, err)
+	}
+	return nil
+}
+
+// parse walks one key group in the subtask's layout. Every error is a
+// structural one unless it says what is not readable yet.
+func (p *kgParser) parse(r *wire.Buf) error {
+	var err error
+	switch p.sk.layout {
+	case LayoutHeap:
+		err = p.heap(r)
+	case LayoutRawTimers:
+		err = p.rawTimers(r)
+	default:
+		err = p.canonical(r)
+	}
+	return corrupt(err)
+}
+
+// prefixLen is the length of the key-group prefix of composite keys.
+func prefixLen(maxParallelism int) int {
+	if maxParallelism > 128 {
+		return 2
+	}
+	return 1
+}
+
+type kgParser struct {
+	k      *Keyed
+	sk     *subtaskKeyed
+	kg     int
+	state  int
+	out    *[]Entry
+	prefix int
+	warn   *Warning
+}
+
+func (p *kgParser) meta(sid int) (*StateMeta, int, error) {
+	if sid < 0 || sid >= len(p.sk.ids) {
+		return nil, 0, corruptf("state id %d, the header has %d states", sid, len(p.sk.ids))
+	}
+	idx := p.sk.ids[sid]
+	return p.k.States[idx], idx, nil
+}
+
+// canonical parses a key group of the unified layout.
+func (p *kgParser) canonical(r *wire.Buf) error {
+	sid := int(r.U16())
+	for r.Err() == nil {
+		m, idx, err := p.meta(sid)
+		if err != nil {
+			return err
+		}
+		keyAt := r.Offset()
+		key := r.Sized("key")
+		val := r.Sized("value")
+		if err := r.Err(); err != nil {
+			return corrupt(err)
+		}
+		if len(key) == 0 {
+			return corruptf("offset %d: empty composite key", keyAt)
+		}
+		last := key[0]&metaFollowsFlag != 0
+		if p.state < 0 || p.state == idx {
+			if last {
+				// The flag is cleared in a copy: the key group's bytes may
+				// be the metadata's own inline bytes.
+				key = append([]byte(nil), key...)
+				key[0] &^= metaFollowsFlag
+			}
+			if err := p.canonicalEntry(m, idx, key, val); err != nil {
+				return at("", "", -1, keyAt, err)
+			}
+		}
+		if !last {
+			continue
+		}
+		next := r.U16()
+		if r.Err() != nil {
+			return corrupt(r.Err())
+		}
+		if next == endOfKeyGroup {
+			if r.Len() != 0 {
+				return corruptf("offset %d: %d bytes follow the end of the key group", r.Offset(), r.Len())
+			}
+			return nil
+		}
+		sid = int(next)
+	}
+	return corrupt(r.Err())
+}
+
+func (p *kgParser) checkPrefix(key []byte) ([]byte, error) {
+	if len(key) < p.prefix {
+		return nil, corruptf("composite key of %d bytes has no key-group prefix", len(key))
+	}
+	g := int(key[0])
+	if p.prefix == 2 {
+		g = g<<8 | int(key[1])
+	}
+	if g != p.kg {
+		return nil, corruptf("composite key of key group %d in key group %d", g, p.kg)
+	}
+	return key[p.prefix:], nil
+}
+
+func (p *kgParser) canonicalEntry(m *StateMeta, idx int, key, val []byte) error {
+	rest, err := p.checkPrefix(key)
+	if err != nil {
+		return err
+	}
+	e := Entry{State: idx}
+	e.KeyGroup = p.kg
+	if m.Kind == Timers {
+		if len(rest) < 8 {
+			return corruptf("timer key of %d bytes", len(rest))
+		}
+		e.Timestamp = int64(uint64(rest[0])<<56|uint64(rest[1])<<48|uint64(rest[2])<<40|uint64(rest[3])<<32|uint64(rest[4])<<24|uint64(rest[5])<<16|uint64(rest[6])<<8|uint64(rest[7])) ^ -1<<63
+		k, ns, err := splitTimer(m, rest[8:])
+		if err != nil {
+			return err
+		}
+		e.Key, e.Namespace = k, ns
+		if len(val) != 0 {
+			return corruptf("timer with a value of %d bytes", len(val))
+		}
+		*p.out = append(*p.out, e)
+		return nil
+	}
+	k, ns, user, err := p.splitKey(m, rest)
+	if err != nil {
+		return err
+	}
+	e.Key, e.Namespace = k, ns
+	switch m.Kind {
+	case Map:
+		e.MapKey = user
+		if len(val) == 0 {
+			return corruptf("map entry without its null flag")
+		}
+		if val[0] != 0 {
+			e.Null = true
+		} else {
+			e.Value = val[1:]
+		}
+		*p.out = append(*p.out, e)
+	case List:
+		return p.splitList(m, e, val)
+	default:
+		e.Value = val
+		*p.out = append(*p.out, e)
+	}
+	return nil
+}
+
+// splitList emits one entry per element of a canonical list value:
+// elements separated by one delimiter byte.
+func (p *kgParser) splitList(m *StateMeta, e Entry, val []byte) error {
+	r := wire.New(val, 0)
+	for r.Len() > 0 {
+		start := r.Pos()
+		if _, err := m.Stored.Read(r); err != nil {
+			if errors.Is(err, typeser.ErrUnframed) {
+				e.Value = val[start:]
+				*p.out = append(*p.out, e)
+				p.warnf(m, m.Stored, err, int64(start), int64(len(val)-start), "list elements without a length of their own: the rest of the list is one opaque entry")
+				return nil
+			}
+			return err
+		}
+		e.Value = val[start:r.Pos()]
+		*p.out = append(*p.out, e)
+		if r.Len() > 0 {
+			if d := r.U8(); d != listDelimiter {
+				return corruptf("list element followed by %#02x, not the delimiter", d)
+			}
+			if r.Len() == 0 {
+				return corruptf("list ends with a delimiter")
+			}
+		}
+	}
+	return nil
+}
+
+func (p *kgParser) warnf(m *StateMeta, s *typeser.Serializer, err error, off, n int64, format string, args ...any) {
+	if p.warn != nil {
+		return
+	}
+	p.warn = &Warning{KeyGroup: p.kg, Offset: off, Length: n, State: m.Name, Serializer: s.Class, Message: fmt.Sprintf(format, args...)}
+	var ue *typeser.UnframedError
+	if errors.As(err, &ue) {
+		p.warn.Serializer, p.warn.Class = ue.Serializer, ue.Class
+	}
+}
+
+// splitKey splits the key, namespace and map user key of a canonical
+// composite key (SerializedCompositeKeyBuilder): when both the key and the
+// namespace serializer have variable lengths, each is followed by its
+// length in variable-int bytes.
+func (p *kgParser) splitKey(m *StateMeta, b []byte) (key, ns, user []byte, err error) {
+	keySer := p.k.Key
+	ambiguous := keySer.FixedLen() < 0 && m.Namespace.FixedLen() < 0
+	r := wire.New(b, 0)
+	if _, err := keySer.Read(r); err != nil {
+		if !errors.Is(err, typeser.ErrUnframed) || ambiguous || m.Kind == Map {
+			return nil, nil, nil, err
+		}
+		// A Kryo key: the namespace has a fixed length, so the key is the
+		// bytes before it.
+		n := m.Namespace.FixedLen()
+		if n > len(b) {
+			return nil, nil, nil, corruptf("composite key of %d bytes is shorter than its namespace", len(b))
+		}
+		return b[:len(b)-n], b[len(b)-n:], nil, nil
+	}
+	key = b[:r.Pos()]
+	if ambiguous {
+		skipVariableInt(r, len(key))
+	}
+	nsStart := r.Pos()
+	if _, err := m.Namespace.Read(r); err != nil {
+		return nil, nil, nil, err
+	}
+	ns = b[nsStart:r.Pos()]
+	if ambiguous {
+		skipVariableInt(r, len(ns))
+	}
+	if r.Err() != nil {
+		return nil, nil, nil, corrupt(r.Err())
+	}
+	user = r.Rest()
+	if m.Kind != Map && len(user) != 0 {
+		return nil, nil, nil, corruptf("%d bytes follow the namespace of a %s state key", len(user), m.Kind)
+	}
+	return key, ns, user, nil
+}
+
+// skipVariableInt skips the bytes writeVariableIntBytes wrote for v: one
+// per base-256 digit, at least one.
+func skipVariableInt(r *wire.Buf, v int) {
+	for {
+		r.U8()
+		v >>= 8
+		if v == 0 {
+			return
+		}
+	}
+}
+
+func splitTimer(m *StateMeta, b []byte) (key, ns []byte, err error) {
+	r := wire.New(b, 0)
+	if _, err := m.Value.Args[0].Read(r); err != nil {
+		if !errors.Is(err, typeser.ErrUnframed) {
+			return nil, nil, err
+		}
+		n := m.Value.Args[1].FixedLen()
+		if n < 0 || n > len(b) {
+			return nil, nil, err
+		}
+		return b[:len(b)-n], b[len(b)-n:], nil
+	}
+	key = b[:r.Pos()]
+	ns = r.Rest()
+	if _, err := m.Value.Args[1].Decode(ns); err != nil {
+		return nil, nil, err
+	}
+	return key, ns, nil
+}
+
+// heap parses a key group of the heap layout: its number, then every state
+// of the header: its id and its entries, unframed.
+func (p *kgParser) heap(r *wire.Buf) error {
+	if g := int(r.I32()); g != p.kg && r.Err() == nil {
+		return corruptf("heap key group %d at the offset of key group %d", g, p.kg)
+	}
+	for range p.sk.header.States {
+		sid := int(int16(r.U16()))
+		if r.Err() != nil {
+			return corrupt(r.Err())
+		}
+		m, idx, err := p.meta(sid)
+		if err != nil {
+			return err
+		}
+		stop, err := p.heapState(r, m, idx)
+		if err != nil || stop {
+			return err
+		}
+	}
+	if r.Len() != 0 {
+		return corruptf("offset %d: %d bytes follow the last state of the key group", r.Offset(), r.Len())
+	}
+	return nil
+}
+
+// heapState reads one state's section; stop reports a value that could not
+// be walked, after which the rest of the key group is skipped.
+func (p *kgParser) heapState(r *wire.Buf, m *StateMeta, idx int) (stop bool, err error) {
+	emit := p.state < 0 || p.state == idx
+	n := r.Count("entries of state "+m.Name, 1)
+	if r.Err() != nil {
+		return false, corrupt(r.Err())
+	}
+	b := r.Bytes()
+	read := func(s *typeser.Serializer) ([]byte, bool, error) {
+		start := r.Pos()
+		if _, err := s.Read(r); err != nil {
+			if errors.Is(err, typeser.ErrUnframed) {
+				p.warnf(m, s, err, r.Offset()-int64(r.Pos()-start), int64(len(b)-start), "%v: the rest of the key group is opaque", err)
+				return nil, true, nil
+			}
+			return nil, false, err
+		}
+		return b[start:r.Pos()], false, nil
+	}
+	for i := 0; i < n; i++ {
+		e := Entry{State: idx}
+		e.KeyGroup = p.kg
+		if m.Kind == Timers {
+			start := r.Pos()
+			ts := r.I64() ^ -1<<63
+			k, stop, err := read(m.Value.Args[0])
+			if err != nil || stop {
+				return stop, err
+			}
+			ns, stop, err := read(m.Value.Args[1])
+			if err != nil || stop {
+				if stop {
+					p.warn.Offset -= int64(r.Pos() - start)
+				}
+				return stop, err
+			}
+			e.Timestamp, e.Key, e.Namespace = ts, k, ns
+			if emit {
+				*p.out = append(*p.out, e)
+			}
+			continue
+		}
+		ns, stop, err := read(m.Namespace)
+		if err != nil || stop {
+			return stop, err
+		}
+		key, stop, err := read(p.k.Key)
+		if err != nil || stop {
+			return stop, err
+		}
+		e.Key, e.Namespace = key, ns
+		switch m.Kind {
+		case List:
+			c := r.Count("list size", 1)
+			for j := 0; j < c && r.Err() == nil; j++ {
+				v, stop, err := read(m.Stored)
+				if err != nil || stop {
+					return stop, err
+				}
+				e.Value = v
+				if emit {
+					*p.out = append(*p.out, e)
+				}
+			}
+		case Map:
+			c := r.Count("map size", 1)
+			for j := 0; j < c && r.Err() == nil; j++ {
+				uk, stop, err := read(m.MapKey)
+				if err != nil || stop {
+					return stop, err
+				}
+				me := e
+				me.MapKey = uk
+				if r.Bool() {
+					me.Null = true
+				} else {
+					v, stop, err := read(m.Stored)
+					if err != nil || stop {
+						return stop, err
+					}
+					me.Value = v
+				}
+				if emit {
+					*p.out = append(*p.out, me)
+				}
+			}
+		default:
+			v, stop, err := read(m.Value)
+			if err != nil || stop {
+				return stop, err
+			}
+			e.Value = v
+			if emit {
+				*p.out = append(*p.out, e)
+			}
+		}
+		if r.Err() != nil {
+			return false, corrupt(r.Err())
+		}
+	}
+	return false, corrupt(r.Err())
+}
+
+// KeyGroupOf returns the key group Flink assigns to key, a value as the
+// key serializer decodes it, when Java's hashCode of the key is defined by
+// its value (see package keyhash).
+func (k *Keyed) KeyGroupOf(key any) (int, bool) {
+	h, ok := keyhash.HashCode(key)
+	if !ok {
+		return 0, false
+	}
+	return keyhash.KeyGroup(h, k.Operator.MaxParallelism), true
+}
+
+// Lookup iterates the entries of state whose key decodes to key. It reads
+// only the key's key group when KeyGroupOf knows it, and every key group
+// otherwise.
+func (k *Keyed) Lookup(ctx context.Context, state int, key any) *EntryIterator {
+	kgs := keygroup.All(k.Operator.MaxParallelism)
+	if kg, ok := k.KeyGroupOf(key); ok {
+		kgs = keygroup.Range{Start: kg, End: kg}
+	}
+	it := k.Entries(ctx, state, kgs)
+	it.keep = func(e *Entry) bool {
+		v, err := k.Key.Decode(e.Key)
+		return err == nil && reflect.DeepEqual(v, key)
+	}
+	return it
+}

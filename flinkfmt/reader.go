@@ -1,0 +1,283 @@
+package flinkfmt
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/golang/snappy"
+
+	"github.com/stateproc/stateproc/storage"
+)
+
+// Options configure a Reader.
+type Options struct {
+	// PathMap rewrites the absolute paths recorded in the metadata: a path
+	// that starts with a key is read from the value's place instead. A
+	// relative value names a file in the savepoint directory; an absolute
+	// one is opened through OpenDir. Without a match, an absolute path is
+	// looked up by its base name in the savepoint directory and nowhere
+	// else.
+	PathMap map[string]string
+	// OpenDir opens the directory of a mapped absolute path; by default the
+	// local file system.
+	OpenDir func(location string) (storage.Dir, error)
+	// MaxKeyGroupBytes bounds the bytes one key group may decompress to;
+	// 1 GiB by default. For native RocksDB handles, it bounds a table's
+	// blocks (at most 256 MiB) and a value joined from merge operands.
+	MaxKeyGroupBytes int64
+}
+
+const defaultMaxKeyGroupBytes = 1 << 30
+
+// Reader reads a Flink savepoint or checkpoint directory.
+type Reader struct {
+	dir  storage.Dir
+	meta *Metadata
+	opts Options
+	// root is the job's checkpoint directory of a reader from
+	// OpenCheckpoint, nil otherwise.
+	root storage.Dir
+}
+
+// Open reads the metadata of the Flink savepoint or checkpoint in dir.
+func Open(ctx context.Context, dir storage.Dir, opts Options) (*Reader, error) {
+	if opts.MaxKeyGroupBytes <= 0 {
+		opts.MaxKeyGroupBytes = defaultMaxKeyGroupBytes
+	}
+	if opts.OpenDir == nil {
+		opts.OpenDir = func(loc string) (storage.Dir, error) { return storage.LocalDir(loc), nil }
+	}
+	m, err := ReadMetadata(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{dir: dir, meta: m, opts: opts}, nil
+}
+
+// Metadata returns the parsed metadata.
+func (r *Reader) Metadata() *Metadata { return r.meta }
+
+// ErrNoOperator is returned by Operator for a reference that matches none.
+var ErrNoOperator = errors.New("flinkfmt: no such operator")
+
+// Operator finds an operator by its hex id, by its uid (recorded, or
+// matched through Flink's uid hash), or by its recorded name.
+func (r *Reader) Operator(ref string) (*Operator, error) {
+	var id OperatorID
+	if b, err := hex.DecodeString(ref); err == nil && len(b) == len(id) {
+		copy(id[:], b)
+		for _, op := range r.meta.Operators {
+			if op.ID == id {
+				return op, nil
+			}
+		}
+	}
+	hash := UIDHash(ref)
+	for _, op := range r.meta.Operators {
+		if op.UID == ref || op.ID == hash {
+			return op, nil
+		}
+	}
+	var named []*Operator
+	for _, op := range r.meta.Operators {
+		if op.Name == ref {
+			named = append(named, op)
+		}
+	}
+	switch len(named) {
+	case 1:
+		return named[0], nil
+	case 0:
+		return nil, fmt.Errorf("%w: %q is neither an operator id, a uid nor a name", ErrNoOperator, ref)
+	}
+	return nil, fmt.Errorf("%w: %d operators are named %q; give the id", ErrNoOperator, len(named), ref)
+}
+
+// resolve returns the directory and name a stream handle's file is read
+// from.
+func (r *Reader) resolve(s *StreamHandle) (storage.Dir, string, error) {
+	switch s.Kind {
+	case StreamRelativeFile:
+		if err := storage.CheckName(s.Name); err != nil {
+			return nil, "", corruptf("relative file handle %q: %v", s.Name, err)
+		}
+		return r.dir, s.Name, nil
+	case StreamFile, StreamSegment:
+	default:
+		return nil, "", fmt.Errorf("flinkfmt: %s handle has no file", s.Kind)
+	}
+	p := stripScheme(s.Name)
+	best := ""
+	for old := range r.opts.PathMap {
+		if (hasPathPrefix(s.Name, old) || hasPathPrefix(p, old)) && len(old) > len(best) {
+			best = old
+		}
+	}
+	if best != "" {
+		rest := strings.TrimPrefix(strings.TrimPrefix(s.Name, best), "/")
+		if !hasPathPrefix(s.Name, best) {
+			rest = strings.TrimPrefix(strings.TrimPrefix(p, best), "/")
+		}
+		target := path.Join(r.opts.PathMap[best], rest)
+		if !strings.HasPrefix(target, "/") && !filepath.IsAbs(target) {
+			if err := storage.CheckName(target); err != nil {
+				return nil, "", fmt.Errorf("flinkfmt: path map gives %q for %q: %w", target, s.Name, err)
+			}
+			return r.dir, target, nil
+		}
+		d, err := r.opts.OpenDir(path.Dir(target))
+		if err != nil {
+			return nil, "", err
+		}
+		return d, path.Base(target), nil
+	}
+	if r.root != nil {
+		if rel, ok := checkpointRelative(p); ok {
+			return r.root, rel, nil
+		}
+	}
+	base := path.Base(p)
+	if err := storage.CheckName(base); err != nil || base == "/" {
+		return nil, "", corruptf("file handle %q has no file name", s.Name)
+	}
+	return r.dir, base, nil
+}
+
+// stripScheme drops the scheme and authority of a URI (hdfs://host:8020,
+// s3://bucket, file:), leaving its path.
+func stripScheme(p string) string {
+	if u := strings.Index(p, "://"); u >= 0 {
+		p = p[u+3:]
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			return p[i:]
+		}
+		return p
+	}
+	return strings.TrimPrefix(p, "file:")
+}
+
+// hasPathPrefix reports whether prefix names path or a directory above it.
+func hasPathPrefix(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || strings.HasSuffix(prefix, "/") || path[len(prefix)] == '/'
+}
+
+// streamBytes reads length bytes at off of a stream handle; length < 0
+// reads to its end.
+func (r *Reader) streamBytes(ctx context.Context, s *StreamHandle, off, length int64) ([]byte, string, error) {
+	if s == nil {
+		return nil, "", corruptf("missing stream handle")
+	}
+	switch s.Kind {
+	case StreamInline:
+		name := "inline handle " + s.Name
+		if off < 0 || off > int64(len(s.Data)) {
+			return nil, name, corruptf("offset %d past the end of %d inline bytes", off, len(s.Data))
+		}
+		end := int64(len(s.Data))
+		if length >= 0 {
+			if length > end-off {
+				return nil, name, corruptf("%d bytes at offset %d run past the end of %d inline bytes", length, off, end)
+			}
+			end = off + length
+		}
+		return s.Data[off:end], name, nil
+	case StreamEmptySegment:
+		return nil, "empty segment", corruptf("read from an empty segment")
+	case StreamKeyGroups:
+		if s.KeyGroups == nil {
+			return nil, "", corruptf("key-group stream handle without a delegate")
+		}
+		return r.streamBytes(ctx, s.KeyGroups.Stream, off, length)
+	}
+	dir, name, err := r.resolve(s)
+	if err != nil {
+		return nil, s.Name, err
+	}
+	f, err := dir.Open(ctx, name)
+	if err != nil {
+		return nil, name, fmt.Errorf("flinkfmt: opening %s (for %s)%s: %w", name, s.Name, r.outsideHint(s, err), err)
+	}
+	defer f.Close()
+	size := f.Size()
+	base := s.Offset
+	limit := size - base
+	if s.Kind == StreamSegment && s.Size < limit {
+		limit = s.Size
+	}
+	if off < 0 || off > limit {
+		return nil, name, corruptf("offset %d past the end of %d bytes", off, limit)
+	}
+	n := limit - off
+	if length >= 0 {
+		if length > n {
+			return nil, name, corruptf("%d bytes at offset %d run past the end of %d bytes", length, off, limit)
+		}
+		n = length
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, base+off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+		return nil, name, fmt.Errorf("flinkfmt: reading %s: %w", name, err)
+	}
+	return b, name, nil
+}
+
+// streamSize returns the number of bytes of a stream.
+func (r *Reader) streamSize(ctx context.Context, s *StreamHandle) (int64, string, error) {
+	switch s.Kind {
+	case StreamInline:
+		return int64(len(s.Data)), "inline handle " + s.Name, nil
+	case StreamKeyGroups:
+		if s.KeyGroups == nil {
+			return 0, "", corruptf("key-group stream handle without a delegate")
+		}
+		return r.streamSize(ctx, s.KeyGroups.Stream)
+	case StreamEmptySegment:
+		return 0, "empty segment", nil
+	}
+	dir, name, err := r.resolve(s)
+	if err != nil {
+		return 0, s.Name, err
+	}
+	f, err := dir.Open(ctx, name)
+	if err != nil {
+		return 0, name, fmt.Errorf("flinkfmt: opening %s (for %s)%s: %w", name, s.Name, r.outsideHint(s, err), err)
+	}
+	defer f.Close()
+	n := f.Size() - s.Offset
+	if s.Kind == StreamSegment && s.Size < n {
+		n = s.Size
+	}
+	if n < 0 {
+		return 0, name, corruptf("segment at %d past the end of %d bytes", s.Offset, f.Size())
+	}
+	return n, name, nil
+}
+
+var snappyMagic = []byte{0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'}
+
+// unsnappy decompresses Snappy framed streams (Flink's xerial framing);
+// consecutive streams concatenate, as the heap layout writes one per state.
+func unsnappy(b []byte, limit int64) ([]byte, error) {
+	if !bytes.HasPrefix(b, snappyMagic) {
+		return nil, corruptf("compressed data does not start with the Snappy stream identifier")
+	}
+	var out bytes.Buffer
+	n, err := io.Copy(&out, io.LimitReader(snappy.NewReader(bytes.NewReader(b)), limit+1))
+	if err != nil {
+		return nil, corruptf("snappy: %v", err)
+	}
+	if n > limit {
+		return nil, unsupportedf("a key group decompresses to more than %d bytes", limit)
+	}
+	return out.Bytes(), nil
+}

@@ -1,0 +1,50 @@
+package jsonvalue
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// TestUnionsReadApart decodes values with the real Avro serializer and
+// renders them: a union's branch is named, so that a float and a long of
+// the same number differ; an optional value is bare; record fields keep
+// the schema's order.
+func TestUnionsReadApart(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		value  any
+		want   string
+	}{
+		{`["float","long"]`, map[string]any{"float": float32(42)}, `{"float":42}`},
+		{`["float","long"]`, map[string]any{"long": int64(42)}, `{"long":42}`},
+		{`["null","string"]`, "x", `"x"`},
+		{`["null","string","long"]`, map[string]any{"long": int64(3)}, `{"long":3}`},
+		{`{"type":"record","name":"R","namespace":"n","fields":[{"name":"z","type":["null","int"]},{"name":"a","type":["int","string",{"type":"record","name":"S","fields":[{"name":"x","type":"bytes"}]}]}]}`,
+			map[string]any{"z": nil, "a": map[string]any{"n.S": map[string]any{"x": []byte{1, 255}}}}, `{"z":null,"a":{"S":{"x":"01ff"}}}`},
+		{`{"type":"record","name":"R","fields":[{"name":"b","type":"long"},{"name":"a","type":["null","int"]}]}`,
+			map[string]any{"a": 7, "b": int64(1)}, `{"b":1,"a":7}`},
+	} {
+		snap := serializers.Snapshot{Kind: serializers.KindAvro, Schema: tc.schema}
+		ser, err := serializers.Restore(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ser.AppendAny(nil, tc.value)
+		if err != nil {
+			t.Fatalf("%s %v: %v", tc.schema, tc.value, err)
+		}
+		v, err := ser.DecodeAny(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(For(snap)(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("%s %v: %s, want %s", tc.schema, tc.value, got, tc.want)
+		}
+	}
+}

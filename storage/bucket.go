@@ -1,0 +1,337 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	gcs "cloud.google.com/go/storage"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go/logging"
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob:// locations
+	_ "gocloud.dev/blob/gcsblob"   // gs:// locations
+	"gocloud.dev/blob/s3blob"
+	"gocloud.dev/gcerrors"
+
+	gcaws "gocloud.dev/aws"
+)
+
+// bucketStore is an open bucket and the prefix a savepoint lies under.
+type bucketStore struct {
+	loc    Location
+	b      *blob.Bucket
+	s3     *s3.Client // for S3 only: conditions and copies gocloud lacks
+	policy RetryPolicy
+	c      *Counters
+}
+
+func openBucketStore(ctx context.Context, loc Location, opts Options) (*bucketStore, error) {
+	st := &bucketStore{loc: loc, policy: opts.Retry.orDefault(), c: opts.Counters}
+	if st.c == nil {
+		st.c = new(Counters)
+	}
+	var err error
+	if loc.Scheme == "s3" {
+		st.b, st.s3, err = openS3(ctx, loc, st.policy, st.c)
+	} else {
+		u := url.URL{Scheme: loc.Scheme, Host: loc.Bucket, RawQuery: loc.Query.Encode()}
+		st.b, err = blob.OpenBucket(ctx, u.String())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: opening %s: %w", loc, err)
+	}
+	return st, nil
+}
+
+// openS3 builds the S3 client itself, rather than through gocloud's URL
+// opener, so that its retries follow the policy and are counted. The
+// parameters mean what they mean to gocloud's opener.
+func openS3(ctx context.Context, loc Location, policy RetryPolicy, c *Counters) (*blob.Bucket, *s3.Client, error) {
+	q := url.Values{}
+	for k, v := range loc.Query {
+		q[k] = v
+	}
+	var clientOpts []func(*s3.Options)
+	var bucketOpts s3blob.Options
+	for _, key := range []string{"use_path_style", "s3ForcePathStyle", "disable_https", "accelerate"} {
+		v := q.Get(key)
+		if v == "" {
+			continue
+		}
+		q.Del(key)
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("parameter %s=%q: %w", key, v, err)
+		}
+		switch key {
+		case "use_path_style", "s3ForcePathStyle":
+			clientOpts = append(clientOpts, func(o *s3.Options) { o.UsePathStyle = on })
+		case "disable_https":
+			clientOpts = append(clientOpts, func(o *s3.Options) { o.EndpointOptions.DisableHTTPS = on })
+		case "accelerate":
+			clientOpts = append(clientOpts, func(o *s3.Options) { o.UseAccelerate = on })
+		}
+	}
+	if v := q.Get("ssetype"); v != "" {
+		q.Del("ssetype")
+		bucketOpts.EncryptionType = s3Encryption(v)
+	}
+	if v := q.Get("kmskeyid"); v != "" {
+		q.Del("kmskeyid")
+		bucketOpts.KMSEncryptionID = v
+	}
+	cfg, err := gcaws.V2ConfigFromURLParams(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Retryer = func() aws.Retryer { return policy.awsRetryer(c) }
+	// The SDK logs to stderr, for instance about every ranged read that
+	// carries no whole-object checksum; its errors reach the caller anyway.
+	cfg.Logger = logging.Nop{}
+	client := s3.NewFromConfig(cfg, clientOpts...)
+	bucketOpts.RequestChecksumCalculation = cfg.RequestChecksumCalculation
+	b, err := s3blob.OpenBucket(ctx, client, loc.Bucket, &bucketOpts)
+	return b, client, err
+}
+
+func (st *bucketStore) key(name string) string {
+	if st.loc.Prefix == "" {
+		return name
+	}
+	return st.loc.Prefix + "/" + name
+}
+
+func (st *bucketStore) where(name string) string { return st.loc.String() + "/" + name }
+
+func (st *bucketStore) counters() *Counters { return st.c }
+
+func (st *bucketStore) Close() error { return st.b.Close() }
+
+func (st *bucketStore) Location() string { return st.loc.String() }
+
+// openBucketDir opens a bucket location for reading.
+func openBucketDir(ctx context.Context, loc Location, opts Options) (DirCloser, error) {
+	st, err := openBucketStore(ctx, loc, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &bucketDir{st}, nil
+}
+
+type bucketDir struct{ *bucketStore }
+
+// Open asks for the object's size and version. The reads that follow are
+// bound to ctx, and to that version: a replaced object fails them with
+// ErrChanged.
+func (d *bucketDir) Open(ctx context.Context, name string) (File, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if isTempName(name) {
+		return nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
+	}
+	d.c.Requests.Add(1)
+	attrs, err := d.b.Attributes(ctx, d.key(name))
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
+		}
+		return nil, fmt.Errorf("storage: %s: %w", d.where(name), err)
+	}
+	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: attrs.Size, etag: attrs.ETag, modTime: attrs.ModTime}
+	var oa gcs.ObjectAttrs
+	if attrs.As(&oa) {
+		f.generation = oa.Generation
+	}
+	return f, nil
+}
+
+// List names the objects under the prefix, temporary uploads left out.
+func (d *bucketDir) List(ctx context.Context) ([]string, error) {
+	objs, err := d.listObjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, o := range objs {
+		if !isTempName(o.Name) {
+			names = append(names, o.Name)
+		}
+	}
+	return names, nil
+}
+
+// Object is a file as a listing shows it.
+type Object struct {
+	Name    string
+	Size    int64
+	ModTime time.Time
+}
+
+// listObjects lists every object under the prefix, temporaries included,
+// sorted by name.
+func (st *bucketStore) listObjects(ctx context.Context) ([]Object, error) {
+	prefix := ""
+	if st.loc.Prefix != "" {
+		prefix = st.loc.Prefix + "/"
+	}
+	var out []Object
+	it := st.b.List(&blob.ListOptions{Prefix: prefix})
+	st.c.Requests.Add(1)
+	for {
+		o, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: listing %s: %w", st.loc, err)
+		}
+		if o.IsDir {
+			continue
+		}
+		out = append(out, Object{Name: strings.TrimPrefix(o.Key, prefix), Size: o.Size, ModTime: o.ModTime})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// isTempName reports whether an object is a temporary upload, never part
+// of a savepoint.
+func isTempName(name string) bool {
+	base := name[strings.LastIndexByte(name, '/')+1:]
+	return strings.HasPrefix(base, TempPrefix)
+}
+
+// bucketFile reads an object with one ranged GET per ReadAt.
+type bucketFile struct {
+	st      *bucketStore
+	ctx     context.Context
+	name    string
+	size    int64
+	etag    string
+	modTime time.Time
+	// generation is the GCS object's generation, 0 elsewhere.
+	generation int64
+}
+
+func (f *bucketFile) Size() int64 { return f.size }
+
+func (f *bucketFile) Close() error { return nil }
+
+// ReadAt reads len(p) bytes at off. A connection that breaks or a throttled
+// request is tried again for the bytes still missing, up to the policy's
+// attempts; a changed object is not.
+func (f *bucketFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("storage: %s: negative offset %d", f.st.where(f.name), off)
+	}
+	if off >= f.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want := int(min(int64(len(p)), f.size-off))
+	got := 0
+	for attempt := 1; got < want; attempt++ {
+		n, err := f.readRange(p[got:want], off+int64(got))
+		got += n
+		f.st.c.BytesRead.Add(int64(n))
+		if err == nil {
+			break
+		}
+		var opening *openError
+		switch {
+		case errors.Is(err, ErrChanged):
+			return got, err
+		// The S3 client has retried the request itself; only a body that
+		// broke after the answer began is for this loop.
+		case errors.As(err, &opening) && f.st.s3 != nil,
+			!Retryable(err) || attempt >= f.st.policy.Attempts:
+			return got, fmt.Errorf("storage: reading %s at offset %d: %w", f.st.where(f.name), off+int64(got), err)
+		}
+		f.st.c.Retries.Add(1)
+		if err := f.st.policy.sleep(f.ctx, attempt); err != nil {
+			return got, err
+		}
+	}
+	if want < len(p) {
+		return want, io.EOF
+	}
+	return want, nil
+}
+
+func (f *bucketFile) readRange(p []byte, off int64) (int, error) {
+	f.st.c.Requests.Add(1)
+	r, err := f.st.b.NewRangeReader(f.ctx, f.st.key(f.name), off, int64(len(p)), &blob.ReaderOptions{BeforeRead: f.ifMatch})
+	if err != nil {
+		return 0, &openError{f.changed(err)}
+	}
+	defer r.Close()
+	// Where the store takes no version condition, the size and time of
+	// what it serves tell a replaced object; some serve the time to the
+	// second only.
+	if r.Size() != f.size || (!r.ModTime().IsZero() && !f.modTime.IsZero() && !r.ModTime().Truncate(time.Second).Equal(f.modTime.Truncate(time.Second))) {
+		return 0, fmt.Errorf("%w: %s was %d bytes of %v when opened, is %d bytes of %v now", ErrChanged, f.st.where(f.name), f.size, f.modTime, r.Size(), r.ModTime())
+	}
+	n, err := io.ReadFull(r, p)
+	if err == nil {
+		// Reading on to the body's end lets the connection be reused;
+		// closing a body before its end discards the connection.
+		var extra [1]byte
+		if m, _ := r.Read(extra[:]); m != 0 {
+			return n, fmt.Errorf("%w: %s served more bytes than asked for", ErrChanged, f.st.where(f.name))
+		}
+	}
+	return n, err
+}
+
+// openError is a read that failed before its body began.
+type openError struct{ err error }
+
+func (e *openError) Error() string { return e.err.Error() }
+func (e *openError) Unwrap() error { return e.err }
+
+// ifMatch makes a read fail rather than return bytes of another version
+// of the object than the one opened: on S3 by If-Match on the ETag, on GCS
+// by asking for the generation opened.
+func (f *bucketFile) ifMatch(as func(any) bool) error {
+	var in *s3.GetObjectInput
+	if f.etag != "" && as(&in) {
+		in.IfMatch = aws.String(f.etag)
+	}
+	var h **gcs.ObjectHandle
+	if f.generation != 0 && as(&h) {
+		*h = (*h).Generation(f.generation)
+	}
+	return nil
+}
+
+func (f *bucketFile) changed(err error) error {
+	switch {
+	case gcerrors.Code(err) == gcerrors.NotFound:
+		return fmt.Errorf("%w: %s was removed after it was opened", ErrChanged, f.st.where(f.name))
+	case isPreconditionFailed(err):
+		return fmt.Errorf("%w: %s was replaced after it was opened", ErrChanged, f.st.where(f.name))
+	}
+	return err
+}
+
+func s3Encryption(v string) (t s3types.ServerSideEncryption) {
+	for _, e := range s3types.ServerSideEncryptionAes256.Values() {
+		if strings.EqualFold(string(e), v) {
+			return e
+		}
+	}
+	return s3types.ServerSideEncryption(v)
+}

@@ -1,0 +1,481 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/url"
+	"sync"
+	"time"
+
+	gcs "cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	azblobblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// bucketTarget writes a savepoint in place under a bucket prefix. Nothing
+// is visible as a savepoint until Publish writes _metadata, with a
+// condition: create-only, or with force, only over the _metadata that was
+// there when the target was opened.
+type bucketTarget struct {
+	*bucketStore
+	force bool
+	// oldETag is the version of the _metadata being replaced, "" if none;
+	// oldGeneration is the same on GCS.
+	oldETag       string
+	oldGeneration int64
+	// old lists the files under the prefix when the target was opened
+	// with force: a published replacement deletes those it does not use.
+	old []string
+
+	mu        sync.Mutex
+	created   map[string]bool // exact names this run created, create-only
+	named     map[string]bool // content names this run wrote
+	temps     map[string]bool // keys of temporary uploads in flight
+	composers map[*s3Composer]bool
+	meta      *bytes.Buffer
+	published bool
+}
+
+func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Target, error) {
+	st, err := openBucketStore(ctx, loc, opts.Options)
+	if err != nil {
+		return nil, err
+	}
+	t := &bucketTarget{bucketStore: st, force: opts.Force, created: map[string]bool{}, named: map[string]bool{},
+		temps: map[string]bool{}, composers: map[*s3Composer]bool{}}
+	st.c.Requests.Add(1)
+	attrs, err := st.b.Attributes(ctx, st.key(MetadataName))
+	switch {
+	case err == nil && !opts.Force:
+		st.Close()
+		return nil, fmt.Errorf("%w: %s holds a savepoint (use --force to replace it)", ErrExists, loc)
+	case err == nil:
+		t.oldETag = attrs.ETag
+		var oa gcs.ObjectAttrs
+		if attrs.As(&oa) {
+			t.oldGeneration = oa.Generation
+		}
+	case gcerrors.Code(err) != gcerrors.NotFound:
+		st.Close()
+		return nil, fmt.Errorf("storage: %s: %w", st.where(MetadataName), err)
+	}
+	if opts.Force {
+		objs, err := st.listObjects(ctx)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		for _, o := range objs {
+			if o.Name != MetadataName && !isTempName(o.Name) {
+				t.old = append(t.old, o.Name)
+			}
+		}
+	}
+	return t, nil
+}
+
+func (t *bucketTarget) checkWritable(name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if isTempName(name) {
+		return fmt.Errorf("%w: %q has the prefix of temporary objects", ErrBadName, name)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.published {
+		return errors.New("storage: target already published")
+	}
+	return nil
+}
+
+// Create writes name create-only; _metadata is held back for Publish.
+func (t *bucketTarget) Create(ctx context.Context, name string) (io.WriteCloser, error) {
+	if err := t.checkWritable(name); err != nil {
+		return nil, err
+	}
+	if name == MetadataName {
+		return &metadataWriter{t: t}, nil
+	}
+	t.c.Requests.Add(1)
+	w := upload(ctx, t.b, t.key(name), &blob.WriterOptions{IfNotExist: true, ContentType: "application/octet-stream"})
+	return &bucketWriter{t: t, name: name, w: w}, nil
+}
+
+type bucketWriter struct {
+	t    *bucketTarget
+	name string
+	w    *uploadWriter
+}
+
+// uploadWriter streams what is written to it into one upload. It feeds the
+// driver's Upload through a pipe rather than writing to a blob.Writer,
+// whose Azure driver dereferences a nil pipe when Close follows a failed
+// upload (a create-only conflict, say).
+type uploadWriter struct {
+	pw   *io.PipeWriter
+	done chan error
+}
+
+func upload(ctx context.Context, b *blob.Bucket, key string, opts *blob.WriterOptions) *uploadWriter {
+	pr, pw := io.Pipe()
+	w := &uploadWriter{pw: pw, done: make(chan error, 1)}
+	go func() {
+		err := b.Upload(ctx, key, pr, opts)
+		pr.CloseWithError(err)
+		w.done <- err
+	}()
+	return w
+}
+
+func (w *uploadWriter) Write(p []byte) (int, error) { return w.pw.Write(p) }
+
+// Close ends the upload and returns its outcome.
+func (w *uploadWriter) Close() error {
+	w.pw.Close()
+	return <-w.done
+}
+
+func (w *bucketWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.t.c.BytesWritten.Add(int64(n))
+	return n, err
+}
+
+func (w *bucketWriter) Close() error {
+	if err := w.w.Close(); err != nil {
+		return w.t.conflict(w.name, err)
+	}
+	w.t.mu.Lock()
+	w.t.created[w.name] = true
+	w.t.mu.Unlock()
+	return nil
+}
+
+// conflict names a lost create-only write as such.
+func (t *bucketTarget) conflict(name string, err error) error {
+	if isPreconditionFailed(err) {
+		return fmt.Errorf("%w: %s exists: it is left by a run that died before its _metadata, or another writer is writing it now (remove orphans to retry)", ErrConflict, t.where(name))
+	}
+	return fmt.Errorf("storage: writing %s: %w", t.where(name), err)
+}
+
+// metadataWriter keeps _metadata in memory until Publish.
+type metadataWriter struct {
+	t   *bucketTarget
+	buf bytes.Buffer
+}
+
+func (w *metadataWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
+
+func (w *metadataWriter) Close() error {
+	w.t.mu.Lock()
+	defer w.t.mu.Unlock()
+	w.t.meta = &w.buf
+	return nil
+}
+
+// CreateNamed uploads to a temporary object, and at Close, when the hash
+// is known, copies it on the server to its name and deletes it: S3 cannot
+// rename. The copy is unconditional: an object of the same name holds the
+// same bytes, and rewriting it renews its age, so that an orphan cleanup
+// running meanwhile does not take it for an old one.
+func (t *bucketTarget) CreateNamed(ctx context.Context, stem, ext string) (NamedWriter, error) {
+	if err := t.checkWritable(stem + ext); err != nil {
+		return nil, err
+	}
+	if stem+ext == MetadataName {
+		return nil, fmt.Errorf("%w: a data file cannot be named %s", ErrBadName, MetadataName)
+	}
+	tmp := t.key(randomTempName())
+	t.c.Requests.Add(1)
+	w := upload(ctx, t.b, tmp, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	t.mu.Lock()
+	t.temps[tmp] = true
+	t.mu.Unlock()
+	return &bucketNamed{t: t, ctx: ctx, tmp: tmp, w: w, h: sha256.New(), stem: stem, ext: ext}, nil
+}
+
+type bucketNamed struct {
+	t         *bucketTarget
+	ctx       context.Context
+	tmp       string
+	w         *uploadWriter
+	h         hash.Hash
+	size      int64
+	stem, ext string
+	name      string
+}
+
+func (w *bucketNamed) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.h.Write(p[:n])
+	w.size += int64(n)
+	w.t.c.BytesWritten.Add(int64(n))
+	return n, err
+}
+
+func (w *bucketNamed) Close() error {
+	err := w.w.Close()
+	name := NameByContent(w.stem, w.h.Sum(nil), w.ext)
+	if err == nil {
+		err = w.t.copyKey(w.ctx, w.t.bucketStore, w.tmp, w.t.key(name), w.size, false)
+	}
+	if derr := w.t.deleteKey(w.ctx, w.tmp); derr == nil {
+		w.t.mu.Lock()
+		delete(w.t.temps, w.tmp)
+		w.t.mu.Unlock()
+	}
+	if err != nil {
+		return fmt.Errorf("storage: writing %s: %w", w.t.where(name), err)
+	}
+	w.name = name
+	w.t.mu.Lock()
+	w.t.named[name] = true
+	w.t.mu.Unlock()
+	return nil
+}
+
+func (w *bucketNamed) Name() string { return w.name }
+
+// sameStore reports whether a copy from a can be made on b's server.
+func sameStore(a, b *bucketStore) bool {
+	return a.loc.Scheme == b.loc.Scheme && a.loc.Bucket == b.loc.Bucket && a.loc.Query.Get("endpoint") == b.loc.Query.Get("endpoint")
+}
+
+// Copy copies a whole file, create-only, on the server when src lies in the
+// same bucket store.
+func (t *bucketTarget) Copy(ctx context.Context, src Dir, srcName, name string) error {
+	if err := t.checkWritable(name); err != nil {
+		return err
+	}
+	sd, ok := src.(*bucketDir)
+	if !ok || !sameStore(sd.bucketStore, t.bucketStore) {
+		return copyThrough(ctx, t, src, srcName, name)
+	}
+	f, err := sd.Open(ctx, srcName)
+	if err != nil {
+		return err
+	}
+	if err := t.copyKey(ctx, sd.bucketStore, sd.key(srcName), t.key(name), f.Size(), true); err != nil {
+		return t.conflict(name, err)
+	}
+	t.mu.Lock()
+	t.created[name] = true
+	t.mu.Unlock()
+	return nil
+}
+
+// maxCopyObject is the largest object S3 copies in one CopyObject; larger
+// ones are copied in parts.
+const maxCopyObject = 5 << 30
+
+// copyKey copies srcKey of src to dstKey of t on the server. createOnly
+// refuses an existing destination; on S3 by condition, elsewhere by a
+// check that a writer racing this one can slip past.
+func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, dstKey string, size int64, createOnly bool) error {
+	t.c.Requests.Add(1)
+	if t.s3 == nil {
+		if createOnly {
+			if ok, err := t.b.Exists(ctx, dstKey); err != nil {
+				return err
+			} else if ok {
+				return fmt.Errorf("%w: %s exists", ErrConflict, dstKey)
+			}
+		}
+		if err := t.b.Copy(ctx, dstKey, srcKey, nil); err != nil {
+			return err
+		}
+		t.c.BytesCopied.Add(size)
+		return nil
+	}
+	// A create-only copy is a multipart upload of copied parts, completed
+	// with If-None-Match: not every server honours the condition on
+	// CopyObject, every one that has conditions does on completion.
+	if size > maxCopyObject || createOnly {
+		k := &s3Composer{t: t, ctx: ctx, key: dstKey, createOnly: createOnly}
+		err := k.copyParts(src.loc.Bucket, srcKey, 0, size)
+		if err == nil {
+			// With no part (an empty file), finish makes it one PUT.
+			err = k.finish()
+		}
+		if err != nil {
+			k.abort()
+		}
+		return err
+	}
+	in := &s3.CopyObjectInput{Bucket: aws.String(t.loc.Bucket), Key: aws.String(dstKey), CopySource: aws.String(copySource(src.loc.Bucket, srcKey))}
+	if _, err := t.s3.CopyObject(ctx, in); err != nil {
+		return err
+	}
+	t.c.BytesCopied.Add(size)
+	return nil
+}
+
+// copySource is the bucket/key of a copy's source, URL-encoded as S3 wants.
+func copySource(bucket, key string) string { return url.QueryEscape(bucket + "/" + key) }
+
+// isPreconditionFailed reports whether a write lost its condition, be it
+// made through the bucket or on the S3 client directly.
+func isPreconditionFailed(err error) bool {
+	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return true
+	}
+	var api interface{ ErrorCode() string }
+	if errors.As(err, &api) && api.ErrorCode() == "PreconditionFailed" {
+		return true
+	}
+	var status interface{ HTTPStatusCode() int }
+	return errors.As(err, &status) && status.HTTPStatusCode() == 412
+}
+
+func (t *bucketTarget) deleteKey(ctx context.Context, key string) error {
+	t.c.Requests.Add(1)
+	err := t.b.Delete(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil
+	}
+	return err
+}
+
+// Compose writes with multipart uploads and server-side part copies on S3,
+// through the client elsewhere.
+func (t *bucketTarget) Compose(ctx context.Context, name string) (Composer, error) {
+	if err := t.checkWritable(name); err != nil {
+		return nil, err
+	}
+	if name == MetadataName {
+		return nil, fmt.Errorf("%w: %s is not composed", ErrBadName, MetadataName)
+	}
+	if t.s3 == nil {
+		w, err := t.Create(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return &clientComposer{w: w, c: t.c}, nil
+	}
+	k := &s3Composer{t: t, ctx: ctx, name: name, key: t.key(name), createOnly: true}
+	t.mu.Lock()
+	t.composers[k] = true
+	t.mu.Unlock()
+	return k, nil
+}
+
+// Publish writes _metadata, which makes the savepoint visible in one PUT:
+// create-only, or over the very version of _metadata that was there when
+// the target was opened, so that of two writers one wins and the other
+// learns it (ErrConflict). A forced publish then deletes the files of the
+// replaced savepoint that the new one does not use.
+func (t *bucketTarget) Publish(ctx context.Context) error {
+	t.mu.Lock()
+	meta, done := t.meta, t.published
+	t.mu.Unlock()
+	switch {
+	case done:
+		return errors.New("storage: target already published")
+	case meta == nil:
+		return fmt.Errorf("storage: %s: no %s written", t.Location(), MetadataName)
+	}
+	opts := &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: t.oldETag == ""}
+	if t.oldETag != "" {
+		// The replacement is conditional on the version replaced: its ETag
+		// on S3 and Azure, its generation on GCS.
+		opts.BeforeWrite = func(as func(any) bool) error {
+			var in *transfermanager.UploadObjectInput
+			if as(&in) {
+				in.IfMatch = aws.String(t.oldETag)
+			}
+			var h **gcs.ObjectHandle
+			if t.oldGeneration != 0 && as(&h) {
+				*h = (*h).If(gcs.Conditions{GenerationMatch: t.oldGeneration})
+			}
+			var az *azblob.UploadStreamOptions
+			if as(&az) {
+				etag := azcore.ETag(t.oldETag)
+				az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblobblob.ModifiedAccessConditions{IfMatch: &etag}}
+			}
+			return nil
+		}
+	}
+	t.c.Requests.Add(1)
+	if err := t.b.Upload(ctx, t.key(MetadataName), bytes.NewReader(meta.Bytes()), opts); err != nil {
+		if isPreconditionFailed(err) {
+			return fmt.Errorf("%w: another writer published a savepoint at %s first; nothing of this run is visible", ErrConflict, t.Location())
+		}
+		return fmt.Errorf("storage: writing %s: %w", t.where(MetadataName), err)
+	}
+	t.c.BytesWritten.Add(int64(meta.Len()))
+	t.mu.Lock()
+	t.published = true
+	var obsolete []string
+	for _, name := range t.old {
+		if !t.created[name] && !t.named[name] {
+			obsolete = append(obsolete, name)
+		}
+	}
+	t.mu.Unlock()
+	var errs []error
+	for _, name := range obsolete {
+		if err := t.deleteKey(ctx, t.key(name)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("storage: the savepoint is published at %s, but %d files of the one it replaced could not be removed and are orphans now: %w",
+			t.Location(), len(errs), errors.Join(errs...))
+	}
+	return nil
+}
+
+// abortTimeout bounds the cleanup of an aborted target, which runs when
+// the caller's context may already be done.
+const abortTimeout = time.Minute
+
+// Abort deletes the temporary uploads and the create-only files of this
+// run, which no other writer can reference. Content-named files stay: a
+// concurrent writer of the same bytes may use them; until a savepoint
+// does, they are orphans (see RemoveOrphans).
+func (t *bucketTarget) Abort() error {
+	t.mu.Lock()
+	if t.published {
+		t.mu.Unlock()
+		return nil
+	}
+	var keys []string
+	for k := range t.temps {
+		keys = append(keys, k)
+	}
+	for name := range t.created {
+		keys = append(keys, t.key(name))
+	}
+	var composers []*s3Composer
+	for k := range t.composers {
+		composers = append(composers, k)
+	}
+	t.temps, t.created, t.composers = map[string]bool{}, map[string]bool{}, map[*s3Composer]bool{}
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+	defer cancel()
+	var errs []error
+	for _, k := range composers {
+		k.ctx = ctx
+		k.abort()
+	}
+	for _, key := range keys {
+		if err := t.deleteKey(ctx, key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

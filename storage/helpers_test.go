@@ -1,0 +1,20 @@
+package storage_test
+
+import (
+	"iter"
+	"maps"
+	"os"
+	"strings"
+	"testing"
+)
+
+func mapsKeys[V any](m map[string]V) iter.Seq[string] { return maps.Keys(m) }
+
+func cutSuffix(s, suffix string) (string, bool) { return strings.CutSuffix(s, suffix) }
+
+func writeLocal(t *testing.T, p string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

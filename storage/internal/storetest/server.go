@@ -1,0 +1,184 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Binary returns the path of the versitygw binary, or "".
+func Binary() string {
+	if p := os.Getenv("STATEPROC_VERSITYGW"); p != "" {
+		return p
+	}
+	var dirs []string
+	if d := os.Getenv("GOBIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		for _, d := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			dirs = append(dirs, filepath.Join(d, "bin"))
+		}
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "versitygw")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	p, _ := exec.LookPath("versitygw")
+	return p
+}
+
+// Server is a versitygw process serving a temporary directory on a
+// loopback port.
+type Server struct {
+	// Addr is host:port of the S3 endpoint.
+	Addr                 string
+	AccessKey, SecretKey string
+	bin, data, iam       string
+	cmd                  *exec.Cmd
+	exited               chan struct{}
+}
+
+// Start starts versitygw with keys of its own and stops it when the test
+// ends. Without the binary it skips the test, or fails it under CI.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary()
+	if bin == "" {
+		msg := "versitygw not found (install it: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0, or set STATEPROC_VERSITYGW)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	dir := t.TempDir()
+	s := &Server{AccessKey: "stateproc-test", SecretKey: "stateproc-test-secret-" + fmt.Sprint(time.Now().UnixNano()),
+		bin: bin, data: filepath.Join(dir, "data"), iam: filepath.Join(dir, "iam")}
+	for _, d := range []string{s.data, s.iam} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Addr = freeAddr(t)
+	s.start(t)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (s *Server) start(t testing.TB) {
+	t.Helper()
+	s.cmd = exec.Command(s.bin, "--port", s.Addr, "--iam-dir", s.iam, "posix", s.data)
+	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
+	log, err := os.Create(filepath.Join(filepath.Dir(s.data), "versitygw.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	dieWithParent(s.cmd)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("starting versitygw: %v", err)
+	}
+	s.exited = make(chan struct{})
+	go func() { s.cmd.Wait(); log.Close(); close(s.exited) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-s.exited:
+			b, _ := os.ReadFile(log.Name())
+			t.Fatalf("versitygw exited at start:\n%s", b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			t.Fatalf("versitygw does not listen on %s after 20s", s.Addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop kills the server; the objects stay on disk for Restart.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.exited:
+	default:
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port and data.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	s.start(t)
+}
+
+// Endpoint is the server's URL.
+func (s *Server) Endpoint() string { return "http://" + s.Addr }
+
+// Env sets the credentials in the environment, where the AWS SDK looks for
+// them, for the rest of the test.
+func (s *Server) Env(t testing.TB) {
+	t.Setenv("AWS_ACCESS_KEY_ID", s.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s.SecretKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+	// The SDK must not look for a profile or an instance role here.
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+// URL is the s3:// location of prefix in bucket, through endpoint (the
+// server's or a proxy's).
+func URL(endpoint, bucket, prefix string) string {
+	return fmt.Sprintf("s3://%s/%s?endpoint=%s&region=us-east-1&use_path_style=true", bucket, prefix, endpoint)
+}
+
+// Client is an S3 client of the server, for what the tests do behind the
+// storage package's back.
+func (s *Server) Client(endpoint string) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
+}
+
+// Bucket creates a bucket.
+func (s *Server) Bucket(t testing.TB, name string) {
+	t.Helper()
+	if _, err := s.Client(s.Endpoint()).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("creating bucket %s: %v", name, err)
+	}
+}

@@ -1,0 +1,222 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Target is where a new savepoint is written: a Staging whose files become
+// visible together when _metadata is, plus what a writer needs beyond
+// Create on object storage, where nothing can be renamed.
+//
+// Data files written with Create keep the caller's name; on a bucket that
+// name must not exist yet (the write is create-only, so that two writers
+// can never mix their files). Data files written with CreateNamed get a
+// name derived from their bytes, so that a rerun writes the same names and
+// a forced replacement never overwrites a file the old _metadata needs.
+type Target interface {
+	Staging
+	// CreateNamed creates a data file named stem + "-" + the first 16 hex
+	// digits of the SHA-256 of its bytes + ext. The name is known once
+	// the writer is closed.
+	CreateNamed(ctx context.Context, stem, ext string) (NamedWriter, error)
+	// Copy copies the file srcName of src into the target as name: on the
+	// store's side where src lies in the same store, through this process
+	// otherwise.
+	Copy(ctx context.Context, src Dir, srcName, name string) error
+	// Compose creates the file name from pieces: bytes written and ranges
+	// of files of a Dir in the same store, copied on the store's side
+	// where its rules allow and through this process otherwise.
+	Compose(ctx context.Context, name string) (Composer, error)
+	// Location is the target's place, for messages.
+	Location() string
+	// Close releases the target's connection; call it after Publish or
+	// Abort.
+	Close() error
+}
+
+// NamedWriter writes a content-named data file.
+type NamedWriter interface {
+	io.WriteCloser
+	// Name is the file's name, valid after a successful Close.
+	Name() string
+}
+
+// Composer writes a file from new bytes and copied ranges, in order.
+type Composer interface {
+	io.Writer
+	// CopyRange appends n bytes of src from off. src is a File opened from
+	// a Dir of the same store for a copy on the store's side; any other
+	// File is read through this process.
+	CopyRange(ctx context.Context, src File, off, n int64) error
+	// Close completes the file. After an error the file does not exist.
+	Close() error
+}
+
+// TargetOptions say how a target is opened.
+type TargetOptions struct {
+	Options
+	// Force replaces a savepoint at the target. Without it, a target
+	// holding one is refused with ErrExists.
+	Force bool
+}
+
+// OpenTarget opens a location for writing a new savepoint. A local target
+// is staged in a directory beside it and renamed into place (see Stage); a
+// bucket target is written in place, _metadata last (see the package
+// documentation for what --force does there).
+func OpenTarget(ctx context.Context, location string, opts TargetOptions) (Target, error) {
+	loc, err := ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Counters == nil {
+		opts.Counters = new(Counters)
+	}
+	if loc.IsBucket() {
+		return openBucketTarget(ctx, loc, opts)
+	}
+	st, err := Stage(loc.Path, opts.Force)
+	if err != nil {
+		return nil, err
+	}
+	return &localTarget{localStaging: st.(*localStaging), c: opts.Counters}, nil
+}
+
+// NameByContent is the name CreateNamed gives a file of the given SHA-256.
+func NameByContent(stem string, sum []byte, ext string) string {
+	return fmt.Sprintf("%s-%x%s", stem, sum[:8], ext)
+}
+
+// localTarget is a staged local directory.
+type localTarget struct {
+	*localStaging
+	c *Counters
+}
+
+func (t *localTarget) counters() *Counters { return t.c }
+
+func (t *localTarget) Location() string { return t.target }
+
+func (t *localTarget) Close() error { return nil }
+
+func (t *localTarget) Create(ctx context.Context, name string) (io.WriteCloser, error) {
+	w, err := t.localStaging.Create(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return countingWriter{w, &t.c.BytesWritten}, nil
+}
+
+// CreateNamed writes a temporary file in the staging directory and renames
+// it at Close, when its name is known.
+func (t *localTarget) CreateNamed(_ context.Context, stem, ext string) (NamedWriter, error) {
+	if err := CheckName(stem + ext); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(t.tmp, filepath.Dir(filepath.FromSlash(stem)))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, TempPrefix)
+	if err != nil {
+		return nil, err
+	}
+	return &localNamed{t: t, f: f, h: sha256.New(), stem: stem, ext: ext}, nil
+}
+
+type localNamed struct {
+	t         *localTarget
+	f         *os.File
+	h         hash.Hash
+	stem, ext string
+	name      string
+}
+
+func (w *localNamed) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.h.Write(p[:n])
+	w.t.c.BytesWritten.Add(int64(n))
+	return n, err
+}
+
+func (w *localNamed) Close() error {
+	err := errors.Join(w.f.Sync(), w.f.Close())
+	if err == nil {
+		name := NameByContent(w.stem, w.h.Sum(nil), w.ext)
+		// A file of the same name holds the same bytes: replacing it is
+		// harmless.
+		if err = os.Rename(w.f.Name(), filepath.Join(w.t.tmp, filepath.FromSlash(name))); err == nil {
+			w.name = name
+			return nil
+		}
+	}
+	os.Remove(w.f.Name())
+	return err
+}
+
+func (w *localNamed) Name() string { return w.name }
+
+// Copy goes through this process; on Linux io.Copy between two files lets
+// the kernel copy (copy_file_range), which may share the blocks.
+func (t *localTarget) Copy(ctx context.Context, src Dir, srcName, name string) error {
+	return copyThrough(ctx, t, src, srcName, name)
+}
+
+func (t *localTarget) Compose(ctx context.Context, name string) (Composer, error) {
+	w, err := t.Create(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &clientComposer{w: w, c: t.c}, nil
+}
+
+// copyThrough copies a file by reading it and writing it with Create.
+func copyThrough(ctx context.Context, t Target, src Dir, srcName, name string) error {
+	f, err := src.Open(ctx, srcName)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := t.Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, io.NewSectionReader(f, 0, f.Size())); err != nil {
+		w.Close()
+		return fmt.Errorf("storage: copying %s to %s: %w", srcName, name, err)
+	}
+	return w.Close()
+}
+
+// clientComposer composes a file through this process: ranges are read
+// and written like new bytes.
+type clientComposer struct {
+	w io.WriteCloser
+	c *Counters
+}
+
+func (k *clientComposer) Write(p []byte) (int, error) { return k.w.Write(p) }
+
+func (k *clientComposer) CopyRange(_ context.Context, src File, off, n int64) error {
+	_, err := io.Copy(k.w, io.NewSectionReader(src, off, n))
+	return err
+}
+
+func (k *clientComposer) Close() error { return k.w.Close() }
+
+// randomTempName is a temporary object's name: unique, so that no other
+// writer's temporary can be mistaken for it.
+func randomTempName() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return TempPrefix + hex.EncodeToString(b[:])
+}
