@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
@@ -43,7 +44,7 @@ type checkpoint struct {
 	incremental bool
 	// native lists the Pebble subtasks' native checkpoints; shared counts
 	// the bytes they added to shared/ and reused the bytes they found there.
-	native         []nativeDB
+	native         []chkdir.DB
 	shared, reused int64
 }
 
@@ -361,7 +362,7 @@ func (c *coordinator) newCheckpoint(ctx context.Context, id uint64, epoch int64,
 	if isSavepoint {
 		cp.target = c.att.opts.SavepointDir
 	} else {
-		cp.target = checkpointPath(c.att.opts.CheckpointDir, id)
+		cp.target = chkdir.Path(c.att.opts.CheckpointDir, id)
 	}
 	cp.meta = c.att.metadata(id)
 	if err := c.att.store.begin(ctx, cp); err != nil {

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/stateproc/stateproc/engine/heapbackend"
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
@@ -456,7 +457,7 @@ func (a *attempt) newBackend(n *node, subtask int) (state.Backend, error) {
 	kgs := keygroup.ForSubtask(subtask, n.parallelism, n.maxParallelism)
 	switch a.opts.Backend {
 	case Pebble:
-		dir := filepath.Join(a.dir(), fmt.Sprintf("%s-%d", sanitize(n.uid), subtask))
+		dir := filepath.Join(a.dir(), fmt.Sprintf("%s-%d", chkdir.Sanitize(n.uid), subtask))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -464,16 +465,6 @@ func (a *attempt) newBackend(n *node, subtask int) (state.Backend, error) {
 	default:
 		return heapbackend.New(heapbackend.Options{MaxParallelism: n.maxParallelism, KeyGroups: kgs})
 	}
-}
-
-func sanitize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // metadata describes the job's operators as savepoint id; the operator and
@@ -486,11 +477,3 @@ func (a *attempt) metadata(id uint64) *savepoint.Metadata {
 	}
 	return m
 }
-
-// checkpointPath is where checkpoint id lives under the checkpoint root.
-func checkpointPath(root string, id uint64) string {
-	return filepath.Join(root, checkpointName(id))
-}
-
-// checkpointName is the name of checkpoint id's directory in the root.
-func checkpointName(id uint64) string { return fmt.Sprintf("chk-%d", id) }
