@@ -22,9 +22,9 @@ import (
 	"github.com/stateproc/stateproc/ttl"
 )
 
-// The job of mkcheckpoint: checkpointKeys records, key k-000 first, each
-// written once into a TTL value state at its event time, a second apart
-// from checkpointT0.
+// The job of mkcheckpoint: checkpointKeys records, key k-000 first, dated
+// a second apart from checkpointT0, each written once into a TTL value
+// state at the processing time the watermark before it sets.
 const (
 	checkpointKeys = 200
 	checkpointT0   = 1_700_000_000_000
@@ -57,6 +57,10 @@ type checkpointReader struct {
 	// after is the first checkpoint id that started once every record was
 	// processed, or -1 while some are not.
 	after int
+	// beats counts the heartbeats: each is a millisecond later than the
+	// one before, for the watermark to move on, which a checkpoint needs
+	// to complete under DeterministicTime.
+	beats int64
 }
 
 func (r *checkpointReader) Next() (checkpointRecord, int64, bool, error) {
@@ -78,7 +82,8 @@ func (r *checkpointReader) Next() (checkpointRecord, int64, bool, error) {
 		return checkpointRecord{}, 0, false, nil
 	}
 	time.Sleep(time.Millisecond)
-	return checkpointRecord{heartbeat: true}, last, true, nil
+	r.beats++
+	return checkpointRecord{heartbeat: true}, last + 1000 + r.beats, true, nil
 }
 
 // newestCheckpoint returns the highest id of a completed checkpoint under
@@ -131,14 +136,14 @@ func cmdMkcheckpoint(ts *testscript.TestScript, neg bool, args []string) {
 	root := ts.MkAbs(args[0])
 	processed := new(atomic.Int64)
 	j := engine.NewJob("checkpointed")
-	records := engine.FromSource[checkpointRecord](j, &checkpointSource{root: root, processed: processed}, engine.Watermarks{}, engine.UID("records"))
+	records := engine.FromSource[checkpointRecord](j, &checkpointSource{root: root, processed: processed}, engine.Watermarks{Every: 1}, engine.UID("records"))
 	keyed := engine.KeyBy(records, func(r checkpointRecord) string { return r.key }, serializers.String())
 	engine.Process(keyed, func() engine.KeyedProcessFunction[string, checkpointRecord, struct{}] {
 		return &checkpointWriter{processed: processed}
 	}, engine.UID("counter"), engine.WithState(checkpointValue), engine.Parallelism(2), engine.MaxParallelism(128))
 	res, err := engine.Run(context.Background(), j, engine.RunOptions{
 		Backend: engine.Pebble, WorkDir: ts.MkAbs(args[0] + "-work"), CheckpointDir: root,
-		CheckpointInterval: 2 * time.Millisecond, RetainCheckpoints: 1000,
+		CheckpointInterval: 2 * time.Millisecond, RetainCheckpoints: 1000, ProcessingTime: engine.DeterministicTime,
 	})
 	ts.Check(err)
 	if res.LastCheckpoint == "" {

@@ -94,9 +94,12 @@ func TestMigratedCopy(t *testing.T) {
 // has started it and the job has emitted no record of it; a tenant's
 // usd_total is the last running total it emitted. So `open` keys only in
 // A are requests closed in between, only in B those opened and still open,
-// and the rest unchanged (an open request is written once); usd_total has
-// the tenants first billed in between only in B, and changed those billed
-// again.
+// and the rest unchanged (an open request is written once, and on
+// deterministic time both runs stamp its TTL with the same watermark);
+// usd_total has the tenants first billed in between only in B, and changed
+// those billed again. On the wall clock the TTL stamps are when each run
+// wrote them, so the requests open at both positions are changed instead:
+// diff compares the stored entry, the stamp included.
 func TestPositions(t *testing.T) {
 	dir := t.TempDir()
 	cfg := gateway.Config{Seed: 12, Events: 20000, Parallelism: 2, MaxParallelism: 128}
@@ -109,10 +112,10 @@ func TestPositions(t *testing.T) {
 		open   map[string]bool
 		totals map[string]int64
 	}
-	at := func(n int64) position {
-		p := position{dir: filepath.Join(dir, fmt.Sprintf("at-%d", n)), totals: map[string]int64{}}
+	at := func(n int64, clock engine.ProcessingTimeMode) position {
+		p := position{dir: filepath.Join(dir, fmt.Sprintf("at-%d-%v", n, clock == engine.WallClock)), totals: map[string]int64{}}
 		totals, records := engine.NewCollectSink[gateway.TenantTotal](), engine.NewCollectSink[gateway.RequestRecord]()
-		gatewaytest.Run(t, cfg, gateway.Sinks{Totals: totals, Records: records}, engine.RunOptions{Backend: engine.Heap, StopAfter: n, SavepointDir: p.dir})
+		gatewaytest.Run(t, cfg, gateway.Sinks{Totals: totals, Records: records}, engine.RunOptions{Backend: engine.Heap, ProcessingTime: clock, StopAfter: n, SavepointDir: p.dir})
 		p.open = started(t, src, n)
 		for _, r := range records.Values() {
 			delete(p.open, r.RequestID)
@@ -122,7 +125,7 @@ func TestPositions(t *testing.T) {
 		}
 		return p
 	}
-	a, b := at(6001), at(11000)
+	a, b := at(6001, engine.DeterministicTime), at(11000, engine.DeterministicTime)
 	rep := compare(t, a.dir, b.dir, diff.Options{Examples: gateway.Tenants})
 	if !rep.Differ {
 		t.Fatal("no difference")
@@ -144,6 +147,10 @@ func TestPositions(t *testing.T) {
 	open := state(t, rep, gateway.AssembleUID, gateway.OpenState)
 	if *open.Keys != want || open.Entries != want || want.OnlyA == 0 || want.OnlyB == 0 || want.Unchanged == 0 {
 		t.Errorf("open: keys %+v, entries %+v, the outputs say %+v", *open.Keys, open.Entries, want)
+	}
+	wall := compare(t, at(6001, engine.WallClock).dir, at(11000, engine.WallClock).dir, diff.Options{})
+	if w := state(t, wall, gateway.AssembleUID, gateway.OpenState); *w.Keys != (diff.Counts{OnlyA: want.OnlyA, OnlyB: want.OnlyB, Changed: want.Unchanged}) {
+		t.Errorf("open on the wall clock: keys %+v, the outputs say %+v", *w.Keys, want)
 	}
 	for _, ex := range open.Examples.OnlyA {
 		if id := ex.Key.(string); !a.open[id] || b.open[id] {

@@ -82,6 +82,7 @@ func ProcessBroadcast[K, IN, B, OUT any](ks KeyedStream[K, IN], bs BroadcastStre
 	n := j.addNode(keyedNode, "broadcast-process", opts)
 	n.key = ks.keySer
 	n.stateful = true
+	n.opState = append(n.opState, subtaskClockSpec())
 	n.bcast = bs.specs
 	connect(ks.in, n, hashEdge, 0, keyEncoder(ks))
 	connect(bs.in, n, broadcastEdge, 1, nil)

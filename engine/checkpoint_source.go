@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -17,7 +18,7 @@ import (
 // IncrementalManifest is the file, in a checkpoint's directory, that makes
 // it an incremental checkpoint: the tools look for it to know that the
 // keyed state lies in native databases, beside the canonical _metadata.
-const IncrementalManifest = incrementalName
+const IncrementalManifest = chkdir.ManifestName
 
 // OpenCheckpoint opens the checkpoint (or savepoint) in the local
 // directory dir for the offline tools, through the read seam: an
@@ -109,7 +110,7 @@ func (s *CheckpointSource) Close() error { return s.close() }
 
 // Layout says what an incremental checkpoint is.
 func (cs *checkpointSource) Layout() savepoint.Layout {
-	return savepoint.Layout{Name: "stateproc incremental checkpoint", Version: incrementalVersion,
+	return savepoint.Layout{Name: "stateproc incremental checkpoint", Version: chkdir.Version,
 		Details: []string{strconv.Itoa(len(cs.native)) + " operators in native Pebble databases"}}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -32,11 +33,11 @@ type checkpointStore struct {
 	// published holds the shared files this attempt wrote, by path relative
 	// to the root: an immutable file is written at the first checkpoint that
 	// needs it and referenced by the later ones.
-	published map[string]nativeFile
+	published map[string]chkdir.File
 }
 
 func newCheckpointStore(opts *RunOptions, work string) *checkpointStore {
-	return &checkpointStore{compression: opts.Compression, root: opts.CheckpointDir, work: work, published: map[string]nativeFile{}}
+	return &checkpointStore{compression: opts.Compression, root: opts.CheckpointDir, work: work, published: map[string]chkdir.File{}}
 }
 
 // begin stages the directory of cp and the canonical writer into it. It
@@ -46,10 +47,10 @@ func (s *checkpointStore) begin(_ context.Context, cp *checkpoint) error {
 		return err
 	}
 	if cp.incremental && !s.sharedMade {
-		if err := os.MkdirAll(filepath.Join(s.root, sharedDir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(s.root, chkdir.SharedDir), 0o755); err != nil {
 			return err
 		}
-		if err := syncDir(s.root); err != nil {
+		if err := chkdir.SyncDir(s.root); err != nil {
 			return err
 		}
 		s.sharedMade = true
@@ -111,3 +112,7 @@ func (w countingWriter) Write(p []byte) (int, error) {
 	w.n.Add(int64(n))
 	return n, err
 }
+
+// ErrCorruptCheckpoint is wrapped by errors about a checkpoint whose files
+// are missing, damaged or inconsistent.
+var ErrCorruptCheckpoint = chkdir.ErrCorrupt

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
@@ -15,10 +17,12 @@ import (
 // acknowledges.
 type checkpoint struct {
 	id uint64
-	// time is the job clock at the barrier: the largest event time any
-	// source had read. It is the savepoint's creation time and the "now" of
-	// full-snapshot TTL cleanup, and it does not depend on scheduling.
-	time int64
+	// epoch is where the checkpoint cuts the input under DeterministicTime:
+	// every source's part ends right after its first watermark at or above
+	// epoch, before the records that watermark precedes, so that the cut
+	// separates the records before the epoch from those after it on every
+	// channel.
+	epoch int64
 	// savepoint is set for a savepoint (a self-contained directory at the
 	// requested place) as opposed to a periodic checkpoint.
 	savepoint bool
@@ -31,6 +35,7 @@ type checkpoint struct {
 
 	mu     sync.Mutex
 	acks   int
+	times  checkpointTimes
 	bcast  map[int][]savepoint.BroadcastState
 	opSubs map[int]map[string][][][]byte
 	// incremental is set when Pebble subtasks write native checkpoints:
@@ -39,7 +44,7 @@ type checkpoint struct {
 	incremental bool
 	// native lists the Pebble subtasks' native checkpoints; shared counts
 	// the bytes they added to shared/ and reused the bytes they found there.
-	native         []nativeDB
+	native         []chkdir.DB
 	shared, reused int64
 }
 
@@ -53,10 +58,54 @@ const (
 
 // message goes from a subtask to the coordinator.
 type message struct {
-	kind  msgKind
-	task  *task
-	id    uint64
-	maxTs int64
+	kind msgKind
+	task *task
+	id   uint64
+	// watermark is the watermark a source has sent (preparedMsg) or a
+	// subtask had at the barrier (ackMsg); now is its processing time there.
+	watermark, now int64
+	// atEnd is set by a source that has reached its stop position or the
+	// end of its input.
+	atEnd bool
+}
+
+// checkpointTimes gathers the subtasks' times at a checkpoint's barrier.
+type checkpointTimes struct {
+	keyed, any bool
+	// latest is the highest processing time of the keyed subtasks (of any
+	// subtask when there are none), oldest the lowest watermark.
+	latest, latestAny, oldest int64
+}
+
+func (ct *checkpointTimes) add(m message) {
+	if m.task.n.kind == sinkNode {
+		// A sink keeps neither timers nor TTL state.
+		return
+	}
+	if !ct.any {
+		ct.latestAny, ct.oldest = m.now, m.watermark
+	}
+	ct.any = true
+	ct.latestAny = max(ct.latestAny, m.now)
+	ct.oldest = min(ct.oldest, m.watermark)
+	if m.task.n.kind != keyedNode {
+		return
+	}
+	if !ct.keyed {
+		ct.latest = m.now
+	}
+	ct.keyed = true
+	ct.latest = max(ct.latest, m.now)
+}
+
+// createdAt is the checkpoint's time: the latest processing time of a
+// subtask that holds keyed state, so that no TTL entry it holds is
+// expired at that time unless its subtask saw it expired.
+func (ct *checkpointTimes) createdAt() int64 {
+	if ct.keyed {
+		return ct.latest
+	}
+	return ct.latestAny
 }
 
 type cmdKind uint8
@@ -85,9 +134,11 @@ type completed struct {
 // checkpoints and decides how the job ends.
 //
 // A checkpoint starts with a rendezvous of the sources: each pauses and
-// reports the largest event time it has read; the coordinator takes the
-// maximum as the checkpoint's time and releases them to inject barriers.
-// This gives every barrier the same, schedule-independent time.
+// reports the watermark it has sent; the coordinator sets the checkpoint's
+// epoch above all of them and releases them to inject barriers. Each
+// subtask acknowledges with its watermark and processing time at the
+// barrier, from which the checkpoint takes its creation time and
+// watermark.
 type coordinator struct {
 	att     *attempt
 	msgs    chan message
@@ -95,9 +146,12 @@ type coordinator struct {
 
 	nextID    uint64
 	preparing uint64
-	prepared  map[*task]int64
+	prepared  map[*task]message
 	pending   *checkpoint
-	atEnd     map[*task]int64
+	// inFlight is pending, for the gates: it is set before the sources may
+	// send the watermark that announces its barrier.
+	inFlight  atomic.Pointer[checkpoint]
+	atEnd     map[*task]bool
 	finishing bool
 
 	mu     sync.Mutex
@@ -115,8 +169,8 @@ func newCoordinator(att *attempt, firstID uint64) *coordinator {
 		att:      att,
 		msgs:     make(chan message, 64),
 		nextID:   firstID,
-		prepared: map[*task]int64{},
-		atEnd:    map[*task]int64{},
+		prepared: map[*task]message{},
+		atEnd:    map[*task]bool{},
 		changed:  make(chan struct{}),
 	}
 }
@@ -171,6 +225,10 @@ func (c *coordinator) run(ctx context.Context) error {
 	}
 }
 
+// pendingCheckpoint returns the checkpoint whose barriers are on their way,
+// nil if none.
+func (c *coordinator) pendingCheckpoint() *checkpoint { return c.inFlight.Load() }
+
 // abort discards the checkpoint in flight, if any. It runs once every
 // subtask has stopped: the checkpoint's writer must not be aborted while a
 // subtask still writes into it.
@@ -178,17 +236,18 @@ func (c *coordinator) abort() {
 	if c.pending != nil {
 		c.pending.writer.Abort()
 		c.pending = nil
+		c.inFlight.Store(nil)
 	}
 }
 
 func (c *coordinator) handle(ctx context.Context, m message) (bool, error) {
 	switch m.kind {
 	case preparedMsg:
-		c.prepared[m.task] = m.maxTs
+		c.prepared[m.task] = m
 		if len(c.prepared) < len(c.sources) {
 			return false, nil
 		}
-		cp, err := c.newCheckpoint(ctx, c.preparing, maxOf(c.prepared), false, false)
+		cp, err := c.newCheckpoint(ctx, c.preparing, c.epochAbove(), false, false)
 		if err != nil {
 			return false, err
 		}
@@ -196,7 +255,7 @@ func (c *coordinator) handle(ctx context.Context, m message) (bool, error) {
 		clear(c.prepared)
 		return false, c.command(ctx, sourceCmd{kind: goCmd, cp: cp})
 	case atEndMsg:
-		c.atEnd[m.task] = m.maxTs
+		c.atEnd[m.task] = true
 		return c.maybeFinish(ctx)
 	case ackMsg:
 		cp := c.pending
@@ -204,6 +263,7 @@ func (c *coordinator) handle(ctx context.Context, m message) (bool, error) {
 			return false, fmt.Errorf("engine: acknowledgement for checkpoint %d, which is not pending", m.id)
 		}
 		cp.acks++
+		cp.times.add(m)
 		if cp.acks < len(c.att.tasks) {
 			return false, nil
 		}
@@ -219,18 +279,32 @@ func (c *coordinator) handle(ctx context.Context, m message) (bool, error) {
 	return false, fmt.Errorf("engine: unknown message %d", m.kind)
 }
 
-func maxOf(m map[*task]int64) int64 {
-	t := int64(0)
-	first := true
-	for _, v := range m {
-		if v == MinWatermark {
-			continue
+// epochAbove returns the epoch of a checkpoint: just above the watermark
+// that the keyed operators have read up to. A keyed subtask's gate reads no
+// further than the lowest watermark of the sources upstream of it that are
+// still reading, so the epoch goes above the highest such lowest watermark:
+// no gate has yet read a record of the epoch or after it, and every gate
+// still has an input below it, whose watermark completes its alignment.
+// The sources already at or past the epoch cut their part where their
+// watermark first reached it, those that read no more at their end; when
+// no source upstream of a keyed operator reads any more, the cut is the end.
+func (c *coordinator) epochAbove() int64 {
+	e, reading := int64(MinWatermark), false
+	for _, sources := range c.att.upstream {
+		lowest, any := int64(MaxWatermark), false
+		for _, t := range c.sources {
+			if m := c.prepared[t]; sources[t.n] && !m.atEnd {
+				lowest, any = min(lowest, m.watermark), true
+			}
 		}
-		if first || v > t {
-			t, first = v, false
+		if any {
+			e, reading = max(e, lowest), true
 		}
 	}
-	return t
+	if !reading || e == MaxWatermark {
+		return MaxWatermark
+	}
+	return e + 1
 }
 
 // maybePrepare starts a periodic checkpoint by pausing the sources, unless
@@ -253,11 +327,13 @@ func (c *coordinator) maybeFinish(ctx context.Context) (bool, error) {
 	}
 	c.finishing = true
 	opts := c.att.opts
-	cmd := sourceCmd{kind: finishCmd, drain: opts.Drain || opts.StopAfter == 0}
+	cmd := sourceCmd{kind: finishCmd, drain: opts.Drain || opts.StopAfter == 0 && opts.StopAtWatermark == 0}
 	if opts.SavepointDir != "" {
 		id := c.nextID
 		c.nextID++
-		cp, err := c.newCheckpoint(ctx, id, maxOf(c.atEnd), true, true)
+		// Every source is at its end: the drain's MaxWatermark, if any, is
+		// the last watermark before the barrier.
+		cp, err := c.newCheckpoint(ctx, id, MaxWatermark, true, true)
 		if err != nil {
 			return false, err
 		}
@@ -280,19 +356,20 @@ func (c *coordinator) command(ctx context.Context, cmd sourceCmd) error {
 	return nil
 }
 
-func (c *coordinator) newCheckpoint(ctx context.Context, id uint64, at int64, isSavepoint, final bool) (*checkpoint, error) {
-	cp := &checkpoint{id: id, time: at, savepoint: isSavepoint, final: final, incremental: !isSavepoint && c.att.opts.Backend == Pebble,
+func (c *coordinator) newCheckpoint(ctx context.Context, id uint64, epoch int64, isSavepoint, final bool) (*checkpoint, error) {
+	cp := &checkpoint{id: id, epoch: epoch, savepoint: isSavepoint, final: final, incremental: !isSavepoint && c.att.opts.Backend == Pebble,
 		bcast: map[int][]savepoint.BroadcastState{}, opSubs: map[int]map[string][][][]byte{}}
 	if isSavepoint {
 		cp.target = c.att.opts.SavepointDir
 	} else {
-		cp.target = checkpointPath(c.att.opts.CheckpointDir, id)
+		cp.target = chkdir.Path(c.att.opts.CheckpointDir, id)
 	}
-	cp.meta = c.att.metadata(id, at)
+	cp.meta = c.att.metadata(id)
 	if err := c.att.store.begin(ctx, cp); err != nil {
 		return nil, fmt.Errorf("engine: checkpoint %d: %w", id, err)
 	}
 	c.pending = cp
+	c.inFlight.Store(cp)
 	return cp, nil
 }
 
@@ -312,6 +389,10 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	for op, bs := range cp.bcast {
 		cp.meta.Operators[op].BroadcastStates = bs
 	}
+	cp.meta.CreatedAt, cp.meta.Watermark = cp.times.createdAt(), cp.times.oldest
+	if err := c.att.fault(faultComplete, nil, cp); err != nil {
+		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
+	}
 	if err := cp.writeManifest(ctx); err != nil {
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
 	}
@@ -323,6 +404,7 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 			return err
 		}
 	}
+	c.inFlight.Store(nil)
 	c.mu.Lock()
 	c.latest = completed{id: cp.id, path: cp.target}
 	c.count++

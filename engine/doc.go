@@ -10,6 +10,34 @@
 // Keyed state itself lives in package state and its backends; the savepoint
 // byte layout in package snapshotfmt.
 //
+// # Time
+//
+// Event time comes from the sources (Watermarks): a subtask's watermark is
+// the lowest of its inputs', and its event-time timers fire when the
+// watermark passes them, before the watermark goes downstream.
+//
+// Processing time is each subtask's own clock (RunOptions.ProcessingTime)
+// and never runs backwards: the wall clock by default, the subtask's
+// watermark under DeterministicTime, or a clock of the caller's. TTL runs on
+// it everywhere: reads, the heap's incremental cleanup, the Pebble sweeper
+// and full-snapshot cleanup at the barrier, so that cleanup never removes an
+// entry a read by its own key at that time would still return. A timer's
+// callback runs at the subtask's current processing time, not at the
+// timer's own time, so state it writes is stamped like state the next
+// record writes. A checkpoint records when it was taken (the latest
+// processing time of its keyed subtasks at the barrier) and, apart, the
+// watermark it had reached; each keyed subtask keeps its clock in the
+// operator state "subtask-clock", and a restored subtask goes on from there.
+//
+// Under DeterministicTime a keyed subtask reads its inputs in watermark
+// order: a channel whose watermark is ahead waits for the others, so every
+// record and timer sees the watermark, and so the processing time, it would
+// see in any other run. A checkpoint's barrier goes out on every source
+// right after its first watermark at or above an epoch the coordinator
+// chooses above every watermark already sent, which makes the checkpoint a
+// cut through that order: a run restarted from it goes on as the run
+// without the failure. StopAtWatermark stops there too.
+//
 // # Savepoints and checkpoints
 //
 // A savepoint (RunOptions.SavepointDir, taken when the job stops) is always

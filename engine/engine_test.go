@@ -174,7 +174,7 @@ func TestSavepointsAreDeterministic(t *testing.T) {
 		var dirs []string
 		for run := 0; run < 2; run++ {
 			sp := filepath.Join(t.TempDir(), "sp")
-			if _, err := Run(context.Background(), countJob(src, p, NewCollectSink[windowResult]()), RunOptions{Backend: Pebble, StopAfter: 7001, SavepointDir: sp}); err != nil {
+			if _, err := Run(context.Background(), countJob(src, p, NewCollectSink[windowResult]()), RunOptions{Backend: Pebble, ProcessingTime: DeterministicTime, StopAfter: 7001, SavepointDir: sp}); err != nil {
 				t.Fatal(err)
 			}
 			dirs = append(dirs, sp)

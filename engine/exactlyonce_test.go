@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -135,7 +136,7 @@ func TestExactlyOnceAcrossFailure(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(res.LastCheckpoint, snapshotfmt.MetadataName)); err != nil {
 				t.Fatalf("the last checkpoint: %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(res.LastCheckpoint, incrementalName)); (err == nil) != (backend == Pebble) {
+			if _, err := os.Stat(filepath.Join(res.LastCheckpoint, chkdir.ManifestName)); (err == nil) != (backend == Pebble) {
 				t.Fatalf("checkpoint %s: incremental manifest: %v; want one exactly on Pebble", res.LastCheckpoint, err)
 			}
 			clean, failing := readParts(t, cleanOut), readParts(t, failOut)

@@ -10,6 +10,19 @@ import (
 // delivered the barrier of the checkpoint being aligned, so that the
 // snapshot holds exactly the records before the barrier on every channel,
 // and combines the channels' watermarks into the subtask's watermark.
+//
+// An ordered gate (DeterministicTime) also reads the channels in watermark
+// order: a record belongs to the epoch of the watermark before it on its
+// channel, and a channel whose watermark is ahead of the gate's epoch, the
+// lowest watermark of the active channels, waits until the others catch
+// up. So the watermark at every record is a function of the input, not of
+// the scheduling, and only records of one epoch on different channels
+// interleave freely. A checkpoint cuts that order at its epoch: every
+// source's part of it ends with its first watermark at or above the epoch
+// (see sourceRunner), so a channel is aligned once its watermark has
+// reached the epoch, whether or not its barrier has come, and is not read
+// again until the snapshot. A barrier that comes after that belongs to a
+// checkpoint already taken and is passed over.
 type gate struct {
 	ctx    context.Context
 	chans  []gateChan
@@ -20,17 +33,36 @@ type gate struct {
 	// tick, when set, wakes the subtask periodically whether or not input
 	// arrives.
 	tick <-chan time.Time
-	// watermark is the minimum over the channels that have not ended.
+	// watermark is the combined watermark: it never decreases.
 	watermark int64
 	aligning  *checkpoint
+
+	// ordered is set for DeterministicTime.
+	ordered bool
+	// epoch is the lowest watermark of the active channels that are not
+	// blocked: the epoch of the records the gate reads now.
+	epoch int64
+	// pending returns the checkpoint whose barriers are on their way, if
+	// any; done is the id of the last checkpoint this gate aligned.
+	pending func() *checkpoint
+	done    uint64
 }
 
 type gateChan struct {
 	input     int
 	ch        reflect.Value
 	watermark int64
-	blocked   bool
-	ended     bool
+	// stoppedAt is the watermark a stopped channel had when it stopped: it
+	// holds the combined watermark until every channel ends its input
+	// (MaxWatermark), so that the drain at the end, whose watermarks arrive
+	// in any order, moves the combined watermark in one step.
+	stoppedAt int64
+	status    channelStatus
+	// behind is set on a channel that came back from idle behind the
+	// combined watermark: it holds nothing back until it catches up.
+	behind  bool
+	blocked bool
+	ended   bool
 }
 
 const (
@@ -39,16 +71,92 @@ const (
 )
 
 func newGate(ctx context.Context, notify <-chan struct{}) *gate {
-	return &gate{ctx: ctx, notify: notify, watermark: MinWatermark, dirty: true}
+	return &gate{ctx: ctx, notify: notify, watermark: MinWatermark, epoch: MinWatermark, dirty: true}
 }
 
-// add registers a typed channel (chan *batch[T]) as belonging to input.
-func (g *gate) add(input int, ch any) {
-	g.chans = append(g.chans, gateChan{input: input, ch: reflect.ValueOf(ch), watermark: MinWatermark})
+// order makes the gate read its channels in watermark order; pending tells
+// it which checkpoint's barriers are on their way.
+func (g *gate) order(pending func() *checkpoint) {
+	g.ordered, g.pending, g.dirty = true, pending, true
+}
+
+// add registers a typed channel (chan *batch[T]) as belonging to input,
+// its watermark starting at from: the watermark its sender had when the
+// checkpoint the run restores was taken, MinWatermark on a fresh start.
+func (g *gate) add(input int, ch any, from int64) {
+	g.chans = append(g.chans, gateChan{input: input, ch: reflect.ValueOf(ch), watermark: from, stoppedAt: from})
 	g.dirty = true
 }
 
+// restoredAt starts the gate at the watermark w its subtask had when the
+// checkpoint the run restores was taken: every event-time timer up to it
+// has fired, and the records its channels deliver first belong to the
+// epochs from w on.
+func (g *gate) restoredAt(w int64) {
+	g.watermark, g.epoch = max(g.watermark, w), max(g.epoch, w)
+	g.dirty = true
+}
+
+// nextBarrier returns the checkpoint this gate is to align next, nil if
+// none: the one whose barrier came first, or, in an ordered gate, the one
+// the coordinator has started.
+func (g *gate) nextBarrier() *checkpoint {
+	if g.aligning != nil {
+		return g.aligning
+	}
+	if g.pending == nil {
+		return nil
+	}
+	if cp := g.pending(); cp != nil && cp.id > g.done {
+		return cp
+	}
+	return nil
+}
+
+// aligned reports whether c has reached checkpoint cp (nil when none is
+// pending): by its barrier, or, in an ordered gate, by its watermark. A
+// checkpoint at the end of the input (epoch MaxWatermark) cuts nothing:
+// every record comes before every barrier, and channels may have reached
+// the end before the checkpoint started.
+func (g *gate) aligned(c *gateChan, cp *checkpoint) bool {
+	return c.blocked || g.ordered && cp != nil && cp.epoch != MaxWatermark && c.watermark >= cp.epoch
+}
+
+func (g *gate) readable(c *gateChan, cp *checkpoint) bool {
+	if c.ended || g.aligned(c, cp) {
+		return false
+	}
+	if !g.ordered || c.status != active {
+		// A stopped or idle channel sends no record until it changes
+		// status: what it sends can be read at any time.
+		return true
+	}
+	return c.watermark <= g.epoch
+}
+
+// advanceEpoch moves the epoch to the lowest watermark of the channels
+// whose records are still to be ordered.
+func (g *gate) advanceEpoch() {
+	if !g.ordered {
+		return
+	}
+	cp := g.nextBarrier()
+	e, found := int64(MaxWatermark), false
+	for i := range g.chans {
+		c := &g.chans[i]
+		if c.ended || c.status != active || g.aligned(c, cp) {
+			continue
+		}
+		e, found = min(e, c.watermark), true
+	}
+	if found && e > g.epoch {
+		g.epoch = e
+	}
+}
+
 func (g *gate) rebuild() {
+	g.advanceEpoch()
+	cp := g.nextBarrier()
 	g.cases = g.cases[:0]
 	g.caseCh = g.caseCh[:0]
 	g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(g.ctx.Done())})
@@ -61,9 +169,9 @@ func (g *gate) rebuild() {
 		g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(g.tick)})
 		g.caseCh = append(g.caseCh, tickChannel)
 	}
-	for i, c := range g.chans {
-		if !c.blocked && !c.ended {
-			g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: c.ch})
+	for i := range g.chans {
+		if g.readable(&g.chans[i], cp) {
+			g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: g.chans[i].ch})
 			g.caseCh = append(g.caseCh, i)
 		}
 	}
@@ -83,8 +191,8 @@ func (g *gate) setTick(tick <-chan time.Time) {
 	g.dirty = true
 }
 
-// done reports whether every channel has ended.
-func (g *gate) done() bool {
+// allEnded reports whether every channel has ended.
+func (g *gate) allEnded() bool {
 	for _, c := range g.chans {
 		if !c.ended {
 			return false
@@ -130,9 +238,30 @@ func (g *gate) onControl(ch int, c control) gateResult {
 	case watermarkControl:
 		if c.watermark > gc.watermark {
 			gc.watermark = c.watermark
+			if gc.status != stopped {
+				gc.stoppedAt = c.watermark
+			}
+			r.watermarkAdvanced = g.recombine()
+			if g.ordered {
+				g.dirty = true
+				r.aligned = g.checkAligned()
+			}
+		}
+	case statusControl:
+		if c.status != gc.status {
+			if gc.status == idle && c.status == active {
+				gc.behind = gc.watermark < g.watermark
+			}
+			gc.status = c.status
+			gc.stoppedAt = gc.watermark
+			g.dirty = true
 			r.watermarkAdvanced = g.recombine()
 		}
 	case barrierControl:
+		if c.barrier.id <= g.done {
+			// The channel was aligned by its watermark.
+			break
+		}
 		if g.aligning == nil {
 			g.aligning = c.barrier
 		}
@@ -140,28 +269,31 @@ func (g *gate) onControl(ch int, c control) gateResult {
 		g.dirty = true
 		r.aligned = g.checkAligned()
 	case endControl:
+		// An end does not move the watermark: the channel's last watermark
+		// stays what it promised, and a stop without draining must leave
+		// the timers beyond it pending.
 		gc.ended = true
 		g.dirty = true
-		r.watermarkAdvanced = g.recombine()
 		r.aligned = g.checkAligned()
-		r.ended = g.done()
+		r.ended = g.allEnded()
 	}
 	return r
 }
 
-// checkAligned completes the alignment when every open channel is blocked.
+// checkAligned completes the alignment when every open channel is aligned.
 // A channel that ended counts as aligned: nothing more comes from it.
 func (g *gate) checkAligned() *checkpoint {
-	if g.aligning == nil {
+	cp := g.nextBarrier()
+	if cp == nil {
 		return nil
 	}
-	for _, c := range g.chans {
-		if !c.blocked && !c.ended {
+	for i := range g.chans {
+		if c := &g.chans[i]; !c.ended && !g.aligned(c, cp) {
 			return nil
 		}
 	}
-	cp := g.aligning
 	g.aligning = nil
+	g.done = cp.id
 	for i := range g.chans {
 		g.chans[i].blocked = false
 	}
@@ -169,19 +301,60 @@ func (g *gate) checkAligned() *checkpoint {
 	return cp
 }
 
+// recombine recomputes the combined watermark, as Flink's status
+// watermark valve does: the lowest watermark of the channels that are
+// neither idle nor behind, never lower than before. A stopped channel
+// holds it at the watermark it stopped at until every channel that holds
+// it has reached the end (MaxWatermark); a channel that has ended holds it
+// at its last watermark, which, unless its input was drained, is a
+// promise about records that come after a restore.
 func (g *gate) recombine() bool {
-	w := int64(MaxWatermark)
-	open := false
-	for _, c := range g.chans {
-		if c.ended {
+	w, holding, drained := int64(MaxWatermark), false, true
+	for i := range g.chans {
+		c := &g.chans[i]
+		if c.status == idle && !c.ended {
 			continue
 		}
-		open = true
-		w = min(w, c.watermark)
+		if c.behind {
+			if c.watermark < g.watermark {
+				continue
+			}
+			c.behind = false
+		}
+		holding = true
+		cw := c.watermark
+		if c.status == stopped {
+			cw = c.stoppedAt
+		}
+		drained = drained && c.watermark == MaxWatermark
+		w = min(w, cw)
 	}
-	if !open || w <= g.watermark {
+	if !holding {
+		return false
+	}
+	if drained {
+		w = MaxWatermark
+	}
+	if w <= g.watermark {
 		return false
 	}
 	g.watermark = w
 	return true
+}
+
+// outputStatus is the status a subtask's outputs have: active while any
+// input is, stopped once every input has stopped or ended, idle when the
+// inputs still open are all idle.
+func (g *gate) outputStatus() channelStatus {
+	s := idle
+	for _, c := range g.chans {
+		switch {
+		case c.ended:
+		case c.status == active:
+			return active
+		case c.status == stopped:
+			s = stopped
+		}
+	}
+	return s
 }

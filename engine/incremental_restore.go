@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
@@ -24,7 +25,7 @@ func openSource(ctx context.Context, dir, work string) (src savepoint.Source, re
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, ok, err := readManifest(dir)
+	m, ok, err := chkdir.ReadManifest(dir)
 	if err != nil {
 		r.Close()
 		return nil, nil, nil, err
@@ -53,7 +54,7 @@ type checkpointSource struct {
 // the checkpoint in dir, in a directory of its own under work (the files
 // under their database's names, hard linked from the checkpoint root where
 // possible) after checking each file's size and checksum, and opens them.
-func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *incrementalManifest, dir, work string) (_ *checkpointSource, err error) {
+func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manifest, dir, work string) (_ *checkpointSource, err error) {
 	cs := &checkpointSource{canonical: r, native: map[int]pebblebackend.CheckpointSet{}, work: work}
 	readers := map[int][]*pebblebackend.CheckpointReader{}
 	defer func() {
@@ -73,7 +74,7 @@ func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *incrementalMa
 		if op < 0 {
 			return nil, fmt.Errorf("%w: %s: a database of operator %q, which the metadata does not list", ErrCorruptCheckpoint, dir, db.Operator)
 		}
-		dbDir := filepath.Join(work, nativeDirName(op, db.Subtask))
+		dbDir := filepath.Join(work, chkdir.NativeDirName(op, db.Subtask))
 		if err := materialize(ctx, filepath.Dir(dir), dbDir, db.Files); err != nil {
 			return nil, err
 		}
@@ -110,7 +111,7 @@ func operatorIndex(meta *savepoint.Metadata, uid string) int {
 // materialize puts the files of one native database into dir under their
 // database names. A file that is missing or does not match its size and
 // checksum is an error that names it.
-func materialize(ctx context.Context, root, dir string, files []nativeFile) error {
+func materialize(ctx context.Context, root, dir string, files []chkdir.File) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func materialize(ctx context.Context, root, dir string, files []nativeFile) erro
 		case info.Size() != f.Size:
 			return fmt.Errorf("%w: %s is %d bytes, the checkpoint lists %d", ErrCorruptCheckpoint, src, info.Size(), f.Size)
 		}
-		crc, err := linkOrCopy(src, filepath.Join(dir, f.Name), false)
+		crc, err := chkdir.LinkOrCopy(src, filepath.Join(dir, f.Name), false)
 		if err != nil {
 			return fmt.Errorf("engine: %s: %w", src, err)
 		}

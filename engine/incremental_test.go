@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
@@ -104,7 +105,7 @@ func (r *phasedReader) Next() (upsert, int64, bool, error) {
 		if r.waiting {
 			// The checkpoint directory appears when the checkpoint is
 			// published, complete.
-			if _, err := os.Stat(checkpointPath(r.s.root, uint64(r.phase+1))); err != nil {
+			if _, err := os.Stat(chkdir.Path(r.s.root, uint64(r.phase+1))); err != nil {
 				time.Sleep(100 * time.Microsecond)
 				return upsert{Heartbeat: true}, 0, true, nil
 			}
@@ -190,27 +191,27 @@ func TestIncrementalCheckpointWritesLittle(t *testing.T) {
 // checkpoints in root reference, and returns how many there are.
 func checkSharedFiles(t *testing.T, root string) int {
 	t.Helper()
-	ids, err := listCheckpoints(root)
+	ids, err := chkdir.List(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []string
 	for _, id := range ids {
-		m, ok, err := readManifest(checkpointPath(root, id))
+		m, ok, err := chkdir.ReadManifest(chkdir.Path(root, id))
 		if err != nil || !ok {
 			t.Fatalf("checkpoint %d: manifest %v, %v", id, ok, err)
 		}
 		for _, db := range m.Databases {
 			for _, f := range db.Files {
-				if strings.HasPrefix(f.Path, sharedDir+"/") {
-					want = append(want, strings.TrimPrefix(f.Path, sharedDir+"/"))
+				if strings.HasPrefix(f.Path, chkdir.SharedDir+"/") {
+					want = append(want, strings.TrimPrefix(f.Path, chkdir.SharedDir+"/"))
 				}
 			}
 		}
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
-	entries, err := os.ReadDir(filepath.Join(root, sharedDir))
+	entries, err := os.ReadDir(filepath.Join(root, chkdir.SharedDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestRestoreIncrementalCheckpoint(t *testing.T) {
 	phases := [][]upsert{upserts(0, keys, 1, 0), changes, upserts(keys, keys+500, 1, 2)}
 	root := filepath.Join(t.TempDir(), "chk")
 	res := runPhases(t, root, 2, 2, phases...)
-	if want := checkpointPath(root, 3); res.LastCheckpoint != want {
+	if want := chkdir.Path(root, 3); res.LastCheckpoint != want {
 		t.Fatalf("last checkpoint %s, want %s", res.LastCheckpoint, want)
 	}
 	want := applied(phases...)
@@ -316,8 +317,8 @@ func TestRestoreIncrementalCheckpoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameState(t, readSavepointState(t, sp), want)
-			if _, err := os.Stat(filepath.Join(sp, incrementalName)); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("the savepoint has %s: savepoints must be canonical", incrementalName)
+			if _, err := os.Stat(filepath.Join(sp, chkdir.ManifestName)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the savepoint has %s: savepoints must be canonical", chkdir.ManifestName)
 			}
 		})
 	}
@@ -328,7 +329,7 @@ func TestRestoreIncrementalCheckpoint(t *testing.T) {
 // referenced, among them one that an aborted checkpoint left behind.
 func TestRetentionKeepsReferencedSharedFiles(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "chk")
-	orphan := filepath.Join(root, sharedDir, "upsert-0-0000000000000000-000001.sst")
+	orphan := filepath.Join(root, chkdir.SharedDir, "upsert-0-0000000000000000-000001.sst")
 	if err := os.MkdirAll(filepath.Dir(orphan), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestRetentionKeepsReferencedSharedFiles(t *testing.T) {
 		phases = append(phases, upserts(v, keys, 10, v))
 	}
 	runPhases(t, root, 2, 2, phases...)
-	ids, err := listCheckpoints(root)
+	ids, err := chkdir.List(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func TestRetentionKeepsReferencedSharedFiles(t *testing.T) {
 	if n := checkSharedFiles(t, root); n == 0 {
 		t.Fatal("no shared files remain")
 	}
-	sp, err := restoreToSavepoint(t, checkpointPath(root, 5), Heap, 1)
+	sp, err := restoreToSavepoint(t, chkdir.Path(root, 5), Heap, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,35 +369,35 @@ func TestRetentionDeletesWhatNoCheckpointReferences(t *testing.T) {
 	root := t.TempDir()
 	refs := map[uint64][]string{1: {"a", "b"}, 2: {"b", "c"}, 3: {"c", "d"}, 4: {"d", "e"}}
 	for id, names := range refs {
-		db := nativeDB{Operator: "op"}
+		db := chkdir.DB{Operator: "op"}
 		for _, n := range names {
-			db.Files = append(db.Files, nativeFile{Name: n + ".sst", Path: sharedDir + "/" + n, Size: 1})
+			db.Files = append(db.Files, chkdir.File{Name: n + ".sst", Path: chkdir.SharedDir + "/" + n, Size: 1})
 		}
-		b, err := encodeManifest(&incrementalManifest{Version: incrementalVersion, Databases: []nativeDB{db}})
+		b, err := chkdir.Encode(&chkdir.Manifest{Version: chkdir.Version, Databases: []chkdir.DB{db}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(checkpointPath(root, id), 0o755); err != nil {
+		if err := os.MkdirAll(chkdir.Path(root, id), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(checkpointPath(root, id), incrementalName), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(chkdir.Path(root, id), chkdir.ManifestName), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := newCheckpointStore(&RunOptions{CheckpointDir: root}, t.TempDir())
-	if err := os.MkdirAll(filepath.Join(root, sharedDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, chkdir.SharedDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"a", "b", "c", "d", "e", "orphan"} {
-		if err := os.WriteFile(filepath.Join(root, sharedDir, n), []byte{1}, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, chkdir.SharedDir, n), []byte{1}, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s.published[sharedDir+"/"+n] = nativeFile{}
+		s.published[chkdir.SharedDir+"/"+n] = chkdir.File{}
 	}
 	if err := s.retain(2); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := listCheckpoints(root)
+	ids, err := chkdir.List(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestRetentionDeletesWhatNoCheckpointReferences(t *testing.T) {
 	if checkSharedFiles(t, root) != 3 {
 		t.Fatal("want c, d and e kept")
 	}
-	if _, ok := s.published[sharedDir+"/a"]; ok {
+	if _, ok := s.published[chkdir.SharedDir+"/a"]; ok {
 		t.Fatal("a deleted shared file is still known as published: a later checkpoint would reference it")
 	}
 }
@@ -436,15 +437,15 @@ func TestRestoreFromDamagedCheckpoint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "chk")
 			runPhases(t, root, 1, 2, upserts(0, 3000, 1, 0))
-			entries, err := os.ReadDir(filepath.Join(root, sharedDir))
+			entries, err := os.ReadDir(filepath.Join(root, chkdir.SharedDir))
 			if err != nil || len(entries) == 0 {
 				t.Fatalf("no shared files: %v", err)
 			}
-			victim := filepath.Join(root, sharedDir, entries[0].Name())
+			victim := filepath.Join(root, chkdir.SharedDir, entries[0].Name())
 			if err := hurt(victim); err != nil {
 				t.Fatal(err)
 			}
-			_, err = restoreToSavepoint(t, checkpointPath(root, 1), Heap, 1)
+			_, err = restoreToSavepoint(t, chkdir.Path(root, 1), Heap, 1)
 			if !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), victim) {
 				t.Fatalf("restore = %v, want ErrCorruptCheckpoint naming %s", err, victim)
 			}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/internal/crc"
 )
@@ -21,14 +22,14 @@ import (
 // before the checkpoint that references them is published.
 func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 	s := t.att.store
-	tmp := filepath.Join(s.work, fmt.Sprintf("%s-%d.chk-%d", sanitize(t.n.uid), t.subtask, cp.id))
+	tmp := filepath.Join(s.work, fmt.Sprintf("%s-%d.chk-%d", chkdir.Sanitize(t.n.uid), t.subtask, cp.id))
 	native, err := b.Checkpoint(tmp)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	db := nativeDB{Operator: t.n.uid, Subtask: t.subtask, DB: native.DB, Keyspace: native.Keyspace}
-	dir := nativeDirName(t.op, t.subtask)
+	db := chkdir.DB{Operator: t.n.uid, Subtask: t.subtask, DB: native.DB, Keyspace: native.Keyspace}
+	dir := chkdir.NativeDirName(t.op, t.subtask)
 	var shared, reused int64
 	for _, f := range native.Files {
 		src := filepath.Join(tmp, f.Name)
@@ -38,10 +39,10 @@ func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 			if err != nil {
 				return err
 			}
-			db.Files = append(db.Files, nativeFile{Name: f.Name, Path: path.Join(checkpointName(cp.id), name), Size: size, CRC32C: crc})
+			db.Files = append(db.Files, chkdir.File{Name: f.Name, Path: path.Join(chkdir.Name(cp.id), name), Size: size, CRC32C: crc})
 			continue
 		}
-		nf, added, err := s.share(src, f, sharedName(t.n.uid, t.subtask, native.DB, f.Name))
+		nf, added, err := s.share(src, f, chkdir.SharedName(t.n.uid, t.subtask, native.DB, f.Name))
 		if err != nil {
 			return err
 		}
@@ -53,7 +54,7 @@ func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 		db.Files = append(db.Files, nf)
 	}
 	if shared > 0 {
-		if err := syncDir(filepath.Join(s.root, sharedDir)); err != nil {
+		if err := chkdir.SyncDir(filepath.Join(s.root, chkdir.SharedDir)); err != nil {
 			return err
 		}
 	}
@@ -67,7 +68,7 @@ func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 
 // share returns the shared file rel for the immutable file src, writing it
 // unless this attempt already did; added says whether it did.
-func (s *checkpointStore) share(src string, f pebblebackend.CheckpointFile, rel string) (nf nativeFile, added bool, err error) {
+func (s *checkpointStore) share(src string, f pebblebackend.CheckpointFile, rel string) (nf chkdir.File, added bool, err error) {
 	s.mu.Lock()
 	known, ok := s.published[rel]
 	s.mu.Unlock()
@@ -78,11 +79,11 @@ func (s *checkpointStore) share(src string, f pebblebackend.CheckpointFile, rel 
 		return known, false, nil
 	}
 	dst := filepath.Join(s.root, filepath.FromSlash(rel))
-	crc, err := linkOrCopy(src, dst, true)
+	crc, err := chkdir.LinkOrCopy(src, dst, true)
 	if err != nil {
 		return nf, false, fmt.Errorf("engine: publishing %s: %w", dst, err)
 	}
-	nf = nativeFile{Name: f.Name, Path: rel, Size: f.Size, CRC32C: crc}
+	nf = chkdir.File{Name: f.Name, Path: rel, Size: f.Size, CRC32C: crc}
 	s.mu.Lock()
 	s.published[rel] = nf
 	s.mu.Unlock()
@@ -119,22 +120,22 @@ func (cp *checkpoint) writeManifest(ctx context.Context) error {
 	if len(cp.native) == 0 {
 		return nil
 	}
-	m := &incrementalManifest{Version: incrementalVersion, Databases: slices.Clone(cp.native)}
+	m := &chkdir.Manifest{Version: chkdir.Version, Databases: slices.Clone(cp.native)}
 	uids := map[string]int{}
 	for i, op := range cp.meta.Operators {
 		uids[op.UID] = i
 	}
-	slices.SortFunc(m.Databases, func(a, b nativeDB) int {
+	slices.SortFunc(m.Databases, func(a, b chkdir.DB) int {
 		if d := uids[a.Operator] - uids[b.Operator]; d != 0 {
 			return d
 		}
 		return a.Subtask - b.Subtask
 	})
-	b, err := encodeManifest(m)
+	b, err := chkdir.Encode(m)
 	if err != nil {
 		return err
 	}
-	out, err := cp.staging.Create(ctx, incrementalName)
+	out, err := cp.staging.Create(ctx, chkdir.ManifestName)
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,8 @@ type node struct {
 	states  []state.Descriptor
 	bcast   []broadcastSpec
 	opState []operatorStateSpec
+	// watermarks is how a source derives watermarks.
+	watermarks Watermarks
 	// stateful operators must have a uid.
 	stateful bool
 	run      func(t *task) error
@@ -216,6 +218,11 @@ func (j *Job) Validate() error {
 		} else if n.parallelism < 1 {
 			return fmt.Errorf("%w: operator %s: parallelism %d", ErrBuild, n.label(), n.parallelism)
 		}
+		if n.kind == sourceNode {
+			if err := n.watermarks.validate(); err != nil {
+				return fmt.Errorf("%w: source %s: %v", ErrBuild, n.label(), err)
+			}
+		}
 		names := map[string]bool{}
 		for _, d := range n.states {
 			s := d.Spec()
@@ -238,6 +245,9 @@ func (j *Job) Validate() error {
 				return err
 			}
 			if names[s.name] {
+				if s.name == subtaskClockStateName {
+					return fmt.Errorf("%w: operator %s: the state name %q is the engine's", ErrBuild, n.label(), s.name)
+				}
 				return fmt.Errorf("%w: operator %s declares state %q twice", ErrBuild, n.label(), s.name)
 			}
 			names[s.name] = true

@@ -11,8 +11,8 @@ import (
 // steps of a backend's background TTL sweeper.
 const sweepEvery = 1024
 
-// processingTimeTick is how often a keyed subtask with an injected clock
-// checks its processing-time timers while no input arrives.
+// processingTimeTick is how often a keyed subtask on a clock that moves by
+// itself checks its processing-time timers while no input arrives.
 const processingTimeTick = 10 * time.Millisecond
 
 // keyedRunner runs one subtask of a keyed operator, with an optional
@@ -48,7 +48,7 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 	if err := k.fn.Open(&OpenContext{t: t}); err != nil {
 		return t.errorf("open: %w", err)
 	}
-	t.snapshotOp = t.snapshotOperatorLists
+	t.snapshotOp = t.snapshotKeyedOperatorState
 	if err := t.restoreKeyed(); err != nil {
 		return err
 	}
@@ -57,20 +57,27 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 	if k.onBroadcast != nil {
 		addInputs[B](t, g, 1)
 	}
-	if t.clock.injected != nil {
-		// An injected clock moves by itself, so its timers come due while
-		// the input is idle too. The derived clock moves only with the
-		// input, and checking after each batch is enough for it.
+	if t.att.opts.ProcessingTime.deterministic() {
+		g.order(t.att.coord.pendingCheckpoint)
+	}
+	g.restoredAt(t.watermark)
+	t.watermark = g.watermark
+	if t.clock.ticks() {
+		// A clock that moves by itself brings processing-time timers due
+		// while the input is idle too. A deterministic clock moves only
+		// with the watermark, when they are checked anyway.
 		tick := time.NewTicker(processingTimeTick)
 		defer tick.Stop()
 		g.setTick(tick.C)
 	}
+	status := active
 	for {
 		ch, v, err := g.next()
 		if err != nil {
 			return err
 		}
 		if ch == tickChannel {
+			t.clock.sample()
 			if err := k.firePending(); err != nil {
 				return err
 			}
@@ -79,6 +86,7 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 		if ch == notifyChannel {
 			continue
 		}
+		t.clock.sample()
 		var ctl control
 		if g.chans[ch].input == 0 {
 			b := v.(*batch[IN])
@@ -93,19 +101,23 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 			}
 			ctl = b.ctl
 		}
-		if err := k.firePending(); err != nil {
-			return err
+		if t.clock.ticks() {
+			if err := k.firePending(); err != nil {
+				return err
+			}
 		}
 		if ctl.kind == noControl {
 			continue
 		}
 		r := g.onControl(ch, ctl)
 		if r.watermarkAdvanced {
-			t.watermark = g.watermark
-			if err := k.fireEventTimers(g.watermark); err != nil {
+			if err := k.advance(g.watermark); err != nil {
 				return err
 			}
-			if err := k.out.control(control{kind: watermarkControl, watermark: g.watermark}); err != nil {
+		}
+		if s := g.outputStatus(); s != status && !r.ended {
+			status = s
+			if err := k.out.control(control{kind: statusControl, status: s}); err != nil {
 				return err
 			}
 		}
@@ -123,6 +135,21 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 	}
 }
 
+// advance moves the subtask to the combined watermark w: a deterministic
+// clock follows it, the timers it brings due fire, and it goes downstream
+// after what they emit, so that none of that is late there.
+func (k *keyedRunner[K, IN, B, OUT]) advance(w int64) error {
+	k.t.watermark = w
+	k.t.clock.follow(w)
+	if err := k.fireEventTimers(w); err != nil {
+		return err
+	}
+	if err := k.firePending(); err != nil {
+		return err
+	}
+	return k.out.control(control{kind: watermarkControl, watermark: w})
+}
+
 func (k *keyedRunner[K, IN, B, OUT]) records(recs []record[IN]) error {
 	for i := range recs {
 		r := &recs[i]
@@ -131,7 +158,6 @@ func (k *keyedRunner[K, IN, B, OUT]) records(recs []record[IN]) error {
 		}
 		k.ctx.key = k.keyOf(r.v)
 		k.ctx.ts = r.ts
-		k.t.clock.observe(r.ts)
 		if err := k.fn.ProcessElement(k.ctx, r.v); err != nil {
 			return k.t.errorf("process element: %w", err)
 		}
@@ -150,7 +176,6 @@ func (k *keyedRunner[K, IN, B, OUT]) broadcasts(recs []record[B]) error {
 	defer func() { k.t.inBroadcast = false }()
 	for i := range recs {
 		k.bctx.ts = recs[i].ts
-		k.t.clock.observe(recs[i].ts)
 		if err := k.onBroadcast(k.bctx, recs[i].v); err != nil {
 			return k.t.errorf("process broadcast element: %w", err)
 		}
@@ -164,10 +189,11 @@ func (k *keyedRunner[K, IN, B, OUT]) fireEventTimers(upTo int64) error {
 	return k.fire(k.ctx.et, upTo, EventTime)
 }
 
-// firePending fires processing-time timers that the processing clock has
-// passed: after every input batch, and on every tick of an injected clock.
+// firePending fires the processing-time timers that the subtask's clock
+// has passed: when the watermark advances, and, on a clock that moves by
+// itself, after every input batch and on every tick.
 func (k *keyedRunner[K, IN, B, OUT]) firePending() error {
-	return k.fire(k.ctx.pt, k.t.clock.processingTime(), ProcessingTime)
+	return k.fire(k.ctx.pt, k.t.clock.Now(), ProcessingTime)
 }
 
 func (k *keyedRunner[K, IN, B, OUT]) fire(ts state.Timers, upTo int64, domain TimeDomain) error {
@@ -185,14 +211,14 @@ func (k *keyedRunner[K, IN, B, OUT]) fire(ts state.Timers, upTo int64, domain Ti
 		}
 		k.ctx.key = key
 		k.ctx.ts = tm.Timestamp
-		k.t.clock.atTimer(tm.Timestamp)
 		if err := k.fn.OnTimer(k.ctx, TimerInfo{Timestamp: tm.Timestamp, Domain: domain}); err != nil {
 			return k.t.errorf("on timer: %w", err)
 		}
 	}
 }
 
-// addInputs adds to g the channels feeding input of t's subtask.
+// addInputs adds to g the channels feeding input of t's subtask, each
+// starting at the watermark its sender was restored with.
 func addInputs[T any](t *task, g *gate, input int) {
 	e := t.n.inputs[input]
 	chans := t.att.chans[e].([][]chan *batch[T])
@@ -200,6 +226,6 @@ func addInputs[T any](t *task, g *gate, input int) {
 		if e.kind == forwardEdge && from != t.subtask {
 			continue
 		}
-		g.add(input, chans[from][t.subtask])
+		g.add(input, chans[from][t.subtask], t.att.restoredWatermark(e.from))
 	}
 }

@@ -215,10 +215,12 @@ func TestOperatorListStateInManifestAndToolkit(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("manifest has no operator tally: %s", manifest.Bytes())
 	}
+	// The job's two, then the engine's clock of each subtask.
 	states := ops[i].OperatorStates
-	if len(states) != 2 ||
+	if len(states) != 3 ||
 		states[0].Name != "records" || states[0].Distribution != savepoint.EvenSplit || !states[0].Element.Equal(serializers.Int64().Snapshot()) ||
-		states[1].Name != "keys-seen" || states[1].Distribution != savepoint.Union || !states[1].Element.Equal(serializers.String().Snapshot()) {
+		states[1].Name != "keys-seen" || states[1].Distribution != savepoint.Union || !states[1].Element.Equal(serializers.String().Snapshot()) ||
+		states[2].Name != subtaskClockStateName || states[2].Distribution != savepoint.Union || !states[2].Element.Equal(subtaskClockSerializer.Snapshot()) {
 		t.Fatalf("tally operator states %+v", states)
 	}
 
@@ -246,7 +248,7 @@ func TestOperatorListStateInManifestAndToolkit(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%s %s %s %d", s.Name, s.Distribution, s.Element, n))
 	}
-	if want := []string{"records even-split int64 2", "keys-seen union string 11"}; !slices.Equal(got, want) {
+	if want := []string{"records even-split int64 2", "keys-seen union string 11", "subtask-clock union avro:stateproc.engine.SubtaskClock 2"}; !slices.Equal(got, want) {
 		t.Errorf("the savepoint holds tally operator states %q, want %q", got, want)
 	}
 	if sub := tallyOp.OperatorStates[0].Subtasks; len(sub) != 2 || len(sub[0]) != 1 || len(sub[1]) != 1 {

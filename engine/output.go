@@ -14,6 +14,11 @@ type output[T any] struct {
 	ctx    context.Context
 	routes []*route[T]
 	key    []byte
+	// interrupt, when set, is read while a send waits, and what it
+	// delivers handed to onInterrupt: a source obeys the coordinator even
+	// while its outputs are full.
+	interrupt   <-chan sourceCmd
+	onInterrupt func(sourceCmd) error
 }
 
 type route[T any] struct {
@@ -103,11 +108,17 @@ func (o *output[T]) add(r *route[T], i int, v T, ts int64, key []byte) error {
 }
 
 func (o *output[T]) send(ch chan *batch[T], b *batch[T]) error {
-	select {
-	case ch <- b:
-		return nil
-	case <-o.ctx.Done():
-		return context.Cause(o.ctx)
+	for {
+		select {
+		case ch <- b:
+			return nil
+		case cmd := <-o.interrupt:
+			if err := o.onInterrupt(cmd); err != nil {
+				return err
+			}
+		case <-o.ctx.Done():
+			return context.Cause(o.ctx)
+		}
 	}
 }
 

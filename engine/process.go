@@ -147,6 +147,7 @@ func Process[K, IN, OUT any](ks KeyedStream[K, IN], newFn func() KeyedProcessFun
 	n := ks.in.job.addNode(keyedNode, "process", opts)
 	n.key = ks.keySer
 	n.stateful = true
+	n.opState = append(n.opState, subtaskClockSpec())
 	connect(ks.in, n, hashEdge, 0, keyEncoder(ks))
 	n.run = func(t *task) error {
 		k := &keyedRunner[K, IN, struct{}, OUT]{keyOf: ks.key, keySer: ks.keySer, fn: newFn()}

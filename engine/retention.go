@@ -7,9 +7,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 )
 
 // retain deletes all but the newest keep checkpoints under the root, then
@@ -18,19 +17,19 @@ import (
 // aborted checkpoint left behind. It runs between checkpoints, when no
 // subtask is adding shared files.
 func (s *checkpointStore) retain(keep int) error {
-	ids, err := listCheckpoints(s.root)
+	ids, err := chkdir.List(s.root)
 	if err != nil {
 		return err
 	}
 	for len(ids) > keep {
-		if err := os.RemoveAll(checkpointPath(s.root, ids[0])); err != nil {
+		if err := os.RemoveAll(chkdir.Path(s.root, ids[0])); err != nil {
 			return err
 		}
 		ids = ids[1:]
 	}
 	referenced := map[string]bool{}
 	for _, id := range ids {
-		m, ok, err := readManifest(checkpointPath(s.root, id))
+		m, ok, err := chkdir.ReadManifest(chkdir.Path(s.root, id))
 		if err != nil {
 			// Without every reference, no shared file is known to be unused.
 			return fmt.Errorf("engine: retention: %w", err)
@@ -44,7 +43,7 @@ func (s *checkpointStore) retain(keep int) error {
 			}
 		}
 	}
-	entries, err := os.ReadDir(filepath.Join(s.root, sharedDir))
+	entries, err := os.ReadDir(filepath.Join(s.root, chkdir.SharedDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -52,7 +51,7 @@ func (s *checkpointStore) retain(keep int) error {
 		return err
 	}
 	for _, e := range entries {
-		name := path.Join(sharedDir, e.Name())
+		name := path.Join(chkdir.SharedDir, e.Name())
 		if referenced[name] {
 			continue
 		}
@@ -66,22 +65,17 @@ func (s *checkpointStore) retain(keep int) error {
 	return nil
 }
 
-// listCheckpoints returns the ids of the checkpoints under root, ascending.
-func listCheckpoints(root string) ([]uint64, error) {
-	entries, err := os.ReadDir(root)
+// LatestCheckpoint returns the directory of the latest checkpoint under the
+// checkpoint root: where a job killed while it ran restarts from
+// (RunOptions.RestoreFrom). A checkpoint's directory appears only once the
+// checkpoint is complete.
+func LatestCheckpoint(root string) (string, error) {
+	ids, err := chkdir.List(root)
 	if err != nil {
-		return nil, err
+		return "", fmt.Errorf("engine: checkpoint root: %w", err)
 	}
-	var ids []uint64
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "chk-") {
-			continue
-		}
-		id, err := strconv.ParseUint(strings.TrimPrefix(e.Name(), "chk-"), 10, 64)
-		if err == nil {
-			ids = append(ids, id)
-		}
+	if len(ids) == 0 {
+		return "", fmt.Errorf("engine: no checkpoint under %s", root)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids, nil
+	return chkdir.Path(root, ids[len(ids)-1]), nil
 }

@@ -11,11 +11,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/stateproc/stateproc/engine/heapbackend"
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // BackendKind selects where keyed state lives.
@@ -33,13 +35,10 @@ type RunOptions struct {
 	Backend BackendKind
 	// WorkDir holds the Pebble databases; a temporary directory when empty.
 	WorkDir string
-	// Clock is the processing-time clock. When nil, processing time is the
-	// event time of what is being processed, which keeps TTL timestamps and
-	// savepoints independent of scheduling. When set, keyed subtasks also
-	// look at it every few milliseconds while their input is idle, so that
-	// processing-time timers fire once it passes them without waiting for
-	// input.
-	Clock state.Clock
+	// ProcessingTime is where processing time, which TTL and
+	// processing-time timers run on, comes from: WallClock (the default),
+	// DeterministicTime, or ClockTime of a clock of the caller's.
+	ProcessingTime ProcessingTimeMode
 
 	// RestoreFrom is a savepoint or checkpoint directory to start from.
 	RestoreFrom string
@@ -61,9 +60,19 @@ type RunOptions struct {
 	// StopAfter stops every source after that many records in all (dealt
 	// round-robin over its splits) instead of at the end of its input: a
 	// source position, so that a savepoint taken there is reproducible.
+	// Each split stops at its own position, so where splits run apart in
+	// event time the first to stop holds the watermark back while the
+	// others read on.
 	StopAfter int64
-	// Drain lets every event-time timer fire before a stop at StopAfter. A
-	// job that reaches the end of its input always drains.
+	// StopAtWatermark, when nonzero, stops every source subtask right after
+	// the first watermark it sends at or above it (or at the end of its
+	// input): a stop in event time. A savepoint taken there is a cut
+	// through the order in which DeterministicTime processes records, so a
+	// run restored from it goes on exactly as a run without the stop.
+	StopAtWatermark int64
+	// Drain lets every event-time timer fire before a stop at StopAfter or
+	// StopAtWatermark. A job that reaches the end of its input always
+	// drains.
 	Drain bool
 	// SavepointDir, when set, receives a savepoint when the job stops.
 	SavepointDir string
@@ -77,6 +86,30 @@ type RunOptions struct {
 	// it delivers (and no checkpoint is in flight): tests place checkpoints
 	// where they need them.
 	checkpointNow <-chan struct{}
+	// inject, when set, is asked at each fault point whether to fail there:
+	// tests break checkpoints and restores where they can break.
+	inject func(p faultPoint, t *task, cp *checkpoint) error
+}
+
+// faultPoint is a place where tests inject failures.
+type faultPoint uint8
+
+const (
+	// faultSnapshot: a keyed subtask at a checkpoint's barrier, before it
+	// writes its part.
+	faultSnapshot faultPoint = iota + 1
+	// faultComplete: the coordinator, every subtask having acknowledged,
+	// before it publishes the checkpoint.
+	faultComplete
+	// faultRestore: a keyed subtask before it restores its key groups.
+	faultRestore
+)
+
+func (a *attempt) fault(p faultPoint, t *task, cp *checkpoint) error {
+	if a.opts.inject == nil {
+		return nil
+	}
+	return a.opts.inject(p, t, cp)
 }
 
 // Result summarizes a run.
@@ -90,6 +123,9 @@ type Result struct {
 	LastCheckpoint string
 	// Restarts counts the restarts after failures.
 	Restarts int
+	// Restored lists, per attempt, the savepoint or checkpoint it started
+	// from, "" for a fresh start.
+	Restored []string
 	// CheckpointStats describes the periodic checkpoints completed in every
 	// attempt, in order.
 	CheckpointStats []CheckpointStats
@@ -128,6 +164,12 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 	if opts.Backend != Heap && opts.Backend != Pebble {
 		return nil, fmt.Errorf("engine: unknown backend %q", opts.Backend)
 	}
+	if err := opts.ProcessingTime.validate(); err != nil {
+		return nil, err
+	}
+	if opts.StopAfter != 0 && opts.StopAtWatermark != 0 {
+		return nil, fmt.Errorf("engine: StopAfter and StopAtWatermark both set")
+	}
 	if opts.RetainCheckpoints <= 0 {
 		opts.RetainCheckpoints = 2
 	}
@@ -151,6 +193,7 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 	restoreFrom := opts.RestoreFrom
 	for attemptNo := 0; ; attemptNo++ {
 		att := &attempt{job: j, opts: &opts, number: attemptNo}
+		res.Restored = append(res.Restored, restoreFrom)
 		err := att.run(ctx, restoreFrom)
 		latest, _ := att.coordLatest()
 		if opts.SavepointDir != "" && latest.path == opts.SavepointDir {
@@ -171,10 +214,54 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 			return res, err
 		}
 		res.Restarts++
+		if res.Savepoint != "" {
+			// The job's work is done: the failure came after its final
+			// savepoint, committing what the sinks had written. A rerun
+			// would take the savepoint again; recovering the sinks from it
+			// commits what it recorded.
+			for {
+				res.Restored = append(res.Restored, res.Savepoint)
+				attemptNo++
+				err := recoverSinks(ctx, j, res.Savepoint)
+				if err == nil || ctx.Err() != nil || attemptNo >= opts.MaxRestarts {
+					return res, err
+				}
+				res.Restarts++
+			}
+		}
 		if res.LastCheckpoint != "" {
 			restoreFrom = res.LastCheckpoint
 		}
 	}
+}
+
+// recoverSinks hands every sink of j the transactions that the savepoint in
+// dir recorded, for Recover to commit them.
+func recoverSinks(ctx context.Context, j *Job, dir string) error {
+	r, err := snapshotfmt.Open(ctx, storage.LocalDir(dir))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for _, n := range j.nodes {
+		if n.recover == nil {
+			continue
+		}
+		var pending [][]byte
+		if op, ok := r.Metadata().Operator(n.uid); ok {
+			for _, s := range op.OperatorStates {
+				if s.Name == sinkStateName {
+					for _, l := range s.Subtasks {
+						pending = append(pending, l...)
+					}
+				}
+			}
+		}
+		if err := n.recover(pending); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // attempt is one execution of the job graph.
@@ -189,6 +276,15 @@ type attempt struct {
 	store   *checkpointStore
 	// ops lists the operators that savepoints hold, in job order.
 	ops []*node
+	// times holds where the restored keyed operators' subtasks start.
+	times map[*node]restoredTime
+	// groups holds the watermark alignment groups of the sources;
+	// frontier, under DeterministicTime, every source subtask.
+	groups   map[string]*alignGroup
+	frontier *alignGroup
+	// upstream holds, for every keyed operator, the sources it reads from,
+	// directly or through other operators.
+	upstream map[*node]map[*node]bool
 }
 
 func (a *attempt) coordLatest() (completed, <-chan struct{}) {
@@ -242,6 +338,14 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 		defer r.close()
 		a.restore = r
 		firstID = r.src.Metadata().ID + 1
+		if a.times, err = r.restoredTimes(a.job.nodes); err != nil {
+			return err
+		}
+	}
+	a.groups = alignGroups(a.job.nodes)
+	a.upstream = upstreamSources(a.job.nodes)
+	if a.opts.ProcessingTime.deterministic() {
+		a.frontier = newAlignGroup()
 	}
 	a.store = newCheckpointStore(a.opts, a.dir())
 	a.coord = newCoordinator(a, firstID)
@@ -265,12 +369,18 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 			}
 		}
 		for i := 0; i < n.parallelism; i++ {
-			t := &task{ctx: gctx, att: a, n: n, subtask: i, op: a.opIndex(n), clock: &taskClock{injected: a.opts.Clock},
-				watermark: MinWatermark, opened: map[state.Descriptor]bool{}, bcast: map[string]*broadcastStore{},
+			t := &task{ctx: gctx, att: a, n: n, subtask: i, op: a.opIndex(n), clock: newSubtaskClock(a.opts.ProcessingTime, a.startTime(n)),
+				watermark: a.restoredWatermark(n), opened: map[state.Descriptor]bool{}, bcast: map[string]*broadcastStore{},
 				opLists: map[string]operatorList{}}
 			if n.kind == sourceNode {
 				t.control = make(chan sourceCmd, 4)
 				a.coord.sources = append(a.coord.sources, t)
+				if g := a.groups[n.watermarks.AlignmentGroup]; g != nil {
+					g.join(t)
+				}
+				if a.frontier != nil {
+					a.frontier.join(t)
+				}
 			}
 			if n.kind == keyedNode {
 				b, err := a.newBackend(n, i)
@@ -298,6 +408,35 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	return err
 }
 
+// upstreamSources maps every keyed operator to the sources it reads from.
+func upstreamSources(nodes []*node) map[*node]map[*node]bool {
+	var of func(n *node) map[*node]bool
+	memo := map[*node]map[*node]bool{}
+	of = func(n *node) map[*node]bool {
+		if s, ok := memo[n]; ok {
+			return s
+		}
+		s := map[*node]bool{}
+		if n.kind == sourceNode {
+			s[n] = true
+		}
+		for _, e := range n.inputs {
+			for src := range of(e.from) {
+				s[src] = true
+			}
+		}
+		memo[n] = s
+		return s
+	}
+	up := map[*node]map[*node]bool{}
+	for _, n := range nodes {
+		if n.kind == keyedNode {
+			up[n] = of(n)
+		}
+	}
+	return up
+}
+
 // dir is the attempt's directory in the work directory: its databases,
 // the native checkpoints it makes of them, and the checkpoint it restores
 // from.
@@ -318,7 +457,7 @@ func (a *attempt) newBackend(n *node, subtask int) (state.Backend, error) {
 	kgs := keygroup.ForSubtask(subtask, n.parallelism, n.maxParallelism)
 	switch a.opts.Backend {
 	case Pebble:
-		dir := filepath.Join(a.dir(), fmt.Sprintf("%s-%d", sanitize(n.uid), subtask))
+		dir := filepath.Join(a.dir(), fmt.Sprintf("%s-%d", chkdir.Sanitize(n.uid), subtask))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -328,31 +467,13 @@ func (a *attempt) newBackend(n *node, subtask int) (state.Backend, error) {
 	}
 }
 
-func sanitize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
-
-// metadata describes the job's operators as savepoint id at time at; the
-// operator and broadcast state contents are filled in as subtasks
+// metadata describes the job's operators as savepoint id; the operator and
+// broadcast state contents and the times are filled in as subtasks
 // acknowledge.
-func (a *attempt) metadata(id uint64, at int64) *savepoint.Metadata {
-	m := &savepoint.Metadata{ID: id, CreatedAt: at}
+func (a *attempt) metadata(id uint64) *savepoint.Metadata {
+	m := &savepoint.Metadata{ID: id}
 	for _, n := range a.ops {
 		m.Operators = append(m.Operators, n.model())
 	}
 	return m
 }
-
-// checkpointPath is where checkpoint id lives under the checkpoint root.
-func checkpointPath(root string, id uint64) string {
-	return filepath.Join(root, checkpointName(id))
-}
-
-// checkpointName is the name of checkpoint id's directory in the root.
-func checkpointName(id uint64) string { return fmt.Sprintf("chk-%d", id) }

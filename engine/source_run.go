@@ -1,42 +1,71 @@
 package engine
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
-// sourceRunner runs one source subtask: it reads its splits round-robin,
-// emits watermarks, and obeys the coordinator's commands.
+// sourceRunner runs one source subtask: it reads its splits, lowest
+// progress first, sends watermarks, and obeys the coordinator's commands,
+// also while it waits to send, to align or for input.
 type sourceRunner[T any] struct {
 	t       *task
 	src     Source[T]
 	wm      Watermarks
 	out     *output[T]
 	cursors []*splitCursor[T]
-	next    int
-	emitted int64
-	count   int
-	atEnd   bool
+	// ordered is set under DeterministicTime; priming until the first
+	// watermark has gone out, which there comes before any record.
+	ordered, priming bool
+	group            *alignGroup
+	status           channelStatus
+	atEnd            bool
+
+	// cuts holds, under DeterministicTime, where the subtask stood right
+	// after each watermark it sent that a later checkpoint's epoch may
+	// still fall at or below (see cutFor); frontier the watermarks of
+	// every source subtask of the job, below which none can.
+	cuts     []cutPoint
+	frontier *alignGroup
+	// stopHere is set once the subtask has sent a watermark at or above
+	// RunOptions.StopAtWatermark.
+	stopHere bool
+
+	// awaiting is the checkpoint the subtask has prepared and waits for the
+	// go-ahead of, owed whether it has held a watermark back meanwhile;
+	// barrier is the checkpoint whose barrier it sends next, and cut, if
+	// set, the positions its snapshot holds; finish the command that ends
+	// the subtask.
+	awaiting uint64
+	owed     bool
+	barrier  *checkpoint
+	cut      []splitPosition
+	finish   *sourceCmd
 }
 
 func runSource[T any](t *task, src Source[T], wm Watermarks) error {
-	r := &sourceRunner[T]{t: t, src: src, wm: wm, out: newOutput[T](t), emitted: MinWatermark}
+	r := &sourceRunner[T]{t: t, src: src, wm: wm, out: newOutput[T](t), ordered: t.att.opts.ProcessingTime.deterministic(),
+		group: t.att.groups[wm.AlignmentGroup], frontier: t.att.frontier}
+	t.watermark = MinWatermark
+	r.out.interrupt, r.out.onInterrupt = t.control, r.command
 	if err := r.open(); err != nil {
 		return err
 	}
 	t.snapshotOp = r.snapshotState
-	for {
-		if r.atEnd {
-			select {
-			case cmd := <-t.control:
-				if done, err := r.command(cmd); done || err != nil {
-					return err
-				}
-			case <-t.ctx.Done():
-				return nil
-			}
-			continue
+	if r.ordered {
+		r.priming = r.unread()
+	}
+	if !r.priming {
+		// A restored subtask says where it stands before anything else.
+		if err := r.emitWatermark(); err != nil {
+			return err
 		}
+	}
+	for {
 		select {
 		case cmd := <-t.control:
-			if done, err := r.command(cmd); done || err != nil {
+			if err := r.command(cmd); err != nil {
 				return err
 			}
 			continue
@@ -44,19 +73,52 @@ func runSource[T any](t *task, src Source[T], wm Watermarks) error {
 			return nil
 		default:
 		}
-		if err := r.step(); err != nil {
+		if r.finish != nil {
+			return r.finishUp(*r.finish)
+		}
+		if r.owed && r.awaiting == 0 {
+			r.owed = false
+			if err := r.emitWatermark(); err != nil {
+				return err
+			}
+			continue
+		}
+		if r.barrier != nil && r.barrierDue() {
+			if err := r.sendBarrier(); err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		switch {
+		case r.awaiting != 0 || r.atEnd:
+			err = r.waitFor(nil, nil)
+		case r.mustAlign():
+			_, changed := r.group.lowest()
+			err = r.waitFor(changed, nil)
+		default:
+			err = r.step()
+		}
+		if errors.Is(err, errStopped) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 	}
 }
 
-// open assigns splits: those in the restored operator state, or split s to
-// subtask s mod parallelism on a fresh start.
+// errStopped ends the subtask quietly: the run is being torn down.
+var errStopped = errors.New("engine: stopped")
+
+// open assigns splits, split s to subtask s mod parallelism, at the
+// positions of the restored operator state, which holds every split's
+// (whatever distribution a savepoint names), or at their start.
 func (r *sourceRunner[T]) open() error {
 	t := r.t
-	var positions []splitPosition
-	if saved, ok := t.restoredOp[sourceStateName]; ok {
-		for _, e := range saved {
+	saved := map[int32]splitPosition{}
+	if elems, ok := t.restoredOp[sourceStateName]; ok {
+		for _, e := range elems {
 			p, err := splitPositionSerializer.Decode(e)
 			if err != nil {
 				return permanent(t.errorf("restored split position: %w", err))
@@ -64,12 +126,22 @@ func (r *sourceRunner[T]) open() error {
 			if int(p.Split) < 0 || int(p.Split) >= r.src.Splits() {
 				return permanent(t.errorf("restored split %d, but the source has %d splits", p.Split, r.src.Splits()))
 			}
-			positions = append(positions, p)
+			if _, dup := saved[p.Split]; dup {
+				return permanent(t.errorf("restored split %d twice", p.Split))
+			}
+			saved[p.Split] = p
 		}
-	} else {
-		for s := t.subtask; s < r.src.Splits(); s += t.n.parallelism {
-			positions = append(positions, splitPosition{Split: int32(s), MaxEventTime: MinWatermark})
+		if len(saved) != r.src.Splits() {
+			return permanent(t.errorf("restored %d split positions, but the source has %d splits", len(saved), r.src.Splits()))
 		}
+	}
+	var positions []splitPosition
+	for s := t.subtask; s < r.src.Splits(); s += t.n.parallelism {
+		p, ok := saved[int32(s)]
+		if !ok {
+			p = splitPosition{Split: int32(s), MaxEventTime: MinWatermark}
+		}
+		positions = append(positions, p)
 	}
 	for _, p := range positions {
 		c := &splitCursor[T]{pos: p, limit: -1}
@@ -86,119 +158,359 @@ func (r *sourceRunner[T]) open() error {
 	return nil
 }
 
-// step reads one record from the next split that can be read, or reports
-// the end when none can.
-func (r *sourceRunner[T]) step() error {
-	for i := 0; i < len(r.cursors); i++ {
-		c := r.cursors[(r.next+i)%len(r.cursors)]
-		if c.ended || c.paused() {
+// unread reports whether a split that can still be read has not yielded a
+// record yet: until then the subtask has no watermark.
+func (r *sourceRunner[T]) unread() bool {
+	for _, c := range r.cursors {
+		if !c.ended && !c.paused() && !c.idle && c.held == nil && c.pos.MaxEventTime == MinWatermark {
+			return true
+		}
+	}
+	return false
+}
+
+// choose returns the split to read next: of those that can be read now,
+// the one with the lowest progress, then the lowest index, so that the
+// order depends only on the splits' positions, which a checkpoint keeps.
+// When none can be read now but some may soon, wait says for how long.
+func (r *sourceRunner[T]) choose(now time.Time) (c *splitCursor[T], wait time.Duration) {
+	for _, x := range r.cursors {
+		if x.ended || x.paused() {
 			continue
 		}
-		r.next = (r.next + i + 1) % len(r.cursors)
-		v, ts, ok, err := c.reader.Next()
-		if err != nil {
-			return r.t.errorf("split %d at offset %d: %w", c.pos.Split, c.pos.Offset, err)
+		if x.retry.After(now) {
+			if d := x.retry.Sub(now); wait == 0 || d < wait {
+				wait = d
+			}
+			continue
 		}
-		if !ok {
+		if c == nil || x.pos.MaxEventTime < c.pos.MaxEventTime || x.pos.MaxEventTime == c.pos.MaxEventTime && x.pos.Split < c.pos.Split {
+			c = x
+		}
+	}
+	return c, wait
+}
+
+// step reads one record, or notes that there is none yet, or that the
+// subtask has reached its end.
+func (r *sourceRunner[T]) step() error {
+	now := time.Now()
+	c, wait := r.choose(now)
+	if r.stopHere {
+		c, wait = nil, 0
+	}
+	if c == nil {
+		if wait > 0 {
+			return r.waitFor(nil, time.After(wait))
+		}
+		return r.reachEnd()
+	}
+	var v T
+	var ts int64
+	if h := c.held; h != nil {
+		v, ts, c.held = h.v, h.ts, nil
+	} else {
+		var ok bool
+		var err error
+		v, ts, ok, err = c.reader.Next()
+		switch {
+		case errors.Is(err, ErrNothingAvailable):
+			if c.nothing(now, r.wm.IdleTimeout) {
+				return r.idleChanged()
+			}
+			return nil
+		case err != nil:
+			return r.t.errorf("split %d at offset %d: %w", c.pos.Split, c.pos.Offset, err)
+		case !ok:
 			c.ended = true
 			return r.emitWatermark()
 		}
-		c.pos.Offset++
-		c.pos.MaxEventTime = max(c.pos.MaxEventTime, ts)
-		if err := r.out.emit(v, ts); err != nil {
-			return err
+		c.observe(ts, r.wm.MaxAdvance)
+		c.since, c.retry = time.Time{}, time.Time{}
+		if c.idle {
+			c.idle = false
+			if err := r.idleChanged(); err != nil {
+				return err
+			}
 		}
-		r.count++
-		if r.count%r.wm.Every == 0 {
-			return r.emitWatermark()
+		if r.priming {
+			c.held = &heldRecord[T]{v: v, ts: ts}
+			if r.priming = r.unread(); !r.priming {
+				return r.emitWatermark()
+			}
+			return nil
 		}
-		return nil
 	}
-	r.atEnd = true
-	if err := r.emitWatermark(); err != nil {
+	c.pos.Offset++
+	if err := r.out.emit(v, ts); err != nil {
 		return err
 	}
-	return r.t.att.coord.send(r.t.ctx, message{kind: atEndMsg, task: r.t, maxTs: r.maxEventTime()})
+	if c.pos.Offset%int64(r.wm.Every) == 0 || c.paused() {
+		return r.emitWatermark()
+	}
+	return nil
 }
 
+// watermark is the lowest of the splits' that are neither finished nor
+// idle; with only idle ones left, it stays where it is.
 func (r *sourceRunner[T]) watermark() int64 {
-	w := int64(MaxWatermark)
+	w, holding, idling := int64(MaxWatermark), false, false
 	for _, c := range r.cursors {
-		w = min(w, c.watermark(r.wm.OutOfOrderness))
+		switch {
+		case c.ended:
+		case c.idle:
+			idling = true
+		default:
+			holding = true
+			w = min(w, c.watermark(r.wm.OutOfOrderness))
+		}
+	}
+	if !holding && idling {
+		return r.t.watermark
 	}
 	return w
 }
 
+// emitWatermark sends the subtask's watermark if it has advanced, and
+// then, under DeterministicTime, the barrier it announces. Between
+// reporting its watermark for a checkpoint and the go-ahead, the subtask
+// owes it instead: the checkpoint's epoch must stay above what it sent.
 func (r *sourceRunner[T]) emitWatermark() error {
-	w := r.watermark()
-	if w <= r.emitted {
+	t := r.t
+	if r.awaiting != 0 {
+		r.owed = true
 		return nil
 	}
-	r.emitted = w
-	return r.out.control(control{kind: watermarkControl, watermark: w})
-}
-
-func (r *sourceRunner[T]) maxEventTime() int64 {
-	m := int64(MinWatermark)
-	for _, c := range r.cursors {
-		m = max(m, c.pos.MaxEventTime)
+	w := r.watermark()
+	if w <= t.watermark {
+		return nil
 	}
-	return m
+	t.watermark = w
+	t.clock.follow(w)
+	if err := r.out.control(control{kind: watermarkControl, watermark: w}); err != nil {
+		return err
+	}
+	r.publish()
+	if r.ordered {
+		r.cuts = append(r.cuts, cutPoint{watermark: w, positions: r.positions()})
+		r.pruneCuts()
+	}
+	if r.ordered && r.barrier != nil && w >= r.barrier.epoch {
+		if err := r.sendBarrier(); err != nil {
+			return err
+		}
+	}
+	if at := t.att.opts.StopAtWatermark; at != 0 && w >= at {
+		r.stopHere = true
+	}
+	return nil
 }
 
-// command obeys the coordinator; it reports true when the subtask is done.
-func (r *sourceRunner[T]) command(cmd sourceCmd) (bool, error) {
+// publish tells the alignment group, and the job's frontier, where the
+// subtask stands.
+func (r *sourceRunner[T]) publish() {
+	out := r.atEnd || r.status == idle
+	if r.group != nil {
+		r.group.update(r.t, r.t.watermark, out)
+	}
+	if r.frontier != nil {
+		r.frontier.update(r.t, r.t.watermark, out)
+	}
+}
+
+// cutPoint is where a source subtask stood right after sending a
+// watermark.
+type cutPoint struct {
+	watermark int64
+	positions []splitPosition
+}
+
+func (r *sourceRunner[T]) positions() []splitPosition {
+	ps := make([]splitPosition, len(r.cursors))
+	for i, c := range r.cursors {
+		ps[i] = c.pos
+	}
+	return ps
+}
+
+// pruneCuts drops the cut points no checkpoint can use: a checkpoint's
+// epoch is above the lowest watermark of the sources still reading when it
+// starts, so it is above the lowest of them now.
+func (r *sourceRunner[T]) pruneCuts() {
+	if r.awaiting != 0 || r.barrier != nil {
+		// The epoch of the checkpoint under way is where the job's lowest
+		// watermark stood when it started, not where it stands now.
+		return
+	}
+	lowest, _ := r.frontier.lowest()
+	i := 0
+	for i < len(r.cuts) && r.cuts[i].watermark <= lowest {
+		i++
+	}
+	r.cuts = r.cuts[i:]
+}
+
+// cutFor returns the positions at which checkpoint cp cuts the subtask's
+// part: right after its first watermark at or above the epoch. Whatever it
+// sent after that watermark, the checkpoint's gates leave for after the
+// snapshot, and a restore reads again. Nil when it sent no such watermark,
+// as it reads no more: the cut is where it stands.
+func (r *sourceRunner[T]) cutFor(cp *checkpoint) []splitPosition {
+	for i, c := range r.cuts {
+		if c.watermark >= cp.epoch {
+			// The next checkpoint's epoch is higher, and may still be at
+			// or below this watermark.
+			r.cuts = r.cuts[i:]
+			return c.positions
+		}
+	}
+	r.cuts = r.cuts[:0]
+	return nil
+}
+
+// mustAlign reports whether the subtask is too far ahead of its alignment
+// group to read on.
+func (r *sourceRunner[T]) mustAlign() bool {
+	if r.group == nil || r.t.watermark == MinWatermark || r.status == idle {
+		return false
+	}
+	lowest, _ := r.group.lowest()
+	return r.t.watermark > addSat(lowest, r.wm.MaxDrift)
+}
+
+// idleChanged updates the watermark and the outputs' status after a split
+// went idle or came back.
+func (r *sourceRunner[T]) idleChanged() error {
+	if err := r.emitWatermark(); err != nil {
+		return err
+	}
+	s := active
+	if !r.atEnd {
+		s = idle
+		for _, c := range r.cursors {
+			if !c.ended && !c.paused() && !c.idle {
+				s = active
+			}
+		}
+	}
+	return r.setStatus(s)
+}
+
+func (r *sourceRunner[T]) setStatus(s channelStatus) error {
+	if s == r.status {
+		return nil
+	}
+	r.status = s
+	if err := r.out.control(control{kind: statusControl, status: s}); err != nil {
+		return err
+	}
+	r.publish()
+	return nil
+}
+
+// reachEnd is called when every split has ended or stopped.
+func (r *sourceRunner[T]) reachEnd() error {
+	if err := r.emitWatermark(); err != nil {
+		return err
+	}
+	r.atEnd = true
+	if err := r.setStatus(stopped); err != nil {
+		return err
+	}
+	r.publish()
+	if r.barrier != nil {
+		if err := r.sendBarrier(); err != nil {
+			return err
+		}
+	}
+	return r.t.att.coord.send(r.t.ctx, message{kind: atEndMsg, task: r.t})
+}
+
+// waitFor waits for a command, for the channel wake, or for the timer to
+// deliver.
+func (r *sourceRunner[T]) waitFor(wake <-chan struct{}, timer <-chan time.Time) error {
+	select {
+	case cmd := <-r.t.control:
+		return r.command(cmd)
+	case <-wake:
+		return nil
+	case <-timer:
+		return nil
+	case <-r.t.ctx.Done():
+		return errStopped
+	}
+}
+
+// command takes a command of the coordinator. It may come while the
+// subtask waits to send, so it sends nothing downstream itself.
+func (r *sourceRunner[T]) command(cmd sourceCmd) error {
 	t := r.t
 	switch cmd.kind {
 	case prepareCmd:
-		if err := t.att.coord.send(t.ctx, message{kind: preparedMsg, task: t, id: cmd.id, maxTs: r.maxEventTime()}); err != nil {
-			return false, err
+		r.awaiting = cmd.id
+		return t.att.coord.send(t.ctx, message{kind: preparedMsg, task: t, id: cmd.id, watermark: t.watermark, atEnd: r.atEnd || r.status == idle})
+	case goCmd:
+		if cmd.cp.id != r.awaiting {
+			return t.errorf("checkpoint %d: go-ahead while preparing %d", cmd.cp.id, r.awaiting)
 		}
-		select {
-		case next := <-t.control:
-			if next.kind != goCmd || next.cp.id != cmd.id {
-				return false, t.errorf("checkpoint %d: expected the go-ahead, got command %d", cmd.id, next.kind)
-			}
-			return false, r.barrier(next.cp)
-		case <-t.ctx.Done():
-			return true, nil
-		}
+		r.awaiting, r.barrier = 0, cmd.cp
+		return nil
 	case finishCmd:
-		if cmd.drain {
-			if err := r.drain(); err != nil {
-				return false, err
-			}
-		}
-		if cmd.cp != nil {
-			if err := r.barrier(cmd.cp); err != nil {
-				return false, err
-			}
-		}
-		return true, r.out.control(control{kind: endControl})
-	}
-	return false, fmt.Errorf("engine: source got unexpected command %d", cmd.kind)
-}
-
-// drain lets every event-time timer downstream fire: the input is over.
-func (r *sourceRunner[T]) drain() error {
-	if r.emitted == MaxWatermark {
+		r.finish = &cmd
 		return nil
 	}
-	r.emitted = MaxWatermark
-	return r.out.control(control{kind: watermarkControl, watermark: MaxWatermark})
+	return fmt.Errorf("engine: source got unexpected command %d", cmd.kind)
 }
 
-func (r *sourceRunner[T]) barrier(cp *checkpoint) error {
-	if err := r.t.snapshot(cp); err != nil {
+// barrierDue reports whether the pending barrier goes out now. Under
+// DeterministicTime it goes out with the snapshot of the cut: right after
+// the first watermark at or above the checkpoint's epoch, or at once when
+// that watermark has gone out already or the subtask reads nothing more.
+func (r *sourceRunner[T]) barrierDue() bool {
+	return !r.ordered || r.atEnd || r.status == idle || r.t.watermark >= r.barrier.epoch
+}
+
+func (r *sourceRunner[T]) sendBarrier() error {
+	cp := r.barrier
+	r.barrier = nil
+	if r.ordered {
+		r.cut = r.cutFor(cp)
+	}
+	err := r.t.snapshot(cp)
+	r.cut = nil
+	if err != nil {
 		return err
 	}
 	return r.out.control(control{kind: barrierControl, barrier: cp})
 }
 
+// finishUp ends the subtask: the input is over, so a drain lets every
+// event-time timer downstream fire; then the final savepoint's barrier,
+// if any, and the end.
+func (r *sourceRunner[T]) finishUp(cmd sourceCmd) error {
+	if cmd.drain && r.t.watermark != MaxWatermark {
+		r.t.watermark = MaxWatermark
+		if err := r.out.control(control{kind: watermarkControl, watermark: MaxWatermark}); err != nil {
+			return err
+		}
+	}
+	if cmd.cp != nil {
+		r.barrier = cmd.cp
+		if err := r.sendBarrier(); err != nil {
+			return err
+		}
+	}
+	return r.out.control(control{kind: endControl})
+}
+
 func (r *sourceRunner[T]) snapshotState(*checkpoint) (map[string][][]byte, error) {
+	ps := r.cut
+	if ps == nil {
+		ps = r.positions()
+	}
 	var list [][]byte
-	for _, c := range r.cursors {
-		b, err := splitPositionSerializer.Append(nil, c.pos)
+	for _, p := range ps {
+		b, err := splitPositionSerializer.Append(nil, p)
 		if err != nil {
 			return nil, err
 		}

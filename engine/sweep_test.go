@@ -49,8 +49,8 @@ func (w *writeBoth) ProcessElement(_ *Context[string, struct{}], e testEvent) er
 
 func (w *writeBoth) OnTimer(*Context[string, struct{}], TimerInfo) error { return nil }
 
-// On Pebble the runtime steps the TTL sweeper as records pass, on the
-// derived clock: entries that expired long before the end of the input are
+// On Pebble the runtime steps the TTL sweeper as records pass, at the
+// subtask's processing time, here the watermark: entries that expired long before the end of the input are
 // gone from the state with a sweep budget, while the state without one,
 // which nothing else cleans up, keeps them. Entries alive at the last sweep
 // stay in both.
@@ -79,7 +79,7 @@ func TestSweeperRemovesExpiredEntriesInARunningJob(t *testing.T) {
 		func() KeyedProcessFunction[string, testEvent, struct{}] { return &writeBoth{} },
 		UID("ttl"), WithState(sweptDesc, unsweptDesc), MaxParallelism(128))
 	sp := filepath.Join(t.TempDir(), "sp")
-	if _, err := Run(context.Background(), j, RunOptions{Backend: Pebble, SavepointDir: sp}); err != nil {
+	if _, err := Run(context.Background(), j, RunOptions{Backend: Pebble, ProcessingTime: DeterministicTime, SavepointDir: sp}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -2,12 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
 // task is one subtask of one operator in one run attempt.
@@ -20,10 +23,12 @@ type task struct {
 	// operator is not part of savepoints (stateless, no uid).
 	op      int
 	backend state.Backend
-	clock   *taskClock
+	clock   *subtaskClock
 	// control carries the coordinator's commands to a source subtask.
 	control chan sourceCmd
 
+	// watermark is the subtask's event-time watermark: the combined
+	// watermark of its inputs, or, for a source, the last it emitted.
 	watermark   int64
 	inBroadcast bool
 	opened      map[state.Descriptor]bool
@@ -71,12 +76,19 @@ func (t *task) restoreKeyed() error {
 		return nil
 	}
 	if r.ops[t.n] >= 0 {
-		err := t.backend.Restore(t.ctx, r.src, r.ops[t.n], state.RestoreOptions{
-			AllowNonRestoredState: t.att.opts.AllowNonRestoredState,
-			Now:                   r.src.Metadata().CreatedAt,
-		})
+		err := t.att.fault(faultRestore, t, nil)
+		if err == nil {
+			err = t.backend.Restore(t.ctx, r.src, r.ops[t.n], state.RestoreOptions{
+				AllowNonRestoredState: t.att.opts.AllowNonRestoredState,
+				Now:                   t.clock.Now(),
+			})
+		}
 		if err != nil {
-			return permanent(t.errorf("restore: %w", err))
+			err = t.errorf("restore: %w", err)
+			if unrestorable(err) {
+				return permanent(err)
+			}
+			return err
 		}
 	}
 	if err := r.restored(); err != nil {
@@ -85,8 +97,27 @@ func (t *task) restoreKeyed() error {
 	return nil
 }
 
+// unrestorable reports whether a restore failed because of what the
+// savepoint holds, which no restart can change, rather than, say, a read
+// that failed.
+func unrestorable(err error) bool {
+	for _, e := range []error{snapshotfmt.ErrCorrupt, snapshotfmt.ErrNotSavepoint, snapshotfmt.ErrNewerVersion, snapshotfmt.ErrUnsupportedVersion,
+		ErrCorruptCheckpoint, ErrRestore, compat.ErrIncompatible, state.ErrNotRestored} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // snapshot writes this subtask's part of checkpoint cp and acknowledges it.
 func (t *task) snapshot(cp *checkpoint) error {
+	t.clock.sample()
+	if t.backend != nil {
+		if err := t.att.fault(faultSnapshot, t, cp); err != nil {
+			return t.errorf("checkpoint %d: %w", cp.id, err)
+		}
+	}
 	if t.op >= 0 {
 		if t.backend != nil {
 			if err := t.snapshotKeyed(cp); err != nil {
@@ -97,7 +128,7 @@ func (t *task) snapshot(cp *checkpoint) error {
 			return t.errorf("checkpoint %d: %w", cp.id, err)
 		}
 	}
-	return t.att.coord.send(t.ctx, message{kind: ackMsg, task: t, id: cp.id})
+	return t.att.coord.send(t.ctx, message{kind: ackMsg, task: t, id: cp.id, watermark: t.watermark, now: t.clock.Now()})
 }
 
 // snapshotKeyed writes the keyed state: natively into an incremental
@@ -110,7 +141,9 @@ func (t *task) snapshotKeyed(cp *checkpoint) error {
 	if err != nil {
 		return err
 	}
-	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], cp.time); err != nil {
+	// Full-snapshot cleanup runs at this subtask's own time: what it drops
+	// no read of this subtask could still return.
+	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], t.clock.Now()); err != nil {
 		return err
 	}
 	return f.Close()

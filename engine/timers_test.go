@@ -211,7 +211,7 @@ func TestProcessingTimeTimersFollowTheInjectedClock(t *testing.T) {
 	for _, backend := range []BackendKind{Heap, Pebble} {
 		t.Run(string(backend), func(t *testing.T) {
 			clock := state.NewManualClock(1000)
-			r := startTimerJob(t, 1, RunOptions{Backend: backend, Clock: clock})
+			r := startTimerJob(t, 1, RunOptions{Backend: backend, ProcessingTime: ClockTime(clock)})
 			for _, c := range []timerCmd{
 				{Key: "a", Register: 1500}, {Key: "b", Register: 1300}, {Key: "f", Register: 1250},
 				{Key: "c", Register: 1200}, {Key: "d", Register: 1800}, {Key: "e", Register: 1250},
@@ -251,7 +251,7 @@ func TestProcessingTimeTimersSurviveASavepoint(t *testing.T) {
 			processed, fired := make(chan timerCmd, len(cmds)), make(chan firedTimer, len(cmds))
 			sp := filepath.Join(t.TempDir(), "sp")
 			_, err := Run(context.Background(), timerJob(heldSource{ctx: context.Background(), in: in}, 1, processed, fired), RunOptions{
-				Backend: backends[0], Clock: state.NewManualClock(1000), StopAfter: int64(len(cmds)), SavepointDir: sp,
+				Backend: backends[0], ProcessingTime: ClockTime(state.NewManualClock(1000)), StopAfter: int64(len(cmds)), SavepointDir: sp,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -274,7 +274,7 @@ func TestProcessingTimeTimersSurviveASavepoint(t *testing.T) {
 			}
 
 			clock := state.NewManualClock(1000)
-			r := startTimerJob(t, 2, RunOptions{Backend: backends[1], Clock: clock, RestoreFrom: sp})
+			r := startTimerJob(t, 2, RunOptions{Backend: backends[1], ProcessingTime: ClockTime(clock), RestoreFrom: sp})
 			clock.Set(4999)
 			r.quiet(t)
 			clock.Set(5000)
@@ -295,7 +295,7 @@ func TestProcessingTimeTimersSurviveASavepoint(t *testing.T) {
 // Cancelling a job whose keyed subtasks wait on an injected clock stops it.
 func TestCancelWithAnInjectedClock(t *testing.T) {
 	clock := state.NewManualClock(1000)
-	r := startTimerJob(t, 2, RunOptions{Clock: clock})
+	r := startTimerJob(t, 2, RunOptions{ProcessingTime: ClockTime(clock)})
 	r.send(t, timerCmd{Key: "a", Register: 2000})
 	r.cancel()
 	select {

@@ -60,7 +60,9 @@ func growthOf(t *testing.T, rep *report.Report, uid, name string) report.Growth 
 }
 
 // GatewayMeter at four increasing source positions, 7 to 22 minutes of
-// event time: in the leak variant every abandoned request stays in `open`,
+// event time, run out of order on deterministic time so that each
+// savepoint's creation time is where its run's watermark got to, not when
+// the run happened: in the leak variant every abandoned request stays in `open`,
 // which grows without bound; with the abandonment timer `open` holds the
 // requests in flight and those abandoned in the last five minutes, and
 // wanders about a level. usd_total, one per tenant of a fixed set, levels
@@ -74,7 +76,7 @@ func TestGrowthOfGatewayMeter(t *testing.T) {
 			var dirs []string
 			for _, n := range []int64{130000, 40000, 100000, 70000} {
 				sp := filepath.Join(dir, fmt.Sprintf("at-%d", n))
-				gatewaytest.Run(t, cfg, gateway.Sinks{}, engine.RunOptions{Backend: engine.Heap, StopAfter: n, SavepointDir: sp})
+				gatewaytest.Run(t, cfg, gateway.Sinks{}, engine.RunOptions{Backend: engine.Heap, ProcessingTime: engine.DeterministicTime, StopAfter: n, SavepointDir: sp})
 				dirs = append(dirs, sp)
 			}
 			rep := build(t, dirs...)

@@ -12,8 +12,18 @@ import (
 type Metadata struct {
 	// ID comes from the checkpoint id that produced the savepoint.
 	ID uint64
-	// CreatedAt is the job clock's time at the savepoint, in epoch milliseconds.
+	// CreatedAt is when the savepoint was taken, in epoch milliseconds, by
+	// the job's processing-time clock: the latest processing time of the
+	// subtasks at the barrier. Every TTL decision the job made was at or
+	// before it.
 	CreatedAt int64
+	// Watermark is the job's event-time watermark at the savepoint, in
+	// epoch milliseconds: the lowest that any operator had reached at the
+	// barrier, so every event-time timer at or before it has fired.
+	// math.MinInt64 before the first watermark, math.MaxInt64 once the
+	// input has ended and been drained. Format version 1 does not record
+	// it.
+	Watermark int64
 	// Lineage lists, oldest first, the rewrites that produced this savepoint
 	// from the one the engine wrote: which savepoint each came from and what
 	// it did.

@@ -69,7 +69,7 @@ func generate(ctx context.Context, b benchmark, scale float64, target string, ev
 			}
 		}
 	}()
-	_, err = engine.Run(ctx, j, engine.RunOptions{Backend: backend, StopAfter: total, SavepointDir: target})
+	_, err = engine.Run(ctx, j, engine.RunOptions{Backend: backend, ProcessingTime: engine.DeterministicTime, StopAfter: total, SavepointDir: target})
 	close(done)
 	if err != nil {
 		return err

@@ -2,9 +2,9 @@ package state
 
 import "sync/atomic"
 
-// Clock gives processing time in epoch milliseconds. TTL runs on it, so
-// tests inject a ManualClock, and the runtime derives it from each record's
-// event time to keep savepoints deterministic.
+// Clock gives processing time in epoch milliseconds. TTL runs on it: the
+// engine gives each subtask's handles the subtask's own clock, which never
+// runs backwards, and tests of the handles inject a ManualClock.
 type Clock interface {
 	Now() int64
 }

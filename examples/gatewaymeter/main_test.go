@@ -125,3 +125,20 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// testdata/job-v2.json, which the README and the toolkit's tests check
+// savepoints against, is what the v2 build prints: a build whose engine
+// adds or redistributes state gets a manifest that says so.
+func TestCheckedInManifestIsTheBuilds(t *testing.T) {
+	code, out, errOut := runCommand(t, "-manifest", "-open-schema", "v2")
+	if code != jobrun.ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "job-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Fatal("testdata/job-v2.json is not what -manifest -open-schema v2 prints; regenerate it with go run ./examples/gatewaymeter -manifest -open-schema v2")
+	}
+}

@@ -18,11 +18,13 @@ type Common struct {
 	MaxParallelism int
 	Backend        string
 	Compression    string
+	ProcessingTime string
 
 	Savepoint        string
 	StopAfter        int64
 	Drain            bool
 	Restore          string
+	RestoreLatest    bool
 	AllowNonRestored bool
 
 	Checkpoints        string
@@ -40,10 +42,12 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxParallelism, "max-parallelism", 0, "key groups of the keyed operators (0: the engine's default, or the restored savepoint's)")
 	fs.StringVar(&c.Backend, "backend", "heap", "state backend: heap or pebble")
 	fs.StringVar(&c.Compression, "compression", "none", "block compression of savepoints and checkpoints: none or zstd")
+	fs.StringVar(&c.ProcessingTime, "processing-time", "deterministic", "where TTL and processing-time timers get their time: deterministic (the watermark, so that outputs and savepoints are reproducible) or wall (the machine's clock)")
 	fs.StringVar(&c.Savepoint, "savepoint", "", "stop with a savepoint written to this directory")
 	fs.Int64Var(&c.StopAfter, "stop-after", 0, "stop after this many input records, dealt round-robin over the splits (0: the end of the input)")
 	fs.BoolVar(&c.Drain, "drain", false, "fire every pending event-time timer before stopping (without it, results that wait for the watermark stay in the savepoint)")
 	fs.StringVar(&c.Restore, "restore", "", "start from this savepoint or checkpoint directory")
+	fs.BoolVar(&c.RestoreLatest, "restore-latest", false, "start from the latest checkpoint under -checkpoints, as after a crash")
 	fs.BoolVar(&c.AllowNonRestored, "allow-non-restored-state", false, "drop restored state that no operator of the job claims")
 	fs.StringVar(&c.Checkpoints, "checkpoints", "", "take periodic checkpoints under this directory")
 	fs.DurationVar(&c.CheckpointInterval, "checkpoint-interval", 10*time.Second, "time between periodic checkpoints (with -checkpoints)")
@@ -77,6 +81,9 @@ func (c *Common) Check() error {
 	if _, err := c.codec(); err != nil {
 		return err
 	}
+	if _, err := c.processingTime(); err != nil {
+		return err
+	}
 	if c.StopAfter < 0 {
 		return Usagef("-stop-after %d: must not be negative", c.StopAfter)
 	}
@@ -85,6 +92,9 @@ func (c *Common) Check() error {
 	}
 	if c.MaxRestarts < 0 {
 		return Usagef("-max-restarts %d: must not be negative", c.MaxRestarts)
+	}
+	if c.RestoreLatest && (c.Checkpoints == "" || c.Restore != "") {
+		return Usagef("-restore-latest needs -checkpoints and no -restore")
 	}
 	return nil
 }
@@ -95,6 +105,16 @@ func (c *Common) backend() (engine.BackendKind, error) {
 		return b, nil
 	}
 	return "", Usagef("-backend %q: want heap or pebble", c.Backend)
+}
+
+func (c *Common) processingTime() (engine.ProcessingTimeMode, error) {
+	switch c.ProcessingTime {
+	case "deterministic":
+		return engine.DeterministicTime, nil
+	case "wall":
+		return engine.WallClock, nil
+	}
+	return engine.ProcessingTimeMode{}, Usagef("-processing-time %q: want deterministic or wall", c.ProcessingTime)
 }
 
 func (c *Common) codec() (snapshotfmt.Codec, error) {
@@ -119,8 +139,10 @@ func (c *Common) Options(total int64) (engine.RunOptions, error) {
 	}
 	backend, _ := c.backend()
 	codec, _ := c.codec()
+	pt, _ := c.processingTime()
 	opts := engine.RunOptions{
 		Backend:               backend,
+		ProcessingTime:        pt,
 		Compression:           codec,
 		SavepointDir:          c.Savepoint,
 		StopAfter:             c.StopAfter,
@@ -135,6 +157,13 @@ func (c *Common) Options(total int64) (engine.RunOptions, error) {
 	if c.Checkpoints != "" {
 		opts.CheckpointDir = c.Checkpoints
 		opts.CheckpointInterval = c.CheckpointInterval
+	}
+	if c.RestoreLatest {
+		latest, err := engine.LatestCheckpoint(c.Checkpoints)
+		if err != nil {
+			return engine.RunOptions{}, err
+		}
+		opts.RestoreFrom = latest
 	}
 	return opts, nil
 }

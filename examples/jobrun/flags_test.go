@@ -30,14 +30,17 @@ func TestOptionsStopAtTheEndOfTheInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.StopAfter != 1234 || opts.Drain || opts.Backend != engine.Pebble || opts.Compression != snapshotfmt.CodecZstd || opts.SavepointDir != "sp" {
+	if opts.StopAfter != 1234 || opts.Drain || opts.Backend != engine.Pebble || opts.Compression != snapshotfmt.CodecZstd || opts.SavepointDir != "sp" ||
+		opts.ProcessingTime != engine.DeterministicTime {
 		t.Errorf("options: %+v", opts)
 	}
-	opts, err = parse(t, "-stop-after", "100", "-drain", "-checkpoints", "chk", "-checkpoint-interval", "2s", "-restore", "r", "-allow-non-restored-state").Options(1234)
+	opts, err = parse(t, "-stop-after", "100", "-drain", "-checkpoints", "chk", "-checkpoint-interval", "2s", "-restore", "r", "-allow-non-restored-state",
+		"-processing-time", "wall").Options(1234)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.StopAfter != 100 || !opts.Drain || opts.CheckpointDir != "chk" || opts.CheckpointInterval != 2*time.Second || opts.RestoreFrom != "r" || !opts.AllowNonRestoredState {
+	if opts.StopAfter != 100 || !opts.Drain || opts.CheckpointDir != "chk" || opts.CheckpointInterval != 2*time.Second || opts.RestoreFrom != "r" || !opts.AllowNonRestoredState ||
+		opts.ProcessingTime != engine.WallClock {
 		t.Errorf("options: %+v", opts)
 	}
 }
@@ -52,6 +55,7 @@ func TestOptionsRefuseBadFlags(t *testing.T) {
 		{"-stop-after", "2000"},
 		{"-checkpoints", "chk", "-checkpoint-interval", "0s"},
 		{"-max-restarts", "-1"},
+		{"-processing-time", "event"},
 	} {
 		if _, err := parse(t, args...).Options(1000); !errors.Is(err, ErrUsage) {
 			t.Errorf("%q: %v, want a usage error", args, err)

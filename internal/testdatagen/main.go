@@ -108,11 +108,12 @@ func generate(ctx context.Context, f fixture, target string) error {
 		return err
 	}
 	opts := engine.RunOptions{
-		Backend:      f.backend,
-		StopAfter:    max(1, int64(math.Round(float64(total)*f.stopAt))),
-		Drain:        f.drain,
-		SavepointDir: target,
-		Compression:  f.compression,
+		Backend:        f.backend,
+		ProcessingTime: engine.DeterministicTime,
+		StopAfter:      max(1, int64(math.Round(float64(total)*f.stopAt))),
+		Drain:          f.drain,
+		SavepointDir:   target,
+		Compression:    f.compression,
 	}
 	_, err = engine.Run(ctx, j, opts)
 	return err

@@ -36,6 +36,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"TTLIncrementalCleanupRaw", testIncrementalCleanupRaw},
 		{"TTLIncrementalCleanup", testIncrementalCleanup},
 		{"TTLSweeper", testSweeper},
+		{"TTLCleanupKeepsWhatReadsSee", testCleanupKeepsWhatReadsSee},
 		{"Timers", testTimers},
 		{"TimerOrder", testTimerOrder},
 		{"SnapshotLayout", testSnapshotLayout},

@@ -23,7 +23,7 @@ func TestSavepointsAreDeterministic(t *testing.T) {
 			var dirs []string
 			for range 2 {
 				sp := filepath.Join(t.TempDir(), "sp")
-				run(t, cfg, Sinks{}, engine.RunOptions{Backend: c.backend, StopAfter: 7001, SavepointDir: sp})
+				run(t, cfg, Sinks{}, engine.RunOptions{Backend: c.backend, ProcessingTime: engine.DeterministicTime, StopAfter: 7001, SavepointDir: sp})
 				dirs = append(dirs, sp)
 			}
 			sptest.SameFiles(t, dirs[0], dirs[1])
@@ -47,7 +47,7 @@ func TestBackendsWriteTheSameSavepoint(t *testing.T) {
 	var dirs []string
 	for _, b := range []engine.BackendKind{engine.Heap, engine.Pebble} {
 		sp := filepath.Join(t.TempDir(), "sp")
-		run(t, cfg, Sinks{}, engine.RunOptions{Backend: b, StopAfter: 7001, SavepointDir: sp})
+		run(t, cfg, Sinks{}, engine.RunOptions{Backend: b, ProcessingTime: engine.DeterministicTime, StopAfter: 7001, SavepointDir: sp})
 		dirs = append(dirs, sp)
 	}
 	sptest.SameFiles(t, dirs[0], dirs[1])

@@ -14,11 +14,14 @@
 // with a TTL): abandoned requests leave their `open` entries behind, and
 // since nothing reads them, nothing removes them.
 //
-// Every result is independent of scheduling. RequestAssembler treats a
-// completion that comes at or after the deadline exactly as the timer would;
-// TenantCost prices a record only once the watermark, which includes the
-// price stream's, has passed the record's time, in (time, request_id) order,
-// with the price version in force at that time. Processing time, which TTL
-// runs on, is the event time of what is being processed. So the same seed
-// and flags give byte-identical savepoints at any parallelism.
+// Every output is independent of scheduling and parallelism, on either
+// clock. RequestAssembler treats a completion that comes at or after the
+// deadline exactly as the timer would, so it does not matter which of the
+// two the subtask sees first; TenantCost prices a record only once the
+// watermark, which includes the price stream's, has passed the record's
+// time, in (time, request_id) order, with the price version in force at
+// that time. The TTL timestamps of `open` are processing times; under
+// engine.DeterministicTime, which the example command and the savepoint
+// generators use, they are watermarks, and the same seed and flags give
+// byte-identical savepoints at a given parallelism.
 package gateway

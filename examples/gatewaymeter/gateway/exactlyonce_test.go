@@ -92,6 +92,7 @@ func TestExactlyOnceAcrossAFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts.Backend = engine.Pebble
+		opts.ProcessingTime = engine.DeterministicTime
 		opts.SavepointDir = out + "-sp"
 		res, err := engine.Run(context.Background(), j, opts)
 		if err != nil {

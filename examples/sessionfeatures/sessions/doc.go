@@ -9,8 +9,11 @@
 // on every click, closes the session after 30 minutes of inactivity and
 // emits a SessionSummary.
 //
-// Results do not depend on scheduling: a click that comes 30 minutes or more
-// after the session's last one closes the session exactly as the timer
-// would, and processing time, which TTL runs on, is the event time of what
-// is being processed.
+// Results do not depend on when the watermark arrives: a click that comes
+// 30 minutes or more after the session's last one closes the session
+// exactly as the timer would, so the sessions are the same whichever of the
+// two the subtask sees first, at any parallelism and on either clock. The
+// TTL timestamps of `category-counts` are processing times; under
+// engine.DeterministicTime, which the example command uses, they are
+// watermarks and the savepoints are reproducible.
 package sessions

@@ -1,4 +1,4 @@
-package engine
+package chkdir
 
 import (
 	"errors"
@@ -9,21 +9,21 @@ import (
 	"github.com/stateproc/stateproc/internal/crc"
 )
 
-// linkOrCopy puts the file src at dst, which must not exist: as a hard link
+// LinkOrCopy puts the file src at dst, which must not exist: as a hard link
 // when both lie on one file system, which writes no data, and as a copy
 // otherwise. It returns the file's CRC-32C, read from dst. With sync, dst's
 // data is synced (for a link, that syncs the file src names too); the
 // directory entry is the caller's to sync.
-func linkOrCopy(src, dst string, sync bool) (uint32, error) {
+func LinkOrCopy(src, dst string, sync bool) (uint32, error) {
 	if err := os.Link(src, dst); err == nil {
-		return checksum(dst, sync)
+		return Checksum(dst, sync)
 	}
 	return copyFile(src, dst, sync)
 }
 
-// checksum reads the file at path and returns its CRC-32C, syncing it
+// Checksum reads the file at path and returns its CRC-32C, syncing it
 // first when asked.
-func checksum(path string, sync bool) (uint32, error) {
+func Checksum(path string, sync bool) (uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -73,9 +73,9 @@ func copyFile(src, dst string, sync bool) (sum uint32, err error) {
 	return h.Sum32(), nil
 }
 
-// syncDir syncs a directory, so that the names just created in it survive
+// SyncDir syncs a directory, so that the names just created in it survive
 // a crash.
-func syncDir(path string) error {
+func SyncDir(path string) error {
 	d, err := os.Open(path)
 	if err != nil {
 		return err
