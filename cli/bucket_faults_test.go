@@ -94,7 +94,10 @@ func TestBucketWriteKilled(t *testing.T) {
 	span := time.Since(start)
 	f.sameFiles(t, "an unkilled run", "out/whole", want)
 	rng := rand.New(rand.NewPCG(16, uint64(time.Now().UnixNano())))
-	const kills = 6
+	// Six kills at random instants, then one as soon as the first object
+	// of the run is in the bucket, so that at least one strikes while it
+	// writes whatever the machine's speed.
+	const kills = 7
 	var killed, orphaned, whole int
 	for i := range kills {
 		prefix := "out/killed-" + string(rune('a'+i))
@@ -103,8 +106,14 @@ func TestBucketWriteKilled(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// The run reads most of its span and writes at its end.
-		time.Sleep(span/4 + time.Duration(rng.Int64N(int64(span*3/4))))
+		if i < kills-1 {
+			// The run reads most of its span and writes at its end.
+			time.Sleep(span/4 + time.Duration(rng.Int64N(int64(span*3/4))))
+		} else {
+			for deadline := time.Now().Add(4 * span); len(f.objects(t, prefix)) == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+		}
 		cmd.Process.Kill()
 		if err := cmd.Wait(); err != nil {
 			killed++
