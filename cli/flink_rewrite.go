@@ -11,6 +11,7 @@ import (
 	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
 	"github.com/stateproc/stateproc/flinkfmt/flinksource"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -68,11 +69,24 @@ func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, 
 		return err
 	}
 	if o.output == outputJSON {
+		ops := make([]flinkRescaled, len(rep.Operators))
+		for i, op := range rep.Operators {
+			ops[i] = flinkRescaled{UID: op.UID, ID: op.ID, Name: op.Name, Keyed: op.Keyed, Action: op.Action,
+				MaxParallelismBefore: op.MaxParallelismBefore, MaxParallelism: op.MaxParallelism, ParallelismBefore: op.ParallelismBefore, Parallelism: op.Parallelism,
+				Entries: op.Entries, Bytes: op.KeyedBytes}
+			if ops[i].UID == "" {
+				ops[i].UID = op.ID
+			}
+			if ops[i].Segments, err = flinkSegments(r, op.ID); err != nil {
+				return err
+			}
+		}
 		return writeJSON(out, struct {
-			Savepoint string `json:"savepoint"`
-			Out       string `json:"out,omitempty"`
-			*flinkrewrite.RescaleReport
-		}{input, o.out, rep})
+			Savepoint string          `json:"savepoint"`
+			Out       string          `json:"out,omitempty"`
+			DryRun    bool            `json:"dry_run"`
+			Operators []flinkRescaled `json:"operators"`
+		}{shown(input), shown(o.out), rep.DryRun, ops})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "rescale", "Rescaled", input))
 	t := newTable(out, "OPERATOR", "ACTION", "MAX PARALLELISM", "PARALLELISM", "ENTRIES", "BYTES")
@@ -108,11 +122,25 @@ func runFlinkOperator(ctx context.Context, f *rewriteFlags, r *flinkfmt.Reader, 
 		return err
 	}
 	if f.output == outputJSON {
-		return writeJSON(out, struct {
-			Savepoint string `json:"savepoint"`
-			Out       string `json:"out,omitempty"`
-			*flinkrewrite.OperatorChange
-		}{input, f.out, rep})
+		j := flinkOperatorJSON{Savepoint: shown(input), Out: shown(f.out), Action: rep.Action, UID: rep.UID, NewUID: rep.NewUID,
+			ID: rep.ID, NewID: rep.NewID, Name: rep.Name, NewName: rep.NewName, DryRun: rep.DryRun,
+			KeyedStates: rep.KeyedStates, TimerServices: rep.TimerServices, OperatorStates: rep.OperatorStates, BroadcastStates: rep.BroadcastStates,
+			Bytes: rep.Bytes, Note: rep.Note}
+		if j.UID == "" {
+			j.UID = rep.ID
+		}
+		// Metadata before version 5 records no uid: the new ID names the
+		// operator after a rename, as the ID does before it.
+		if j.NewUID == "" {
+			j.NewUID = rep.NewID
+		}
+		if j.Segments, err = flinkSegments(r, rep.ID); err != nil {
+			return err
+		}
+		if j.Entries, err = flinkEntries(ctx, r, rep.ID); err != nil {
+			return err
+		}
+		return writeJSON(out, j)
 	}
 	command, done := "operator remove", "Removed operator "+rep.ID+" from"
 	if rep.NewID != "" {
@@ -165,11 +193,21 @@ func runFlinkPrune(ctx context.Context, o pruneOptions, r *flinkfmt.Reader, ttl 
 		return err
 	}
 	if o.output == outputJSON {
+		states := make([]flinkPruned, len(rep.States))
+		for i, s := range rep.States {
+			states[i] = flinkPruned{Operator: s.UID, ID: s.Operator, State: s.State, TTLMillis: s.TTLMillis,
+				Overridden: s.TTLMillis > 0, Before: s.Before, Dropped: s.Dropped, After: s.After}
+			if states[i].Operator == "" {
+				states[i].Operator = s.Operator
+			}
+		}
 		return writeJSON(out, struct {
-			Savepoint string `json:"savepoint"`
-			Out       string `json:"out,omitempty"`
-			*flinkrewrite.PruneReport
-		}{input, o.out, rep})
+			Savepoint string            `json:"savepoint"`
+			Out       string            `json:"out,omitempty"`
+			Now       jsonvalue.Instant `json:"now"`
+			DryRun    bool              `json:"dry_run"`
+			States    []flinkPruned     `json:"states"`
+		}{shown(input), shown(o.out), jsonvalue.Instant(rep.Now), rep.DryRun, states})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "prune-ttl", "Pruned", input))
 	fmt.Fprintf(out, "Expired at %s:\n", formatTime(now))
@@ -188,4 +226,118 @@ func runFlinkPrune(ctx context.Context, o pruneOptions, r *flinkfmt.Reader, ttl 
 		}
 	}
 	return t.Render()
+}
+
+// The JSON output of the Flink rewrites keeps the contract of stateproc's
+// own (testdata/json/COMMAND.fields): an operator is named by its uid, or
+// its ID where the metadata records no uid, and Flink's ID and name are
+// added beside it.
+
+// flinkRescaled is one operator of rescale's JSON output. Segments are the
+// key groups of the input that hold bytes, Bytes the input's keyed state,
+// Entries the entries written (none in a dry run, which reads no entries).
+type flinkRescaled struct {
+	UID                  string              `json:"uid"`
+	ID                   string              `json:"id"`
+	Name                 string              `json:"name,omitempty"`
+	Keyed                bool                `json:"keyed"`
+	Action               flinkrewrite.Action `json:"action"`
+	MaxParallelismBefore int                 `json:"max_parallelism_before"`
+	MaxParallelism       int                 `json:"max_parallelism"`
+	ParallelismBefore    int                 `json:"parallelism_before"`
+	Parallelism          int                 `json:"parallelism"`
+	Segments             int                 `json:"segments"`
+	Entries              uint64              `json:"entries"`
+	Bytes                int64               `json:"bytes"`
+}
+
+// flinkOperatorJSON is the JSON output of operator remove and rename. NewUID
+// is the new uid, NewID Flink's hash of it.
+type flinkOperatorJSON struct {
+	Savepoint       string `json:"savepoint"`
+	Out             string `json:"out,omitempty"`
+	Action          string `json:"action"`
+	UID             string `json:"uid"`
+	NewUID          string `json:"new_uid,omitempty"`
+	ID              string `json:"id"`
+	NewID           string `json:"new_id,omitempty"`
+	Name            string `json:"name,omitempty"`
+	NewName         string `json:"new_name,omitempty"`
+	DryRun          bool   `json:"dry_run"`
+	KeyedStates     int    `json:"keyed_states"`
+	TimerServices   int    `json:"timer_services"`
+	OperatorStates  int    `json:"operator_states"`
+	BroadcastStates int    `json:"broadcast_states"`
+	Segments        int    `json:"segments"`
+	Entries         uint64 `json:"entries"`
+	Bytes           int64  `json:"bytes"`
+	Note            string `json:"note,omitempty"`
+}
+
+// flinkPruned is one state of prune-ttl's JSON output. Flink records no
+// TTL, so every TTL is one given with --ttl: Overridden is whether one was.
+type flinkPruned struct {
+	Operator   string `json:"operator"`
+	ID         string `json:"id"`
+	State      string `json:"state"`
+	TTLMillis  int64  `json:"ttl_ms"`
+	Overridden bool   `json:"overridden"`
+	Before     uint64 `json:"before"`
+	Dropped    uint64 `json:"dropped"`
+	After      uint64 `json:"after"`
+}
+
+// flinkKeyed returns the keyed state of the input's operator id, or nil
+// when it has none that can be read.
+func flinkKeyed(ctx context.Context, r *flinkfmt.Reader, id string) (*flinkfmt.Keyed, error) {
+	op, err := r.Operator(id)
+	if err != nil {
+		return nil, err
+	}
+	k, err := r.Keyed(ctx, op)
+	if err != nil {
+		// Not keyed, or in a layout that is not read: the report's
+		// note says so, and there is nothing to count.
+		return nil, nil
+	}
+	return k, nil
+}
+
+// flinkSegments counts the key groups of the input's operator id that hold
+// bytes in its key-group handles, from their offsets alone (Flink's unit of
+// keyed data; 0 marks an empty key group). A native RocksDB handle keeps
+// no key group in one place and counts none.
+func flinkSegments(r *flinkfmt.Reader, id string) (int, error) {
+	op, err := r.Operator(id)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, st := range op.Subtasks {
+		if st.ManagedKeyed == nil {
+			continue
+		}
+		for _, off := range st.ManagedKeyed.Offsets {
+			if off != 0 {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// flinkEntries counts the entries of the input's operator id: Flink keeps
+// no index, so this reads the operator's keyed state once.
+func flinkEntries(ctx context.Context, r *flinkfmt.Reader, id string) (uint64, error) {
+	k, err := flinkKeyed(ctx, r, id)
+	if k == nil || err != nil {
+		return 0, err
+	}
+	it := k.Entries(ctx, -1, keygroup.All(k.Operator.MaxParallelism))
+	defer it.Close()
+	var n uint64
+	for it.Next() {
+		n++
+	}
+	return n, it.Err()
 }

@@ -233,19 +233,24 @@ func TestFlinkPruneTTL(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("prune-ttl: exit %d: %s", code, stderr)
 	}
+	type stateReport struct {
+		State                  string
+		TTLMs                  int64 `json:"ttl_ms"`
+		Overridden             bool
+		Before, Dropped, After uint64
+	}
 	var rep struct {
-		States []struct {
-			State                  string
-			Before, Dropped, After uint64
-		}
+		Now    string
+		States []stateReport
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	var counts *struct {
-		State                  string
-		Before, Dropped, After uint64
+	// The report keeps stateproc's conventions: an instant, a duration in ms.
+	if at, err := time.Parse(time.RFC3339Nano, rep.Now); err != nil || at.UnixMilli() != now {
+		t.Errorf("now %q (%v), want the instant %d", rep.Now, err, now)
 	}
+	var counts *stateReport
 	for i := range rep.States {
 		if rep.States[i].State == flinkgen.CountsState {
 			counts = &rep.States[i]
@@ -253,6 +258,9 @@ func TestFlinkPruneTTL(t *testing.T) {
 	}
 	if counts == nil || counts.Before != stats.CountEntries || counts.Dropped == 0 || counts.After == 0 || counts.Before != counts.Dropped+counts.After {
 		t.Fatalf("prune-ttl report %+v, %d entries written", rep.States, stats.CountEntries)
+	}
+	if counts.TTLMs != flinkgen.CountsTTL.Milliseconds() || !counts.Overridden {
+		t.Errorf("prune-ttl report of %s: %+v, want ttl_ms %d, overridden", flinkgen.CountsState, *counts, flinkgen.CountsTTL.Milliseconds())
 	}
 	lines := dumpLines(t, out, "--operator", flinkgen.OperatorUID, "--state", flinkgen.CountsState)
 	if uint64(len(lines)) != counts.After {
