@@ -1,6 +1,10 @@
 package flinkfmt
 
-import "context"
+import (
+	"context"
+
+	"github.com/stateproc/stateproc/keygroup"
+)
 
 // Span is where one key group of one subtask's handle lies: what an index
 // of the savepoint would say about it.
@@ -22,7 +26,7 @@ type Span struct {
 // operator's handles that hold bytes, raw keyed timers included. Changelog
 // handles, which are not read, have none.
 func (k *Keyed) Spans(ctx context.Context) ([]Span, error) {
-	it := &EntryIterator{ctx: ctx, k: k}
+	it := &EntryIterator{ctx: ctx, k: k, kgs: keygroup.All(k.Operator.MaxParallelism)}
 	var out []Span
 	for _, st := range it.plan() {
 		sk := k.subtasks[st.sub]
