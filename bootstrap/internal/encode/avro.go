@@ -250,18 +250,8 @@ func (e *avroMapEnc) append(dst []byte, i int) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	e.reset()
-	for j := start; j < end; j++ {
-		s := entrySpan{start: len(e.buf), keyStart: len(e.buf)}
-		if e.buf, err = e.m.key.append(e.buf, j); err != nil {
-			return dst, within(err, index(j-start)+".key")
-		}
-		s.keyEnd = len(e.buf)
-		if e.buf, err = e.m.value.append(e.buf, j); err != nil {
-			return dst, within(err, index(j-start)+".value")
-		}
-		s.end = len(e.buf)
-		e.spans = append(e.spans, s)
+	if err := e.gather(e.m, start, end); err != nil {
+		return dst, err
 	}
 	return e.avroFrame(dst)
 }

@@ -171,6 +171,26 @@ func (b *entryBuf) reset() {
 
 func (b *entryBuf) key(s entrySpan) []byte { return b.buf[s.keyStart:s.keyEnd] }
 
+// gather encodes the entries start to end of m, each key then its value,
+// into b, keeping where each lies so that they can be sorted and framed.
+func (b *entryBuf) gather(m *mapEntries, start, end int) error {
+	b.reset()
+	for j := start; j < end; j++ {
+		s := entrySpan{start: len(b.buf), keyStart: len(b.buf)}
+		var err error
+		if b.buf, err = m.key.append(b.buf, j); err != nil {
+			return within(err, index(j-start)+".key")
+		}
+		s.keyEnd = len(b.buf)
+		if b.buf, err = m.value.append(b.buf, j); err != nil {
+			return within(err, index(j-start)+".value")
+		}
+		s.end = len(b.buf)
+		b.spans = append(b.spans, s)
+	}
+	return nil
+}
+
 // sorted sorts the entries by key and refuses a key given twice.
 func (b *entryBuf) sorted() error {
 	slices.SortFunc(b.spans, func(x, y entrySpan) int { return bytes.Compare(b.key(x), b.key(y)) })
@@ -293,18 +313,8 @@ func (e *mapEnc) append(dst []byte, i int) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	e.reset()
-	for j := start; j < end; j++ {
-		s := entrySpan{start: len(e.buf), keyStart: len(e.buf)}
-		if e.buf, err = e.m.key.append(e.buf, j); err != nil {
-			return dst, within(err, index(j-start)+".key")
-		}
-		s.keyEnd = len(e.buf)
-		if e.buf, err = e.m.value.append(e.buf, j); err != nil {
-			return dst, within(err, index(j-start)+".value")
-		}
-		s.end = len(e.buf)
-		e.spans = append(e.spans, s)
+	if err := e.gather(e.m, start, end); err != nil {
+		return dst, err
 	}
 	return e.frame(dst)
 }
