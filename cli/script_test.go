@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 // the checked-in savepoints; the condition [savepoint:NAME] says whether
 // one is there yet.
 func TestScripts(t *testing.T) {
-	checkedIn, err := filepath.Abs("../testdata/savepoints/v1")
+	checkedIn, err := filepath.Abs("../testdata/savepoints/v2")
 	if err != nil {
 		t.Fatal(err)
 	}
