@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"maps"
 	"os"
@@ -321,5 +322,53 @@ func TestBucketLocationsRefused(t *testing.T) {
 		if strings.Contains(stderr, "endpoint=") {
 			t.Errorf("%v: the message shows the URL's parameters: %q", c.args, stderr)
 		}
+	}
+}
+
+// Plain inspect of a bucket-resident savepoint reads _metadata alone and
+// still gives value sizes and TTL ages, from the index's histograms.
+func TestInspectOfBucketReadsOnlyMetadata(t *testing.T) {
+	f := newBucketFixture(t)
+	meta, err := os.ReadFile(filepath.Join(f.sp, savepoint.MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "inspect", "-o", "json", f.url("in/sp"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		BytesRead *int64 `json:"bytes_read"`
+		States    []struct {
+			Name      string          `json:"name"`
+			Entries   uint64          `json:"entries"`
+			IndexSize json.RawMessage `json:"index_value_size"`
+			IndexAges *struct {
+				Expired struct{ Min, Max uint64 } `json:"expired"`
+			} `json:"index_ttl_ages"`
+			TTL *struct{} `json:"ttl"`
+		} `json:"states"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// The head of _metadata, then the file once.
+	if rep.BytesRead == nil || *rep.BytesRead != int64(len(meta))+12 {
+		t.Fatalf("read %v bytes, want %d: _metadata alone", rep.BytesRead, len(meta)+12)
+	}
+	withTTL := 0
+	for _, st := range rep.States {
+		if st.Entries > 0 && len(st.IndexSize) == 0 {
+			t.Errorf("state %s: no value sizes from the index", st.Name)
+		}
+		if st.TTL != nil && st.Entries > 0 {
+			withTTL++
+			if st.IndexAges == nil || st.IndexAges.Expired.Min != st.IndexAges.Expired.Max {
+				t.Errorf("state %s: the expired count at the creation time is not exact: %+v", st.Name, st.IndexAges)
+			}
+		}
+	}
+	if withTTL == 0 {
+		t.Fatal("no TTL state to check")
 	}
 }
