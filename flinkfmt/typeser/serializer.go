@@ -84,6 +84,31 @@ func (s *Serializer) Read(r *wire.Buf) (any, error) {
 	return v, nil
 }
 
+// Skip steps over one value at the front of r, as Read does and with the
+// same checks, without building the value where its codec allows: the
+// parsers only need to know where keys and list elements end.
+func (s *Serializer) Skip(r *wire.Buf) error {
+	skipWith(s.c, r, false)
+	if err := r.Err(); err != nil {
+		return valueErr(s, err)
+	}
+	return nil
+}
+
+// skipper is implemented by the codecs that can step over a value without
+// building it; the others are read and the value dropped.
+type skipper interface {
+	skip(r *wire.Buf, last bool)
+}
+
+func skipWith(c codec, r *wire.Buf, last bool) {
+	if s, ok := c.(skipper); ok {
+		s.skip(r, last)
+		return
+	}
+	c.read(r, last)
+}
+
 // FixedLen returns the length of every value, or -1 when values differ in
 // length. Flink's composite keys depend on it.
 func (s *Serializer) FixedLen() int {

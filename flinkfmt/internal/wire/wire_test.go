@@ -49,3 +49,24 @@ func TestCountsAndStickyErrors(t *testing.T) {
 		t.Error("an over-long varint was accepted")
 	}
 }
+
+// TestSkipStringValue checks that skipping a string stops where reading it
+// does and fails where reading it fails.
+func TestSkipStringValue(t *testing.T) {
+	for _, in := range [][]byte{
+		{0x00, 7},                   // null
+		{0x01, 7},                   // ""
+		{0x04, 'a', 'b', 'c', 7},    // "abc"
+		{0x03, 0xE9, 0x01, 'x', 7},  // "éx": a unit of two varint bytes
+		{0x03, 0xFF, 0xFF, 0x7F, 7}, // a unit past 0xFFFF
+		{0x05, 'a', 'b'},            // shorter than its length
+		{0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
+	} {
+		read, skip := New(in, 0), New(in, 0)
+		read.StringValue()
+		skip.SkipStringValue()
+		if read.Pos() != skip.Pos() || (read.Err() == nil) != (skip.Err() == nil) {
+			t.Errorf("% x: read stops at %d (%v), skip at %d (%v)", in, read.Pos(), read.Err(), skip.Pos(), skip.Err())
+		}
+	}
+}
