@@ -106,6 +106,7 @@ type subtaskKeyed struct {
 	// file names the stream for errors.
 	file string
 	// sorted and streamLen serve spanEnd.
+	spanMu    sync.Mutex
 	sorted    []int64
 	streamLen int64
 	// native holds a native handle's files; notes what of it is not read.
@@ -359,6 +360,9 @@ func (r *Reader) sniffLayout(ctx context.Context, sk *subtaskKeyed, op *Operator
 // length are found once per handle, so that walking every key group of a
 // handle costs n log n, not n².
 func (r *Reader) spanEnd(h *KeyedHandle, off int64, sk *subtaskKeyed) int64 {
+	// Iterators over the same handle run on several goroutines.
+	sk.spanMu.Lock()
+	defer sk.spanMu.Unlock()
 	if sk.sorted == nil {
 		sk.sorted = append([]int64(nil), h.Offsets...)
 		sort.Slice(sk.sorted, func(i, j int) bool { return sk.sorted[i] < sk.sorted[j] })
