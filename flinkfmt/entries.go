@@ -96,6 +96,46 @@ func (it *EntryIterator) Next() bool {
 // next call of Next.
 func (it *EntryIterator) Entry() *Entry { return it.cur }
 
+// NextValueSizes stores in sizes the lengths of the next values of an
+// iteration of one state, as the state stores them (a map value with its
+// null flag byte, one byte for a null), and returns how many it stored:
+// fewer than len(sizes) only at the end or on an error, which Err returns.
+// It is for a tool that needs nothing else of an entry: in a key group
+// that a walk of every state has checked, the composite keys are not split
+// again.
+func (it *EntryIterator) NextValueSizes(sizes []int) int {
+	n := 0
+	for n < len(sizes) && it.err == nil && !it.closed {
+		c := &it.cursor
+		if c.active && c.single && it.keep == nil && c.m.Kind != List && c.m.Kind != Timers {
+			k, err := c.sizes(sizes[n:])
+			n += k
+			if err != nil {
+				it.fail(err)
+				break
+			}
+			if c.done {
+				c.finish(it)
+			}
+			continue
+		}
+		if !it.Next() {
+			break
+		}
+		e := it.Entry()
+		switch {
+		case it.k.States[e.State].Kind != Map:
+			sizes[n] = len(e.Value)
+		case e.Null:
+			sizes[n] = 1
+		default:
+			sizes[n] = 1 + len(e.Value)
+		}
+		n++
+	}
+	return n
+}
+
 // release gives the iterator's buffers back once nothing refers to them.
 func (it *EntryIterator) release() {
 	if it.bufs != nil {
@@ -334,6 +374,11 @@ type kgParser struct {
 	warn   *Warning
 	// kr walks composite keys, one at a time.
 	kr wire.Buf
+	// lenOf is the state whose namespace length nsLen is, and ambiguous
+	// whether its composite keys carry the key's and namespace's lengths.
+	lenOf     *StateMeta
+	nsLen     int
+	ambiguous bool
 }
 
 func (p *kgParser) meta(sid int) (*StateMeta, int, error) {
@@ -465,29 +510,9 @@ func (c *canonCursor) next(e *Entry) (bool, error) {
 			}
 			c.sid, c.m, c.idx, c.needID = int(id), m, idx, false
 		}
-		c.keyAt = r.Offset()
-		key := r.Sized("key")
-		val := r.Sized("value")
-		if err := r.Err(); err != nil {
-			return false, c.fail(err)
-		}
-		if len(key) == 0 {
-			return false, c.fail(corruptf("offset %d: empty composite key", c.keyAt))
-		}
-		last := key[0]&metaFollowsFlag != 0
-		switch {
-		case last && c.single:
-			if r.Len() != 0 {
-				return false, c.fail(corruptf("offset %d: %d bytes follow the last entry of state %q", r.Offset(), r.Len(), c.m.Name))
-			}
-			c.done, c.ended = true, true
-		case last:
-			c.needID = true
-			if c.rec != nil {
-				c.rec[c.sid].end = r.Pos()
-			}
-		case c.single && r.Len() == 0:
-			return false, c.fail(corruptf("offset %d: the entries of state %q end without the flag of their last entry", r.Offset(), c.m.Name))
+		key, val, last, err := c.pair()
+		if err != nil {
+			return false, err
 		}
 		if p.state >= 0 && p.state != c.idx {
 			continue
@@ -513,6 +538,62 @@ func (c *canonCursor) next(e *Entry) (bool, error) {
 		c.elem, c.inList = *e, true
 		c.list.Reset(val, 0)
 	}
+}
+
+// pair reads the next framed key and value of the current state, and
+// whether it is the state's last in the key group.
+func (c *canonCursor) pair() (key, val []byte, last bool, err error) {
+	r := c.r
+	c.keyAt = r.Offset()
+	key = r.Sized("key")
+	val = r.Sized("value")
+	if err := r.Err(); err != nil {
+		return nil, nil, false, c.fail(err)
+	}
+	if len(key) == 0 {
+		return nil, nil, false, c.fail(corruptf("offset %d: empty composite key", c.keyAt))
+	}
+	last = key[0]&metaFollowsFlag != 0
+	switch {
+	case last && c.single:
+		if r.Len() != 0 {
+			return nil, nil, false, c.fail(corruptf("offset %d: %d bytes follow the last entry of state %q", r.Offset(), r.Len(), c.m.Name))
+		}
+		c.done, c.ended = true, true
+	case last:
+		c.needID = true
+		if c.rec != nil {
+			c.rec[c.sid].end = r.Pos()
+		}
+	case c.single && r.Len() == 0:
+		return nil, nil, false, c.fail(corruptf("offset %d: the entries of state %q end without the flag of their last entry", r.Offset(), c.m.Name))
+	}
+	return key, val, last, nil
+}
+
+// sizes stores the stored lengths of the next values of a single state
+// (see NextValueSizes) in dst, without splitting keys: only a key group
+// that a whole walk has checked is read this way.
+func (c *canonCursor) sizes(dst []int) (int, error) {
+	n := 0
+	for n < len(dst) && !c.done {
+		_, val, _, err := c.pair()
+		if err != nil {
+			return n, err
+		}
+		switch {
+		case c.m.Kind != Map:
+			dst[n] = len(val)
+		case len(val) == 0:
+			return n, c.fail(at("", "", -1, c.keyAt, corruptf("map entry without its null flag")))
+		case val[0] != 0:
+			dst[n] = 1
+		default:
+			dst[n] = len(val)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // listElement sets e to the next element of a canonical list value:
@@ -686,7 +767,12 @@ func (p *kgParser) warnf(m *StateMeta, s *typeser.Serializer, err error, off, n 
 // length in variable-int bytes.
 func (p *kgParser) splitKey(m *StateMeta, b []byte) (key, ns, user []byte, err error) {
 	keySer := p.k.Key
-	ambiguous := keySer.FixedLen() < 0 && m.Namespace.FixedLen() < 0
+	if m != p.lenOf {
+		// Worked out once per state: the lengths are the serializers'.
+		p.lenOf, p.nsLen = m, m.Namespace.FixedLen()
+		p.ambiguous = keySer.FixedLen() < 0 && p.nsLen < 0
+	}
+	ambiguous := p.ambiguous
 	r := &p.kr
 	r.Reset(b, 0)
 	if err := keySer.Skip(r); err != nil {
@@ -695,7 +781,7 @@ func (p *kgParser) splitKey(m *StateMeta, b []byte) (key, ns, user []byte, err e
 		}
 		// A Kryo key: the namespace has a fixed length, so the key is the
 		// bytes before it.
-		n := m.Namespace.FixedLen()
+		n := p.nsLen
 		if n > len(b) {
 			return nil, nil, nil, corruptf("composite key of %d bytes is shorter than its namespace", len(b))
 		}

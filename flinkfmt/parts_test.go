@@ -30,7 +30,7 @@ func TestStateReadsAfterAWholeWalk(t *testing.T) {
 		}
 		return out, it.Err()
 	}
-	var ops, mapped, states, compressed int
+	var ops, mapped, states, compressed, sized int
 	for _, row := range rows {
 		r, err := Open(ctx, storage.LocalDir(filepath.Join(root, row.dir)), Options{})
 		if err != nil {
@@ -77,12 +77,54 @@ func TestStateReadsAfterAWholeWalk(t *testing.T) {
 				if !slices.Equal(before[s], want) || !slices.Equal(after, want) {
 					t.Errorf("%s: state %s: %d entries alone, %d in the walk, %d alone after it", row.dir, k.States[s].Name, len(before[s]), len(want), len(after))
 				}
+				if m := k.States[s]; m.Kind != Timers {
+					got, want := valueSizes(t, k, s, 7), valueSizes(t, k, s, 0)
+					if !slices.Equal(got, want) {
+						t.Errorf("%s: state %s: NextValueSizes gives %v, the entries %v", row.dir, m.Name, got, want)
+					}
+					sized += len(got)
+				}
 				states++
 			}
 		}
 	}
-	if ops == 0 || mapped == 0 || compressed == 0 {
-		t.Fatalf("%d operators (%d compressed), %d key groups mapped", ops, compressed, mapped)
+	if ops == 0 || mapped == 0 || compressed == 0 || sized == 0 {
+		t.Fatalf("%d operators (%d compressed), %d key groups mapped, %d values sized", ops, compressed, mapped, sized)
 	}
-	t.Logf("%d canonical operators (%d compressed), %d states, %d key groups mapped", ops, compressed, states, mapped)
+	t.Logf("%d canonical operators (%d compressed), %d states, %d key groups mapped, %d values sized", ops, compressed, states, mapped, sized)
+}
+
+// valueSizes gives the stored sizes of a state's values from
+// NextValueSizes in batches of batch, or from its entries when batch is 0.
+func valueSizes(t *testing.T, k *Keyed, state, batch int) []int {
+	t.Helper()
+	it := k.Entries(context.Background(), state, keygroup.All(k.Operator.MaxParallelism))
+	defer it.Close()
+	var out []int
+	if batch == 0 {
+		for it.Next() {
+			e := it.Entry()
+			switch {
+			case k.States[state].Kind != Map:
+				out = append(out, len(e.Value))
+			case e.Null:
+				out = append(out, 1)
+			default:
+				out = append(out, 1+len(e.Value))
+			}
+		}
+	} else {
+		buf := make([]int, batch)
+		for {
+			n := it.NextValueSizes(buf)
+			out = append(out, buf[:n]...)
+			if n < batch {
+				break
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

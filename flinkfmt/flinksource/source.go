@@ -586,18 +586,12 @@ func (it *entries) Next() bool {
 // with its null flag) without building the entries; Flink records no TTL,
 // so lastModified is never filled.
 func (it *entries) NextValues(sizes []int, _ []int64) int {
-	n := 0
-	for n < len(sizes) && !it.done {
-		if !it.it.Next() {
-			it.finish()
-			break
-		}
-		fe := it.it.Entry()
-		sizes[n] = len(fe.Value)
-		if it.nullFlag {
-			sizes[n]++
-		}
-		n++
+	if it.done {
+		return 0
+	}
+	n := it.it.NextValueSizes(sizes)
+	if n < len(sizes) {
+		it.finish()
 	}
 	return n
 }
