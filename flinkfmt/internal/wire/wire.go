@@ -292,6 +292,22 @@ func (r *Buf) StringValue() (s string, ok bool) {
 	return UTF16String(units), true
 }
 
+// AppendStringValue appends the UTF-8 of what StringValue reads to dst,
+// without building a string for ASCII text; ok is false for null.
+func (r *Buf) AppendStringValue(dst []byte) (out []byte, ok bool) {
+	at := r.off
+	if n, vok := r.varint(); vok && n > 0 && int64(n-1) <= int64(r.Len()) {
+		if p := r.b[r.off : r.off+int(n-1)]; isASCII(p) {
+			r.off += int(n - 1)
+			return append(dst, p...), true
+		}
+	}
+	// Anything else, an error included, as StringValue has it.
+	r.off = at
+	s, ok := r.StringValue()
+	return append(dst, s...), ok
+}
+
 // SkipStringValue steps over what StringValue reads, checking it as
 // StringValue does, without building the string: finding where a key ends
 // must not cost an allocation.

@@ -50,8 +50,8 @@ func TestCountsAndStickyErrors(t *testing.T) {
 	}
 }
 
-// TestSkipStringValue checks that skipping a string stops where reading it
-// does and fails where reading it fails.
+// TestSkipStringValue checks that skipping a string, and appending it to
+// bytes, stop where reading it does and fail where reading it fails.
 func TestSkipStringValue(t *testing.T) {
 	for _, in := range [][]byte{
 		{0x00, 7},                   // null
@@ -62,11 +62,15 @@ func TestSkipStringValue(t *testing.T) {
 		{0x05, 'a', 'b'},            // shorter than its length
 		{0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
 	} {
-		read, skip := New(in, 0), New(in, 0)
-		read.StringValue()
+		read, skip, app := New(in, 0), New(in, 0), New(in, 0)
+		s, ok := read.StringValue()
 		skip.SkipStringValue()
 		if read.Pos() != skip.Pos() || (read.Err() == nil) != (skip.Err() == nil) {
 			t.Errorf("% x: read stops at %d (%v), skip at %d (%v)", in, read.Pos(), read.Err(), skip.Pos(), skip.Err())
+		}
+		b, aok := app.AppendStringValue([]byte("pre"))
+		if string(b) != "pre"+s || aok != ok || app.Pos() != read.Pos() || (read.Err() == nil) != (app.Err() == nil) {
+			t.Errorf("% x: read gives %q, %v at %d; append gives %q, %v at %d (%v)", in, s, ok, read.Pos(), b, aok, app.Pos(), app.Err())
 		}
 	}
 }
