@@ -49,6 +49,8 @@ type Serializer struct {
 	// timer's key and namespace, a tuple's fields), in snapshot order.
 	Args []*Serializer
 	c    codec
+	// sk is c's skip, when it has one.
+	sk skipper
 }
 
 // codec reads one value. last reports that the value ends where its frame
@@ -88,7 +90,11 @@ func (s *Serializer) Read(r *wire.Buf) (any, error) {
 // same checks, without building the value where its codec allows: the
 // parsers only need to know where keys and list elements end.
 func (s *Serializer) Skip(r *wire.Buf) error {
-	skipWith(s.c, r, false)
+	if s.sk != nil {
+		s.sk.skip(r, false)
+	} else {
+		s.c.read(r, false)
+	}
 	if err := r.Err(); err != nil {
 		return valueErr(s, err)
 	}
@@ -126,7 +132,9 @@ func valueErr(s *Serializer, err error) error {
 }
 
 func newSerializer(class string, version int, t *Type, c codec) *Serializer {
-	return &Serializer{Class: class, Version: version, Type: t, c: c}
+	s := &Serializer{Class: class, Version: version, Type: t, c: c}
+	s.sk, _ = c.(skipper)
+	return s
 }
 
 // Timer returns the serializer of timers of key and namespace, for timers

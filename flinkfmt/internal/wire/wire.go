@@ -341,7 +341,15 @@ func (r *Buf) SkipStringValue() {
 	}
 }
 
+// isASCII looks at eight bytes at a time: every key and map key of a
+// canonical key group goes through it.
 func isASCII(p []byte) bool {
+	for len(p) >= 8 {
+		if binary.LittleEndian.Uint64(p)&0x8080808080808080 != 0 {
+			return false
+		}
+		p = p[8:]
+	}
 	for _, c := range p {
 		if c >= 0x80 {
 			return false

@@ -54,10 +54,12 @@ func TestCountsAndStickyErrors(t *testing.T) {
 // bytes, stop where reading it does and fail where reading it fails.
 func TestSkipStringValue(t *testing.T) {
 	for _, in := range [][]byte{
-		{0x00, 7},                   // null
-		{0x01, 7},                   // ""
-		{0x04, 'a', 'b', 'c', 7},    // "abc"
-		{0x03, 0xE9, 0x01, 'x', 7},  // "éx": a unit of two varint bytes
+		{0x00, 7},                  // null
+		{0x01, 7},                  // ""
+		{0x04, 'a', 'b', 'c', 7},   // "abc"
+		{0x03, 0xE9, 0x01, 'x', 7}, // "éx": a unit of two varint bytes
+		{0x0B, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 0xE9, 0x01, 7}, // past the first eight bytes
+		{0x0A, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 7},
 		{0x03, 0xFF, 0xFF, 0x7F, 7}, // a unit past 0xFFFF
 		{0x05, 'a', 'b'},            // shorter than its length
 		{0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
