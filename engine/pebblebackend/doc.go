@@ -30,7 +30,9 @@
 // 8-byte big-endian last-modified time. Timer keys have empty values. List
 // sequences start at 0 and grow with each append; an append finds the last
 // sequence with a reverse seek instead of reading the list, or without one
-// when the list is the one read or written last, whose end is remembered.
+// when the list is one of the 4096 read or written last, whose ends are
+// remembered; such a list of up to 8 elements is also read by point
+// lookups of its sequences rather than by an iterator.
 //
 // # Snapshots and restore
 //
