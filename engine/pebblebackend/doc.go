@@ -63,8 +63,8 @@
 // it reaches 64 KiB and before every snapshot, checkpoint and restore, so a
 // snapshot holds every write made before it. One iterator is kept between
 // reads and dropped at each commit, and up to 16 first timers per key group
-// are held in memory, with a note of whether they are all of the key group's, since
-// a seek costs more than most reads it serves.
+// are held in memory, with a note of whether they are all the key group
+// has, since a seek costs more than most reads it serves.
 //
 // Checkpoint makes the native checkpoint that the runtime's incremental
 // checkpoints are built from: it flushes the memtable (which no log holds),
