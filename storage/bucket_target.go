@@ -71,7 +71,7 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 		return nil, fmt.Errorf("storage: %s: %w", st.where(MetadataName), err)
 	}
 	if opts.Force {
-		objs, err := st.listObjects(ctx)
+		objs, err := st.listObjects(ctx, "")
 		if err != nil {
 			st.Close()
 			return nil, err
