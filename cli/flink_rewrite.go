@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -47,17 +48,76 @@ func publishFlink(ctx context.Context, st storage.Staging, err error) error {
 	return st.Publish(ctx)
 }
 
+// canonicalFlink returns r when none of its keyed state is in the native
+// RocksDB layout, which the rewrites other than convert do not read; else
+// r converted to the canonical layout in a new directory under dir (the
+// system's temporary directory when empty), opened, and a cleanup that
+// removes the directory. The conversion needs about the size of the keyed
+// state in free space there.
+func canonicalFlink(ctx context.Context, r *flinkfmt.Reader, dir string, stderr io.Writer, f *rewriteFlags) (*flinkfmt.Reader, func(), error) {
+	if !flinkrewrite.NeedsConversion(ctx, r) {
+		return r, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp(dir, storage.TempPrefix+"flink-convert-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	target := filepath.Join(tmp, "canonical")
+	st, err := storage.Stage(target, false)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	bar := newByteProgress(ctx, stderr, "converting")
+	_, err = flinkrewrite.Convert(ctx, r, st, flinkrewrite.Options{Progress: bar.options(f.options()).Progress})
+	if err != nil {
+		st.Abort()
+	} else {
+		err = st.Publish(ctx)
+	}
+	bar.end(err)
+	if err != nil {
+		cleanup()
+		return nil, nil, rewriteError(err)
+	}
+	c, err := flinkfmt.Open(ctx, storage.LocalDir(target), flinkfmt.Options{})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return c, cleanup, nil
+}
+
+// localDirOf is the local directory beside a target, where temporary
+// files go; "" (the system's temporary directory) for a bucket URL or no
+// target.
+func localDirOf(target string) string {
+	if target == "" {
+		return ""
+	}
+	if loc, err := storage.ParseLocation(target); err != nil || loc.IsBucket() {
+		return ""
+	}
+	return filepath.Dir(filepath.Clean(target))
+}
+
 // runFlinkRescale rescales an Apache Flink savepoint: every key moves to
 // the key group of Flink's hash under the new max parallelism, in Flink's
-// canonical layout.
+// canonical layout. Native RocksDB state is converted first.
 func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, input string, out io.Writer) error {
-	st, err := stageFlink(&o.rewriteFlags)
+	spill := o.spillDir
+	if spill == "" {
+		spill = localDirOf(o.out)
+	}
+	r, cleanup, err := canonicalFlink(ctx, r, spill, o.stderr, &o.rewriteFlags)
 	if err != nil {
 		return err
 	}
-	spill := o.spillDir
-	if spill == "" && o.out != "" {
-		spill = filepath.Dir(filepath.Clean(o.out))
+	defer cleanup()
+	st, err := stageFlink(&o.rewriteFlags)
+	if err != nil {
+		return err
 	}
 	bar := newByteProgress(ctx, o.stderr, "rescaling")
 	opts := flinkrewrite.RescaleOptions{MaxParallelism: o.maxParallelism, Parallelism: o.parallelism, Operator: o.operator, SpillDir: spill}
@@ -179,6 +239,11 @@ func runFlinkPrune(ctx context.Context, o pruneOptions, r *flinkfmt.Reader, ttl 
 	if err != nil {
 		return err
 	}
+	r, cleanup, err := canonicalFlink(ctx, r, localDirOf(o.out), o.stderr, &o.rewriteFlags)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	st, err := stageFlink(&o.rewriteFlags)
 	if err != nil {
 		return err
