@@ -88,7 +88,7 @@ func runConvert(ctx context.Context, o convertOptions, args []string, out io.Wri
 	if !ok {
 		return usagef("%s is a stateproc savepoint: convert writes Apache Flink savepoints in Flink's canonical layout", shown(args[0]))
 	}
-	st, err := stageFlink(&o.rewriteFlags)
+	st, err := stageFlink(ctx, args[0], &o.rewriteFlags)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -189,4 +190,42 @@ func TestFlinkConvertJobCheckpointDirectory(t *testing.T) {
 		t.Errorf("a shared file missing: exit %d, want 4 naming shared/%s: %s", code, gone, stderr)
 	}
 	nothingWritten(t, again)
+}
+
+// convert reads a native savepoint from a bucket and writes its canonical
+// form into one, the same bytes as on disk, published with _metadata last;
+// a rescale of the native savepoint in the bucket converts it through a
+// local temporary directory.
+func TestFlinkConvertBucketToBucket(t *testing.T) {
+	src := filepath.Join(flinkRoot(t), "flink-tests/src/test/resources/new-stateful-udf-migration-itcase-flink1.20-rocksdb-savepoint-native")
+	f := newBucketFixture(t)
+	f.upload(t, src, "in/native")
+	local := filepath.Join(f.dir, "converted")
+	if _, stderr, code := runCLI(t, "convert", src, "--out", local); code != 0 {
+		t.Fatalf("convert on disk: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "convert", f.url("in/native"), "--out", f.url("out/converted")); code != 0 {
+		t.Fatalf("convert bucket to bucket: exit %d: %s", code, stderr)
+	}
+	want, got := localFiles(t, local), f.objects(t, "out/converted")
+	if len(got) != len(want) {
+		t.Fatalf("the bucket holds %d files, the disk %d", len(got), len(want))
+	}
+	for name, b := range want {
+		if !bytes.Equal(got[name], b) {
+			t.Errorf("%s differs between the bucket and the disk", name)
+		}
+	}
+	if _, stderr, code := runCLI(t, "convert", f.url("in/native"), "--out", f.url("out/converted")); code != cli.ExitUsage || !strings.Contains(stderr, "--force") {
+		t.Errorf("convert into an existing bucket target: exit %d: %s", code, stderr)
+	}
+	if stdout, stderr, code := runCLI(t, "verify", "--deep", "-o", "json", f.url("out/converted")); code != 0 || !strings.Contains(stdout, "canonical") || strings.Contains(stdout, "native RocksDB") {
+		t.Errorf("verify of the converted savepoint in the bucket: exit %d: %s%s", code, stdout, stderr)
+	}
+	if _, stderr, code := runCLI(t, "rescale", f.url("in/native"), "--max-parallelism", "256", "--out", f.url("out/rescaled")); code != 0 {
+		t.Errorf("rescale of the native savepoint bucket to bucket: exit %d: %s", code, stderr)
+	}
+	if stdout, stderr, code := runCLI(t, "dump", f.url("out/rescaled"), "--operator", "d5c8b168c6cbfe8c507a10f88b325243", "--state", "state-name", "--key", "[3]"); code != 0 || !strings.Contains(stdout, `"value":3`) {
+		t.Errorf("dump of the rescaled savepoint: exit %d: %s%s", code, stdout, stderr)
+	}
 }

@@ -13,33 +13,46 @@ import (
 	"github.com/stateproc/stateproc/flinkfmt/flinksource"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
 
 // flinkReader returns the Flink reader under src when src is an Apache
-// Flink savepoint, whose rewrites are package flinkrewrite's.
+// Flink savepoint, whose rewrites are package flinkrewrite's; a savepoint
+// read from a bucket is wrapped in a Source that closes the bucket too.
 func flinkReader(src savepoint.Source) (*flinkfmt.Reader, bool) {
+	if w, ok := src.(interface{ Unwrap() savepoint.Source }); ok {
+		src = w.Unwrap()
+	}
 	if s, ok := src.(*flinksource.Source); ok {
 		return s.Reader(), true
 	}
 	return nil, false
 }
 
-// stageFlink stages the output of a Flink rewrite, or returns nil for a
-// dry run, which writes nothing.
-func stageFlink(f *rewriteFlags) (storage.Staging, error) {
+// stageFlink opens the target of a Flink rewrite of input, under the rules
+// every rewrite's output follows (a local target staged beside it and
+// renamed into place, a bucket target published by its _metadata), or
+// returns nil for a dry run, which writes nothing.
+func stageFlink(ctx context.Context, input string, f *rewriteFlags) (storage.Staging, error) {
 	if f.dryRun {
 		return nil, nil
 	}
-	return storage.Stage(f.out, f.force)
+	if err := rewrite.CheckTarget(input, f.out, f.force); err != nil {
+		return nil, err
+	}
+	return storage.OpenTarget(ctx, f.out, storage.TargetOptions{Force: f.force, Options: storage.Options{Counters: transfersOf(ctx)}})
 }
 
 // publishFlink publishes st after run wrote into it, or removes it when
-// run failed.
+// run failed, and releases it.
 func publishFlink(ctx context.Context, st storage.Staging, err error) error {
 	if st == nil {
 		return rewriteError(err)
+	}
+	if c, ok := st.(io.Closer); ok {
+		defer c.Close()
 	}
 	if err != nil {
 		st.Abort()
@@ -115,7 +128,7 @@ func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, 
 		return err
 	}
 	defer cleanup()
-	st, err := stageFlink(&o.rewriteFlags)
+	st, err := stageFlink(ctx, input, &o.rewriteFlags)
 	if err != nil {
 		return err
 	}
@@ -171,7 +184,7 @@ func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, 
 // savepoint.
 func runFlinkOperator(ctx context.Context, f *rewriteFlags, r *flinkfmt.Reader, input string, out io.Writer, bar *byteProgress,
 	do func(context.Context, *flinkfmt.Reader, storage.Staging, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
-	st, err := stageFlink(f)
+	st, err := stageFlink(ctx, input, f)
 	if err != nil {
 		return err
 	}
@@ -244,7 +257,7 @@ func runFlinkPrune(ctx context.Context, o pruneOptions, r *flinkfmt.Reader, ttl 
 		return err
 	}
 	defer cleanup()
-	st, err := stageFlink(&o.rewriteFlags)
+	st, err := stageFlink(ctx, input, &o.rewriteFlags)
 	if err != nil {
 		return err
 	}
