@@ -103,8 +103,11 @@ func (a Sliding) Assign(dst []Window, ts, now int64) []Window {
 		ts = now
 	}
 	last := windowStart(ts, a.offset, a.slide)
-	for start := last; start > ts-a.size; start -= a.slide {
+	for start := last; addSat(start, a.size) > ts; start -= a.slide {
 		dst = append(dst, Window{Start: start, End: addSat(start, a.size)})
+		if start < math.MinInt64+a.slide {
+			break
+		}
 	}
 	return dst
 }
@@ -165,13 +168,15 @@ func (a Session) validate() error {
 }
 
 // windowStart is the start of the window of size (or slide) that holds ts,
-// the windows aligned to offset; right for times before the epoch too.
+// the windows aligned to offset; right for times before the epoch too. The
+// window of a time so early that its start is not a time (a deterministic
+// clock before the first watermark) starts at the earliest time.
 func windowStart(ts, offset, size int64) int64 {
-	r := (ts - offset) % size
+	r := (ts%size - offset%size) % size
 	if r < 0 {
 		r += size
 	}
-	return ts - r
+	return subSat(ts, r)
 }
 
 // millis converts d to milliseconds; a part of a millisecond makes it
@@ -181,6 +186,13 @@ func millis(d time.Duration) int64 {
 		return -1
 	}
 	return d.Milliseconds()
+}
+
+func subSat(t, d int64) int64 {
+	if d > 0 && t < math.MinInt64+d {
+		return math.MinInt64
+	}
+	return t - d
 }
 
 func addSat(t, d int64) int64 {
