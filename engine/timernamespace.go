@@ -8,8 +8,9 @@ import (
 // ns, as Flink's window operator keys its timers by (key, window): both
 // timer services of the operator then carry them, the savepoint records ns
 // as their namespace serializer, and the function registers its timers
-// with the *In methods of Context. Without it timers are in the void
-// namespace.
+// with the *In methods of Context (the methods without a namespace would
+// store timers that ns cannot read back). Without it timers are in the
+// void namespace.
 func TimerNamespace(ns serializers.Serializer) OperatorOption {
 	return func(n *node) { n.timerNS = ns }
 }
