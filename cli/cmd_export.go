@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/export"
-	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/shard"
@@ -249,16 +248,9 @@ func (o exportOptions) cutShard(ctx context.Context, src savepoint.Source, opts 
 	if opts.KeyGroups != nil {
 		return "", usagef("--shard cuts the key groups itself: give --key-groups or --shard, not both")
 	}
-	cut, err := shard.Export(ctx, src, sp)
-	if err != nil {
+	if err := shard.NarrowExport(ctx, src, sp, opts); err != nil {
 		return "", err
 	}
-	kgs := cut.KeyGroups
-	if !cut.HasKeyed {
-		// No key group falls to this shard: an empty range exports no row.
-		kgs = keygroup.Range{Start: 1, End: 0}
-	}
-	opts.KeyGroups, opts.WithNonKeyed = &kgs, cut.WithNonKeyed
 	return sp.Part(o.out), nil
 }
 

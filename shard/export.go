@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
@@ -43,6 +44,26 @@ func Export(ctx context.Context, src savepoint.Source, s Spec) (ExportCut, error
 	}
 	r, ok := KeyGroups(segs, maxP, s)
 	return ExportCut{KeyGroups: r, HasKeyed: ok, WithNonKeyed: s.Index == 0}, nil
+}
+
+// NarrowExport narrows o to shard s of an export of src (see Export): its
+// key groups, and operator and broadcast state for shard 0 only. A shard
+// that gets no key group exports no keyed row, and still writes each
+// keyed dataset's columns.
+func NarrowExport(ctx context.Context, src savepoint.Source, s Spec, o *export.Options) error {
+	if o.KeyGroups != nil {
+		return fmt.Errorf("%w: a sharded export cuts the key groups itself", ErrSpec)
+	}
+	cut, err := Export(ctx, src, s)
+	if err != nil {
+		return err
+	}
+	kgs := cut.KeyGroups
+	if !cut.HasKeyed {
+		kgs = keygroup.Range{Start: 1, End: 0}
+	}
+	o.KeyGroups, o.WithNonKeyed = &kgs, cut.WithNonKeyed
+	return nil
 }
 
 // AssembleExport is the commit step of an export run in shards: it copies
