@@ -42,6 +42,9 @@ type sourceRunner[T any] struct {
 	barrier  *checkpoint
 	cut      []splitPosition
 	finish   *sourceCmd
+	// stopped is set once the barrier of a savepoint that stops the job
+	// has gone out: the subtask reads no more and ends.
+	stopped bool
 }
 
 func runSource[T any](t *task, src Source[T], wm Watermarks) error {
@@ -72,6 +75,9 @@ func runSource[T any](t *task, src Source[T], wm Watermarks) error {
 		case <-t.ctx.Done():
 			return nil
 		default:
+		}
+		if r.stopped {
+			return r.out.control(control{kind: endControl})
 		}
 		if r.finish != nil {
 			return r.finishUp(*r.finish)
@@ -422,6 +428,9 @@ func (r *sourceRunner[T]) reachEnd() error {
 		if err := r.sendBarrier(); err != nil {
 			return err
 		}
+		if r.stopped {
+			return nil
+		}
 	}
 	return r.t.att.coord.send(r.t.ctx, message{kind: atEndMsg, task: r.t})
 }
@@ -481,6 +490,7 @@ func (r *sourceRunner[T]) sendBarrier() error {
 	if err != nil {
 		return err
 	}
+	r.stopped = cp.final
 	return r.out.control(control{kind: barrierControl, barrier: cp})
 }
 
