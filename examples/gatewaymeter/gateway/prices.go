@@ -74,9 +74,12 @@ func costMicros(r RequestRecord, v PriceVersion) int64 {
 
 // PriceUpdates is the price stream of this input, in event-time order: the
 // list prices from Epoch, and a cut of model-a's price half way through the
-// requests.
+// requests, or an hour in for an input without end.
 func (s *Source) PriceUpdates() []PriceUpdate {
 	change := Epoch + s.requests/2*StartEvery
+	if s.events == 0 {
+		change = Epoch + 3600_000
+	}
 	return []PriceUpdate{
 		{Model: ModelA, PriceVersion: PriceVersion{EffectiveFrom: Epoch, InputMicrosPer1K: 2500, OutputMicrosPer1K: 10000}},
 		{Model: ModelB, PriceVersion: PriceVersion{EffectiveFrom: Epoch, InputMicrosPer1K: 500, OutputMicrosPer1K: 1500}},

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/examples/detgen"
@@ -19,6 +20,10 @@ import (
 // In the leak variant the last request of each split starts one TTL of
 // `open` (and a minute) after the others and is never abandoned: at the end
 // of the input every abandoned request's `open` entry is past its TTL.
+//
+// With no number of events the input has no end: its first n events are
+// those of an input of n events but for the last few of each split, which
+// an input with an end balances to its exact count.
 type Source struct {
 	seed  int64
 	leak  bool
@@ -34,6 +39,12 @@ func NewSource(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{seed: cfg.Seed, leak: cfg.Leak, events: cfg.Events}
+	if cfg.Events == 0 {
+		for split := range s.plans {
+			s.plans[split] = splitPlan{body: math.MaxInt64}
+		}
+		return s, nil
+	}
 	for split := range s.plans {
 		s.plans[split] = s.planSplit(split, detgen.Share(cfg.Events, split, Splits))
 		s.requests += s.plans[split].requests()
@@ -45,13 +56,15 @@ func NewSource(cfg Config) (*Source, error) {
 // Splits is the number of splits.
 func (s *Source) Splits() int { return Splits }
 
-// Events is the number of events in the input.
+// Events is the number of events in the input, 0 when it has no end.
 func (s *Source) Events() int64 { return s.events }
 
-// Requests is the number of requests the input starts.
+// Requests is the number of requests the input starts, 0 when it has no
+// end.
 func (s *Source) Requests() int64 { return s.requests }
 
-// Abandoned is the number of requests that never complete.
+// Abandoned is the number of requests that never complete, 0 when the
+// input has no end.
 func (s *Source) Abandoned() int64 { return s.abandoned }
 
 // Open returns a reader of split positioned after offset events. It
