@@ -23,7 +23,7 @@ type unboundedSource struct {
 	read *atomic.Int64
 }
 
-func (s unboundedSource) Open(split int, offset int64) (SplitReader[testEvent], error) {
+func (s unboundedSource) Open(ctx context.Context, split int, offset int64) (SplitReader[testEvent], error) {
 	return &unboundedReader{testReader: testReader{s: s.testSource, split: split, i: int(offset)}, pace: 8 << (split % 3), read: s.read}, nil
 }
 
@@ -34,7 +34,7 @@ type unboundedReader struct {
 	read *atomic.Int64
 }
 
-func (r *unboundedReader) Next() (testEvent, int64, bool, error) {
+func (r *unboundedReader) Next(ctx context.Context) (testEvent, int64, bool, error) {
 	if r.i >= r.s.n {
 		return testEvent{}, 0, false, ErrNothingAvailable
 	}
@@ -42,7 +42,7 @@ func (r *unboundedReader) Next() (testEvent, int64, bool, error) {
 		time.Sleep(time.Millisecond)
 	}
 	r.read.Add(1)
-	return r.testReader.Next()
+	return r.testReader.Next(context.Background())
 }
 
 // txnSink keeps every committed transaction apart, by subtask and
@@ -57,7 +57,7 @@ func newTxnSink[T any]() *txnSink[T] {
 	return &txnSink[T]{open: map[string][]T{}, committed: map[string][]T{}}
 }
 
-func (s *txnSink[T]) Recover(pending [][]byte) error {
+func (s *txnSink[T]) Recover(_ context.Context, pending [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range pending {
@@ -74,7 +74,7 @@ func (s *txnSink[T]) commitLocked(id string) {
 	}
 }
 
-func (s *txnSink[T]) NewWriter(c WriterContext) (SinkWriter[T], error) {
+func (s *txnSink[T]) NewWriter(_ context.Context, c WriterContext) (SinkWriter[T], error) {
 	return &txnWriter[T]{s: s, subtask: c.Subtask, epoch: c.Epoch}, nil
 }
 
@@ -143,12 +143,12 @@ type txnWriter[T any] struct {
 	buf          []T
 }
 
-func (w *txnWriter[T]) Write(v T, _ int64) error {
+func (w *txnWriter[T]) Write(_ context.Context, v T, _ int64) error {
 	w.buf = append(w.buf, v)
 	return nil
 }
 
-func (w *txnWriter[T]) PreCommit() ([]byte, error) {
+func (w *txnWriter[T]) PreCommit(context.Context) ([]byte, error) {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	id := fmt.Sprintf("%d/%d/%d", w.subtask, w.epoch, w.seq)
@@ -158,7 +158,7 @@ func (w *txnWriter[T]) PreCommit() ([]byte, error) {
 	return []byte(id), nil
 }
 
-func (w *txnWriter[T]) Commit(txn []byte) error {
+func (w *txnWriter[T]) Commit(_ context.Context, txn []byte) error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	w.s.commitLocked(string(txn))

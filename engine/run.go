@@ -286,7 +286,7 @@ func recoverSinks(ctx context.Context, j *Job, dir string) error {
 				}
 			}
 		}
-		if err := n.recover(pending); err != nil {
+		if err := n.recover(ctx, pending); err != nil {
 			return err
 		}
 	}
@@ -387,7 +387,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	}()
 	for _, n := range a.job.nodes {
 		if n.recover != nil {
-			if err := n.recover(a.restore.operatorStateOf(n, sinkStateName)); err != nil {
+			if err := n.recover(ctx, a.restore.operatorStateOf(n, sinkStateName)); err != nil {
 				return err
 			}
 		}

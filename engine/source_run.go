@@ -154,7 +154,7 @@ func (r *sourceRunner[T]) open() error {
 		if n := t.att.opts.StopAfter; n > 0 {
 			c.limit = stopOffset(n, int(p.Split), r.src.Splits())
 		}
-		rd, err := r.src.Open(int(p.Split), p.Offset)
+		rd, err := r.src.Open(t.ctx, int(p.Split), p.Offset)
 		if err != nil {
 			return t.errorf("open split %d at %d: %w", p.Split, p.Offset, err)
 		}
@@ -218,7 +218,7 @@ func (r *sourceRunner[T]) step() error {
 	} else {
 		var ok bool
 		var err error
-		v, ts, ok, err = c.reader.Next()
+		v, ts, ok, err = c.reader.Next(r.t.ctx)
 		switch {
 		case errors.Is(err, ErrNothingAvailable):
 			if c.nothing(now, r.wm.IdleTimeout) {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 
@@ -95,7 +96,7 @@ type priceSource []PriceUpdate
 
 func (p priceSource) Splits() int { return 1 }
 
-func (p priceSource) Open(split int, offset int64) (engine.SplitReader[PriceUpdate], error) {
+func (p priceSource) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[PriceUpdate], error) {
 	if split != 0 || offset < 0 || offset > int64(len(p)) {
 		return nil, fmt.Errorf("gateway: prices: split %d at offset %d", split, offset)
 	}
@@ -105,7 +106,7 @@ func (p priceSource) Open(split int, offset int64) (engine.SplitReader[PriceUpda
 
 type priceReader []PriceUpdate
 
-func (r *priceReader) Next() (PriceUpdate, int64, bool, error) {
+func (r *priceReader) Next(ctx context.Context) (PriceUpdate, int64, bool, error) {
 	if len(*r) == 0 {
 		return PriceUpdate{}, 0, false, nil
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -70,7 +71,7 @@ func (s *Source) Abandoned() int64 { return s.abandoned }
 // Open returns a reader of split positioned after offset events. It
 // replays the split's first offset events, without building them, so it
 // takes time linear in offset.
-func (s *Source) Open(split int, offset int64) (engine.SplitReader[Event], error) {
+func (s *Source) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[Event], error) {
 	if split < 0 || split >= Splits {
 		return nil, fmt.Errorf("gateway: split %d of %d", split, Splits)
 	}
@@ -127,7 +128,7 @@ func (r *splitReader) step() (kind Kind, req request, ts int64, ok bool) {
 	return RequestCompleted, request{index: c.index}, c.ts, true
 }
 
-func (r *splitReader) Next() (Event, int64, bool, error) {
+func (r *splitReader) Next(ctx context.Context) (Event, int64, bool, error) {
 	kind, req, ts, ok := r.step()
 	if !ok {
 		return Event{}, 0, false, nil
