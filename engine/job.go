@@ -53,6 +53,8 @@ const (
 	sourceNode nodeKind = iota + 1
 	keyedNode
 	sinkNode
+	// statelessNode: Map, Filter, FlatMap and Union.
+	statelessNode
 )
 
 // node is the type-erased part of an operator; the typed parts live in the
