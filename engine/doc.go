@@ -40,9 +40,17 @@
 //
 // # Savepoints and checkpoints
 //
-// A savepoint (RunOptions.SavepointDir, taken when the job stops) is always
-// canonical and self-contained: a directory in the snapshotfmt layout, the
-// toolkit's input, whatever the backend.
+// A savepoint is always canonical and self-contained: a directory in the
+// snapshotfmt layout, the toolkit's input, whatever the backend. Run takes
+// one when a bounded job stops (RunOptions.SavepointDir). Start returns a
+// Handle to a job that runs until it is stopped: TriggerSavepoint takes
+// one while the job runs, aligned with barriers as a checkpoint is, and
+// StopWithSavepoint ends the job with one, as Flink's stop does: without
+// drain the sources stop at its barrier and the event-time timers stay in
+// it; with drain the largest watermark goes first and every timer fires.
+// Like a periodic checkpoint, a savepoint that is not a drain begins with
+// the sources' rendezvous, so under DeterministicTime it cuts the input at
+// an epoch and a job restored from it goes on as the job that took it.
 //
 // Checkpoints (RunOptions.CheckpointDir and CheckpointInterval) are the
 // engine's own. The checkpoint root holds one directory per retained
@@ -93,6 +101,23 @@
 // synced. After each checkpoint, retention keeps the newest
 // RetainCheckpoints checkpoint directories and deletes every shared file
 // that none of them references.
+//
+// The checkpoint root and SavepointDir may also be bucket URLs (s3://,
+// gs://, azblob://; file:// is a local path), with the same layout under
+// the prefix. Nothing is renamed there: a checkpoint's objects are written
+// in place under chk-<id>/ by the storage package's rules (data files
+// named after their bytes, _incremental.json before _metadata, _metadata
+// last and create-only), so a checkpoint exists exactly when its _metadata
+// does, and LatestCheckpoint lists those. Shared files are uploaded from
+// the native checkpoint under shared/ when first needed and referenced
+// afterwards; an upload is durable when it returns, before the subtask
+// acknowledges. Objects that a dead run left under the name of the
+// checkpoint being begun, or of an unfinished one older than the newest,
+// are removed; retention deletes a checkpoint _metadata first, then the
+// shared objects no retained checkpoint references. A restore from a
+// bucket downloads each database's files into the attempt's work
+// directory, checking sizes and checksums, and reads the canonical part
+// with ranged reads.
 //
 // Restoring from an incremental checkpoint (RunOptions.RestoreFrom naming a
 // chk-<id> directory, or the restart after a failure) checks each listed

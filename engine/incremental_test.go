@@ -85,7 +85,7 @@ func newPhasedSource(root string, phases ...[]upsert) *phasedSource {
 
 func (s *phasedSource) Splits() int { return 1 }
 
-func (s *phasedSource) Open(_ int, offset int64) (SplitReader[upsert], error) {
+func (s *phasedSource) Open(ctx context.Context, _ int, offset int64) (SplitReader[upsert], error) {
 	r := &phasedReader{s: s}
 	if offset > 0 {
 		r.phase = len(s.phases)
@@ -100,7 +100,7 @@ type phasedReader struct {
 	waiting bool
 }
 
-func (r *phasedReader) Next() (upsert, int64, bool, error) {
+func (r *phasedReader) Next(ctx context.Context) (upsert, int64, bool, error) {
 	for {
 		if r.waiting {
 			// The checkpoint directory appears when the checkpoint is
@@ -394,7 +394,7 @@ func TestRetentionDeletesWhatNoCheckpointReferences(t *testing.T) {
 		}
 		s.published[chkdir.SharedDir+"/"+n] = chkdir.File{}
 	}
-	if err := s.retain(2); err != nil {
+	if err := s.retain(context.Background(), 2); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := chkdir.List(root)

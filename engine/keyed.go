@@ -34,18 +34,18 @@ type keyedRunner[K, IN, B, OUT any] struct {
 func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 	k.t = t
 	k.out = newOutput[OUT](t)
-	et, err := t.backend.Timers(EventTimeTimers, serializers.Void())
+	et, err := t.backend.Timers(EventTimeTimers, t.n.timerNamespace())
 	if err != nil {
 		return err
 	}
-	pt, err := t.backend.Timers(ProcessingTimeTimers, serializers.Void())
+	pt, err := t.backend.Timers(ProcessingTimeTimers, t.n.timerNamespace())
 	if err != nil {
 		return err
 	}
-	k.ctx = &Context[K, OUT]{t: t, out: k.out, et: et, pt: pt}
-	k.bctx = &BroadcastContext[OUT]{t: t, out: k.out}
+	k.ctx = &Context[K, OUT]{Context: t.ctx, t: t, out: k.out, et: et, pt: pt}
+	k.bctx = &BroadcastContext[OUT]{Context: t.ctx, t: t, out: k.out}
 	k.sweeper, _ = t.backend.(state.Sweeper)
-	if err := k.fn.Open(&OpenContext{t: t}); err != nil {
+	if err := k.fn.Open(&OpenContext{Context: t.ctx, t: t}); err != nil {
 		return t.errorf("open: %w", err)
 	}
 	t.snapshotOp = t.snapshotKeyedOperatorState
@@ -211,7 +211,11 @@ func (k *keyedRunner[K, IN, B, OUT]) fire(ts state.Timers, upTo int64, domain Ti
 		}
 		k.ctx.key = key
 		k.ctx.ts = tm.Timestamp
-		if err := k.fn.OnTimer(k.ctx, TimerInfo{Timestamp: tm.Timestamp, Domain: domain}); err != nil {
+		info := TimerInfo{Timestamp: tm.Timestamp, Domain: domain}
+		if info.Namespace, err = k.t.n.timerNamespaceOf(tm.Namespace); err != nil {
+			return k.t.errorf("timer namespace: %w", err)
+		}
+		if err := k.fn.OnTimer(k.ctx, info); err != nil {
 			return k.t.errorf("on timer: %w", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/stateproc/stateproc/engine/state"
@@ -24,6 +25,9 @@ const (
 type TimerInfo struct {
 	Timestamp int64
 	Domain    TimeDomain
+	// Namespace is the timer's namespace, decoded by the operator's
+	// TimerNamespace serializer; nil for the void namespace.
+	Namespace any
 }
 
 // KeyedProcessFunction processes a keyed stream one record at a time, with
@@ -36,8 +40,12 @@ type KeyedProcessFunction[K, IN, OUT any] interface {
 	OnTimer(ctx *Context[K, OUT], t TimerInfo) error
 }
 
-// OpenContext is given to Open.
-type OpenContext struct{ t *task }
+// OpenContext is given to Open. It is the subtask's context.Context too:
+// done when the job stops or fails.
+type OpenContext struct {
+	context.Context
+	t *task
+}
 
 // Subtask is the index of this subtask.
 func (c *OpenContext) Subtask() int { return c.t.subtask }
@@ -95,14 +103,19 @@ func GetAggregating[IN, ACC, OUT any](c *OpenContext, d *state.AggregatingDescri
 	return state.GetAggregating(c.t.backend, c.t.clock, d)
 }
 
-// Context is given to ProcessElement and OnTimer.
+// Context is given to ProcessElement and OnTimer. It is the subtask's
+// context.Context too, done when the job stops or fails, to hand to what
+// the function calls.
 type Context[K, OUT any] struct {
+	context.Context
 	t   *task
 	out *output[OUT]
 	key K
 	ts  int64
 	et  state.Timers
 	pt  state.Timers
+	// ns is the scratch buffer for encoding timer namespaces.
+	ns []byte
 }
 
 // Key is the key of the record (or timer) being processed.

@@ -8,7 +8,7 @@ import (
 // Config is a GatewayMeter job and its input.
 type Config struct {
 	// Seed and Events determine the input: Events is the number of events
-	// the generator emits in all.
+	// the generator emits in all, 0 for an input without end.
 	Seed   int64
 	Events int64
 	// Parallelism of every operator except the price source.
@@ -19,6 +19,10 @@ type Config struct {
 	// Leak builds the variant without the abandonment timer and without TTL
 	// cleanup, and makes its input end with a quiet hour (see Source).
 	Leak bool
+	// Window builds the variant whose TenantCost sums each tenant's cost
+	// in one-minute event-time windows (CostWindow) instead of keeping a
+	// running total.
+	Window bool
 }
 
 // MinEvents is the smallest input: every split needs room for a request
@@ -28,7 +32,9 @@ const MinEvents = 8 * Splits
 // Check reports a configuration the job cannot run.
 func (c Config) Check() error {
 	switch {
-	case c.Events < MinEvents:
+	case c.Events == 0 && c.Leak:
+		return fmt.Errorf("gateway: the leak variant's input ends with a quiet hour, so it needs a number of events")
+	case c.Events != 0 && c.Events < MinEvents:
 		return fmt.Errorf("gateway: %d events: at least %d are needed", c.Events, MinEvents)
 	case c.Parallelism < 1:
 		return fmt.Errorf("gateway: parallelism %d", c.Parallelism)
