@@ -42,7 +42,7 @@ type savepointRequest struct {
 // failure as Run does, until its sources end or stop, StopWithSavepoint
 // stops it, Cancel cancels it, or ctx is done.
 func Start(ctx context.Context, j *Job, opts RunOptions) (*Handle, error) {
-	if err := prepare(j, &opts); err != nil {
+	if err := prepare(ctx, j, &opts); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -122,7 +122,7 @@ func (h *Handle) request(ctx context.Context, r *savepointRequest) (string, erro
 	if r.dir == "" {
 		return "", fmt.Errorf("engine: savepoint without a target directory")
 	}
-	if err := freeTarget(r.dir); err != nil {
+	if err := freeTarget(ctx, r.dir); err != nil {
 		return "", err
 	}
 	r.reply = make(chan error, 1)

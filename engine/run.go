@@ -17,7 +17,6 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // BackendKind selects where keyed state lives.
@@ -165,7 +164,7 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 }
 
 // prepare validates the job and the options and fills in the defaults.
-func prepare(j *Job, opts *RunOptions) error {
+func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
@@ -188,7 +187,7 @@ func prepare(j *Job, opts *RunOptions) error {
 		opts.ChannelCapacity = 4
 	}
 	if opts.SavepointDir != "" {
-		if err := freeTarget(opts.SavepointDir); err != nil {
+		if err := freeTarget(ctx, opts.SavepointDir); err != nil {
 			return err
 		}
 	}
@@ -197,8 +196,12 @@ func prepare(j *Job, opts *RunOptions) error {
 
 // freeTarget refuses a savepoint target that exists: a savepoint never
 // replaces anything.
-func freeTarget(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
+func freeTarget(ctx context.Context, dir string) error {
+	exists, err := savepointExists(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("engine: savepoint target: %w", err)
+	}
+	if exists {
 		return fmt.Errorf("engine: savepoint target %s already exists", dir)
 	}
 	return nil
@@ -267,11 +270,11 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (*Result, err
 // recoverSinks hands every sink of j the transactions that the savepoint in
 // dir recorded, for Recover to commit them.
 func recoverSinks(ctx context.Context, j *Job, dir string) error {
-	r, err := snapshotfmt.Open(ctx, storage.LocalDir(dir))
+	r, closeAll, err := openCanonical(ctx, dir)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer closeAll()
 	for _, n := range j.nodes {
 		if n.recover == nil {
 			continue
@@ -428,7 +431,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	}
 	err := g.Wait()
 	a.coord.abort(err)
-	return err
+	return errors.Join(err, a.store.close())
 }
 
 // upstreamSources maps every keyed operator to the sources it reads from.
