@@ -194,14 +194,12 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 	return nil
 }
 
-// freeTarget refuses a savepoint target that exists: a savepoint never
-// replaces anything.
+// freeTarget refuses a savepoint target that exists, a directory or a
+// bucket prefix with a _metadata: a savepoint never replaces anything.
 func freeTarget(ctx context.Context, dir string) error {
-	exists, err := savepointExists(ctx, dir)
-	if err != nil {
+	if exists, err := savepointExists(ctx, dir); err != nil {
 		return fmt.Errorf("engine: savepoint target: %w", err)
-	}
-	if exists {
+	} else if exists {
 		return fmt.Errorf("engine: savepoint target %s already exists", dir)
 	}
 	return nil

@@ -72,7 +72,7 @@ type listSource []event
 
 func (l listSource) Splits() int { return 1 }
 
-func (l listSource) Open(ctx context.Context, _ int, offset int64) (engine.SplitReader[event], error) {
+func (l listSource) Open(_ context.Context, _ int, offset int64) (engine.SplitReader[event], error) {
 	return &listReader{l: l, i: int(offset)}, nil
 }
 
