@@ -3,6 +3,7 @@ package rescale
 import (
 	"context"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 
@@ -151,13 +152,15 @@ func (d Destination) Part(target string) string {
 // KeptPart is where the i-th part of the kept files goes, beside target.
 func KeptPart(target string, i int) string { return fmt.Sprintf("%s.rescale-kept-%05d", target, i) }
 
-// WriteKeyGroup sorts the blocks of new key group d, in any order, as
+// WriteKeyGroup sorts the blocks of new key group d, in any order (a key
+// comes from one input key group, so the blocks of two segments hold no
+// group in common and the sort's order does not depend on theirs), as
 // Run's sort phase sorts a bucket, and writes them as the key group's
 // segments into a part at out.Out: a savepoint with the output's metadata
 // and the file of the subtask owning d, holding only them. Spill files
 // beyond memory bytes (0: Options' default) go to the system's temporary
 // directory.
-func (sh *Shuffle) WriteKeyGroup(ctx context.Context, d Destination, blocks [][]byte, memory int, out rewrite.Options) error {
+func (sh *Shuffle) WriteKeyGroup(ctx context.Context, d Destination, blocks iter.Seq[[]byte], memory int, out rewrite.Options) error {
 	p := &sh.pr.plans[d.Operator]
 	if p.action != Rebucketed || d.KeyGroup < 0 || d.KeyGroup >= p.maxP {
 		return fmt.Errorf("rescale: no new key group %d of operator %d", d.KeyGroup, d.Operator)
@@ -178,7 +181,7 @@ func (sh *Shuffle) WriteKeyGroup(ctx context.Context, d Destination, blocks [][]
 	if err != nil {
 		return err
 	}
-	for _, b := range blocks {
+	for b := range blocks {
 		if _, err := f.Write(b); err != nil {
 			f.Close()
 			return err

@@ -163,6 +163,46 @@ func TestPruneTTLByteIdenticalToCLI(t *testing.T) {
 	}
 }
 
+// The rescale pipeline writes the savepoint the CLI's rescale writes, byte
+// for byte: sessions-p2-heap to max parallelism 256 at parallelism 3, and
+// sessions-p3-pebble-maxp720 down to 128 (its non-keyed operators kept).
+func TestRescaleByteIdenticalToCLI(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		maxP, par int
+		wantFiles int
+	}{
+		{"sessions-p2-heap", 256, 3, 4},
+		{"sessions-p3-pebble-maxp720", 128, 0, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := checkedIn(t, c.name)
+			dir := t.TempDir()
+			want := filepath.Join(dir, "cli")
+			args := []string{"rescale", in, "--out", want, "--max-parallelism", fmt.Sprint(c.maxP)}
+			if c.par > 0 {
+				args = append(args, "--parallelism", fmt.Sprint(c.par))
+			}
+			stateproc(t, args...)
+			wantFiles := dirBytes(t, want)
+			if len(wantFiles) < c.wantFiles {
+				t.Fatalf("the CLI wrote %d files", len(wantFiles))
+			}
+			out := filepath.Join(dir, "beam")
+			err := run(t, func(ctx context.Context, s beam.Scope) (int, error) {
+				return Rescale(ctx, s, RescaleConfig{Input: in, Out: out, MaxParallelism: c.maxP, Parallelism: c.par, Sharding: Sharding{Shards: 2}})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameFiles(t, dirBytes(t, out), wantFiles)
+			if parts, _ := filepath.Glob(out + ".rescale-*"); len(parts) != 0 {
+				t.Errorf("%d parts left after the commit", len(parts))
+			}
+		})
+	}
+}
+
 // The export pipeline writes the rows and columns the CLI's export writes:
 // DuckDB's EXCEPT ALL both ways is empty for every dataset.
 func TestExportSameRowsAsCLI(t *testing.T) {
