@@ -8,7 +8,7 @@
 //	stateproc-beam prune-ttl --out DST [--now T] [--ttl UID/STATE=D]... SAVEPOINT
 //	stateproc-beam export --out DIR [--now T] [--operator U] [--state S] SAVEPOINT
 //	stateproc-beam verify [--deep] [--summary FILE] SAVEPOINT
-//	stateproc-beam rescale --out DST --max-parallelism N [--parallelism P] [--operator U] SAVEPOINT
+//	stateproc-beam rescale --out DST --max-parallelism N [--rescale-parallelism P] [--operator U] SAVEPOINT
 //
 // Exit codes are stateproc's where they apply: 0 ok, 1 failure, 2 usage.
 package main
@@ -47,7 +47,7 @@ var (
 	deep        = flag.Bool("deep", false, "verify: also decode every key, namespace, map key and value")
 	summary     = flag.String("summary", "", "verify: write the figures as JSON to this local file")
 	maxP        = flag.Int("max-parallelism", 0, "rescale: the new max parallelism")
-	parallelism = flag.Int("parallelism", 0, "rescale: the new parallelism (default: each operator keeps its own)")
+	parallelism = flag.Int("rescale-parallelism", 0, "rescale: the new parallelism, stateproc rescale's --parallelism, which Beam's --parallelism (the Flink runner's) takes (default: each operator keeps its own)")
 	ttls        ttlFlag
 )
 
