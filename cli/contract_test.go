@@ -142,6 +142,8 @@ func TestJSONContract(t *testing.T) {
 			contractCase{command: "operator", args: []string{"operator", "remove", snappy, op, "--out", out("flink-removed"), "-o", "json"}},
 			contractCase{command: "operator", args: []string{"operator", "rename", snappy, op, "renamed", "--dry-run", "-o", "json"}},
 			contractCase{command: "operator", args: []string{"operator", "rename", v5, "CheckpointingKeyedStateFlatMap1", "renamed", "--out", out("flink-renamed"), "-o", "json"}},
+			contractCase{command: "convert", args: []string{"convert", filepath.Join(root, "new-stateful-udf-migration-itcase-flink2.0-rocksdb-savepoint-native"), "--out", out("flink-converted"), "-o", "json"}},
+			contractCase{command: "convert", args: []string{"convert", filepath.Join(root, "new-stateful-udf-migration-itcase-flink1.20-rocksdb-checkpoint"), "--dry-run", "-o", "json"}},
 		)
 	} else {
 		t.Logf("the Flink savepoints are not there (%v): the fields only they give are not checked", err)

@@ -119,8 +119,8 @@ func newRoot(prof *cpuProfile) *cobra.Command {
 func subcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newInspectCmd(), newDumpCmd(), newVerifyCmd(), newSizeCmd(),
-		newExportCmd(),
-		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(),
+		newExportCmd(), newCommitCmd(),
+		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(), newConvertCmd(),
 		newCheckCmd(), newMigrateCmd(),
 		newBootstrapCmd(), newDiffCmd(), newReportCmd(),
 	}
