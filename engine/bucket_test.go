@@ -296,12 +296,16 @@ func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			victim := m.Databases[0].Files[0]
-			for _, f := range m.Databases[0].Files {
-				if strings.HasPrefix(f.Path, chkdir.SharedDir+"/") {
-					victim = f
-					break
+			var victim chkdir.File
+			for _, db := range m.Databases {
+				for _, f := range db.Files {
+					if victim.Path == "" && strings.HasPrefix(f.Path, chkdir.SharedDir+"/") && f.Size > 0 {
+						victim = f
+					}
 				}
+			}
+			if victim.Path == "" {
+				t.Fatalf("checkpoint %s references no shared file", latest)
 			}
 			key := prefix + "/" + victim.Path
 			out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("state"), Key: aws.String(key)})
@@ -309,8 +313,11 @@ func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			buf.ReadFrom(out.Body)
+			_, err = buf.ReadFrom(out.Body)
 			out.Body.Close()
+			if err != nil || int64(buf.Len()) != victim.Size {
+				t.Fatalf("reading %s: %d bytes, %v; the checkpoint lists %d", key, buf.Len(), err, victim.Size)
+			}
 			if err := hurt(key, buf.Bytes()); err != nil {
 				t.Fatal(err)
 			}
