@@ -244,8 +244,9 @@ func mustID(t *testing.T, location string) uint64 {
 	return id
 }
 
-// A restore from a checkpoint in a bucket whose shared object is missing,
-// cut short or damaged fails with ErrCorruptCheckpoint naming the object.
+// A restore from a checkpoint in a bucket whose shared object (or another
+// file its manifest lists) is missing, cut short or damaged fails with
+// ErrCorruptCheckpoint naming the object.
 func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
 	srv := storetest.Start(t)
 	srv.Env(t)
@@ -296,16 +297,25 @@ func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var victim chkdir.File
+			// A shared file where the databases have flushed one, else
+			// another file the manifest lists.
+			var victim, other chkdir.File
 			for _, db := range m.Databases {
 				for _, f := range db.Files {
-					if victim.Path == "" && strings.HasPrefix(f.Path, chkdir.SharedDir+"/") && f.Size > 0 {
+					switch {
+					case f.Size == 0:
+					case victim.Path == "" && strings.HasPrefix(f.Path, chkdir.SharedDir+"/"):
 						victim = f
+					case other.Path == "":
+						other = f
 					}
 				}
 			}
 			if victim.Path == "" {
-				t.Fatalf("checkpoint %s references no shared file", latest)
+				victim = other
+			}
+			if victim.Path == "" {
+				t.Fatalf("checkpoint %s lists no file with bytes", latest)
 			}
 			key := prefix + "/" + victim.Path
 			out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("state"), Key: aws.String(key)})
