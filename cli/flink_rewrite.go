@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -12,33 +13,46 @@ import (
 	"github.com/stateproc/stateproc/flinkfmt/flinksource"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
 
 // flinkReader returns the Flink reader under src when src is an Apache
-// Flink savepoint, whose rewrites are package flinkrewrite's.
+// Flink savepoint, whose rewrites are package flinkrewrite's; a savepoint
+// read from a bucket is wrapped in a Source that closes the bucket too.
 func flinkReader(src savepoint.Source) (*flinkfmt.Reader, bool) {
+	if w, ok := src.(interface{ Unwrap() savepoint.Source }); ok {
+		src = w.Unwrap()
+	}
 	if s, ok := src.(*flinksource.Source); ok {
 		return s.Reader(), true
 	}
 	return nil, false
 }
 
-// stageFlink stages the output of a Flink rewrite, or returns nil for a
-// dry run, which writes nothing.
-func stageFlink(f *rewriteFlags) (storage.Staging, error) {
+// stageFlink opens the target of a Flink rewrite of input, under the rules
+// every rewrite's output follows (a local target staged beside it and
+// renamed into place, a bucket target published by its _metadata), or
+// returns nil for a dry run, which writes nothing.
+func stageFlink(ctx context.Context, input string, f *rewriteFlags) (storage.Staging, error) {
 	if f.dryRun {
 		return nil, nil
 	}
-	return storage.Stage(f.out, f.force)
+	if err := rewrite.CheckTarget(input, f.out, f.force); err != nil {
+		return nil, err
+	}
+	return storage.OpenTarget(ctx, f.out, storage.TargetOptions{Force: f.force, Options: storage.Options{Counters: transfersOf(ctx)}})
 }
 
 // publishFlink publishes st after run wrote into it, or removes it when
-// run failed.
+// run failed, and releases it.
 func publishFlink(ctx context.Context, st storage.Staging, err error) error {
 	if st == nil {
 		return rewriteError(err)
+	}
+	if c, ok := st.(io.Closer); ok {
+		defer c.Close()
 	}
 	if err != nil {
 		st.Abort()
@@ -47,17 +61,76 @@ func publishFlink(ctx context.Context, st storage.Staging, err error) error {
 	return st.Publish(ctx)
 }
 
+// canonicalFlink returns r when none of its keyed state is in the native
+// RocksDB layout, which the rewrites other than convert do not read; else
+// r converted to the canonical layout in a new directory under dir (the
+// system's temporary directory when empty), opened, and a cleanup that
+// removes the directory. The conversion needs about the size of the keyed
+// state in free space there.
+func canonicalFlink(ctx context.Context, r *flinkfmt.Reader, dir string, stderr io.Writer, f *rewriteFlags) (*flinkfmt.Reader, func(), error) {
+	if !flinkrewrite.NeedsConversion(ctx, r) {
+		return r, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp(dir, storage.TempPrefix+"flink-convert-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	target := filepath.Join(tmp, "canonical")
+	st, err := storage.Stage(target, false)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	bar := newByteProgress(ctx, stderr, "converting")
+	_, err = flinkrewrite.Convert(ctx, r, st, flinkrewrite.Options{Progress: bar.options(f.options()).Progress})
+	if err != nil {
+		st.Abort()
+	} else {
+		err = st.Publish(ctx)
+	}
+	bar.end(err)
+	if err != nil {
+		cleanup()
+		return nil, nil, rewriteError(err)
+	}
+	c, err := flinkfmt.Open(ctx, storage.LocalDir(target), flinkfmt.Options{})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return c, cleanup, nil
+}
+
+// localDirOf is the local directory beside a target, where temporary
+// files go; "" (the system's temporary directory) for a bucket URL or no
+// target.
+func localDirOf(target string) string {
+	if target == "" {
+		return ""
+	}
+	if loc, err := storage.ParseLocation(target); err != nil || loc.IsBucket() {
+		return ""
+	}
+	return filepath.Dir(filepath.Clean(target))
+}
+
 // runFlinkRescale rescales an Apache Flink savepoint: every key moves to
 // the key group of Flink's hash under the new max parallelism, in Flink's
-// canonical layout.
+// canonical layout. Native RocksDB state is converted first.
 func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, input string, out io.Writer) error {
-	st, err := stageFlink(&o.rewriteFlags)
+	spill := o.spillDir
+	if spill == "" {
+		spill = localDirOf(o.out)
+	}
+	r, cleanup, err := canonicalFlink(ctx, r, spill, o.stderr, &o.rewriteFlags)
 	if err != nil {
 		return err
 	}
-	spill := o.spillDir
-	if spill == "" && o.out != "" {
-		spill = filepath.Dir(filepath.Clean(o.out))
+	defer cleanup()
+	st, err := stageFlink(ctx, input, &o.rewriteFlags)
+	if err != nil {
+		return err
 	}
 	bar := newByteProgress(ctx, o.stderr, "rescaling")
 	opts := flinkrewrite.RescaleOptions{MaxParallelism: o.maxParallelism, Parallelism: o.parallelism, Operator: o.operator, SpillDir: spill}
@@ -111,7 +184,7 @@ func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, 
 // savepoint.
 func runFlinkOperator(ctx context.Context, f *rewriteFlags, r *flinkfmt.Reader, input string, out io.Writer, bar *byteProgress,
 	do func(context.Context, *flinkfmt.Reader, storage.Staging, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
-	st, err := stageFlink(f)
+	st, err := stageFlink(ctx, input, f)
 	if err != nil {
 		return err
 	}
@@ -179,7 +252,12 @@ func runFlinkPrune(ctx context.Context, o pruneOptions, r *flinkfmt.Reader, ttl 
 	if err != nil {
 		return err
 	}
-	st, err := stageFlink(&o.rewriteFlags)
+	r, cleanup, err := canonicalFlink(ctx, r, localDirOf(o.out), o.stderr, &o.rewriteFlags)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	st, err := stageFlink(ctx, input, &o.rewriteFlags)
 	if err != nil {
 		return err
 	}

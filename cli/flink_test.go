@@ -81,12 +81,18 @@ var refusedLayout = regexp.MustCompile(`in the (\w[\w ]*?) layout`)
 // some values opaque (by class), or refused (by layout). The table is the
 // README's, which the test keeps true (-update rewrites it). No command
 // may exit with anything but 0, or 4 for a layout that is not read; every
-// canonical, heap and native RocksDB fixture is read.
+// canonical, heap and native RocksDB fixture is read. Each is converted
+// too: a native RocksDB or heap fixture into a canonical savepoint that
+// verify --deep reads with the same number of entries, a canonical one
+// refused as having nothing to convert, a changelog one refused by layout.
 func TestFlinkFixtures(t *testing.T) {
 	_, fixtures := flinkFixtures(t)
 	type cell struct {
 		fixtures, complete, opaque, refused int
 		opaqueBy, refusedBy                 map[string]int
+		// converted: convert wrote a canonical savepoint that verifies
+		// with the input's entries; canonical: nothing to convert.
+		converted, canonical int
 	}
 	table := map[[3]string]*cell{}
 	out := t.TempDir()
@@ -130,6 +136,10 @@ func TestFlinkFixtures(t *testing.T) {
 			if exportCode != cli.ExitBadInput {
 				t.Errorf("%s: verify refuses it, export exits %d: %s", name, exportCode, exportErr)
 			}
+			convertDir := filepath.Join(out, fmt.Sprint(i)+"-converted")
+			if code, _, stderr := inProcess("convert", f.dir, "--out", convertDir); code != cli.ExitUsage || !strings.Contains(stderr, m[1]) {
+				t.Errorf("%s: verify refuses it, convert exits %d: %s", name, code, stderr)
+			}
 			continue
 		case cli.ExitOK:
 		default:
@@ -148,6 +158,32 @@ func TestFlinkFixtures(t *testing.T) {
 			t.Fatalf("%s: verify: %v", name, err)
 		}
 		entries += v.Entries
+		convertDir := filepath.Join(out, fmt.Sprint(i)+"-converted")
+		switch code, _, stderr := inProcess("convert", f.dir, "--out", convertDir); {
+		case code == cli.ExitUsage && strings.Contains(stderr, "canonical already"):
+			c.canonical++
+		case code != cli.ExitOK:
+			t.Errorf("%s: convert: exit %d: %s", name, code, stderr)
+		default:
+			code, stdout, stderr := inProcess("verify", "--deep", "-o", "json", convertDir)
+			var cv struct {
+				Layout  string
+				Entries uint64
+			}
+			if code == cli.ExitOK {
+				if err := json.Unmarshal([]byte(stdout), &cv); err != nil {
+					t.Fatalf("%s: verify of the converted savepoint: %v", name, err)
+				}
+			}
+			switch {
+			case code != cli.ExitOK:
+				t.Errorf("%s: verify of the converted savepoint: exit %d: %s", name, code, stderr)
+			case cv.Entries != v.Entries || strings.Contains(cv.Layout, "native RocksDB") || strings.Contains(cv.Layout, "heap"):
+				t.Errorf("%s: converted: %d entries in %s, want %d in the canonical layout", name, cv.Entries, cv.Layout, v.Entries)
+			default:
+				c.converted++
+			}
+		}
 		classes := map[string]bool{}
 		for _, o := range v.Opaque {
 			classes[o.Class] = true
@@ -170,22 +206,39 @@ func TestFlinkFixtures(t *testing.T) {
 	}
 	sort.Slice(ids, func(i, j int) bool { return slices.Compare(ids[i][:], ids[j][:]) < 0 })
 	var b strings.Builder
-	b.WriteString("| metadata version | backend | keyed layout | fixtures | read completely | some values opaque | refused |\n|---|---|---|---|---|---|---|\n")
-	var sum [4]int
+	b.WriteString("| metadata version | backend | keyed layout | fixtures | read completely | some values opaque | refused | convert |\n|---|---|---|---|---|---|---|---|\n")
+	var sum [5]int
 	for _, id := range ids {
 		c := table[id]
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s |\n", id[0], id[1], id[2], c.fixtures, c.complete, withCounts(c.opaque, c.opaqueBy), withCounts(c.refused, c.refusedBy))
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %s |\n", id[0], id[1], id[2], c.fixtures, c.complete, withCounts(c.opaque, c.opaqueBy), withCounts(c.refused, c.refusedBy),
+			convertCell(c.converted, c.canonical, c.refused))
 		sum[0] += c.fixtures
 		sum[1] += c.complete
 		sum[2] += c.opaque
 		sum[3] += c.refused
+		sum[4] += c.converted
 		if c.refused > 0 && !strings.Contains(id[2], "changelog") {
 			t.Errorf("version %s %s %s: %d fixtures refused", id[0], id[1], id[2], c.refused)
 		}
 	}
-	fmt.Fprintf(&b, "| **total** | | | **%d** | **%d** | **%d** | **%d** |\n", sum[0], sum[1], sum[2], sum[3])
+	fmt.Fprintf(&b, "| **total** | | | **%d** | **%d** | **%d** | **%d** | **%d converted** |\n", sum[0], sum[1], sum[2], sum[3], sum[4])
 	t.Logf("%d fixtures, %d keyed entries verified:\n%s", len(fixtures), entries, b.String())
 	keepREADMETable(t, b.String())
+}
+
+// convertCell says what convert did with a row's fixtures.
+func convertCell(converted, canonical, refused int) string {
+	var parts []string
+	if converted > 0 {
+		parts = append(parts, fmt.Sprintf("%d converted", converted))
+	}
+	if canonical > 0 {
+		parts = append(parts, fmt.Sprintf("%d canonical already", canonical))
+	}
+	if refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused", refused))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // withCounts writes a count with what it counts: 6 (RuntimeException ×6).

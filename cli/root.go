@@ -120,7 +120,7 @@ func subcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newInspectCmd(), newDumpCmd(), newVerifyCmd(), newSizeCmd(),
 		newExportCmd(),
-		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(),
+		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(), newConvertCmd(),
 		newCheckCmd(), newMigrateCmd(),
 		newBootstrapCmd(), newDiffCmd(), newReportCmd(),
 	}

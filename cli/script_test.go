@@ -40,9 +40,15 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/script/*.txt. $SAVEPOINTS is the directory of
 // the checked-in savepoints; the condition [savepoint:NAME] says whether
-// one is there yet.
+// one is there yet. $FLINK is the directory of Apache Flink's own test
+// savepoints beside the module root, which the condition [flink] says are
+// there.
 func TestScripts(t *testing.T) {
 	checkedIn, err := filepath.Abs("../testdata/savepoints/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flinkResources, err := filepath.Abs("../../shared/flink-savepoints/flink-tests/src/test/resources")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +57,14 @@ func TestScripts(t *testing.T) {
 		UpdateScripts: *update,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("SAVEPOINTS", checkedIn)
+			env.Setenv("FLINK", flinkResources)
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
+			if cond == "flink" {
+				_, err := os.Stat(flinkResources)
+				return err == nil, nil
+			}
 			if name, ok := strings.CutPrefix(cond, "savepoint:"); ok {
 				_, err := os.Stat(filepath.Join(checkedIn, name, snapshotfmt.MetadataName))
 				return err == nil, nil

@@ -13,8 +13,9 @@
 // _metadata of versions 2 to 5 byte for byte as Flink writes it, keyed
 // streams in the canonical layout that every backend restores, the
 // input's headers carried over as bytes, and serializer snapshots and
-// headers built from scratch. The rewrites themselves are in
-// flinkfmt/flinkrewrite.
+// headers built from scratch, and a native handle's pairs as the database
+// holds them (Keyed.OpenNative), for the conversion to the canonical
+// layout. The rewrites themselves are in flinkfmt/flinkrewrite.
 //
 // Reading follows the serializer snapshots the savepoint carries: package
 // flinkfmt/typeser restores them into decoders, so no job classes are

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -215,9 +216,9 @@ func locateNative(file, op string, kg int, err error) error {
 	kinds := []error{err}
 	switch {
 	case errors.Is(err, ErrUnsupported) || errors.Is(err, sst.ErrUnsupported):
-		kinds = []error{ErrUnsupported, err}
+		kinds = []error{ErrUnsupported, savepoint.ErrUnsupported, err}
 	case errors.Is(err, ErrCorrupt) || errors.Is(err, sst.ErrCorrupt):
-		kinds = []error{ErrCorrupt, snapshotfmt.ErrCorrupt, err}
+		kinds = []error{ErrCorrupt, savepoint.ErrCorrupt, snapshotfmt.ErrCorrupt, err}
 	}
 	return at(file, op, kg, off, &problem{msg: msg, kind: kinds})
 }

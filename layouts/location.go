@@ -55,6 +55,10 @@ type bucketSource struct {
 
 func (s *bucketSource) Close() error { return errors.Join(s.Source.Close(), s.dir.Close()) }
 
+// Unwrap is the layout's own Source, whose methods the rewrites of that
+// layout use (an Apache Flink savepoint's reader).
+func (s *bucketSource) Unwrap() savepoint.Source { return s.Source }
+
 // bucketReader is a stateproc savepoint read from a bucket. It keeps the
 // reader's own methods, which the rewrites use to copy segments as they
 // are stored.

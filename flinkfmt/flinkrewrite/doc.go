@@ -1,7 +1,9 @@
 // Package flinkrewrite rewrites Apache Flink savepoints without a JVM and
 // without the job's code: Rescale (a new max parallelism, every key moved
 // to the key group Flink's hash gives it), PruneTTL (entries of TTL states
-// expired at a given time dropped), RemoveOperator and RenameOperator. It
+// expired at a given time dropped), RemoveOperator, RenameOperator, and
+// Convert (keyed state of the native RocksDB and heap layouts written in
+// the canonical one, which every Flink backend restores). It
 // sits between the format (package flinkfmt, which reads Flink's layouts
 // and writes the canonical one) and the CLI, which wires these functions
 // to the rules of package rewrite: the input is never modified, the output
@@ -19,8 +21,9 @@
 // with an error wrapping rewrite.ErrRefused that names what is wrong: a key
 // class whose Java hashCode is not defined by its value (a rescale would
 // put its keys in key groups Flink does not look in, where they are lost
-// on restore), a layout this package cannot rewrite (native RocksDB,
-// changelog), handles its metadata writer does not keep whole.
+// on restore), a layout this package cannot rewrite (changelog; native
+// RocksDB everywhere but in Convert, whose output the others take),
+// handles its metadata writer does not keep whole.
 //
 // Keyed state is written in the canonical layout (FullSnapshotAsyncWriter):
 // the keyed-stream header carried over as bytes, the key groups with
