@@ -311,7 +311,7 @@ func TestBucketLocationsRefused(t *testing.T) {
 		{[]string{"prune-ttl", in, "--out", f.url("in/sp/x")}, cli.ExitUsage, "inside the input"},
 		{[]string{"prune-ttl", in, "--out", f.url("in")}, cli.ExitUsage, "contains the input"},
 		{[]string{"inspect", f.url("in/none")}, 4, "has no _metadata"},
-		{[]string{"export", in, "--out", f.url("exported")}, cli.ExitUsage, "local directory"},
+		{[]string{"export", in, "--out", f.url("in/sp/parquet")}, cli.ExitUsage, "inside the input"},
 		{[]string{"inspect", "ftp://host/x"}, cli.ExitUsage, "unsupported scheme"},
 	} {
 		_, stderr, code := runCLI(t, c.args...)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/export"
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/storage"
@@ -64,14 +65,19 @@ as key-value metadata.
 
 The export is written to a temporary directory beside DIR and renamed when it
 is complete: DIR holds a whole export or nothing. DIR must not exist or be
-empty, unless --force replaces it. A type with no Arrow mapping fails the
+empty, unless --force replaces it. DIR may be a bucket URL (s3://, gs://,
+azblob://), where nothing can be renamed: the parts are written in place, named
+after their bytes (part-00000-<16 hex digits>.parquet), and DIR/_SUCCESS last,
+create-only, listing them: the export is complete exactly when _SUCCESS exists,
+and --force replaces a finished one. A type with no Arrow mapping fails the
 export before anything is written; leave its state out with --operator and
 --state. --key-groups exports part of the keyed state and leaves out operator
 and broadcast state, which belong to no key group.`,
 		Example: `  stateproc export ./sp-42 --out ./sp-42-parquet
   stateproc export ./sp-42 --out ./features --operator session-features --state category-counts
   stateproc export ./sp-42 --out ./sp-42-parquet --now 2026-01-07T00:00:00Z --force
-  stateproc export ./sp-42 --out ./sp-42-json --format jsonl --key-groups 0-15`,
+  stateproc export ./sp-42 --out ./sp-42-json --format jsonl --key-groups 0-15
+  stateproc export 's3://prod-state/savepoints/sp-42' --out 's3://prod-state/exports/sp-42'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExport(cmd.Context(), o, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -107,16 +113,28 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 	if err := o.resolve(m, &opts); err != nil {
 		return err
 	}
-	if loc, err := storage.ParseLocation(o.out); err != nil {
-		return usagef("--out: %v", err)
-	} else if loc.IsBucket() {
-		return usagef("--out %s: export writes its datasets to a local directory; copy them into the bucket after", loc)
-	}
-	// An empty directory holds nothing to lose: it is replaced as if with
-	// --force.
-	staging, err := export.Stage(args[0], o.out, o.force || isEmptyDir(o.out))
+	loc, err := storage.ParseLocation(o.out)
 	if err != nil {
-		return rewriteError(err)
+		return usagef("--out: %v", err)
+	}
+	var staging storage.Staging
+	if loc.IsBucket() {
+		// The bucket target refuses a finished export without --force.
+		if err := rewrite.CheckTarget(args[0], o.out, true); err != nil {
+			return rewriteError(err)
+		}
+		t, err := storage.OpenTarget(ctx, o.out, storage.TargetOptions{Force: o.force, Marker: export.Marker})
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		staging = t
+	} else {
+		// An empty directory holds nothing to lose: it is replaced as if
+		// with --force.
+		if staging, err = export.Stage(args[0], o.out, o.force || isEmptyDir(o.out)); err != nil {
+			return rewriteError(err)
+		}
 	}
 	bar := newRowProgress(stderr)
 	if bar != nil {
@@ -285,7 +303,7 @@ type exportReport struct {
 
 func printExport(out io.Writer, o exportOptions, s *export.Summary) error {
 	if o.output == outputJSON {
-		return writeJSON(out, exportReport{Out: o.out, Format: o.format, Summary: s})
+		return writeJSON(out, exportReport{Out: shown(o.out), Format: o.format, Summary: s})
 	}
 	t := newTable(out, "DATASET", "KIND", "ROWS", "FILES", "SIZE")
 	for _, d := range s.Datasets {
@@ -294,6 +312,6 @@ func printExport(out io.Writer, o exportOptions, s *export.Summary) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(out, "%d rows in %d files (%s) under %s\n", s.Rows, s.Files, humanBytes(float64(s.Bytes)), o.out)
+	_, err := fmt.Fprintf(out, "%d rows in %d files (%s) under %s\n", s.Rows, s.Files, humanBytes(float64(s.Bytes)), shown(o.out))
 	return err
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
@@ -17,6 +19,7 @@ import (
 	"github.com/stateproc/stateproc/rescale"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // Side is one savepoint of a comparison.
@@ -284,8 +287,7 @@ func (c *comparison) rebucket(ctx context.Context, op, maxP int) (savepoint.Sour
 		c.temp = dir
 	}
 	out := filepath.Join(c.temp, fmt.Sprintf("b-op%03d-maxp%d", op, maxP))
-	ro := rescale.Options{MaxParallelism: maxP, Parallelism: min(ob.Parallelism, maxP), Operator: ob.UID, Workers: c.opts.Workers, Memory: c.opts.Memory}
-	if _, err := rescale.Run(ctx, c.b.Source, c.b.Path, ro, rewrite.Options{Out: out}); err != nil {
+	if err := c.rescaleB(ctx, ob, maxP, out); err != nil {
 		if errors.Is(err, rewrite.ErrRefused) {
 			return nil, fmt.Errorf("diff: operator %q has max parallelism %d in A and %d in B, and B's cannot be re-bucketed: %w: %w",
 				ob.UID, maxP, ob.MaxParallelism, savepoint.ErrUnsupported, err)
@@ -298,6 +300,28 @@ func (c *comparison) rebucket(ctx context.Context, op, maxP int) (savepoint.Sour
 	}
 	c.opened = append(c.opened, src)
 	return src, nil
+}
+
+// rescaleB writes B's operator ob at max parallelism maxP into out: through
+// package rescale for stateproc's layout, and through flinkrewrite, which
+// hashes keys as Flink does, for a Flink savepoint or checkpoint.
+func (c *comparison) rescaleB(ctx context.Context, ob *savepoint.Operator, maxP int, out string) error {
+	fl, ok := c.b.Source.(interface{ Reader() *flinkfmt.Reader })
+	if !ok {
+		ro := rescale.Options{MaxParallelism: maxP, Parallelism: min(ob.Parallelism, maxP), Operator: ob.UID, Workers: c.opts.Workers, Memory: c.opts.Memory}
+		_, err := rescale.Run(ctx, c.b.Source, c.b.Path, ro, rewrite.Options{Out: out})
+		return err
+	}
+	st, err := storage.Stage(out, false)
+	if err != nil {
+		return err
+	}
+	ro := flinkrewrite.RescaleOptions{MaxParallelism: maxP, Parallelism: min(ob.Parallelism, maxP), Operator: ob.ID, Memory: c.opts.Memory, SpillDir: c.temp}
+	if _, err := flinkrewrite.Rescale(ctx, fl.Reader(), st, ro); err != nil {
+		st.Abort()
+		return err
+	}
+	return st.Publish(ctx)
 }
 
 // segments reads the segments of both sides of p: each side's figures come

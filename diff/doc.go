@@ -13,9 +13,10 @@
 // a restore at any parallelism sees; broadcast state by key.
 //
 // It compares by key, not by key group: when an operator's max parallelism
-// differs, B's operator is first re-bucketed to A's key groups by package
-// rescale into a temporary directory (spilling to disk in bounded memory),
-// and then compared. Within a key group both sides stream in the order
+// differs, B's operator is first re-bucketed to A's key groups into a
+// temporary directory (spilling to disk in bounded memory), by package
+// rescale, or by flinkrewrite's Rescale, which hashes keys as Flink does,
+// when B is a Flink savepoint, and then compared. Within a key group both sides stream in the order
 // the read seam gives entries, sorted by (key, namespace, map key), so a
 // key group is a merge of two sorted streams: memory holds one block of
 // each side per worker and, when examples are asked for, a few entries per

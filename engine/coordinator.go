@@ -10,6 +10,7 @@ import (
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // checkpoint is one checkpoint or savepoint in flight. Its barrier carries
@@ -30,7 +31,7 @@ type checkpoint struct {
 	final   bool
 	target  string
 	meta    *savepoint.Metadata
-	staging *countingStaging
+	staging storage.Target
 	writer  *snapshotfmt.Writer
 
 	mu     sync.Mutex
@@ -234,7 +235,7 @@ func (c *coordinator) pendingCheckpoint() *checkpoint { return c.inFlight.Load()
 // subtask still writes into it.
 func (c *coordinator) abort() {
 	if c.pending != nil {
-		c.pending.writer.Abort()
+		c.att.store.discard(c.pending)
 		c.pending = nil
 		c.inFlight.Store(nil)
 	}
@@ -396,13 +397,8 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	if err := cp.writeManifest(ctx); err != nil {
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
 	}
-	if err := cp.writer.Finish(ctx); err != nil {
+	if err := c.att.store.publish(ctx, cp); err != nil {
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
-	}
-	if !cp.savepoint {
-		if err := c.att.store.retain(c.att.opts.RetainCheckpoints); err != nil {
-			return err
-		}
 	}
 	c.inFlight.Store(nil)
 	c.mu.Lock()
@@ -410,10 +406,17 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	c.count++
 	if !cp.savepoint {
 		c.checkpoint = c.latest
-		c.stats = append(c.stats, CheckpointStats{ID: cp.id, Path: cp.target, Written: cp.staging.written.Load() + cp.shared, Reused: cp.reused})
+		c.stats = append(c.stats, CheckpointStats{ID: cp.id, Path: cp.target, Written: cp.written() + cp.shared, Reused: cp.reused})
 	}
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
+	// Retention comes after the checkpoint is recorded as the one to
+	// restart from: a failure while it deletes old checkpoints (which takes
+	// requests on a bucket) must not leave a published checkpoint that the
+	// restart does not know of.
+	if !cp.savepoint {
+		return c.att.store.retain(ctx, c.att.opts.RetainCheckpoints)
+	}
 	return nil
 }

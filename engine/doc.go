@@ -94,6 +94,23 @@
 // RetainCheckpoints checkpoint directories and deletes every shared file
 // that none of them references.
 //
+// The checkpoint root and SavepointDir may also be bucket URLs (s3://,
+// gs://, azblob://; file:// is a local path), with the same layout under
+// the prefix. Nothing is renamed there: a checkpoint's objects are written
+// in place under chk-<id>/ by the storage package's rules (data files
+// named after their bytes, _incremental.json before _metadata, _metadata
+// last and create-only), so a checkpoint exists exactly when its _metadata
+// does, and LatestCheckpoint lists those. Shared files are uploaded from
+// the native checkpoint under shared/ when first needed and referenced
+// afterwards; an upload is durable when it returns, before the subtask
+// acknowledges. Objects that a dead run left under the name of the
+// checkpoint being begun, or of an unfinished one older than the newest,
+// are removed; retention deletes a checkpoint _metadata first, then the
+// shared objects no retained checkpoint references. A restore from a
+// bucket downloads each database's files into the attempt's work
+// directory, checking sizes and checksums, and reads the canonical part
+// with ranged reads.
+//
 // Restoring from an incremental checkpoint (RunOptions.RestoreFrom naming a
 // chk-<id> directory, or the restart after a failure) checks each listed
 // file's size and checksum, naming the file that is missing or damaged,

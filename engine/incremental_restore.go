@@ -16,29 +16,93 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// openSource opens the savepoint or checkpoint in dir. The native
-// databases of an incremental checkpoint are materialized in work; release
-// closes them and removes work, closeAll does that and closes the rest.
+// openSource opens the savepoint or checkpoint at dir, a local path or a
+// bucket URL. The native databases of an incremental checkpoint are
+// materialized in work (linked or copied from a local root, downloaded
+// from a bucket); release closes them and removes work, closeAll does that
+// and closes the rest.
 func openSource(ctx context.Context, dir, work string) (src savepoint.Source, release, closeAll func() error, err error) {
-	dir = filepath.Clean(dir) // its parent is the checkpoint root
-	r, err := snapshotfmt.Open(ctx, storage.LocalDir(dir))
+	loc, err := storage.ParseLocation(dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, ok, err := chkdir.ReadManifest(dir)
+	d, err := storage.OpenDir(ctx, dir, storage.Options{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	r, err := snapshotfmt.Open(ctx, d)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, ok, err := chkdir.ReadManifestIn(ctx, d)
 	if err != nil {
 		r.Close()
 		return nil, nil, nil, err
 	}
 	if !ok {
-		return r, func() error { return nil }, r.Close, nil
+		return r, func() error { return nil }, func() error { return errors.Join(r.Close(), d.Close()) }, nil
 	}
-	cs, err := openCheckpoint(ctx, r, m, dir, work)
+	// The checkpoint's parent is the checkpoint root.
+	fetch, done, err := rootFetcher(ctx, loc.Parent())
 	if err != nil {
 		r.Close()
 		return nil, nil, nil, err
 	}
-	return cs, cs.closeNative, cs.Close, nil
+	cs, err := openCheckpoint(ctx, r, m, d.Location(), work, fetch)
+	if derr := done(); err == nil {
+		err = derr
+	}
+	if err != nil {
+		r.Close()
+		return nil, nil, nil, err
+	}
+	return cs, cs.closeNative, func() error { return errors.Join(cs.Close(), d.Close()) }, nil
+}
+
+// fetchFunc puts the file f of a checkpoint root at dst, a new local file,
+// and returns its CRC-32C, after checking its size, and where it was, for
+// messages.
+type fetchFunc func(ctx context.Context, f chkdir.File, dst string) (crc uint32, where string, err error)
+
+// rootFetcher returns how files are fetched from the checkpoint root at
+// root, and done, which releases what that holds.
+func rootFetcher(ctx context.Context, root storage.Location) (fetchFunc, func() error, error) {
+	if !root.IsBucket() {
+		return func(_ context.Context, f chkdir.File, dst string) (uint32, string, error) {
+			src := filepath.Join(root.Path, filepath.FromSlash(f.Path))
+			info, err := os.Stat(src)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return 0, src, fmt.Errorf("%w: %s is missing", ErrCorruptCheckpoint, src)
+			case err != nil:
+				return 0, src, err
+			case info.Size() != f.Size:
+				return 0, src, fmt.Errorf("%w: %s is %d bytes, the checkpoint lists %d", ErrCorruptCheckpoint, src, info.Size(), f.Size)
+			}
+			crc, err := chkdir.LinkOrCopy(src, dst, false)
+			if err != nil {
+				return 0, src, fmt.Errorf("engine: %s: %w", src, err)
+			}
+			return crc, src, nil
+		}, func() error { return nil }, nil
+	}
+	b, err := chkdir.OpenBucket(ctx, root.URL())
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, f chkdir.File, dst string) (uint32, string, error) {
+		where := root.Join(f.Path).String()
+		crc, err := b.Download(ctx, f.Path, dst, f.Size)
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, where, fmt.Errorf("%w: %s is missing", ErrCorruptCheckpoint, where)
+		}
+		return crc, where, err
+	}, b.Close, nil
 }
 
 // checkpointSource is an incremental checkpoint as a savepoint.Source: the
@@ -54,7 +118,7 @@ type checkpointSource struct {
 // the checkpoint in dir, in a directory of its own under work (the files
 // under their database's names, hard linked from the checkpoint root where
 // possible) after checking each file's size and checksum, and opens them.
-func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manifest, dir, work string) (_ *checkpointSource, err error) {
+func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manifest, dir, work string, fetch fetchFunc) (_ *checkpointSource, err error) {
 	cs := &checkpointSource{canonical: r, native: map[int]pebblebackend.CheckpointSet{}, work: work}
 	readers := map[int][]*pebblebackend.CheckpointReader{}
 	defer func() {
@@ -75,7 +139,7 @@ func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manife
 			return nil, fmt.Errorf("%w: %s: a database of operator %q, which the metadata does not list", ErrCorruptCheckpoint, dir, db.Operator)
 		}
 		dbDir := filepath.Join(work, chkdir.NativeDirName(op, db.Subtask))
-		if err := materialize(ctx, filepath.Dir(dir), dbDir, db.Files); err != nil {
+		if err := materialize(ctx, fetch, dbDir, db.Files); err != nil {
 			return nil, err
 		}
 		rd, err := pebblebackend.OpenCheckpoint(dbDir, db.Keyspace)
@@ -111,7 +175,7 @@ func operatorIndex(meta *savepoint.Metadata, uid string) int {
 // materialize puts the files of one native database into dir under their
 // database names. A file that is missing or does not match its size and
 // checksum is an error that names it.
-func materialize(ctx context.Context, root, dir string, files []chkdir.File) error {
+func materialize(ctx context.Context, fetch fetchFunc, dir string, files []chkdir.File) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -119,22 +183,12 @@ func materialize(ctx context.Context, root, dir string, files []chkdir.File) err
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		src := filepath.Join(root, filepath.FromSlash(f.Path))
-		info, err := os.Stat(src)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("%w: %s is missing", ErrCorruptCheckpoint, src)
-		case err != nil:
-			return err
-		case info.Size() != f.Size:
-			return fmt.Errorf("%w: %s is %d bytes, the checkpoint lists %d", ErrCorruptCheckpoint, src, info.Size(), f.Size)
-		}
-		crc, err := chkdir.LinkOrCopy(src, filepath.Join(dir, f.Name), false)
+		crc, where, err := fetch(ctx, f, filepath.Join(dir, f.Name))
 		if err != nil {
-			return fmt.Errorf("engine: %s: %w", src, err)
+			return err
 		}
 		if crc != f.CRC32C {
-			return fmt.Errorf("%w: %s: checksum mismatch: listed %08x, computed %08x", ErrCorruptCheckpoint, src, f.CRC32C, crc)
+			return fmt.Errorf("%w: %s: checksum mismatch: listed %08x, computed %08x", ErrCorruptCheckpoint, where, f.CRC32C, crc)
 		}
 	}
 	return nil

@@ -394,7 +394,7 @@ func TestRetentionDeletesWhatNoCheckpointReferences(t *testing.T) {
 		}
 		s.published[chkdir.SharedDir+"/"+n] = chkdir.File{}
 	}
-	if err := s.retain(2); err != nil {
+	if err := s.retain(context.Background(), 2); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := chkdir.List(root)

@@ -12,14 +12,16 @@ import (
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/internal/crc"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // snapshotNative is the part of a Pebble subtask in an incremental
 // checkpoint: a native checkpoint of its database, whose immutable files go
 // to shared/ (only those that no earlier checkpoint of the attempt put
 // there) and whose small files go to the checkpoint's directory. The shared
-// files are synced before the subtask acknowledges, so they are durable
-// before the checkpoint that references them is published.
+// files are synced (in a bucket: uploaded, which makes them durable) before
+// the subtask acknowledges, so they are durable before the checkpoint that
+// references them is published.
 func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 	s := t.att.store
 	tmp := filepath.Join(s.work, fmt.Sprintf("%s-%d.chk-%d", chkdir.Sanitize(t.n.uid), t.subtask, cp.id))
@@ -42,7 +44,7 @@ func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 			db.Files = append(db.Files, chkdir.File{Name: f.Name, Path: path.Join(chkdir.Name(cp.id), name), Size: size, CRC32C: crc})
 			continue
 		}
-		nf, added, err := s.share(src, f, chkdir.SharedName(t.n.uid, t.subtask, native.DB, f.Name))
+		nf, added, err := s.share(t.ctx, src, f, chkdir.SharedName(t.n.uid, t.subtask, native.DB, f.Name))
 		if err != nil {
 			return err
 		}
@@ -53,7 +55,7 @@ func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 		}
 		db.Files = append(db.Files, nf)
 	}
-	if shared > 0 {
+	if shared > 0 && s.bucket == nil {
 		if err := chkdir.SyncDir(filepath.Join(s.root, chkdir.SharedDir)); err != nil {
 			return err
 		}
@@ -67,8 +69,9 @@ func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 }
 
 // share returns the shared file rel for the immutable file src, writing it
-// unless this attempt already did; added says whether it did.
-func (s *checkpointStore) share(src string, f pebblebackend.CheckpointFile, rel string) (nf chkdir.File, added bool, err error) {
+// unless this attempt already did; added says whether it did. On disk it
+// is linked where it can be; in a bucket it is uploaded.
+func (s *checkpointStore) share(ctx context.Context, src string, f pebblebackend.CheckpointFile, rel string) (nf chkdir.File, added bool, err error) {
 	s.mu.Lock()
 	known, ok := s.published[rel]
 	s.mu.Unlock()
@@ -78,10 +81,20 @@ func (s *checkpointStore) share(src string, f pebblebackend.CheckpointFile, rel 
 		}
 		return known, false, nil
 	}
-	dst := filepath.Join(s.root, filepath.FromSlash(rel))
-	crc, err := chkdir.LinkOrCopy(src, dst, true)
-	if err != nil {
-		return nf, false, fmt.Errorf("engine: publishing %s: %w", dst, err)
+	var crc uint32
+	if s.bucket != nil {
+		var size int64
+		if size, crc, err = s.bucket.Upload(ctx, src, rel); err != nil {
+			return nf, false, fmt.Errorf("engine: publishing %s: %w", rel, err)
+		}
+		if size != f.Size {
+			return nf, false, fmt.Errorf("engine: immutable file %s is %d bytes, its database lists %d", src, size, f.Size)
+		}
+	} else {
+		dst := filepath.Join(s.root, filepath.FromSlash(rel))
+		if crc, err = chkdir.LinkOrCopy(src, dst, true); err != nil {
+			return nf, false, fmt.Errorf("engine: publishing %s: %w", dst, err)
+		}
 	}
 	nf = chkdir.File{Name: f.Name, Path: rel, Size: f.Size, CRC32C: crc}
 	s.mu.Lock()
@@ -90,9 +103,9 @@ func (s *checkpointStore) share(src string, f pebblebackend.CheckpointFile, rel 
 	return nf, true, nil
 }
 
-// copyToStaging copies the file src into the staged checkpoint directory
-// as name, which the staging syncs, and returns its size and CRC-32C.
-func copyToStaging(ctx context.Context, st *countingStaging, src, name string) (int64, uint32, error) {
+// copyToStaging copies the file src into the checkpoint's directory as
+// name, which the target syncs, and returns its size and CRC-32C.
+func copyToStaging(ctx context.Context, st storage.Target, src, name string) (int64, uint32, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, 0, err

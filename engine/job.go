@@ -81,6 +81,11 @@ type node struct {
 	// maxParallelismSet records that MaxParallelism was given explicitly,
 	// so that a restore may not change it.
 	maxParallelismSet bool
+	// timerNS serializes the namespaces of a keyed operator's timers; nil
+	// for the void namespace.
+	timerNS serializers.Serializer
+	// sides are the side outputs that downstream operators read, by tag.
+	sides map[string]*sideSpec
 }
 
 func (n *node) label() string {
@@ -109,6 +114,9 @@ type edge struct {
 	// keyBytes appends the serialized key of a record (hash edges); it is
 	// typed, hence any.
 	keyBytes any
+	// side is the id of the side output the edge carries; empty for the
+	// main output.
+	side string
 }
 
 func (j *Job) addNode(kind nodeKind, name string, opts []OperatorOption) *node {
@@ -151,6 +159,9 @@ func WithState(ds ...state.Descriptor) OperatorOption {
 type Stream[T any] struct {
 	job  *Job
 	node *node
+	// side is the id of the side output of node this stream is; empty
+	// for its main output.
+	side string
 }
 
 // KeyedStream is a stream partitioned by a key of type K.
@@ -167,7 +178,7 @@ func KeyBy[K, T any](s Stream[T], key func(T) K, keySer serializers.Of[K]) Keyed
 }
 
 func connect[T any](from Stream[T], to *node, kind edgeKind, input int, keyBytes any) {
-	e := &edge{from: from.node, to: to, kind: kind, input: input, keyBytes: keyBytes}
+	e := &edge{from: from.node, to: to, kind: kind, input: input, keyBytes: keyBytes, side: from.side}
 	e.channels = func(capacity int) any {
 		chans := make([][]chan *batch[T], e.from.parallelism)
 		for i := range chans {
@@ -251,6 +262,9 @@ func (j *Job) Validate() error {
 				return fmt.Errorf("%w: operator %s declares state %q twice", ErrBuild, n.label(), s.name)
 			}
 			names[s.name] = true
+		}
+		if err := n.validateSides(); err != nil {
+			return err
 		}
 		for _, e := range n.outputs {
 			if e.kind == forwardEdge && e.to.parallelism != n.parallelism {

@@ -34,11 +34,11 @@ type keyedRunner[K, IN, B, OUT any] struct {
 func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 	k.t = t
 	k.out = newOutput[OUT](t)
-	et, err := t.backend.Timers(EventTimeTimers, serializers.Void())
+	et, err := t.backend.Timers(EventTimeTimers, t.n.timerNamespace())
 	if err != nil {
 		return err
 	}
-	pt, err := t.backend.Timers(ProcessingTimeTimers, serializers.Void())
+	pt, err := t.backend.Timers(ProcessingTimeTimers, t.n.timerNamespace())
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,11 @@ func (k *keyedRunner[K, IN, B, OUT]) fire(ts state.Timers, upTo int64, domain Ti
 		}
 		k.ctx.key = key
 		k.ctx.ts = tm.Timestamp
-		if err := k.fn.OnTimer(k.ctx, TimerInfo{Timestamp: tm.Timestamp, Domain: domain}); err != nil {
+		info := TimerInfo{Timestamp: tm.Timestamp, Domain: domain}
+		if info.Namespace, err = k.t.n.timerNamespaceOf(tm.Namespace); err != nil {
+			return k.t.errorf("timer namespace: %w", err)
+		}
+		if err := k.fn.OnTimer(k.ctx, info); err != nil {
 			return k.t.errorf("on timer: %w", err)
 		}
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/serializers"
 )
 
 // Manifest describes the built job without running it: every operator
@@ -42,7 +41,7 @@ func (n *node) model() savepoint.Operator {
 			op.States = append(op.States, d.Spec().Model())
 		}
 		for _, name := range []string{EventTimeTimers, ProcessingTimeTimers} {
-			op.Timers = append(op.Timers, savepoint.TimerService{Name: name, Namespace: serializers.Void().Snapshot()})
+			op.Timers = append(op.Timers, savepoint.TimerService{Name: name, Namespace: n.timerNamespace().Snapshot()})
 		}
 	}
 	for _, s := range n.opState {

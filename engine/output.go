@@ -19,6 +19,9 @@ type output[T any] struct {
 	// while its outputs are full.
 	interrupt   <-chan sourceCmd
 	onInterrupt func(sourceCmd) error
+	// sides are the subtask's side outputs that something reads, in tag
+	// order.
+	sides []namedSide
 }
 
 type route[T any] struct {
@@ -32,16 +35,27 @@ type route[T any] struct {
 }
 
 func newOutput[T any](t *task) *output[T] {
-	o := &output[T]{ctx: t.ctx}
+	o := &output[T]{ctx: t.ctx, sides: newSideOutputs(t)}
+	o.routes = newRoutes[T](t, "")
+	return o
+}
+
+// newRoutes returns the routes of t's output edges that carry the side
+// output side, or the main output when side is empty.
+func newRoutes[T any](t *task, side string) []*route[T] {
+	var routes []*route[T]
 	for _, e := range t.n.outputs {
+		if e.side != side {
+			continue
+		}
 		chans := t.att.chans[e].([][]chan *batch[T])[t.subtask]
 		r := &route[T]{kind: e.kind, chans: chans, pending: make([]*batch[T], len(chans)), maxP: e.to.maxParallelism, self: t.subtask}
 		if e.kind == hashEdge {
 			r.keyBytes = e.keyBytes.(func([]byte, T) ([]byte, error))
 		}
-		o.routes = append(o.routes, r)
+		routes = append(routes, r)
 	}
-	return o
+	return routes
 }
 
 // targets returns the downstream subtasks a control event goes to: the one
@@ -123,8 +137,13 @@ func (o *output[T]) send(ch chan *batch[T], b *batch[T]) error {
 }
 
 // control flushes every pending batch and sends c after the records, in
-// order, to every connected downstream subtask.
+// order, to every connected downstream subtask, side outputs included.
 func (o *output[T]) control(c control) error {
+	for _, s := range o.sides {
+		if err := s.out.control(c); err != nil {
+			return err
+		}
+	}
 	for _, r := range o.routes {
 		lo, hi := r.targets()
 		for i := lo; i < hi; i++ {

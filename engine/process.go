@@ -24,6 +24,9 @@ const (
 type TimerInfo struct {
 	Timestamp int64
 	Domain    TimeDomain
+	// Namespace is the timer's namespace, decoded by the operator's
+	// TimerNamespace serializer; nil for the void namespace.
+	Namespace any
 }
 
 // KeyedProcessFunction processes a keyed stream one record at a time, with
@@ -103,6 +106,8 @@ type Context[K, OUT any] struct {
 	ts  int64
 	et  state.Timers
 	pt  state.Timers
+	// ns is the scratch buffer for encoding timer namespaces.
+	ns []byte
 }
 
 // Key is the key of the record (or timer) being processed.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -9,6 +10,8 @@ import (
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // restoreSource is the savepoint or checkpoint a run starts from, matched
@@ -36,6 +39,20 @@ func (r *restoreSource) restored() error {
 		return r.release()
 	}
 	return nil
+}
+
+// openCanonical opens the savepoint at dir, a local path or a bucket URL.
+func openCanonical(ctx context.Context, dir string) (*snapshotfmt.Reader, func() error, error) {
+	d, err := storage.OpenDir(ctx, dir, storage.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := snapshotfmt.Open(ctx, d)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return r, func() error { return errors.Join(r.Close(), d.Close()) }, nil
 }
 
 // ErrRestore is wrapped by errors about a savepoint that does not fit the

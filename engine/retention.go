@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,7 +17,10 @@ import (
 // deleted checkpoints that compaction has since replaced, and those that an
 // aborted checkpoint left behind. It runs between checkpoints, when no
 // subtask is adding shared files.
-func (s *checkpointStore) retain(keep int) error {
+func (s *checkpointStore) retain(ctx context.Context, keep int) error {
+	if s.bucket != nil {
+		return s.retainBucket(ctx, keep)
+	}
 	ids, err := chkdir.List(s.root)
 	if err != nil {
 		return err
@@ -34,13 +38,8 @@ func (s *checkpointStore) retain(keep int) error {
 			// Without every reference, no shared file is known to be unused.
 			return fmt.Errorf("engine: retention: %w", err)
 		}
-		if !ok {
-			continue
-		}
-		for _, db := range m.Databases {
-			for _, f := range db.Files {
-				referenced[f.Path] = true
-			}
+		if ok {
+			addReferences(referenced, m)
 		}
 	}
 	entries, err := os.ReadDir(filepath.Join(s.root, chkdir.SharedDir))
@@ -58,19 +57,94 @@ func (s *checkpointStore) retain(keep int) error {
 		if err := os.Remove(filepath.Join(s.root, filepath.FromSlash(name))); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		delete(s.published, name)
-		s.mu.Unlock()
+		s.forget(name)
 	}
 	return nil
 }
 
-// LatestCheckpoint returns the directory of the latest checkpoint under the
-// checkpoint root: where a job killed while it ran restarts from
-// (RunOptions.RestoreFrom). A checkpoint's directory appears only once the
-// checkpoint is complete.
+func addReferences(referenced map[string]bool, m *chkdir.Manifest) {
+	for _, db := range m.Databases {
+		for _, f := range db.Files {
+			referenced[f.Path] = true
+		}
+	}
+}
+
+func (s *checkpointStore) forget(name string) {
+	s.mu.Lock()
+	delete(s.published, name)
+	s.mu.Unlock()
+}
+
+// retainBucket is retain on a bucket root. A checkpoint there is deleted
+// _metadata first, so that it stops being one before its files go; the
+// objects of checkpoints that began before the newest complete one and
+// never completed (a dead run's, an aborted one's content-named files) go
+// too.
+func (s *checkpointStore) retainBucket(ctx context.Context, keep int) error {
+	b := s.bucket
+	ids, err := b.List(ctx)
+	if err != nil {
+		return err
+	}
+	for len(ids) > keep {
+		if err := b.RemoveCheckpoint(ctx, ids[0]); err != nil {
+			return err
+		}
+		ids = ids[1:]
+	}
+	if len(ids) > 0 {
+		incomplete, err := b.Incomplete(ctx)
+		if err != nil {
+			return err
+		}
+		for _, id := range incomplete {
+			if id < ids[len(ids)-1] {
+				if err := b.RemoveCheckpoint(ctx, id); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	referenced := map[string]bool{}
+	for _, id := range ids {
+		m, ok, err := b.ReadManifest(ctx, id)
+		if err != nil {
+			return fmt.Errorf("engine: retention: %w", err)
+		}
+		if ok {
+			addReferences(referenced, m)
+		}
+	}
+	shared, err := b.Shared(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range shared {
+		if referenced[name] {
+			continue
+		}
+		if err := b.Remove(ctx, name); err != nil {
+			return err
+		}
+		s.forget(name)
+	}
+	return nil
+}
+
+// LatestCheckpoint returns the location of the latest checkpoint under the
+// checkpoint root, a local path or a bucket URL: where a job killed while
+// it ran restarts from (RunOptions.RestoreFrom). A checkpoint's directory
+// appears only once the checkpoint is complete; in a bucket, a checkpoint
+// is complete once its _metadata exists.
 func LatestCheckpoint(root string) (string, error) {
-	ids, err := chkdir.List(root)
+	var ids []uint64
+	var err error
+	if inBucket(root) {
+		ids, err = latestInBucket(context.Background(), root)
+	} else {
+		ids, err = chkdir.List(root)
+	}
 	if err != nil {
 		return "", fmt.Errorf("engine: checkpoint root: %w", err)
 	}
@@ -78,4 +152,13 @@ func LatestCheckpoint(root string) (string, error) {
 		return "", fmt.Errorf("engine: no checkpoint under %s", root)
 	}
 	return chkdir.Path(root, ids[len(ids)-1]), nil
+}
+
+func latestInBucket(ctx context.Context, root string) ([]uint64, error) {
+	b, err := chkdir.OpenBucket(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	return b.List(ctx)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // BackendKind selects where keyed state lives.
@@ -177,7 +176,9 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 		opts.ChannelCapacity = 4
 	}
 	if opts.SavepointDir != "" {
-		if _, err := os.Stat(opts.SavepointDir); err == nil {
+		if exists, err := savepointExists(ctx, opts.SavepointDir); err != nil {
+			return nil, fmt.Errorf("engine: savepoint target: %w", err)
+		} else if exists {
 			return nil, fmt.Errorf("engine: savepoint target %s already exists", opts.SavepointDir)
 		}
 	}
@@ -238,11 +239,11 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 // recoverSinks hands every sink of j the transactions that the savepoint in
 // dir recorded, for Recover to commit them.
 func recoverSinks(ctx context.Context, j *Job, dir string) error {
-	r, err := snapshotfmt.Open(ctx, storage.LocalDir(dir))
+	r, closeAll, err := openCanonical(ctx, dir)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer closeAll()
 	for _, n := range j.nodes {
 		if n.recover == nil {
 			continue
@@ -405,7 +406,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	}
 	err := g.Wait()
 	a.coord.abort()
-	return err
+	return errors.Join(err, a.store.close())
 }
 
 // upstreamSources maps every keyed operator to the sources it reads from.

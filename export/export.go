@@ -6,7 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -110,6 +113,9 @@ func Run(ctx context.Context, src savepoint.Source, out storage.Staging, o Optio
 	}
 	x := &exporter{src: src, out: out, opts: o,
 		wo: writerOptions{format: o.Format, compression: o.Compression, rowGroupRows: o.RowGroupRows}}
+	if t, ok := out.(storage.Target); ok && storage.InBucket(t) {
+		x.named = t
+	}
 	for _, ds := range datasets {
 		x.total += ds.rows
 	}
@@ -123,6 +129,11 @@ func Run(ctx context.Context, src savepoint.Source, out storage.Staging, o Optio
 		s.Rows += d.Rows
 		s.Files += d.Files
 		s.Bytes += d.Bytes
+	}
+	if x.named != nil {
+		if err := x.writeMarker(ctx, s); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -155,6 +166,11 @@ type exporter struct {
 	wo      writerOptions
 	total   int64
 	written atomic.Int64
+	// named is out when it lies in a bucket: its parts are named after
+	// their bytes there, and files lists them for the marker.
+	named storage.Target
+	mu    sync.Mutex
+	files []MarkerFile
 }
 
 // wrote counts rows written, for Options.Progress.
@@ -192,7 +208,16 @@ func (x *exporter) run(ctx context.Context, runs []*run, n int) error {
 // stopped.
 func (x *exporter) writePart(ctx context.Context, p *part, continues bool, cur *cursor) error {
 	name := p.name(x.opts.Format)
-	f, err := x.out.Create(ctx, name)
+	var f io.WriteCloser
+	var named storage.NamedWriter
+	var err error
+	if x.named != nil {
+		ext := path.Ext(name)
+		named, err = x.named.CreateNamed(ctx, strings.TrimSuffix(name, ext), ext)
+		f = named
+	} else {
+		f, err = x.out.Create(ctx, name)
+	}
 	if err != nil {
 		return fmt.Errorf("export: %s: %w", name, err)
 	}
@@ -202,6 +227,11 @@ func (x *exporter) writePart(ctx context.Context, p *part, continues bool, cur *
 		err = fmt.Errorf("export: %s: %w", name, cerr)
 	}
 	p.ds.bytes.Add(cw.n)
+	if err == nil && named != nil {
+		x.mu.Lock()
+		x.files = append(x.files, MarkerFile{Name: named.Name(), Bytes: cw.n})
+		x.mu.Unlock()
+	}
 	return err
 }
 

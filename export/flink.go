@@ -22,8 +22,9 @@ type flinkSerializer interface {
 	DecodeAny(src []byte) (any, error)
 }
 
-// Flink values are decoded once into Go values (typeser's), which the
-// column's appenders take; Timestamps that keep nanoseconds (Instant, SQL
+// Flink values are decoded straight into the builders where their shape
+// is plain (directDec), and otherwise once into Go values (typeser's),
+// which the column's appenders take; Timestamps that keep nanoseconds (Instant, SQL
 // timestamps) map to microseconds, which cover any year a Java date takes.
 var timestampMicros = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
@@ -38,6 +39,9 @@ func externalColumn(s serializers.Snapshot, path string) (column, error) {
 		return column{}, err
 	}
 	return column{typ: vc.typ, nullable: vc.nullable, bind: func(b array.Builder) decoder {
+		if d := directDecoder(fs, vc, path, b); d != nil {
+			return d
+		}
 		return flinkDec{ser: fs, app: vc.bind(b)}
 	}}, nil
 }

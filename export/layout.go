@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/stateproc/stateproc/flinkfmt/typeser"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/ttl"
@@ -37,8 +38,10 @@ type layout struct {
 	// ttlMillis and now are for the expired column.
 	ttlMillis, now int64
 	// voidNamespace, when set, checks the bytes of a void namespace that
-	// takes some (Flink's): a void namespace has no column.
+	// takes some (Flink's): a void namespace has no column. voidLen, when
+	// not negative, is their length, which is check enough for a constant.
 	voidNamespace serializers.Serializer
+	voidLen       int
 }
 
 type fieldSpec struct {
@@ -69,7 +72,7 @@ func (l *layout) arrowFields() []arrow.Field {
 // the key group, the key, the namespace unless it is void, then what the
 // state's kind stores.
 func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoint.TimerService, now *int64) (*layout, error) {
-	l := &layout{}
+	l := &layout{voidLen: -1}
 	l.addBuilder(colKeyGroup, arrow.PrimitiveTypes.Int32, func(w *rowWriter, b array.Builder) { w.keyGroup = b.(*array.Int32Builder) })
 	key, err := columnFor(op.Key, colKey)
 	if err != nil {
@@ -82,6 +85,11 @@ func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoi
 		if ns.Kind == serializers.KindExternal {
 			if l.voidNamespace, err = serializers.Restore(ns); err != nil {
 				return nil, err
+			}
+			if fs, ok := ns.External.(flinkShaper); ok {
+				if sh, flag := fs.FlinkShape(); sh != nil && sh.Kind == typeser.ShapeConstant && !flag {
+					l.voidLen = sh.Len
+				}
 			}
 		}
 	case serializers.KindWindow:
@@ -133,7 +141,7 @@ func namespaceOf(st *savepoint.KeyedState, t *savepoint.TimerService) serializer
 // operatorStateLayout lays out operator list state: the subtask that held
 // each element, its index in that subtask's list, and the element.
 func operatorStateLayout(s *savepoint.OperatorState) (*layout, error) {
-	l := &layout{}
+	l := &layout{voidLen: -1}
 	l.addBuilder(colSubtask, arrow.PrimitiveTypes.Int32, func(w *rowWriter, b array.Builder) { w.subtask = b.(*array.Int32Builder) })
 	l.addBuilder(colIndex, arrow.PrimitiveTypes.Int32, func(w *rowWriter, b array.Builder) { w.index = b.(*array.Int32Builder) })
 	value, err := columnFor(s.Element, colValue)
@@ -146,7 +154,7 @@ func operatorStateLayout(s *savepoint.OperatorState) (*layout, error) {
 
 // broadcastLayout lays out a broadcast state's map: key and value.
 func broadcastLayout(s *savepoint.BroadcastState) (*layout, error) {
-	l := &layout{}
+	l := &layout{voidLen: -1}
 	key, err := columnFor(s.Key, colKey)
 	if err != nil {
 		return nil, err
@@ -172,10 +180,11 @@ type rowWriter struct {
 	ttlMillis, now              int64
 	voidNamespace, windowedKeys bool
 	voidCheck                   serializers.Serializer
+	voidLen                     int
 }
 
 func (l *layout) bind(rb *array.RecordBuilder) *rowWriter {
-	w := &rowWriter{ttlMillis: l.ttlMillis, now: l.now, voidCheck: l.voidNamespace}
+	w := &rowWriter{ttlMillis: l.ttlMillis, now: l.now, voidCheck: l.voidNamespace, voidLen: l.voidLen}
 	for i, f := range l.fields {
 		f.bind(w, rb.Field(i))
 	}
@@ -195,6 +204,10 @@ func (w *rowWriter) keyed(kg int, e *savepoint.Entry, index int32) error {
 	case w.windowedKeys:
 		if err := w.window.decode(e.Namespace); err != nil {
 			return fmt.Errorf("namespace: %w", err)
+		}
+	case w.voidNamespace && w.voidCheck != nil && w.voidLen >= 0:
+		if len(e.Namespace) != w.voidLen {
+			return fmt.Errorf("namespace: %w", wantBytes("void", w.voidLen, len(e.Namespace)))
 		}
 	case w.voidNamespace && w.voidCheck != nil:
 		if _, err := w.voidCheck.DecodeAny(e.Namespace); err != nil {

@@ -1,11 +1,14 @@
 package export
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/stateproc/stateproc/rewrite"
@@ -66,3 +69,45 @@ func (e *refusal) Error() string { return e.msg }
 func (e *refusal) Unwrap() error { return rewrite.ErrRefused }
 
 func refusef(format string, args ...any) error { return &refusal{msg: fmt.Sprintf(format, args...)} }
+
+// Marker is the file that an export into a bucket writes last, create-only,
+// as a savepoint's _metadata is: the export is complete exactly when it
+// exists. A bucket cannot rename, so the parts are written in place first,
+// named after their bytes (part-00000-<16 hex digits of their
+// SHA-256>.parquet), and a reader that must not see a dead run's parts
+// reads the files the marker lists. A local export is renamed into place
+// whole and has no marker.
+const Marker = "_SUCCESS"
+
+// MarkerContent is what Marker holds, as JSON.
+type MarkerContent struct {
+	Summary *Summary `json:"summary"`
+	// Files lists every part of the export, sorted by name.
+	Files []MarkerFile `json:"files"`
+}
+
+// MarkerFile is one part of an export in a bucket.
+type MarkerFile struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+// writeMarker writes the marker of an export into a bucket; the target
+// holds it back until it is published.
+func (x *exporter) writeMarker(ctx context.Context, s *Summary) error {
+	files := slices.Clone(x.files)
+	slices.SortFunc(files, func(a, b MarkerFile) int { return strings.Compare(a.Name, b.Name) })
+	b, err := json.MarshalIndent(MarkerContent{Summary: s, Files: files}, "", "  ")
+	if err != nil {
+		return err
+	}
+	w, err := x.out.Create(ctx, Marker)
+	if err != nil {
+		return fmt.Errorf("export: %s: %w", Marker, err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		w.Close()
+		return fmt.Errorf("export: %s: %w", Marker, err)
+	}
+	return w.Close()
+}

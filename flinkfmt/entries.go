@@ -2,10 +2,13 @@ package flinkfmt
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
 	"github.com/stateproc/stateproc/flinkfmt/keyhash"
@@ -31,7 +34,18 @@ type EntryIterator struct {
 	keep func(*Entry) bool
 	// native reads the steps of native handles.
 	native nativeCursor
+	// cursor walks a canonical key group entry by entry, out of bufs, which
+	// the iterator takes from bufPool when it first reads and gives back
+	// at its end; cur is the entry it gave last.
+	cursor canonCursor
+	parser kgParser
+	bufs   *kgBuffers
+	cur    *Entry
 }
+
+// bufPool holds the buffers of finished iterators: a scan opens one
+// iterator per state and key group.
+var bufPool = sync.Pool{New: func() any { return new(kgBuffers) }}
 
 // Entries iterates the entries of state (an index into States, or -1 for
 // every state) in the key groups kgs, in ascending key-group order and, in
@@ -49,11 +63,29 @@ func (k *Keyed) Entries(ctx context.Context, state int, kgs keygroup.Range) *Ent
 // Next advances to the next entry.
 func (it *EntryIterator) Next() bool {
 	for it.err == nil && !it.closed {
+		if it.cursor.active {
+			e := &it.cursor.e
+			ok, err := it.cursor.next(e)
+			if err != nil {
+				return it.fail(err)
+			}
+			if !ok {
+				it.cursor.finish(it)
+				continue
+			}
+			if it.keep == nil || it.keep(e) {
+				it.cur = e
+				return true
+			}
+			continue
+		}
 		if it.pos+1 < len(it.buf) {
 			it.pos++
+			it.cur = &it.buf[it.pos]
 			return true
 		}
 		if !it.loadNext() {
+			it.release()
 			return false
 		}
 	}
@@ -62,7 +94,56 @@ func (it *EntryIterator) Next() bool {
 
 // Entry returns the current entry; it and its slices are valid until the
 // next call of Next.
-func (it *EntryIterator) Entry() *Entry { return &it.buf[it.pos] }
+func (it *EntryIterator) Entry() *Entry { return it.cur }
+
+// NextValueSizes stores in sizes the lengths of the next values of an
+// iteration of one state, as the state stores them (a map value with its
+// null flag byte, one byte for a null), and returns how many it stored:
+// fewer than len(sizes) only at the end or on an error, which Err returns.
+// It is for a tool that needs nothing else of an entry: in a key group
+// that a walk of every state has checked, the composite keys are not split
+// again.
+func (it *EntryIterator) NextValueSizes(sizes []int) int {
+	n := 0
+	for n < len(sizes) && it.err == nil && !it.closed {
+		c := &it.cursor
+		if c.active && c.single && it.keep == nil && c.m.Kind != List && c.m.Kind != Timers {
+			k, err := c.sizes(sizes[n:])
+			n += k
+			if err != nil {
+				it.fail(err)
+				break
+			}
+			if c.done {
+				c.finish(it)
+			}
+			continue
+		}
+		if !it.Next() {
+			break
+		}
+		e := it.Entry()
+		switch {
+		case it.k.States[e.State].Kind != Map:
+			sizes[n] = len(e.Value)
+		case e.Null:
+			sizes[n] = 1
+		default:
+			sizes[n] = 1 + len(e.Value)
+		}
+		n++
+	}
+	return n
+}
+
+// release gives the iterator's buffers back once nothing refers to them.
+func (it *EntryIterator) release() {
+	if it.bufs != nil {
+		it.cursor.active = false
+		bufPool.Put(it.bufs)
+		it.bufs = nil
+	}
+}
 
 // Err returns the first error.
 func (it *EntryIterator) Err() error { return it.err }
@@ -72,6 +153,7 @@ func (it *EntryIterator) Err() error { return it.err }
 func (it *EntryIterator) Close() error {
 	it.closed = true
 	it.native.close()
+	it.release()
 	return nil
 }
 
@@ -134,6 +216,14 @@ func (it *EntryIterator) loadNext() bool {
 				if err := it.native.start(it, st.sub, st.kg); err != nil {
 					return it.fail(err)
 				}
+			case sk.layout == LayoutCanonical:
+				if err := it.startCanonical(sk, st.idx, st.kg); err != nil {
+					return it.fail(err)
+				}
+				if it.cursor.active {
+					return true
+				}
+				continue
 			default:
 				if err := it.k.readEntries(it.ctx, sk, st.idx, st.kg, it.state, &it.buf, &it.warnings); err != nil {
 					return it.fail(err)
@@ -163,15 +253,62 @@ func (it *EntryIterator) loadNext() bool {
 }
 
 func (it *EntryIterator) fail(err error) bool {
+	if it.cursor.active {
+		it.cursor.finish(it)
+	}
 	it.err = err
 	it.native.close()
+	it.release()
 	return false
+}
+
+// startCanonical points the cursor at key group kg (index i of the
+// subtask's canonical handle). Reading one state of a key group that a
+// whole walk has already mapped reads only that state's bytes, or nothing
+// when the key group holds none of it.
+func (it *EntryIterator) startCanonical(sk *subtaskKeyed, i, kg int) error {
+	k := it.k
+	var part *stateSpan
+	sid := -1
+	if it.state >= 0 {
+		if parts := sk.knownParts(i); parts != nil {
+			for s, idx := range sk.ids {
+				if idx == it.state {
+					sid = s
+					break
+				}
+			}
+			if sid < 0 || parts[sid].start < 0 {
+				return nil
+			}
+			part = &parts[sid]
+		}
+	}
+	if it.bufs == nil {
+		it.bufs = bufPool.Get().(*kgBuffers)
+	}
+	d, err := k.r.readKeyGroup(it.ctx, sk, i, kg, LayoutCanonical, it.bufs, part)
+	if err != nil {
+		return at(sk.file, k.Operator.ID.String(), kg, sk.handle.Offsets[i], err)
+	}
+	if d == nil {
+		return nil
+	}
+	it.parser = kgParser{k: k, sk: sk, kg: kg, state: it.state, prefix: prefixLen(k.Operator.MaxParallelism), kr: it.parser.kr}
+	c := &it.cursor
+	c.reset(&it.parser, d, i)
+	if part != nil {
+		c.only(sid)
+	} else if it.state < 0 && sk.knownParts(i) == nil {
+		c.record()
+	}
+	return nil
 }
 
 // readEntries appends the entries of key group kg (index i of the
 // subtask's handle) of state (or of all states) to out.
 func (k *Keyed) readEntries(ctx context.Context, sk *subtaskKeyed, i, kg, state int, out *[]Entry, warns *[]Warning) error {
-	d, err := k.r.readKeyGroup(ctx, sk, i, kg, sk.layout)
+	d, err := k.r.readKeyGroup(ctx, sk, i, kg, sk.layout, nil, nil)
 	if err != nil {
 		return at(sk.file, k.Operator.ID.String(), kg, sk.handle.Offsets[i], err)
 	}
@@ -235,6 +372,13 @@ type kgParser struct {
 	out    *[]Entry
 	prefix int
 	warn   *Warning
+	// kr walks composite keys, one at a time.
+	kr wire.Buf
+	// lenOf is the state whose namespace length nsLen is, and ambiguous
+	// whether its composite keys carry the key's and namespace's lengths.
+	lenOf     *StateMeta
+	nsLen     int
+	ambiguous bool
 }
 
 func (p *kgParser) meta(sid int) (*StateMeta, int, error) {
@@ -245,51 +389,279 @@ func (p *kgParser) meta(sid int) (*StateMeta, int, error) {
 	return p.k.States[idx], idx, nil
 }
 
-// canonical parses a key group of the unified layout.
+// canonical parses a key group of the unified layout into p.out.
 func (p *kgParser) canonical(r *wire.Buf) error {
-	sid := int(r.U16())
-	for r.Err() == nil {
-		m, idx, err := p.meta(sid)
-		if err != nil {
+	c := canonCursor{p: p, r: r, copyKeys: true, needID: true}
+	var e Entry
+	for {
+		ok, err := c.next(&e)
+		if err != nil || !ok {
 			return err
 		}
-		keyAt := r.Offset()
-		key := r.Sized("key")
-		val := r.Sized("value")
-		if err := r.Err(); err != nil {
-			return corrupt(err)
-		}
-		if len(key) == 0 {
-			return corruptf("offset %d: empty composite key", keyAt)
-		}
-		last := key[0]&metaFollowsFlag != 0
-		if p.state < 0 || p.state == idx {
-			if last {
-				// The flag is cleared in a copy: the key group's bytes may
-				// be the metadata's own inline bytes.
-				key = append([]byte(nil), key...)
-				key[0] &^= metaFollowsFlag
+		*p.out = append(*p.out, e)
+	}
+}
+
+// canonCursor walks a key group of the unified layout one entry at a
+// time: a state id, then framed key and value pairs until a key carries
+// the flag that another state id (or the end) follows.
+type canonCursor struct {
+	p *kgParser
+	r *wire.Buf
+	// buf is r's storage when the cursor reads an iterator's key group.
+	buf wire.Buf
+	// e is the entry the cursor gives an iterator.
+	e Entry
+	// active is set while an iterator's key group has entries left.
+	active bool
+	// copyKeys gives each flag-cleared key memory of its own, for callers
+	// that keep entries, and leaves locating errors to them; otherwise one
+	// scratch buffer serves.
+	copyKeys bool
+	scratch  []byte
+
+	needID, ended, done bool
+	sid, idx            int
+	m                   *StateMeta
+	keyAt               int64
+	// single is set when r holds one state's entries only (a stateSpan).
+	single bool
+	// list walks the elements of a list value, each an entry like elem.
+	inList bool
+	list   wire.Buf
+	elem   Entry
+	// rec, when set, records where each state id's entries lie.
+	rec    []stateSpan
+	recBad bool
+	// i, compressed and handleOff locate errors and what rec learns.
+	i          int
+	compressed bool
+	handleOff  int64
+}
+
+func (c *canonCursor) reset(p *kgParser, d *keyGroupData, i int) {
+	var base int64
+	if !d.compressed {
+		base = d.base
+	}
+	*c = canonCursor{p: p, scratch: c.scratch[:0], active: true, needID: true,
+		i: i, compressed: d.compressed, handleOff: p.sk.handle.Offsets[i]}
+	c.buf.Reset(d.b, base)
+	c.r = &c.buf
+}
+
+// only makes the cursor read the entries of state id sid, which a whole
+// walk found to be all the bytes it was given.
+func (c *canonCursor) only(sid int) {
+	m, idx, err := c.p.meta(sid)
+	if err != nil {
+		c.active = false
+		return
+	}
+	c.needID, c.single, c.sid, c.m, c.idx = false, true, sid, m, idx
+}
+
+// record makes the cursor note where each state id's entries lie.
+func (c *canonCursor) record() {
+	for range c.p.sk.ids {
+		c.rec = append(c.rec, stateSpan{start: -1, end: -1})
+	}
+}
+
+// next sets e to the next entry of the chosen state (p.state, or every
+// one); false at the end of the key group.
+func (c *canonCursor) next(e *Entry) (bool, error) {
+	p, r := c.p, c.r
+	for {
+		if c.inList {
+			ok, err := c.listElement(e)
+			if err != nil {
+				return false, c.fail(at("", "", -1, c.keyAt, err))
 			}
-			if err := p.canonicalEntry(m, idx, key, val); err != nil {
-				return at("", "", -1, keyAt, err)
+			if ok {
+				return true, nil
 			}
 		}
-		if !last {
+		if c.done {
+			return false, nil
+		}
+		if c.needID {
+			id := r.U16()
+			if err := r.Err(); err != nil {
+				return false, c.fail(err)
+			}
+			if id == endOfKeyGroup {
+				if r.Len() != 0 {
+					return false, c.fail(corruptf("offset %d: %d bytes follow the end of the key group", r.Offset(), r.Len()))
+				}
+				c.done, c.ended = true, true
+				return false, nil
+			}
+			m, idx, err := p.meta(int(id))
+			if err != nil {
+				return false, c.fail(err)
+			}
+			if c.rec != nil {
+				if c.rec[id].start >= 0 {
+					// A state whose entries lie in two places.
+					c.recBad = true
+				}
+				c.rec[id] = stateSpan{start: r.Pos(), end: -1}
+			}
+			c.sid, c.m, c.idx, c.needID = int(id), m, idx, false
+		}
+		key, val, last, err := c.pair()
+		if err != nil {
+			return false, err
+		}
+		if p.state >= 0 && p.state != c.idx {
 			continue
 		}
-		next := r.U16()
-		if r.Err() != nil {
-			return corrupt(r.Err())
-		}
-		if next == endOfKeyGroup {
-			if r.Len() != 0 {
-				return corruptf("offset %d: %d bytes follow the end of the key group", r.Offset(), r.Len())
+		if last {
+			// The flag is cleared in a copy: the key group's bytes may be
+			// the metadata's own inline bytes.
+			if c.copyKeys {
+				key = append([]byte(nil), key...)
+			} else {
+				c.scratch = append(c.scratch[:0], key...)
+				key = c.scratch
 			}
-			return nil
+			key[0] &^= metaFollowsFlag
 		}
-		sid = int(next)
+		list, err := p.entry(c.m, c.idx, key, val, e)
+		if err != nil {
+			return false, c.fail(at("", "", -1, c.keyAt, err))
+		}
+		if !list {
+			return true, nil
+		}
+		c.elem, c.inList = *e, true
+		c.list.Reset(val, 0)
 	}
-	return corrupt(r.Err())
+}
+
+// pair reads the next framed key and value of the current state, and
+// whether it is the state's last in the key group.
+func (c *canonCursor) pair() (key, val []byte, last bool, err error) {
+	r := c.r
+	c.keyAt = r.Offset()
+	key = r.Sized("key")
+	val = r.Sized("value")
+	if err := r.Err(); err != nil {
+		return nil, nil, false, c.fail(err)
+	}
+	if len(key) == 0 {
+		return nil, nil, false, c.fail(corruptf("offset %d: empty composite key", c.keyAt))
+	}
+	last = key[0]&metaFollowsFlag != 0
+	switch {
+	case last && c.single:
+		if r.Len() != 0 {
+			return nil, nil, false, c.fail(corruptf("offset %d: %d bytes follow the last entry of state %q", r.Offset(), r.Len(), c.m.Name))
+		}
+		c.done, c.ended = true, true
+	case last:
+		c.needID = true
+		if c.rec != nil {
+			c.rec[c.sid].end = r.Pos()
+		}
+	case c.single && r.Len() == 0:
+		return nil, nil, false, c.fail(corruptf("offset %d: the entries of state %q end without the flag of their last entry", r.Offset(), c.m.Name))
+	}
+	return key, val, last, nil
+}
+
+// sizes stores the stored lengths of the next values of a single state
+// (see NextValueSizes) in dst, without splitting keys: only a key group
+// that a whole walk has checked is read this way.
+func (c *canonCursor) sizes(dst []int) (int, error) {
+	n := 0
+	for n < len(dst) && !c.done {
+		_, val, _, err := c.pair()
+		if err != nil {
+			return n, err
+		}
+		switch {
+		case c.m.Kind != Map:
+			dst[n] = len(val)
+		case len(val) == 0:
+			return n, c.fail(at("", "", -1, c.keyAt, corruptf("map entry without its null flag")))
+		case val[0] != 0:
+			dst[n] = 1
+		default:
+			dst[n] = len(val)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// listElement sets e to the next element of a canonical list value:
+// elements separated by one delimiter byte.
+func (c *canonCursor) listElement(e *Entry) (bool, error) {
+	r, m := &c.list, c.m
+	if r.Len() == 0 {
+		c.inList = false
+		return false, nil
+	}
+	val := r.Bytes()
+	start := r.Pos()
+	*e = c.elem
+	if err := m.Stored.Skip(r); err != nil {
+		if errors.Is(err, typeser.ErrUnframed) {
+			e.Value = val[start:]
+			c.inList = false
+			c.p.warnf(m, m.Stored, err, int64(start), int64(len(val)-start), "list elements without a length of their own: the rest of the list is one opaque entry")
+			return true, nil
+		}
+		return false, err
+	}
+	e.Value = val[start:r.Pos()]
+	if r.Len() > 0 {
+		if d := r.U8(); d != listDelimiter {
+			return false, corruptf("list element followed by %#02x, not the delimiter", d)
+		}
+		if r.Len() == 0 {
+			return false, corruptf("list ends with a delimiter")
+		}
+	}
+	return true, nil
+}
+
+// fail marks err as structural, locates it as readEntries does, and ends
+// the walk.
+func (c *canonCursor) fail(err error) error {
+	c.done, c.inList = true, false
+	err = corrupt(err)
+	if c.copyKeys {
+		return err
+	}
+	off := c.r.Offset()
+	var we *wire.Error
+	if errors.As(err, &we) {
+		off = we.Offset
+	}
+	if c.compressed {
+		err = fmt.Errorf("in the decompressed key group: %w", err)
+		off = c.handleOff
+	}
+	return at(c.p.sk.file, c.p.k.Operator.ID.String(), c.p.kg, off, err)
+}
+
+// finish ends an iterator's walk of a key group: what it skipped becomes
+// a warning and, after a whole walk to the end, where each state lies is
+// kept.
+func (c *canonCursor) finish(it *EntryIterator) {
+	p := c.p
+	if p.warn != nil {
+		p.warn.File, p.warn.Compressed = p.sk.file, c.compressed
+		it.warnings = append(it.warnings, *p.warn)
+		p.warn = nil
+	}
+	if c.rec != nil && c.ended && !c.recBad {
+		p.sk.learnParts(c.i, slices.Clone(c.rec))
+	}
+	c.active = false
 }
 
 func (p *kgParser) checkPrefix(key []byte) ([]byte, error) {
@@ -306,82 +678,76 @@ func (p *kgParser) checkPrefix(key []byte) ([]byte, error) {
 	return key[p.prefix:], nil
 }
 
+// canonicalEntry appends the entries of one canonical key and value to
+// p.out: one, or one per element of a list.
 func (p *kgParser) canonicalEntry(m *StateMeta, idx int, key, val []byte) error {
-	rest, err := p.checkPrefix(key)
+	var e Entry
+	list, err := p.entry(m, idx, key, val, &e)
 	if err != nil {
 		return err
 	}
-	e := Entry{State: idx}
-	e.KeyGroup = p.kg
-	if m.Kind == Timers {
-		if len(rest) < 8 {
-			return corruptf("timer key of %d bytes", len(rest))
-		}
-		e.Timestamp = int64(uint64(rest[0])<<56|uint64(rest[1])<<48|uint64(rest[2])<<40|uint64(rest[3])<<32|uint64(rest[4])<<24|uint64(rest[5])<<16|uint64(rest[6])<<8|uint64(rest[7])) ^ -1<<63
-		k, ns, err := splitTimer(m, rest[8:])
-		if err != nil {
-			return err
-		}
-		e.Key, e.Namespace = k, ns
-		if len(val) != 0 {
-			return corruptf("timer with a value of %d bytes", len(val))
-		}
+	if !list {
 		*p.out = append(*p.out, e)
 		return nil
 	}
+	c := canonCursor{p: p, m: m, elem: e}
+	c.list.Reset(val, 0)
+	for {
+		ok, err := c.listElement(&e)
+		if err != nil || !ok {
+			return err
+		}
+		*p.out = append(*p.out, e)
+	}
+}
+
+// entry sets e to the entry of one canonical key and value; for a list
+// value, list is set and e holds all but the value, which is split into
+// one entry per element.
+func (p *kgParser) entry(m *StateMeta, idx int, key, val []byte, e *Entry) (list bool, err error) {
+	rest, err := p.checkPrefix(key)
+	if err != nil {
+		return false, err
+	}
+	*e = Entry{State: idx}
+	e.KeyGroup = p.kg
+	if m.Kind == Timers {
+		if len(rest) < 8 {
+			return false, corruptf("timer key of %d bytes", len(rest))
+		}
+		e.Timestamp = int64(binary.BigEndian.Uint64(rest)) ^ -1<<63
+		k, ns, err := p.splitTimer(m, rest[8:])
+		if err != nil {
+			return false, err
+		}
+		e.Key, e.Namespace = k, ns
+		if len(val) != 0 {
+			return false, corruptf("timer with a value of %d bytes", len(val))
+		}
+		return false, nil
+	}
 	k, ns, user, err := p.splitKey(m, rest)
 	if err != nil {
-		return err
+		return false, err
 	}
 	e.Key, e.Namespace = k, ns
 	switch m.Kind {
 	case Map:
 		e.MapKey = user
 		if len(val) == 0 {
-			return corruptf("map entry without its null flag")
+			return false, corruptf("map entry without its null flag")
 		}
 		if val[0] != 0 {
 			e.Null = true
 		} else {
 			e.Value = val[1:]
 		}
-		*p.out = append(*p.out, e)
 	case List:
-		return p.splitList(m, e, val)
+		return true, nil
 	default:
 		e.Value = val
-		*p.out = append(*p.out, e)
 	}
-	return nil
-}
-
-// splitList emits one entry per element of a canonical list value:
-// elements separated by one delimiter byte.
-func (p *kgParser) splitList(m *StateMeta, e Entry, val []byte) error {
-	r := wire.New(val, 0)
-	for r.Len() > 0 {
-		start := r.Pos()
-		if _, err := m.Stored.Read(r); err != nil {
-			if errors.Is(err, typeser.ErrUnframed) {
-				e.Value = val[start:]
-				*p.out = append(*p.out, e)
-				p.warnf(m, m.Stored, err, int64(start), int64(len(val)-start), "list elements without a length of their own: the rest of the list is one opaque entry")
-				return nil
-			}
-			return err
-		}
-		e.Value = val[start:r.Pos()]
-		*p.out = append(*p.out, e)
-		if r.Len() > 0 {
-			if d := r.U8(); d != listDelimiter {
-				return corruptf("list element followed by %#02x, not the delimiter", d)
-			}
-			if r.Len() == 0 {
-				return corruptf("list ends with a delimiter")
-			}
-		}
-	}
-	return nil
+	return false, nil
 }
 
 func (p *kgParser) warnf(m *StateMeta, s *typeser.Serializer, err error, off, n int64, format string, args ...any) {
@@ -401,15 +767,21 @@ func (p *kgParser) warnf(m *StateMeta, s *typeser.Serializer, err error, off, n 
 // length in variable-int bytes.
 func (p *kgParser) splitKey(m *StateMeta, b []byte) (key, ns, user []byte, err error) {
 	keySer := p.k.Key
-	ambiguous := keySer.FixedLen() < 0 && m.Namespace.FixedLen() < 0
-	r := wire.New(b, 0)
-	if _, err := keySer.Read(r); err != nil {
+	if m != p.lenOf {
+		// Worked out once per state: the lengths are the serializers'.
+		p.lenOf, p.nsLen = m, m.Namespace.FixedLen()
+		p.ambiguous = keySer.FixedLen() < 0 && p.nsLen < 0
+	}
+	ambiguous := p.ambiguous
+	r := &p.kr
+	r.Reset(b, 0)
+	if err := keySer.Skip(r); err != nil {
 		if !errors.Is(err, typeser.ErrUnframed) || ambiguous || m.Kind == Map {
 			return nil, nil, nil, err
 		}
 		// A Kryo key: the namespace has a fixed length, so the key is the
 		// bytes before it.
-		n := m.Namespace.FixedLen()
+		n := p.nsLen
 		if n > len(b) {
 			return nil, nil, nil, corruptf("composite key of %d bytes is shorter than its namespace", len(b))
 		}
@@ -420,7 +792,7 @@ func (p *kgParser) splitKey(m *StateMeta, b []byte) (key, ns, user []byte, err e
 		skipVariableInt(r, len(key))
 	}
 	nsStart := r.Pos()
-	if _, err := m.Namespace.Read(r); err != nil {
+	if err := m.Namespace.Skip(r); err != nil {
 		return nil, nil, nil, err
 	}
 	ns = b[nsStart:r.Pos()]
@@ -449,9 +821,10 @@ func skipVariableInt(r *wire.Buf, v int) {
 	}
 }
 
-func splitTimer(m *StateMeta, b []byte) (key, ns []byte, err error) {
-	r := wire.New(b, 0)
-	if _, err := m.Value.Args[0].Read(r); err != nil {
+func (p *kgParser) splitTimer(m *StateMeta, b []byte) (key, ns []byte, err error) {
+	r := &p.kr
+	r.Reset(b, 0)
+	if err := m.Value.Args[0].Skip(r); err != nil {
 		if !errors.Is(err, typeser.ErrUnframed) {
 			return nil, nil, err
 		}
@@ -506,7 +879,7 @@ func (p *kgParser) heapState(r *wire.Buf, m *StateMeta, idx int) (stop bool, err
 	b := r.Bytes()
 	read := func(s *typeser.Serializer) ([]byte, bool, error) {
 		start := r.Pos()
-		if _, err := s.Read(r); err != nil {
+		if err := s.Skip(r); err != nil {
 			if errors.Is(err, typeser.ErrUnframed) {
 				p.warnf(m, s, err, r.Offset()-int64(r.Pos()-start), int64(len(b)-start), "%v: the rest of the key group is opaque", err)
 				return nil, true, nil

@@ -37,7 +37,7 @@ func TestDamagedKeyGroups(t *testing.T) {
 					continue
 				}
 				for i := range sk.handle.Offsets {
-					d, err := r.readKeyGroup(ctx, sk, i, sk.handle.KeyGroups.Start+i, sk.layout)
+					d, err := r.readKeyGroup(ctx, sk, i, sk.handle.KeyGroups.Start+i, sk.layout, nil, nil)
 					if err != nil || d == nil || len(d.b) > 2048 {
 						continue
 					}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
 	"github.com/stateproc/stateproc/flinkfmt/typeser"
@@ -105,11 +106,42 @@ type subtaskKeyed struct {
 	// file names the stream for errors.
 	file string
 	// sorted and streamLen serve spanEnd.
+	spanMu    sync.Mutex
 	sorted    []int64
 	streamLen int64
 	// native holds a native handle's files; notes what of it is not read.
 	native *nativeFiles
 	notes  []string
+	// parts holds, per key group of a canonical handle walked to its end,
+	// where each state id's entries lie in it, so that reading one state
+	// reads only its own bytes; nil until then.
+	partsMu sync.Mutex
+	parts   [][]stateSpan
+}
+
+// stateSpan is where one state's entries lie in a canonical key group (in
+// its decompressed bytes): from its first key's length to its last value's
+// end; start < 0 when the key group holds none.
+type stateSpan struct{ start, end int }
+
+// knownParts returns where the state ids' entries lie in key group i, or
+// nil when it has not been walked yet.
+func (sk *subtaskKeyed) knownParts(i int) []stateSpan {
+	sk.partsMu.Lock()
+	defer sk.partsMu.Unlock()
+	if sk.parts == nil {
+		return nil
+	}
+	return sk.parts[i]
+}
+
+func (sk *subtaskKeyed) learnParts(i int, parts []stateSpan) {
+	sk.partsMu.Lock()
+	defer sk.partsMu.Unlock()
+	if sk.parts == nil {
+		sk.parts = make([][]stateSpan, len(sk.handle.Offsets))
+	}
+	sk.parts[i] = parts
 }
 
 // HandleLayout is the layout a keyed handle's tag records, or "" for the
@@ -302,7 +334,7 @@ func (r *Reader) sniffLayout(ctx context.Context, sk *subtaskKeyed, op *Operator
 	if !decided && len(h.Offsets) > 0 {
 		// Only key group 0, uncompressed: whichever layout parses it.
 		sk.layout = LayoutCanonical
-		d, err := r.readKeyGroup(ctx, sk, 0, h.KeyGroups.Start, LayoutCanonical)
+		d, err := r.readKeyGroup(ctx, sk, 0, h.KeyGroups.Start, LayoutCanonical, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -328,6 +360,9 @@ func (r *Reader) sniffLayout(ctx context.Context, sk *subtaskKeyed, op *Operator
 // length are found once per handle, so that walking every key group of a
 // handle costs n log n, not n².
 func (r *Reader) spanEnd(h *KeyedHandle, off int64, sk *subtaskKeyed) int64 {
+	// Iterators over the same handle run on several goroutines.
+	sk.spanMu.Lock()
+	defer sk.spanMu.Unlock()
 	if sk.sorted == nil {
 		sk.sorted = append([]int64(nil), h.Offsets...)
 		sort.Slice(sk.sorted, func(i, j int) bool { return sk.sorted[i] < sk.sorted[j] })
@@ -353,7 +388,18 @@ type keyGroupData struct {
 	compressed bool
 }
 
-func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, layout Layout) (*keyGroupData, error) {
+// kgBuffers is the memory a walk of many key groups reads and decompresses
+// them into, one key group at a time.
+type kgBuffers struct {
+	raw []byte
+	un  unsnappier
+}
+
+// readKeyGroup reads key group kg (index i of the subtask's handle), into
+// bufs when it is not nil, where the bytes stay valid until the next read.
+// With part set, and the key group not compressed, only the bytes
+// [part.start, part.end) of it are read.
+func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, layout Layout, bufs *kgBuffers, part *stateSpan) (*keyGroupData, error) {
 	h := sk.handle
 	off := h.Offsets[i]
 	if off == 0 && layout != LayoutRawTimers {
@@ -363,12 +409,21 @@ func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, 
 	if end-off > r.opts.MaxKeyGroupBytes {
 		return nil, unsupportedf("key group of %d bytes is larger than the %d this reader takes", end-off, r.opts.MaxKeyGroupBytes)
 	}
-	b, _, err := r.streamBytes(ctx, h.Stream, off, end-off)
+	compressed := sk.header != nil && sk.header.Compressed
+	from, n := off, end-off
+	if part != nil && !compressed {
+		from, n = off+int64(part.start), int64(part.end-part.start)
+	}
+	var dst *[]byte
+	if bufs != nil {
+		dst = &bufs.raw
+	}
+	b, _, err := r.streamBytesInto(ctx, h.Stream, from, n, dst)
 	if err != nil {
 		return nil, err
 	}
-	d := &keyGroupData{b: b, base: off}
-	if sk.header == nil || !sk.header.Compressed {
+	d := &keyGroupData{b: b, base: from}
+	if !compressed {
 		return d, nil
 	}
 	d.compressed = true
@@ -383,8 +438,18 @@ func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, 
 		d.b = append(append(make([]byte, 0, 4+len(plain)), b[:4]...), plain...)
 		return d, nil
 	}
-	if d.b, err = unsnappy(b, r.opts.MaxKeyGroupBytes); err != nil {
+	un := &unsnappier{}
+	if bufs != nil {
+		un = &bufs.un
+	}
+	if d.b, err = un.decode(b, r.opts.MaxKeyGroupBytes); err != nil {
 		return nil, err
+	}
+	if part != nil {
+		if part.end > len(d.b) {
+			return nil, corruptf("the key group decompresses to %d bytes, fewer than when it was first read", len(d.b))
+		}
+		d.b, d.base = d.b[part.start:part.end], int64(part.start)
 	}
 	return d, nil
 }

@@ -175,6 +175,13 @@ func hasPathPrefix(path, prefix string) bool {
 // streamBytes reads length bytes at off of a stream handle; length < 0
 // reads to its end.
 func (r *Reader) streamBytes(ctx context.Context, s *StreamHandle, off, length int64) ([]byte, string, error) {
+	return r.streamBytesInto(ctx, s, off, length, nil)
+}
+
+// streamBytesInto is streamBytes reading into *dst, grown as needed, when
+// dst is not nil: a walk of many key groups reuses one buffer. Inline
+// bytes are returned as they are.
+func (r *Reader) streamBytesInto(ctx context.Context, s *StreamHandle, off, length int64, dst *[]byte) ([]byte, string, error) {
 	if s == nil {
 		return nil, "", corruptf("missing stream handle")
 	}
@@ -198,7 +205,7 @@ func (r *Reader) streamBytes(ctx context.Context, s *StreamHandle, off, length i
 		if s.KeyGroups == nil {
 			return nil, "", corruptf("key-group stream handle without a delegate")
 		}
-		return r.streamBytes(ctx, s.KeyGroups.Stream, off, length)
+		return r.streamBytesInto(ctx, s.KeyGroups.Stream, off, length, dst)
 	}
 	dir, name, err := r.resolve(s)
 	if err != nil {
@@ -225,7 +232,16 @@ func (r *Reader) streamBytes(ctx context.Context, s *StreamHandle, off, length i
 		}
 		n = length
 	}
-	b := make([]byte, n)
+	var b []byte
+	switch {
+	case dst == nil:
+		b = make([]byte, n)
+	case int64(cap(*dst)) < n:
+		*dst = make([]byte, n)
+		b = *dst
+	default:
+		b = (*dst)[:n]
+	}
 	if _, err := f.ReadAt(b, base+off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
 		return nil, name, fmt.Errorf("flinkfmt: reading %s: %w", name, err)
 	}
@@ -269,18 +285,38 @@ var snappyMagic = []byte{0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'}
 // unsnappy decompresses Snappy framed streams (Flink's xerial framing);
 // consecutive streams concatenate, as the heap layout writes one per state.
 func unsnappy(b []byte, limit int64) ([]byte, error) {
+	var u unsnappier
+	return u.decode(b, limit)
+}
+
+// unsnappier decompresses Snappy framed streams into memory it keeps, so
+// that a walk of many compressed key groups allocates once. What decode
+// returns is valid until its next call.
+type unsnappier struct {
+	src bytes.Reader
+	sr  *snappy.Reader
+	out bytes.Buffer
+}
+
+func (u *unsnappier) decode(b []byte, limit int64) ([]byte, error) {
 	if !bytes.HasPrefix(b, snappyMagic) {
 		return nil, corruptf("compressed data does not start with the Snappy stream identifier")
 	}
-	var out bytes.Buffer
-	n, err := io.Copy(&out, io.LimitReader(snappy.NewReader(bytes.NewReader(b)), limit+1))
+	u.src.Reset(b)
+	if u.sr == nil {
+		u.sr = snappy.NewReader(&u.src)
+	} else {
+		u.sr.Reset(&u.src)
+	}
+	u.out.Reset()
+	n, err := io.Copy(&u.out, io.LimitReader(u.sr, limit+1))
 	if err != nil {
 		return nil, corruptf("snappy: %v", err)
 	}
 	if n > limit {
 		return nil, unsupportedf("a key group decompresses to more than %d bytes", limit)
 	}
-	return out.Bytes(), nil
+	return u.out.Bytes(), nil
 }
 
 // openFailed says which file of a handle did not open. A file the metadata

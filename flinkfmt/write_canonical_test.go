@@ -137,7 +137,7 @@ func reproduceCanonical(ctx context.Context, k *Keyed, p int) (int, error) {
 				return n, err
 			}
 		}
-		want, err := k.r.readKeyGroup(ctx, sk, i, kg, LayoutCanonical)
+		want, err := k.r.readKeyGroup(ctx, sk, i, kg, LayoutCanonical, nil, nil)
 		if err != nil {
 			return n, err
 		}

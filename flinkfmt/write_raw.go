@@ -26,7 +26,7 @@ func (k *Keyed) CanonicalKeyGroup(ctx context.Context, part, kg int, f func(stat
 		return fmt.Errorf("flinkfmt: key group %d is not in part %d's key groups %v", kg, part, h.KeyGroups)
 	}
 	i := kg - h.KeyGroups.Start
-	d, err := k.r.readKeyGroup(ctx, sk, i, kg, LayoutCanonical)
+	d, err := k.r.readKeyGroup(ctx, sk, i, kg, LayoutCanonical, nil, nil)
 	if err != nil || d == nil {
 		return at(sk.file, k.Operator.ID.String(), kg, h.Offsets[i], err)
 	}

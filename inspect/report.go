@@ -348,7 +348,7 @@ func stateFromIndex(op *savepoint.Operator, i int, stats []savepoint.Stats) Stat
 	s := &op.States[i]
 	si := StateInfo{
 		Operator: op.UID, Name: s.Name, Kind: s.Kind.String(),
-		KeyType: op.Key.String(), NamespaceType: s.Namespace.String(), ValueType: s.Value.String(),
+		KeyType: op.Key.String(), NamespaceType: namespaceType(s.Namespace), ValueType: s.Value.String(),
 		KeyGroups: len(stats), Skew: skew(stats, op.MaxParallelism), Notes: s.Notes,
 	}
 	if s.Kind == savepoint.Map {
@@ -382,7 +382,7 @@ func stateFromIndex(op *savepoint.Operator, i int, stats []savepoint.Stats) Stat
 }
 
 func timersFromIndex(op *savepoint.Operator, t int, stats []savepoint.Stats) TimerInfo {
-	ti := TimerInfo{Operator: op.UID, Name: op.Timers[t].Name, NamespaceType: op.Timers[t].Namespace.String()}
+	ti := TimerInfo{Operator: op.UID, Name: op.Timers[t].Name, NamespaceType: namespaceType(op.Timers[t].Namespace)}
 	var earliest, latest int64
 	for i, st := range stats {
 		ti.Timers += st.Entries
@@ -467,4 +467,14 @@ func DisplayKey(op *savepoint.Operator, key []byte) any {
 		return hex.EncodeToString(key)
 	}
 	return jsonvalue.For(op.Key)(v)
+}
+
+// namespaceType names a namespace serializer; window state, stateproc's or
+// Flink's, says so in words, as its entries are the contents (or timers)
+// of time windows.
+func namespaceType(ns serializers.Snapshot) string {
+	if ns.NamespaceKind() == serializers.KindWindow {
+		return "time window"
+	}
+	return ns.String()
 }

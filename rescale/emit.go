@@ -17,6 +17,8 @@ type segmentSink struct {
 	kg     int
 	ref    int
 	e      savepoint.Entry
+	// newRecord is set by a state group's header until its first item.
+	newRecord bool
 	// entries counts what was written, by ref.
 	entries []uint64
 }
@@ -38,21 +40,26 @@ func (s *segmentSink) group(h *header) error {
 	}
 	s.e = savepoint.Entry{KeyGroup: h.kg, Key: h.key, Namespace: h.ns}
 	if !s.shapes[h.ref].timer {
+		s.newRecord = true
 		return nil
 	}
 	s.e.Timestamp = h.time
-	return s.add()
-}
-
-func (s *segmentSink) item(mk, v []byte) error {
-	s.e.MapKey, s.e.Value = mk, v
-	return s.add()
-}
-
-func (s *segmentSink) add() error {
 	if err := s.sw.Add(&s.e); err != nil {
 		return fmt.Errorf("rescale: %w", err)
 	}
+	s.entries[s.ref]++
+	return nil
+}
+
+// item appends the item as it was framed in the input: the sort has put
+// the groups in order, and a group's items are in the order the input
+// savepoint's reader checked, so only a group's first item has its key
+// compared.
+func (s *segmentSink) item(framed, v []byte) error {
+	if err := s.sw.AppendFramed(s.newRecord, s.e.Key, s.e.Namespace, framed, v); err != nil {
+		return fmt.Errorf("rescale: %w", err)
+	}
+	s.newRecord = false
 	s.entries[s.ref]++
 	return nil
 }

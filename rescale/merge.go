@@ -116,6 +116,7 @@ type cursor struct {
 	h       header
 	key, ns []byte
 	mk, v   []byte
+	framed  []byte
 	timeBuf [8]byte
 	kgBuf   [2]byte
 }
@@ -198,17 +199,18 @@ func (c *cursor) items(out sink) error {
 			return nil
 		}
 		c.r.ReadByte()
-		var mk []byte
+		c.framed = c.framed[:0]
 		if isMap {
 			if c.mk, err = c.readBytes(c.mk); err != nil {
 				return err
 			}
-			mk = c.mk
+			c.framed = appendBytes(c.framed, c.mk)
 		}
 		if c.v, err = c.readBytes(c.v); err != nil {
 			return err
 		}
-		if err := out.item(mk, c.v); err != nil {
+		c.framed = appendBytes(c.framed, c.v)
+		if err := out.item(c.framed, c.framed[len(c.framed)-len(c.v):]); err != nil {
 			return err
 		}
 	}
@@ -270,7 +272,6 @@ type runWriter struct {
 	f       *os.File
 	w       *bufio.Writer
 	shapes  []refShape
-	isMap   bool
 	scratch []byte
 }
 
@@ -283,15 +284,16 @@ func newRunWriter(path string, shapes []refShape) (*runWriter, error) {
 }
 
 func (rw *runWriter) group(h *header) error {
-	rw.isMap = rw.shapes[h.ref].isMap
 	rw.scratch = appendHeader(rw.scratch[:0], h, rw.shapes[h.ref].timer)
 	_, err := rw.w.Write(rw.scratch)
 	return err
 }
 
-func (rw *runWriter) item(mk, v []byte) error {
-	rw.scratch = appendItem(rw.scratch[:0], rw.isMap, mk, v)
-	_, err := rw.w.Write(rw.scratch)
+func (rw *runWriter) item(framed, _ []byte) error {
+	if err := rw.w.WriteByte(tagItem); err != nil {
+		return err
+	}
+	_, err := rw.w.Write(framed)
 	return err
 }
 

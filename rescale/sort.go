@@ -18,9 +18,11 @@ import (
 // sink receives groups in order: a header, then its items.
 type sink interface {
 	group(h *header) error
-	// item's mk is nil unless the state is a map state. Neither slice is
-	// kept after the call returns.
-	item(mk, v []byte) error
+	// item gets an item framed as the format frames it (for a map state the
+	// map key, then the value, each after its uvarint length), which is the
+	// spill encoding's item after its tag, and v, the value within it.
+	// Neither slice is kept after the call returns.
+	item(framed, v []byte) error
 }
 
 // group locates one group of a chunk: its sort key and its records
@@ -251,11 +253,12 @@ func (s *sorter) emit(out sink) error {
 		isMap := s.shapes[h.ref].isMap
 		for d.off < int(g.end) {
 			d.off++ // the item tag
-			mk, v, err := d.item(isMap)
+			start := d.off
+			_, v, err := d.item(isMap)
 			if err != nil {
 				return err
 			}
-			if err := out.item(mk, v); err != nil {
+			if err := out.item(d.buf[start:d.off], v); err != nil {
 				return err
 			}
 		}

@@ -28,8 +28,8 @@ func (r *recorder) group(h *header) error {
 	return nil
 }
 
-func (r *recorder) item(mk, v []byte) error {
-	r.lines = append(r.lines, fmt.Sprintf("%d %d %q %q %q %x", r.h.kg, r.h.ref, r.h.key, r.h.ns, mk, v))
+func (r *recorder) item(framed, v []byte) error {
+	r.lines = append(r.lines, fmt.Sprintf("%d %d %q %q %x %x", r.h.kg, r.h.ref, r.h.key, r.h.ns, framed, v))
 	return nil
 }
 
@@ -99,7 +99,8 @@ func TestSorterChunksAndMerges(t *testing.T) {
 	for _, gr := range groups {
 		want.group(&gr.h)
 		for _, it := range gr.items {
-			want.item(it[0], it[1])
+			// The item as the format frames it: the spill item after its tag.
+			want.item(appendItem(nil, gr.h.ref == 1, it[0], it[1])[1:], it[1])
 		}
 	}
 	for _, tc := range []struct {

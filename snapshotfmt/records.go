@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/stateproc/stateproc/internal/uvarint"
@@ -557,11 +558,82 @@ func (rw *recordWriter) add(e *savepoint.Entry) error {
 	if newKey {
 		rw.keys++
 	}
+	rw.tally(e.Value)
+	return nil
+}
+
+// tally counts one state entry, of value v, in the segment's numbers.
+func (rw *recordWriter) tally(v []byte) {
 	if rw.ttl {
-		rw.timestamp(int64(binary.BigEndian.Uint64(e.Value)))
+		rw.timestamp(int64(binary.BigEndian.Uint64(v)))
 	}
 	rw.entries++
 	rw.started = true
+}
+
+// addFramed appends one state entry whose item is framed already (see
+// SegmentWriter.AppendFramed). Unless newRecord, it continues the open
+// record without comparing keys; either way the item is copied as it is.
+func (rw *recordWriter) addFramed(newRecord bool, key, ns, item, value []byte) error {
+	switch {
+	case rw.timers():
+		return errors.New("a timer entry cannot be appended framed")
+	case rw.ttl && len(value) < 8:
+		return fmt.Errorf("TTL state value of %d bytes, shorter than its 8-byte last-modified timestamp", len(value))
+	case len(item) < len(value):
+		return fmt.Errorf("a framed item of %d bytes cannot hold its value of %d", len(item), len(value))
+	}
+	if !rw.started {
+		newRecord = true
+	}
+	c := 0
+	if newRecord {
+		c = 1
+		if rw.started {
+			c = compareKeyNamespace(key, ns, rw.key, rw.ns)
+		}
+		if c < 0 {
+			return fmt.Errorf("entry (key %q, namespace %q) comes before the previous one: entries must be sorted by key, then namespace", truncateKey(key), truncateKey(ns))
+		}
+	}
+	if c == 0 {
+		key, ns = rw.key, rw.ns
+		if rw.kind.SingleValue() {
+			return fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(key), truncateKey(ns), rw.kind)
+		}
+	}
+	if recordHeaderLen(key, ns, 1)+len(item) > maxBlockRaw {
+		return fmt.Errorf("entry of %d bytes does not fit the %d-byte block limit", len(item), maxBlockRaw)
+	}
+	if c == 0 {
+		grown := rw.payloadLen() - uvarint.Len(uint64(rw.count)) + uvarint.Len(uint64(rw.count+1)) + len(item)
+		if rw.count > 0 && grown > rw.blockSize {
+			if err := rw.flush(); err != nil {
+				return err
+			}
+		}
+	} else {
+		newKey := !rw.started || !bytes.Equal(key, rw.key)
+		if newKey {
+			if err := rw.checkKeyGroup(key); err != nil {
+				return err
+			}
+		}
+		rw.closeRecord()
+		if len(rw.blk) > blockHeaderLen && rw.payloadLen()+recordHeaderLen(key, ns, 1)+len(item) > rw.blockSize {
+			if err := rw.flush(); err != nil {
+				return err
+			}
+		}
+		rw.key = append(rw.key[:0], key...)
+		rw.ns = append(rw.ns[:0], ns...)
+		if newKey {
+			rw.keys++
+		}
+	}
+	rw.rec = append(rw.rec, item...)
+	rw.count++
+	rw.tally(value)
 	return nil
 }
 

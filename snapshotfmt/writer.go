@@ -266,6 +266,9 @@ type SegmentWriter struct {
 	rw     *recordWriter
 	where  string
 	closed bool
+	// framed is set once AppendFramed has added an entry: Add, which
+	// compares map keys with the last one it added, cannot follow.
+	framed bool
 }
 
 // Add appends an entry. Entries come in the order FORMAT.md gives: sorted
@@ -279,7 +282,43 @@ func (s *SegmentWriter) Add(e *savepoint.Entry) error {
 	if s.f.err != nil {
 		return s.f.err
 	}
+	if s.framed {
+		return fmt.Errorf("snapshotfmt: %s: Add after AppendFramed", s.where)
+	}
 	if err := s.rw.add(e); err != nil {
+		if s.f.err != nil {
+			return s.f.err
+		}
+		return fmt.Errorf("snapshotfmt: %s: %w", s.where, err)
+	}
+	return nil
+}
+
+// AppendFramed appends an entry of a value, list or map state whose item
+// is framed already, as FORMAT.md lays items out: for a map state the map
+// key's bytes, then the value's, each after its uvarint length; value is
+// the value's bytes within item. It is Add for a writer that moves entries
+// read from a checked savepoint, whose framing it keeps: when newRecord is
+// false the entry continues the key and namespace of the one before, which
+// are neither passed nor compared again, and a map key is never compared
+// with the one before it, so the caller answers for the order of the
+// entries of one key and namespace. Everything else is checked as Add
+// checks it: the order of keys and namespaces at each new record, a second
+// entry of a value state, the key group of each new key, the TTL
+// timestamp, the block limit. A segment takes its entries either through
+// Add or through AppendFramed.
+func (s *SegmentWriter) AppendFramed(newRecord bool, key, ns, item, value []byte) error {
+	if s.closed {
+		return fmt.Errorf("snapshotfmt: %s: segment is closed", s.where)
+	}
+	if s.f.err != nil {
+		return s.f.err
+	}
+	if s.rw.entries > 0 && !s.framed {
+		return fmt.Errorf("snapshotfmt: %s: AppendFramed after Add", s.where)
+	}
+	s.framed = true
+	if err := s.rw.addFramed(newRecord, key, ns, item, value); err != nil {
 		if s.f.err != nil {
 			return s.f.err
 		}

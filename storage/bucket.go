@@ -158,7 +158,7 @@ func (d *bucketDir) Open(ctx context.Context, name string) (File, error) {
 
 // List names the objects under the prefix, temporary uploads left out.
 func (d *bucketDir) List(ctx context.Context) ([]string, error) {
-	objs, err := d.listObjects(ctx)
+	objs, err := d.listObjects(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -178,15 +178,15 @@ type Object struct {
 	ModTime time.Time
 }
 
-// listObjects lists every object under the prefix, temporaries included,
-// sorted by name.
-func (st *bucketStore) listObjects(ctx context.Context) ([]Object, error) {
+// listObjects lists every object under the prefix whose name starts with
+// under, temporaries included, sorted by name.
+func (st *bucketStore) listObjects(ctx context.Context, under string) ([]Object, error) {
 	prefix := ""
 	if st.loc.Prefix != "" {
 		prefix = st.loc.Prefix + "/"
 	}
 	var out []Object
-	it := st.b.List(&blob.ListOptions{Prefix: prefix})
+	it := st.b.List(&blob.ListOptions{Prefix: prefix + under})
 	st.c.Requests.Add(1)
 	for {
 		o, err := it.Next(ctx)

@@ -30,6 +30,9 @@ import (
 type bucketTarget struct {
 	*bucketStore
 	force bool
+	// marker is the file written last, whose presence makes the target
+	// whole: _metadata, unless the options name another.
+	marker string
 	// oldETag is the version of the _metadata being replaced, "" if none;
 	// oldGeneration is the same on GCS.
 	oldETag       string
@@ -52,14 +55,21 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 	if err != nil {
 		return nil, err
 	}
-	t := &bucketTarget{bucketStore: st, force: opts.Force, created: map[string]bool{}, named: map[string]bool{},
+	marker := opts.Marker
+	if marker == "" {
+		marker = MetadataName
+	}
+	t := &bucketTarget{bucketStore: st, force: opts.Force, marker: marker, created: map[string]bool{}, named: map[string]bool{},
 		temps: map[string]bool{}, composers: map[*s3Composer]bool{}}
 	st.c.Requests.Add(1)
-	attrs, err := st.b.Attributes(ctx, st.key(MetadataName))
+	attrs, err := st.b.Attributes(ctx, st.key(marker))
 	switch {
 	case err == nil && !opts.Force:
 		st.Close()
-		return nil, fmt.Errorf("%w: %s holds a savepoint (use --force to replace it)", ErrExists, loc)
+		if marker == MetadataName {
+			return nil, fmt.Errorf("%w: %s holds a savepoint (use --force to replace it)", ErrExists, loc)
+		}
+		return nil, fmt.Errorf("%w: %s holds a finished output: its %s exists (use --force to replace it)", ErrExists, loc, marker)
 	case err == nil:
 		t.oldETag = attrs.ETag
 		var oa gcs.ObjectAttrs
@@ -68,16 +78,16 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 		}
 	case gcerrors.Code(err) != gcerrors.NotFound:
 		st.Close()
-		return nil, fmt.Errorf("storage: %s: %w", st.where(MetadataName), err)
+		return nil, fmt.Errorf("storage: %s: %w", st.where(marker), err)
 	}
 	if opts.Force {
-		objs, err := st.listObjects(ctx)
+		objs, err := st.listObjects(ctx, "")
 		if err != nil {
 			st.Close()
 			return nil, err
 		}
 		for _, o := range objs {
-			if o.Name != MetadataName && !isTempName(o.Name) {
+			if o.Name != t.marker && !isTempName(o.Name) {
 				t.old = append(t.old, o.Name)
 			}
 		}
@@ -105,7 +115,7 @@ func (t *bucketTarget) Create(ctx context.Context, name string) (io.WriteCloser,
 	if err := t.checkWritable(name); err != nil {
 		return nil, err
 	}
-	if name == MetadataName {
+	if name == t.marker {
 		return &metadataWriter{t: t}, nil
 	}
 	t.c.Requests.Add(1)
@@ -195,8 +205,8 @@ func (t *bucketTarget) CreateNamed(ctx context.Context, stem, ext string) (Named
 	if err := t.checkWritable(stem + ext); err != nil {
 		return nil, err
 	}
-	if stem+ext == MetadataName {
-		return nil, fmt.Errorf("%w: a data file cannot be named %s", ErrBadName, MetadataName)
+	if stem+ext == t.marker {
+		return nil, fmt.Errorf("%w: a data file cannot be named %s", ErrBadName, t.marker)
 	}
 	tmp := t.key(randomTempName())
 	t.c.Requests.Add(1)
@@ -368,8 +378,8 @@ func (t *bucketTarget) Compose(ctx context.Context, name string) (Composer, erro
 	if err := t.checkWritable(name); err != nil {
 		return nil, err
 	}
-	if name == MetadataName {
-		return nil, fmt.Errorf("%w: %s is not composed", ErrBadName, MetadataName)
+	if name == t.marker {
+		return nil, fmt.Errorf("%w: %s is not composed", ErrBadName, t.marker)
 	}
 	if t.s3 == nil {
 		w, err := t.Create(ctx, name)
@@ -391,8 +401,8 @@ func (t *bucketTarget) ComposeNamed(ctx context.Context, name string) (Composer,
 	if err := t.checkWritable(name); err != nil {
 		return nil, err
 	}
-	if name == MetadataName {
-		return nil, fmt.Errorf("%w: %s is not composed", ErrBadName, MetadataName)
+	if name == t.marker {
+		return nil, fmt.Errorf("%w: %s is not composed", ErrBadName, t.marker)
 	}
 	if t.s3 == nil {
 		return &clientComposer{w: t.createNamedAs(ctx, name), c: t.c}, nil
@@ -410,8 +420,8 @@ func (t *bucketTarget) CopyNamed(ctx context.Context, src File, name string) err
 	if err := t.checkWritable(name); err != nil {
 		return err
 	}
-	if name == MetadataName {
-		return fmt.Errorf("%w: a data file cannot be named %s", ErrBadName, MetadataName)
+	if name == t.marker {
+		return fmt.Errorf("%w: a data file cannot be named %s", ErrBadName, t.marker)
 	}
 	bf, ok := src.(*bucketFile)
 	if !ok || !sameStore(bf.st, t.bucketStore) {
@@ -475,7 +485,7 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 	case done:
 		return errors.New("storage: target already published")
 	case meta == nil:
-		return fmt.Errorf("storage: %s: no %s written", t.Location(), MetadataName)
+		return fmt.Errorf("storage: %s: no %s written", t.Location(), t.marker)
 	}
 	opts := &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: t.oldETag == ""}
 	if t.oldETag != "" {
@@ -499,11 +509,11 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 		}
 	}
 	t.c.Requests.Add(1)
-	if err := t.b.Upload(ctx, t.key(MetadataName), bytes.NewReader(meta.Bytes()), opts); err != nil {
+	if err := t.b.Upload(ctx, t.key(t.marker), bytes.NewReader(meta.Bytes()), opts); err != nil {
 		if isPreconditionFailed(err) {
 			return fmt.Errorf("%w: another writer published a savepoint at %s first; nothing of this run is visible", ErrConflict, t.Location())
 		}
-		return fmt.Errorf("storage: writing %s: %w", t.where(MetadataName), err)
+		return fmt.Errorf("storage: writing %s: %w", t.where(t.marker), err)
 	}
 	t.c.BytesWritten.Add(int64(meta.Len()))
 	t.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -81,6 +82,48 @@ func (l Location) String() string {
 		s += "/" + l.Prefix
 	}
 	return s
+}
+
+// URL gives the location back as a string that ParseLocation reads, with
+// its parameters: a plain path for a local directory.
+func (l Location) URL() string {
+	if !l.IsBucket() {
+		return l.Path
+	}
+	u := url.URL{Scheme: l.Scheme, Host: l.Bucket, Path: "/" + l.Prefix, RawQuery: l.Query.Encode()}
+	return u.String()
+}
+
+// Join is the location of name, a relative slash-separated name, inside l.
+func (l Location) Join(name string) Location {
+	if !l.IsBucket() {
+		l.Path = filepath.Join(l.Path, filepath.FromSlash(name))
+		return l
+	}
+	l.Prefix = strings.Trim(path.Join(l.Prefix, name), "/")
+	return l
+}
+
+// Parent is the location that holds l; a bucket's root is its own parent.
+func (l Location) Parent() Location {
+	if !l.IsBucket() {
+		l.Path = filepath.Dir(l.Path)
+		return l
+	}
+	if i := strings.LastIndexByte(l.Prefix, '/'); i >= 0 {
+		l.Prefix = l.Prefix[:i]
+	} else {
+		l.Prefix = ""
+	}
+	return l
+}
+
+// Base is the last element of l: of its path or prefix.
+func (l Location) Base() string {
+	if !l.IsBucket() {
+		return filepath.Base(l.Path)
+	}
+	return path.Base(l.Prefix)
 }
 
 // Options say how a location is opened. The zero value is ready to use.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -51,7 +50,7 @@ func RemoveOrphans(ctx context.Context, d Dir, referenced []string, minAge time.
 		if now.Sub(o.ModTime) < minAge {
 			continue
 		}
-		if err := removeObject(ctx, d, o.Name); err != nil {
+		if err := Remove(ctx, d, o.Name); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -63,7 +62,7 @@ func RemoveOrphans(ctx context.Context, d Dir, referenced []string, minAge time.
 func objectsOf(ctx context.Context, d Dir) ([]Object, error) {
 	switch d := d.(type) {
 	case *bucketDir:
-		return d.listObjects(ctx)
+		return d.listObjects(ctx, "")
 	case *countedLocalDir:
 		return localObjects(string(d.localDir))
 	case localDir:
@@ -91,23 +90,4 @@ func localObjects(root string) ([]Object, error) {
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, err
-}
-
-func removeObject(ctx context.Context, d Dir, name string) error {
-	if err := CheckName(name); err != nil {
-		return err
-	}
-	switch d := d.(type) {
-	case *bucketDir:
-		d.c.Requests.Add(1)
-		if err := d.b.Delete(ctx, d.key(name)); err != nil {
-			return fmt.Errorf("storage: removing %s: %w", d.where(name), err)
-		}
-		return nil
-	case *countedLocalDir:
-		return os.Remove(filepath.Join(string(d.localDir), filepath.FromSlash(name)))
-	case localDir:
-		return os.Remove(filepath.Join(string(d), filepath.FromSlash(name)))
-	}
-	return fmt.Errorf("storage: %s: cannot remove files", d.Location())
 }

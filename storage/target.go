@@ -76,6 +76,11 @@ type TargetOptions struct {
 	// Force replaces a savepoint at the target. Without it, a target
 	// holding one is refused with ErrExists.
 	Force bool
+	// Marker, on a bucket, names the file that is written last and
+	// create-only, whose presence makes the target whole: _metadata when
+	// empty, as for a savepoint; an export names its own (_SUCCESS). A
+	// local target is published by a rename and needs none.
+	Marker string
 }
 
 // OpenTarget opens a location for writing a new savepoint. A local target

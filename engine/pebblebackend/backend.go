@@ -52,8 +52,8 @@ type Backend struct {
 	// reset from under them; a write in a map's Range callback may come
 	// while one is open.
 	openIters int
-	// lastList is where the list used last ends.
-	lastList listEnd
+	// listEnds is where recently used lists end.
+	listEnds listEnds
 	// kept is the iterator that iterRange reuses, keptInUse whether it is
 	// open now.
 	kept      *pebble.Iterator

@@ -210,3 +210,53 @@ func BenchmarkTimerFire(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkListPending is the shape of a temporal join's pending records:
+// each op reads the list of a new (key, namespace), finds it empty and adds
+// a record, then reads back and clears the list added to benchPendingLag
+// ops earlier, as a timer at its time does.
+func BenchmarkListPending(b *testing.B) {
+	be, keys := benchBackend(b)
+	l, err := state.GetList(be, nil, state.NewList("l", serializers.Int64(), state.WithNamespace(serializers.Int64())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := func(i int, add bool) {
+		benchSetKey(b, be, keys[i%len(keys)])
+		if err := l.SetNamespace(int64(i)); err != nil {
+			b.Fatal(err)
+		}
+		vs, err := l.Get()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if add {
+			if len(vs) != 0 {
+				b.Fatalf("list %d holds %v before its first record", i, vs)
+			}
+			err = l.Add(int64(i))
+		} else {
+			if len(vs) != 1 || vs[0] != int64(i) {
+				b.Fatalf("list %d holds %v, want [%d]", i, vs, i)
+			}
+			err = l.Clear()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range benchPendingLag {
+		step(i, true)
+	}
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := benchPendingLag
+	for b.Loop() {
+		step(i, true)
+		step(i-benchPendingLag, false)
+		i++
+	}
+}
+
+// benchPendingLag is how many records a pending list waits.
+const benchPendingLag = 1000

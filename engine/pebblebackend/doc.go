@@ -30,7 +30,9 @@
 // 8-byte big-endian last-modified time. Timer keys have empty values. List
 // sequences start at 0 and grow with each append; an append finds the last
 // sequence with a reverse seek instead of reading the list, or without one
-// when the list is the one read or written last, whose end is remembered.
+// when the list is one of the 4096 read or written last, whose ends are
+// remembered; such a list of up to 8 elements is also read by point
+// lookups of its sequences rather than by an iterator.
 //
 // # Snapshots and restore
 //
@@ -61,7 +63,8 @@
 // it reaches 64 KiB and before every snapshot, checkpoint and restore, so a
 // snapshot holds every write made before it. One iterator is kept between
 // reads and dropped at each commit, and up to 16 first timers per key group
-// are held in memory, since a seek costs more than most reads it serves.
+// are held in memory, with a note of whether they are all the key group
+// has, since a seek costs more than most reads it serves.
 //
 // Checkpoint makes the native checkpoint that the runtime's incremental
 // checkpoints are built from: it flushes the memtable (which no log holds),

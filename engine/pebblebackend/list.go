@@ -30,6 +30,9 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if end, ok := l.s.b.listEnds.of(p); ok && end <= pointReadMax {
+		return l.getByPoint(p, end)
+	}
 	it, err := l.s.b.iter(p)
 	if err != nil {
 		return nil, err
@@ -49,35 +52,72 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
-	l.s.b.lastList.set(p, end)
+	l.s.b.listEnds.set(p, end)
 	return cells, nil
 }
 
-// listEnd remembers where the list read or written last ends: its prefix
-// and the sequence after its last element. A list is most often read and
-// then appended to or replaced in the same record, and the memo saves that
-// write a seek. It may run high, never low: an element the sweeper deletes
-// leaves a gap, which lists allow, while every write of list elements
-// updates the memo and a restore clears it.
-type listEnd struct {
-	prefix []byte
-	end    uint64
-	ok     bool
+// pointReadMax is the longest remembered list read by point lookups, one
+// per sequence, rather than by an iterator: a lookup stops at the first
+// level that holds its key and skips sstables by their bloom filters, where
+// an iterator seeks every level, but a list that ran long costs one lookup
+// per element.
+const pointReadMax = 8
+
+// getByPoint reads the list with prefix p, which is known to end before
+// sequence end, by one lookup per sequence; a missing sequence is a gap
+// that the sweeper left.
+func (l listStore) getByPoint(p []byte, end uint64) ([]state.Cell, error) {
+	var cells []state.Cell
+	b := l.s.b
+	for seq := range end {
+		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), seq)
+		_, err := b.get(b.kbuf, func(v []byte) error {
+			c, err := l.s.decodeCell(v)
+			cells = append(cells, c)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return cells, nil
 }
 
-func (m *listEnd) set(p []byte, end uint64) {
-	m.prefix, m.end, m.ok = append(m.prefix[:0], p...), end, true
+// listEnds remembers where recently used lists end: per prefix, the
+// sequence after its last element. A list is most often read and then
+// appended to or replaced, and read again later (a timer's pending
+// records), and the memo saves an append its seek for the last sequence
+// and a read its iterator. An end may run high, never low: an element the
+// sweeper deletes leaves a gap, which lists allow, while every write of
+// list elements updates the memo and a restore clears it. It holds at most
+// listMemoSize lists and forgets them all when full, which keeps it
+// bounded and costs a seek per list once in a while.
+type listEnds struct {
+	ends map[string]uint64
+}
+
+const listMemoSize = 4096
+
+func (m *listEnds) set(p []byte, end uint64) {
+	if m.ends == nil {
+		m.ends = make(map[string]uint64)
+	}
+	if _, ok := m.ends[string(p)]; !ok && len(m.ends) >= listMemoSize {
+		clear(m.ends)
+	}
+	m.ends[string(p)] = end
 }
 
 // of returns the end of the list with prefix p, if remembered.
-func (m *listEnd) of(p []byte) (uint64, bool) {
-	if !m.ok || !bytes.Equal(m.prefix, p) {
-		return 0, false
-	}
-	return m.end, true
+func (m *listEnds) of(p []byte) (uint64, bool) {
+	end, ok := m.ends[string(p)]
+	return end, ok
 }
 
-func (m *listEnd) clear() { m.ok = false }
+// forget drops what is remembered of the list with prefix p.
+func (m *listEnds) forget(p []byte) { delete(m.ends, string(p)) }
+
+func (m *listEnds) clear() { clear(m.ends) }
 
 // lastSeq finds the sequence of the last element by a reverse seek, without
 // reading the list.
@@ -105,7 +145,7 @@ func (l listStore) Append(ns []byte, cells ...state.Cell) error {
 	if err != nil {
 		return err
 	}
-	next, known := l.s.b.lastList.of(p)
+	next, known := l.s.b.listEnds.of(p)
 	if !known {
 		last, ok, err := l.lastSeq(p)
 		if err != nil {
@@ -116,10 +156,10 @@ func (l listStore) Append(ns []byte, cells ...state.Cell) error {
 		}
 	}
 	if err := l.write(p, next, cells, nil); err != nil {
-		l.s.b.lastList.clear()
+		l.s.b.listEnds.forget(p)
 		return err
 	}
-	l.s.b.lastList.set(p, next+uint64(len(cells)))
+	l.s.b.listEnds.set(p, next+uint64(len(cells)))
 	return nil
 }
 
@@ -133,8 +173,8 @@ func (l listStore) Replace(ns []byte, cells []state.Cell) error {
 		return err
 	}
 	b, n := l.s.b, uint64(len(cells))
-	end, known := b.lastList.of(p)
-	b.lastList.clear()
+	end, known := b.listEnds.of(p)
+	b.listEnds.forget(p)
 	if !known {
 		err = l.write(p, 0, cells, binary.BigEndian.AppendUint64(p[:len(p):len(p)], n))
 	} else if err = l.write(p, 0, cells, nil); err == nil {
@@ -149,7 +189,7 @@ func (l listStore) Replace(ns []byte, cells []state.Cell) error {
 	if err != nil {
 		return err
 	}
-	b.lastList.set(p, n)
+	b.listEnds.set(p, n)
 	return nil
 }
 

@@ -208,3 +208,55 @@ func TestListAfterGet(t *testing.T) {
 		t.Fatalf("list b is %v, want %v", got, want)
 	}
 }
+
+// TestListReadByPoint reads remembered lists by point lookups: one with a
+// gap the sweeper left at its front, one emptied, one that never existed
+// but whose end a read remembered, and a list written behind the memo
+// that a full memo forgot.
+func TestListReadByPoint(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, b, "k")
+	if err := l.Append([]byte("a"), cellsOf(1, 2, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := l.(listStore).prefix([]byte("a"))
+	if end, ok := b.listEnds.of(p); !ok || end != 3 {
+		t.Fatalf("end of list a remembered as %d, %v; want 3", end, ok)
+	}
+	if err := b.del(binary.BigEndian.AppendUint64(p, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listValues(t, l, []byte("a")), []int64{2, 3}; !slices.Equal(got, want) {
+		t.Fatalf("list a is %v, want %v", got, want)
+	}
+	if err := l.Replace([]byte("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := listValues(t, l, []byte("a")); len(got) != 0 {
+		t.Fatalf("list a is %v after Replace with nothing", got)
+	}
+	if got := listValues(t, l, []byte("never")); len(got) != 0 {
+		t.Fatalf("list never is %v", got)
+	}
+	if err := l.Append([]byte("never"), cellsOf(5)...); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listValues(t, l, []byte("never")), []int64{5}; !slices.Equal(got, want) {
+		t.Fatalf("list never is %v, want %v", got, want)
+	}
+	// Fill the memo past its bound: it stays bounded, and what it forgot
+	// is read by an iterator again.
+	for i := range listMemoSize + 10 {
+		listValues(t, l, binary.BigEndian.AppendUint64(nil, uint64(i)))
+	}
+	if n := len(b.listEnds.ends); n > listMemoSize {
+		t.Fatalf("memo holds %d lists, more than %d", n, listMemoSize)
+	}
+	if got, want := listValues(t, l, []byte("never")), []int64{5}; !slices.Equal(got, want) {
+		t.Fatalf("list never is %v after the memo filled, want %v", got, want)
+	}
+}

@@ -64,7 +64,7 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 		return err
 	}
 	// It writes list elements the list memo does not see.
-	b.lastList.clear()
+	b.listEnds.clear()
 	w := newBatchWriter(b.db)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for _, u := range units {

@@ -34,6 +34,10 @@ type timerService struct {
 	// namespace): every timer of kg that sorts before the last one held is
 	// held too. Empty exactly when kg has no timers.
 	heads [][][]byte
+	// complete[kg-Start] says that heads holds every timer of kg, so that
+	// removing the last one held needs no seek to find that none is left:
+	// most key groups hold a few timers at a time.
+	complete []bool
 	// queue holds the key groups with timers, earliest head first.
 	queue kgQueue
 }
@@ -42,7 +46,7 @@ var _ state.Timers = (*timerService)(nil)
 
 func newTimerService(b *Backend, id uint16, name string, ns serializers.Serializer) *timerService {
 	n := b.kgs.Len()
-	t := &timerService{b: b, id: id, name: name, ns: ns, heads: make([][][]byte, n)}
+	t := &timerService{b: b, id: id, name: name, ns: ns, heads: make([][][]byte, n), complete: make([]bool, n)}
 	t.queue = kgQueue{t: t, pos: make([]int, n)}
 	for i := range t.queue.pos {
 		t.queue.pos[i] = -1
@@ -73,21 +77,27 @@ func (t *timerService) Register(ns []byte, ts int64) error {
 		return err
 	}
 	kg := t.b.kg
-	hs, s := t.heads[kg-t.b.kgs.Start], k[prefixLen:]
+	at := kg - t.b.kgs.Start
+	hs, s := t.heads[at], k[prefixLen:]
 	i, found := slices.BinarySearchFunc(hs, s, bytes.Compare)
 	switch {
 	case found:
 	case len(hs) == 0:
 		// kg had no timers: s is its only one.
+		t.complete[at] = true
 		t.setHeads(kg, append(hs, bytes.Clone(s)))
-	case i < len(hs):
+	case i < len(hs) || t.complete[at] && len(hs) < headsCap:
 		hs = slices.Insert(hs, i, bytes.Clone(s))
 		if len(hs) > headsCap {
 			hs = hs[:headsCap]
+			t.complete[at] = false
 		}
 		t.setHeads(kg, hs)
+	default:
+		// After the last held timer, s need not be held, but then the
+		// held ones are no longer all.
+		t.complete[at] = false
 	}
-	// After the last held timer, s need not be held.
 	return t.b.commitIfFull()
 }
 
@@ -117,6 +127,10 @@ func (t *timerService) removed(kg int, k []byte) error {
 		return nil
 	}
 	if len(hs) == 1 {
+		if t.complete[kg-t.b.kgs.Start] {
+			t.setHeads(kg, nil)
+			return nil
+		}
 		return t.reload(kg, k)
 	}
 	t.setHeads(kg, slices.Delete(hs, i, i+1))
@@ -225,6 +239,8 @@ func (t *timerService) loadHead(it *pebble.Iterator, kg int) error {
 	if err := it.Error(); err != nil {
 		return err
 	}
+	// Fewer than headsCap means the key group's timers ran out first.
+	t.complete[kg-t.b.kgs.Start] = len(hs) < headsCap
 	t.setHeads(kg, hs)
 	return nil
 }

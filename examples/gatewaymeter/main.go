@@ -23,7 +23,7 @@ func main() { os.Exit(command().Main(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func command() jobrun.Command {
 	var events int64
-	var leak bool
+	var leak, windowed bool
 	var openSchema string
 	return jobrun.Command{
 		Name: "gatewaymeter",
@@ -32,10 +32,11 @@ func command() jobrun.Command {
 		Flags: func(fs *flag.FlagSet) {
 			fs.Int64Var(&events, "events", 1_000_000, "events in the input")
 			fs.BoolVar(&leak, "leak", false, "the variant without the abandonment timer, whose abandoned requests leak")
+			fs.BoolVar(&windowed, "window", false, "the variant whose TenantCost sums each tenant's cost per one-minute event-time window")
 			fs.StringVar(&openSchema, "open-schema", "v1", "the Avro schema of `open` values: v1, or v2 (prompt_tokens a long, cached_tokens added), the schema evolution example")
 		},
 		Build: func(c *jobrun.Common) (*engine.Job, int64, error) {
-			cfg := gateway.Config{Seed: c.Seed, Events: events, Parallelism: c.Parallelism, MaxParallelism: c.MaxParallelism, Leak: leak}
+			cfg := gateway.Config{Seed: c.Seed, Events: events, Parallelism: c.Parallelism, MaxParallelism: c.MaxParallelism, Leak: leak, Window: windowed}
 			if err := cfg.Check(); err != nil {
 				return nil, 0, jobrun.Usagef("%v", err)
 			}

@@ -20,7 +20,10 @@
 //   - operator list, union and broadcast state, the splits of a source
 //     reader's SourceReaderState decoded into records;
 //   - Segments counted from the entries (Flink keeps no index), once per
-//     operator, and Entries streamed key group by key group;
+//     operator, ranges of key groups on every core, and Entries streamed
+//     key group by key group (after the count, one state's entries are
+//     read from its own bytes only; value sizes come in batches without
+//     building entries);
 //   - what cannot be read in Operator.Unread (the changelog layout, channel
 //     state), what is not read in Notes, and the bytes a heap key group
 //     cannot be walked past in Warnings.

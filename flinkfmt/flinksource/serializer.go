@@ -72,6 +72,16 @@ func (s *Serializer) DecodeAny(b []byte) (any, error) {
 	return v, nil
 }
 
+// FlinkShape describes the stored values for a columnar decoding without
+// Go values (nil for source splits, which decode their own way); nullFlag
+// says that each starts with a map value's null flag.
+func (s *Serializer) FlinkShape() (sh *typeser.Shape, nullFlag bool) {
+	if s.decode != nil {
+		return nil, false
+	}
+	return s.ser.Shape(), s.nullFlag
+}
+
 // MarshalJSON records the serializer class, its version and the type.
 func (s *Serializer) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateproc/stateproc/flinkfmt"
 	"github.com/stateproc/stateproc/flinkfmt/typeser"
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
@@ -404,24 +405,77 @@ func (s *Source) Segments(ctx context.Context, ref savepoint.StateRef, kgs keygr
 
 // count reads every entry of o's keyed state once and sums them per state
 // and key group; a key group's stored bytes go to its first segment, since
-// all its states lie in one span.
+// all its states lie in one span. Ranges of key groups are counted on the
+// worker pool and joined in key-group order, so the figures, the warnings
+// and which error is reported do not depend on the workers' timing.
 func (s *Source) count(ctx context.Context, o *operator) (map[savepoint.StateRef][]savepoint.Segment, error) {
-	type cell struct {
-		seg  savepoint.Segment
-		keys map[string]bool
-	}
-	out := map[savepoint.StateRef][]savepoint.Segment{}
 	spans := map[int][]flinkfmt.Span{}
 	for _, sp := range o.spans {
 		spans[sp.KeyGroup] = append(spans[sp.KeyGroup], sp)
 	}
-	cur := map[int]*cell{}
+	ranges := splitRange(o.keyed.Operator.MaxParallelism, countChunks*workers.Default())
+	res := make([]counted, len(ranges))
+	_ = workers.Run(ctx, len(ranges), 0, func(ctx context.Context, _, i int) error {
+		res[i] = countRange(ctx, o, ranges[i], spans)
+		return nil
+	})
+	out := map[savepoint.StateRef][]savepoint.Segment{}
+	for _, r := range res {
+		for _, w := range r.warnings {
+			s.warn(o.uid, w)
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		for _, seg := range r.segs {
+			out[seg.Ref] = append(out[seg.Ref], seg)
+		}
+	}
+	return out, nil
+}
+
+// countChunks is how many ranges of key groups each worker counts, so that
+// an uneven range does not leave a worker idle.
+const countChunks = 4
+
+// splitRange splits key groups 0 to n-1 into at most parts ranges.
+func splitRange(n, parts int) []keygroup.Range {
+	parts = max(1, min(parts, n))
+	out := make([]keygroup.Range, 0, parts)
+	for i := range parts {
+		if r := (keygroup.Range{Start: i * n / parts, End: (i+1)*n/parts - 1}); r.Len() > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// counted is what counting a range of key groups found, its segments in
+// key-group order.
+type counted struct {
+	segs     []savepoint.Segment
+	warnings []flinkfmt.Warning
+	err      error
+}
+
+func countRange(ctx context.Context, o *operator, kgs keygroup.Range, spans map[int][]flinkfmt.Span) counted {
+	// cell is one state's figures in the current key group. A key's
+	// entries lie together in both canonical orders, so the set of keys is
+	// consulted only when the key changes.
+	type cell struct {
+		seg  savepoint.Segment
+		used bool
+		last []byte
+		keys map[string]struct{}
+	}
+	var res counted
+	cur := make([]cell, len(o.refs))
 	curKG := -1
 	flush := func() {
 		first := true
-		for i := range o.refs {
-			c := cur[i]
-			if c == nil {
+		for i := range cur {
+			c := &cur[i]
+			if !c.used {
 				continue
 			}
 			for _, sp := range spans[curKG] {
@@ -436,11 +490,12 @@ func (s *Source) count(ctx context.Context, o *operator) (map[savepoint.StateRef
 				c.seg.Offset, c.seg.Length = 0, int64(c.seg.Bytes)
 			}
 			first = false
-			out[o.refs[i]] = append(out[o.refs[i]], c.seg)
+			res.segs = append(res.segs, c.seg)
+			c.used = false
+			clear(c.keys)
 		}
-		clear(cur)
 	}
-	it := o.keyed.Entries(ctx, -1, keygroup.All(o.keyed.Operator.MaxParallelism))
+	it := o.keyed.Entries(ctx, -1, kgs)
 	defer it.Close()
 	for it.Next() {
 		e := it.Entry()
@@ -448,15 +503,20 @@ func (s *Source) count(ctx context.Context, o *operator) (map[savepoint.StateRef
 			flush()
 			curKG = e.KeyGroup
 		}
-		c := cur[e.State]
-		if c == nil {
-			ref := o.refs[e.State]
-			c = &cell{seg: savepoint.Segment{Ref: ref, Stats: savepoint.Stats{KeyGroup: e.KeyGroup}}, keys: map[string]bool{}}
-			cur[e.State] = c
+		c := &cur[e.State]
+		if !c.used {
+			c.seg = savepoint.Segment{Ref: o.refs[e.State], Stats: savepoint.Stats{KeyGroup: e.KeyGroup}}
+			c.used = true
+			if c.keys == nil {
+				c.keys = map[string]struct{}{}
+			}
 		}
-		if !c.keys[string(e.Key)] {
-			c.keys[string(e.Key)] = true
-			c.seg.Keys++
+		if c.seg.Entries == 0 || !bytes.Equal(e.Key, c.last) {
+			if _, seen := c.keys[string(e.Key)]; !seen {
+				c.keys[string(e.Key)] = struct{}{}
+				c.seg.Keys++
+			}
+			c.last = append(c.last[:0], e.Key...)
 		}
 		c.seg.Entries++
 		c.seg.Bytes += uint64(len(e.Key) + len(e.Namespace) + len(e.MapKey) + len(e.Value))
@@ -475,13 +535,8 @@ func (s *Source) count(ctx context.Context, o *operator) (map[savepoint.StateRef
 		}
 	}
 	flush()
-	for _, w := range it.Warnings() {
-		s.warn(o.uid, w)
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	res.warnings, res.err = it.Warnings(), it.Err()
+	return res
 }
 
 // Entries iterates the entries of ref in kgs, key group by key group.
@@ -525,6 +580,20 @@ func (it *entries) Next() bool {
 		it.e.Value = it.buf
 	}
 	return true
+}
+
+// NextValues gives the sizes of values as Entry gives them (a map value
+// with its null flag) without building the entries; Flink records no TTL,
+// so lastModified is never filled.
+func (it *entries) NextValues(sizes []int, _ []int64) int {
+	if it.done {
+		return 0
+	}
+	n := it.it.NextValueSizes(sizes)
+	if n < len(sizes) {
+		it.finish()
+	}
+	return n
 }
 
 func (it *entries) finish() {

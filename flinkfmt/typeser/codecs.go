@@ -38,6 +38,19 @@ var primSizes = map[Kind]int{KindBool: 1, KindInt8: 1, KindInt16: 2, KindChar: 2
 
 func (c primCodec) size() (int, bool) { return primSizes[c.kind], true }
 
+func (c primCodec) skip(r *wire.Buf, _ bool) {
+	switch c.kind {
+	case KindBool, KindInt8:
+		r.Raw(1, "byte")
+	case KindInt16, KindChar:
+		r.Raw(2, "u16")
+	case KindInt32, KindFloat32:
+		r.Raw(4, "i32")
+	case KindInt64, KindFloat64:
+		r.Raw(8, "i64")
+	}
+}
+
 type stringCodec struct{}
 
 func (stringCodec) read(r *wire.Buf, _ bool) any {
@@ -49,6 +62,8 @@ func (stringCodec) read(r *wire.Buf, _ bool) any {
 }
 
 func (stringCodec) size() (int, bool) { return 1, false }
+
+func (stringCodec) skip(r *wire.Buf, _ bool) { r.SkipStringValue() }
 
 // fixedCodec reads a constant number of bytes that carry no information:
 // VoidNamespace, GlobalWindow and Void each write one zero byte.
@@ -64,6 +79,8 @@ func (c fixedCodec) read(r *wire.Buf, _ bool) any {
 
 func (c fixedCodec) size() (int, bool) { return c.n, true }
 
+func (c fixedCodec) skip(r *wire.Buf, _ bool) { r.Raw(c.n, "constant") }
+
 type windowCodec struct{}
 
 func (windowCodec) read(r *wire.Buf, _ bool) any {
@@ -72,6 +89,8 @@ func (windowCodec) read(r *wire.Buf, _ bool) any {
 }
 
 func (windowCodec) size() (int, bool) { return 16, true }
+
+func (windowCodec) skip(r *wire.Buf, _ bool) { r.Raw(16, "time window") }
 
 type bytesCodec struct{}
 
@@ -84,6 +103,8 @@ func (bytesCodec) read(r *wire.Buf, _ bool) any {
 }
 
 func (bytesCodec) size() (int, bool) { return 4, false }
+
+func (bytesCodec) skip(r *wire.Buf, _ bool) { r.Sized("byte array") }
 
 // primArrayCodec reads int32 length and the elements of a primitive array
 // other than byte[]; strings for String[].
@@ -217,6 +238,12 @@ func (c enumCodec) read(r *wire.Buf, _ bool) any {
 
 func (enumCodec) size() (int, bool) { return 4, true }
 
+func (c enumCodec) skip(r *wire.Buf, _ bool) {
+	if i := r.I32(); r.Err() == nil && (i < 0 || int(i) >= len(c.symbols)) {
+		r.Failf(wire.ErrMalformed, "enum %s has no constant %d (it has %d)", c.class, i, len(c.symbols))
+	}
+}
+
 // scalaEnumCodec maps a Scala Enumeration value's id to its name.
 type scalaEnumCodec struct {
 	class string
@@ -268,6 +295,14 @@ func (c recordCodec) size() (int, bool) {
 	return total, all
 }
 
+func (c recordCodec) skip(r *wire.Buf, last bool) {
+	for i, f := range c.fields {
+		if skipWith(f, r, last && i == len(c.fields)-1); r.Err() != nil {
+			return
+		}
+	}
+}
+
 type ttlCodec struct{ elem codec }
 
 func (c ttlCodec) read(r *wire.Buf, last bool) any {
@@ -279,6 +314,11 @@ func (c ttlCodec) read(r *wire.Buf, last bool) any {
 func (c ttlCodec) size() (int, bool) {
 	n, fixed := c.elem.size()
 	return 8 + n, fixed
+}
+
+func (c ttlCodec) skip(r *wire.Buf, last bool) {
+	r.I64()
+	skipWith(c.elem, r, last)
 }
 
 type timerCodec struct{ key, ns codec }
@@ -293,6 +333,12 @@ func (c timerCodec) size() (int, bool) {
 	a, fa := c.key.size()
 	b, fb := c.ns.size()
 	return 8 + a + b, fa && fb
+}
+
+func (c timerCodec) skip(r *wire.Buf, last bool) {
+	r.I64()
+	skipWith(c.key, r, false)
+	skipWith(c.ns, r, last)
 }
 
 // listCodec reads int32 count and the elements: ListSerializer,
@@ -368,6 +414,14 @@ func (c nullableCodec) size() (int, bool) {
 		return 1 + n, true
 	}
 	return 1, false
+}
+
+func (c nullableCodec) skip(r *wire.Buf, last bool) {
+	if r.Bool() {
+		r.Raw(c.padding, "null padding")
+		return
+	}
+	skipWith(c.elem, r, last)
 }
 
 // optionCodec reads Scala's Option: true and the value, or false.

@@ -46,7 +46,12 @@
 // registrations cannot be decoded without their classes, so they can be
 // taken as Opaque only where the frame ends with them; in a stream Read
 // fails with ErrUnframed. Java-serialized values are walked with a
-// bounded object-stream parser, so they are Opaque but framed.
+// bounded object-stream parser, so they are Opaque but framed. Skip finds
+// a value's end as Read does, with its checks, without building it where
+// the codec allows (keys, namespaces, list elements); Shape and Cursor
+// describe and read the plain codecs (primitives, strings, constants,
+// nullables, TTL values, tuples) for a caller that decodes values into
+// columns of its own without a Go value for each.
 //
 // # Untrusted bytes
 //

@@ -45,7 +45,8 @@ func seedSnapshots(f *testing.F) {
 }
 
 // FuzzSnapshot restores a serializer from arbitrary bytes and decodes the
-// bytes after its snapshot as a value, framed and unframed.
+// bytes after its snapshot as a value, framed and unframed; skipping the
+// value must stop where reading it does and fail where it fails.
 func FuzzSnapshot(f *testing.F) {
 	seedSnapshots(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -56,7 +57,12 @@ func FuzzSnapshot(f *testing.F) {
 		}
 		rest := r.Rest()
 		_, _ = s.Decode(rest)
-		_, _ = s.Read(wire.New(rest, 0))
+		read, skip := wire.New(rest, 0), wire.New(rest, 0)
+		_, rerr := s.Read(read)
+		serr := s.Skip(skip)
+		if (rerr == nil) != (serr == nil) || rerr == nil && read.Pos() != skip.Pos() {
+			t.Fatalf("Read stops at %d (%v), Skip at %d (%v)", read.Pos(), rerr, skip.Pos(), serr)
+		}
 		_ = s.Type.String()
 	})
 }

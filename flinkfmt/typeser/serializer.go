@@ -49,6 +49,8 @@ type Serializer struct {
 	// timer's key and namespace, a tuple's fields), in snapshot order.
 	Args []*Serializer
 	c    codec
+	// sk is c's skip, when it has one.
+	sk skipper
 }
 
 // codec reads one value. last reports that the value ends where its frame
@@ -84,6 +86,35 @@ func (s *Serializer) Read(r *wire.Buf) (any, error) {
 	return v, nil
 }
 
+// Skip steps over one value at the front of r, as Read does and with the
+// same checks, without building the value where its codec allows: the
+// parsers only need to know where keys and list elements end.
+func (s *Serializer) Skip(r *wire.Buf) error {
+	if s.sk != nil {
+		s.sk.skip(r, false)
+	} else {
+		s.c.read(r, false)
+	}
+	if err := r.Err(); err != nil {
+		return valueErr(s, err)
+	}
+	return nil
+}
+
+// skipper is implemented by the codecs that can step over a value without
+// building it; the others are read and the value dropped.
+type skipper interface {
+	skip(r *wire.Buf, last bool)
+}
+
+func skipWith(c codec, r *wire.Buf, last bool) {
+	if s, ok := c.(skipper); ok {
+		s.skip(r, last)
+		return
+	}
+	c.read(r, last)
+}
+
 // FixedLen returns the length of every value, or -1 when values differ in
 // length. Flink's composite keys depend on it.
 func (s *Serializer) FixedLen() int {
@@ -101,7 +132,9 @@ func valueErr(s *Serializer, err error) error {
 }
 
 func newSerializer(class string, version int, t *Type, c codec) *Serializer {
-	return &Serializer{Class: class, Version: version, Type: t, c: c}
+	s := &Serializer{Class: class, Version: version, Type: t, c: c}
+	s.sk, _ = c.(skipper)
+	return s
 }
 
 // Timer returns the serializer of timers of key and namespace, for timers

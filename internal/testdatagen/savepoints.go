@@ -72,6 +72,11 @@ var fixtures = []fixture{
 		backend: engine.Heap, stopAt: 1, drain: true,
 	},
 	{
+		name: "gateway-window-p2-heap", why: "GatewayMeter's windowed TenantCost mid-stream: one-minute windows' accumulators and their timers under the time-window namespace",
+		job:     gatewayJob(gateway.Config{Seed: 1, Events: 3000, Parallelism: 2, MaxParallelism: 128, Window: true}),
+		backend: engine.Heap, stopAt: 0.6,
+	},
+	{
 		name: "sessions-p2-heap", why: "SessionFeatures at the end of the input: category counts with TTL, open sessions and their timers",
 		job:     sessionsJob(sessions.Config{Seed: 1, Users: 800, Parallelism: 2, MaxParallelism: 128}),
 		backend: engine.Heap, stopAt: 1,

@@ -2,13 +2,13 @@ package chkdir
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/storage"
@@ -78,26 +78,47 @@ func Encode(m *Manifest) ([]byte, error) {
 	return json.MarshalIndent(m, "", "  ")
 }
 
-// ReadManifest reads the incremental manifest of the checkpoint in dir; ok
-// is false when the checkpoint has none, as a heap job's checkpoints and
-// every savepoint.
+// ReadManifest reads the incremental manifest of the checkpoint in the
+// local directory dir; ok is false when the checkpoint has none, as a heap
+// job's checkpoints and every savepoint.
 func ReadManifest(dir string) (m *Manifest, ok bool, err error) {
-	p := filepath.Join(dir, ManifestName)
-	b, err := os.ReadFile(p)
+	return ReadManifestIn(context.Background(), storage.LocalDir(dir))
+}
+
+// maxManifest bounds the size of a manifest that is read: a few hundred
+// bytes per database file, so far more than any checkpoint needs.
+const maxManifest = 64 << 20
+
+// ReadManifestIn reads the incremental manifest of the checkpoint that d,
+// a local directory or a bucket prefix, holds.
+func ReadManifestIn(ctx context.Context, d storage.Dir) (m *Manifest, ok bool, err error) {
+	return readManifest(ctx, d, ManifestName, d.Location()+"/"+ManifestName)
+}
+
+func readManifest(ctx context.Context, d storage.Dir, name, where string) (m *Manifest, ok bool, err error) {
+	f, err := d.Open(ctx, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
+	defer f.Close()
+	if f.Size() > maxManifest {
+		return nil, false, fmt.Errorf("%w: %s: %d bytes, more than the %d a manifest may have", ErrCorrupt, where, f.Size(), maxManifest)
+	}
+	b := make([]byte, f.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && len(b) == 0) {
+		return nil, false, fmt.Errorf("reading %s: %w", where, err)
+	}
 	m = &Manifest{}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(m); err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, p, err)
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
 	}
 	if err := m.check(); err != nil {
-		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, p, err)
+		return nil, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, where, err)
 	}
 	return m, true, nil
 }

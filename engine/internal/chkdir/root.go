@@ -7,10 +7,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/stateproc/stateproc/storage"
 )
 
-// Path is where checkpoint id lives under the checkpoint root.
+// Path is where checkpoint id lives under the checkpoint root: a local
+// path, or the URL of a prefix in a bucket when the root is one.
 func Path(root string, id uint64) string {
+	if loc, err := storage.ParseLocation(root); err == nil && loc.IsBucket() {
+		return loc.Join(Name(id)).URL()
+	}
 	return filepath.Join(root, Name(id))
 }
 
@@ -28,13 +34,22 @@ func List(root string) ([]uint64, error) {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "chk-") {
 			continue
 		}
-		id, err := strconv.ParseUint(strings.TrimPrefix(e.Name(), "chk-"), 10, 64)
-		if err == nil {
+		if id, ok := ParseName(e.Name()); ok {
 			ids = append(ids, id)
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids, nil
+}
+
+// ParseName returns the id of a checkpoint directory's name.
+func ParseName(name string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(name, "chk-")
+	if !ok || digits == "" || digits[0] == '+' {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(digits, 10, 64)
+	return id, err == nil
 }
 
 // Sanitize makes an operator uid safe in a file name: every byte other

@@ -19,6 +19,10 @@ type Config struct {
 	// Leak builds the variant without the abandonment timer and without TTL
 	// cleanup, and makes its input end with a quiet hour (see Source).
 	Leak bool
+	// Window builds the variant whose TenantCost sums each tenant's cost
+	// in one-minute event-time windows (CostWindow) instead of keeping a
+	// running total.
+	Window bool
 }
 
 // MinEvents is the smallest input: every split needs room for a request

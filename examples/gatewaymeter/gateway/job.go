@@ -93,6 +93,9 @@ func Build(cfg Config, events engine.Source[Event], prices engine.Source[PriceUp
 	if cfg.Leak {
 		name += "-leak"
 	}
+	if cfg.Window {
+		name += "-window"
+	}
 	j := engine.NewJob(name, engine.DefaultParallelism(cfg.Parallelism))
 	var keyed []engine.OperatorOption
 	if cfg.MaxParallelism > 0 {
@@ -108,19 +111,32 @@ func Build(cfg Config, events engine.Source[Event], prices engine.Source[PriceUp
 		},
 		slices.Concat(keyed, []engine.OperatorOption{engine.UID(AssembleUID), engine.Name("RequestAssembler"), engine.WithState(openDesc)})...)
 
+	var totals engine.Stream[TenantTotal]
+	if cfg.Window {
+		var err error
+		if totals, err = tenantCostWindow(records, prices, slices.Concat(keyed, []engine.OperatorOption{engine.UID(TenantCostUID), engine.Name("TenantCost")})); err != nil {
+			return nil, err
+		}
+	} else {
+		totals = tenantCostTotal(j, records, prices, keyed)
+	}
+
+	engine.ToSink(totals, orDiscard(sinks.Totals), engine.UID(TotalsSinkUID), engine.Name("TenantTotals"))
+	engine.ToSink(records, orDiscard(sinks.Records), engine.UID(RecordSinkUID), engine.Name("RequestRecords"))
+	return j, j.Validate()
+}
+
+// tenantCostTotal is TenantCost with a running total per tenant.
+func tenantCostTotal(j *engine.Job, records engine.Stream[RequestRecord], prices engine.Source[PriceUpdate], keyed []engine.OperatorOption) engine.Stream[TenantTotal] {
 	// The price stream is tiny and read by one subtask in order.
 	pr := engine.FromSource(j, prices, engine.Watermarks{}, engine.UID(PricesUID), engine.Name("PriceTable"), engine.Parallelism(1))
-	totals := engine.ProcessBroadcast(
+	return engine.ProcessBroadcast(
 		engine.KeyBy(records, func(r RequestRecord) string { return r.TenantID }, serializers.String()),
 		engine.Broadcast(pr, pricesDesc),
 		func() engine.KeyedBroadcastProcessFunction[string, RequestRecord, PriceUpdate, TenantTotal] {
 			return &tenantCost{}
 		},
 		slices.Concat(keyed, []engine.OperatorOption{engine.UID(TenantCostUID), engine.Name("TenantCost"), engine.WithState(usdTotalDesc, pendingDesc)})...)
-
-	engine.ToSink(totals, orDiscard(sinks.Totals), engine.UID(TotalsSinkUID), engine.Name("TenantTotals"))
-	engine.ToSink(records, orDiscard(sinks.Records), engine.UID(RecordSinkUID), engine.Name("RequestRecords"))
-	return j, j.Validate()
 }
 
 // orDiscard returns s, or a sink that drops everything.

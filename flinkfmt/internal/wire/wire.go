@@ -42,6 +42,11 @@ type Buf struct {
 // New returns a Buf over b whose offsets are reported as base+i.
 func New(b []byte, base int64) *Buf { return &Buf{b: b, base: base} }
 
+// Reset makes r read b from its start, with offsets reported as base+i,
+// and clears its error: a parser keeps one Buf for every value it walks
+// rather than allocating one each.
+func (r *Buf) Reset(b []byte, base int64) { *r = Buf{b: b, base: base} }
+
 // Err returns the first error.
 func (r *Buf) Err() error { return r.err }
 
@@ -271,14 +276,7 @@ func (r *Buf) StringValue() (s string, ok bool) {
 	}
 	// Fast path: all units below 0x80 are single bytes, as ASCII is.
 	p := r.b[r.off : r.off+int(n)]
-	ascii := true
-	for _, c := range p {
-		if c >= 0x80 {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(p) {
 		r.off += int(n)
 		return string(p), true
 	}
@@ -292,6 +290,72 @@ func (r *Buf) StringValue() (s string, ok bool) {
 		units = append(units, uint16(u))
 	}
 	return UTF16String(units), true
+}
+
+// AppendStringValue appends the UTF-8 of what StringValue reads to dst,
+// without building a string for ASCII text; ok is false for null.
+func (r *Buf) AppendStringValue(dst []byte) (out []byte, ok bool) {
+	at := r.off
+	if n, vok := r.varint(); vok && n > 0 && int64(n-1) <= int64(r.Len()) {
+		if p := r.b[r.off : r.off+int(n-1)]; isASCII(p) {
+			r.off += int(n - 1)
+			return append(dst, p...), true
+		}
+	}
+	// Anything else, an error included, as StringValue has it.
+	r.off = at
+	s, ok := r.StringValue()
+	return append(dst, s...), ok
+}
+
+// SkipStringValue steps over what StringValue reads, checking it as
+// StringValue does, without building the string: finding where a key ends
+// must not cost an allocation.
+func (r *Buf) SkipStringValue() {
+	start := r.Offset()
+	n, vok := r.varint()
+	if !vok {
+		if r.err == nil {
+			r.err = &Error{Offset: start, What: "string length", Err: fmt.Errorf("%w: varint longer than 5 bytes", ErrMalformed)}
+		}
+		return
+	}
+	if n == 0 {
+		return
+	}
+	n--
+	if n > maxStringUnits || int64(n) > int64(r.Len()) {
+		r.Fail("string", fmt.Errorf("%w: %d UTF-16 units, %d bytes remain", ErrShort, n, r.Len()))
+		return
+	}
+	if isASCII(r.b[r.off : r.off+int(n)]) {
+		r.off += int(n)
+		return
+	}
+	for i := uint32(0); i < n; i++ {
+		u, vok := r.varint()
+		if !vok || u > 0xFFFF {
+			r.Fail("string character", fmt.Errorf("%w: UTF-16 unit out of range", ErrMalformed))
+			return
+		}
+	}
+}
+
+// isASCII looks at eight bytes at a time: every key and map key of a
+// canonical key group goes through it.
+func isASCII(p []byte) bool {
+	for len(p) >= 8 {
+		if binary.LittleEndian.Uint64(p)&0x8080808080808080 != 0 {
+			return false
+		}
+		p = p[8:]
+	}
+	for _, c := range p {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // varint reads up to five 7-bit groups, low first.

@@ -49,3 +49,30 @@ func TestCountsAndStickyErrors(t *testing.T) {
 		t.Error("an over-long varint was accepted")
 	}
 }
+
+// TestSkipStringValue checks that skipping a string, and appending it to
+// bytes, stop where reading it does and fail where reading it fails.
+func TestSkipStringValue(t *testing.T) {
+	for _, in := range [][]byte{
+		{0x00, 7},                  // null
+		{0x01, 7},                  // ""
+		{0x04, 'a', 'b', 'c', 7},   // "abc"
+		{0x03, 0xE9, 0x01, 'x', 7}, // "éx": a unit of two varint bytes
+		{0x0B, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 0xE9, 0x01, 7}, // past the first eight bytes
+		{0x0A, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 7},
+		{0x03, 0xFF, 0xFF, 0x7F, 7}, // a unit past 0xFFFF
+		{0x05, 'a', 'b'},            // shorter than its length
+		{0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
+	} {
+		read, skip, app := New(in, 0), New(in, 0), New(in, 0)
+		s, ok := read.StringValue()
+		skip.SkipStringValue()
+		if read.Pos() != skip.Pos() || (read.Err() == nil) != (skip.Err() == nil) {
+			t.Errorf("% x: read stops at %d (%v), skip at %d (%v)", in, read.Pos(), read.Err(), skip.Pos(), skip.Err())
+		}
+		b, aok := app.AppendStringValue([]byte("pre"))
+		if string(b) != "pre"+s || aok != ok || app.Pos() != read.Pos() || (read.Err() == nil) != (app.Err() == nil) {
+			t.Errorf("% x: read gives %q, %v at %d; append gives %q, %v at %d (%v)", in, s, ok, read.Pos(), b, aok, app.Pos(), app.Err())
+		}
+	}
+}

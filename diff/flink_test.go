@@ -1,0 +1,123 @@
+package diff_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stateproc/stateproc/diff"
+	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
+	"github.com/stateproc/stateproc/internal/flinkgen"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// flinkSavepoint writes a small Flink savepoint of the sessions shape.
+func flinkSavepoint(t *testing.T, c flinkgen.Config) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "flink")
+	st, err := storage.Stage(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flinkgen.Write(context.Background(), st, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// flinkRewrite runs do on the Flink savepoint at in and returns where its
+// output went.
+func flinkRewrite(t *testing.T, in string, do func(*flinkfmt.Reader, storage.Staging) error) string {
+	t.Helper()
+	r, err := flinkfmt.Open(context.Background(), storage.LocalDir(in), flinkfmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	st, err := storage.Stage(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := do(r, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A Flink savepoint and its copy at another max parallelism compare
+// unchanged whichever side is re-bucketed: B moves to A's key groups by
+// Flink's hash, not stateproc's, so every key meets itself. Pruning B then
+// shows exactly the entries the prune dropped as only in A.
+func TestFlinkAtAnotherMaxParallelism(t *testing.T) {
+	ctx := context.Background()
+	cfg := flinkgen.Config{Seed: 5, Users: 600, Categories: 40, OpenPercent: 30,
+		Now: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), Span: 14 * 24 * time.Hour,
+		Parallelism: 2, MaxParallelism: 128}
+	sp := flinkSavepoint(t, cfg)
+	at720 := flinkRewrite(t, sp, func(r *flinkfmt.Reader, st storage.Staging) error {
+		_, err := flinkrewrite.Rescale(ctx, r, st, flinkrewrite.RescaleOptions{MaxParallelism: 720, Parallelism: 3})
+		return err
+	})
+	for _, dirs := range [][2]string{{sp, at720}, {at720, sp}} {
+		temp := t.TempDir()
+		rep := compare(t, dirs[0], dirs[1], diff.Options{TempDir: temp})
+		assertUnchanged(t, rep)
+		rebucketed := 0
+		for _, op := range rep.Operators {
+			if op.Rebucketed {
+				rebucketed++
+			}
+		}
+		if rebucketed != 1 {
+			t.Errorf("%d operators re-bucketed, want the keyed one", rebucketed)
+		}
+		if s := flinkState(t, rep, flinkgen.CountsState); s.Entries.Unchanged == 0 {
+			t.Errorf("no %s entry compared", flinkgen.CountsState)
+		}
+	}
+
+	// The generated savepoint records no uid (metadata before version 5):
+	// its operator goes by its hex ID.
+	id := flinkState(t, compare(t, sp, sp, diff.Options{}), flinkgen.CountsState).Operator
+	var dropped uint64
+	pruned := flinkRewrite(t, at720, func(r *flinkfmt.Reader, st storage.Staging) error {
+		rep, err := flinkrewrite.PruneTTL(ctx, r, st, flinkrewrite.PruneOptions{Now: cfg.Now,
+			TTL: map[string]time.Duration{id + "/" + flinkgen.CountsState: 5 * 24 * time.Hour}})
+		for _, s := range rep.States {
+			dropped += s.Dropped
+		}
+		return err
+	})
+	if dropped == 0 {
+		t.Fatal("the prune dropped nothing: the test needs entries older than the TTL")
+	}
+	rep := compare(t, sp, pruned, diff.Options{})
+	s := flinkState(t, rep, flinkgen.CountsState)
+	if !rep.Differ || s.Entries.OnlyA != dropped || s.Entries.OnlyB != 0 || s.Entries.Changed != 0 {
+		t.Errorf("pruned %d entries; diff says %+v", dropped, s.Entries)
+	}
+	if s.Entries.OnlyA+s.Entries.Unchanged != s.A.Entries {
+		t.Errorf("entries %+v do not add up to A's %d", s.Entries, s.A.Entries)
+	}
+}
+
+// flinkState is the keyed state of that name in a report of one keyed
+// operator.
+func flinkState(t *testing.T, rep *diff.Report, name string) *diff.StateDiff {
+	t.Helper()
+	for i := range rep.States {
+		if s := &rep.States[i]; s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no state %s in the diff", name)
+	return nil
+}

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// openBucketSavepoint opens a savepoint at a bucket URL for the test.
+func openBucketSavepoint(t *testing.T, location string) *snapshotfmt.Reader {
+	t.Helper()
+	r, closeAll, err := openCanonical(context.Background(), location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeAll() })
+	return r
+}
+
+// bucketKeys lists the keys under prefix in bucket.
+func bucketKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
+	t.Helper()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, *o.Key)
+		}
+	}
+	return keys
+}
+
+// checkBucketRoot checks what retention promises of a checkpoint root in a
+// bucket: every complete checkpoint's files are there, every shared object
+// is referenced by one, and no object lies outside a complete checkpoint
+// but those of the one in flight when a run died (none after a clean end).
+func checkBucketRoot(t *testing.T, c *s3.Client, bucket, prefix string, retain int) {
+	t.Helper()
+	keys := bucketKeys(t, c, bucket, prefix+"/")
+	have := map[string]bool{}
+	complete := map[string]bool{}
+	for _, k := range keys {
+		rel := strings.TrimPrefix(k, prefix+"/")
+		have[rel] = true
+		if dir, rest, _ := strings.Cut(rel, "/"); rest == storage.MetadataName {
+			complete[dir] = true
+		}
+	}
+	if len(complete) == 0 || len(complete) > retain {
+		t.Fatalf("%d complete checkpoints under %s, want 1 to %d", len(complete), prefix, retain)
+	}
+	referenced := map[string]bool{}
+	b, err := chkdir.OpenBucket(context.Background(), storetestURL(t, bucket, prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for dir := range complete {
+		id, _ := chkdir.ParseName(dir)
+		m, ok, err := b.ReadManifest(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			continue
+		}
+		for _, db := range m.Databases {
+			for _, f := range db.Files {
+				referenced[f.Path] = true
+				if !have[f.Path] {
+					t.Errorf("%s lists %s, which is not in the bucket", dir, f.Path)
+				}
+			}
+		}
+	}
+	for rel := range have {
+		dir, _, _ := strings.Cut(rel, "/")
+		switch {
+		case dir == chkdir.SharedDir && !referenced[rel]:
+			t.Errorf("shared object %s is referenced by no checkpoint", rel)
+		case dir != chkdir.SharedDir && !complete[dir]:
+			t.Errorf("%s lies in %s, which is no complete checkpoint", rel, dir)
+		}
+	}
+}
+
+var bucketEndpoint string
+
+func storetestURL(t *testing.T, bucket, prefix string) string {
+	t.Helper()
+	return storetest.URL(bucketEndpoint, bucket, prefix)
+}
+
+// A job checkpoints into a bucket, fails, restarts from its last
+// checkpoint there, and later dies for good; a new run restores from the
+// bucket's latest checkpoint, past what the dead run left of a checkpoint
+// in flight. The output is exactly that of an unbroken run, and so is the
+// final savepoint, written to the bucket too; on Pebble the checkpoints
+// share their immutable files under shared/ in the bucket.
+func TestCheckpointsInBucket(t *testing.T) {
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	bucketEndpoint = srv.Endpoint()
+	client := srv.Client(srv.Endpoint())
+	src := testSource{splits: 4, n: 20000, keys: 53}
+	stop := int64(src.splits * src.n)
+	for _, backend := range []BackendKind{Heap, Pebble} {
+		t.Run(string(backend), func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := context.Background()
+			var seen atomic.Int64
+			cleanOut := filepath.Join(dir, "clean")
+			cleanSP := storetestURL(t, "state", string(backend)+"/clean-sp")
+			if _, err := Run(ctx, failingJob(src, 2, NewFileSink(cleanOut, formatResult), &seen, -1), RunOptions{
+				Backend: backend, StopAfter: stop, SavepointDir: cleanSP,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(ctx, failingJob(src, 2, NewFileSink(filepath.Join(dir, "again"), formatResult), &seen, -1), RunOptions{
+				Backend: backend, StopAfter: stop, SavepointDir: cleanSP,
+			}); err == nil || !strings.Contains(err.Error(), "already exists") {
+				t.Fatalf("a second run onto the same bucket savepoint: %v, want it refused", err)
+			}
+
+			rootPrefix := string(backend) + "/chk"
+			root := storetestURL(t, "state", rootPrefix)
+			out := filepath.Join(dir, "out")
+			// The first run fails twice: once it restarts from its last
+			// checkpoint, the second time it has no restarts left and dies.
+			seen.Store(0)
+			var failures atomic.Int64
+			res, err := Run(ctx, failingJob(src, 2, NewFileSink(out, formatResult), &seen, 30000), RunOptions{
+				Backend: backend, CheckpointDir: root, CheckpointInterval: 5 * time.Millisecond, MaxRestarts: 1,
+				StopAfter: stop, SavepointDir: storetestURL(t, "state", string(backend)+"/never"),
+				inject: func(p faultPoint, t *task, cp *checkpoint) error {
+					// After the restart, a checkpoint breaks before it
+					// publishes, and then the run dies at the next record
+					// count's failure.
+					if p == faultComplete && seen.Load() > 45000 && failures.Add(1) == 1 {
+						seen.Store(29999)
+						return errInjected
+					}
+					return nil
+				},
+			})
+			if err == nil {
+				t.Fatal("the run that was to die finished")
+			}
+			if res.Restarts != 1 || res.LastCheckpoint == "" || !strings.HasPrefix(res.LastCheckpoint, "s3://") {
+				t.Fatalf("restarts %d, last checkpoint %q: want one restart from a checkpoint in the bucket", res.Restarts, res.LastCheckpoint)
+			}
+			latest, err := LatestCheckpoint(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A checkpoint may have been published as the run died, before
+			// the run recorded it.
+			if mustID(t, latest) < mustID(t, res.LastCheckpoint) {
+				t.Fatalf("LatestCheckpoint = %s, older than the run's last, %s", latest, res.LastCheckpoint)
+			}
+			// What a run killed while writing its next checkpoint leaves:
+			// data files of that checkpoint, no _metadata.
+			next := mustID(t, latest) + 1
+			for _, name := range []string{chkdir.Name(next) + "/op001-00000-0123456789abcdef.data", chkdir.Name(next) + "/op001-00001/MANIFEST-000001"} {
+				if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(rootPrefix + "/" + name), Body: bytes.NewReader([]byte("left by a dead run"))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if again, err := LatestCheckpoint(root); err != nil || again != latest {
+				t.Fatalf("LatestCheckpoint with a dead run's leftovers = %s, %v; want %s", again, err, latest)
+			}
+
+			finalSP := storetestURL(t, "state", string(backend)+"/final-sp")
+			seen.Store(0)
+			res2, err := Run(ctx, failingJob(src, 2, NewFileSink(out, formatResult), &seen, -1), RunOptions{
+				Backend: backend, RestoreFrom: latest, CheckpointDir: root, CheckpointInterval: 5 * time.Millisecond,
+				StopAfter: stop, SavepointDir: finalSP,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res2.Savepoint != finalSP {
+				t.Fatalf("savepoint %q, want %q", res2.Savepoint, finalSP)
+			}
+			clean, got := readParts(t, cleanOut), readParts(t, out)
+			if len(clean) == 0 || !slices.Equal(clean, got) {
+				t.Fatalf("outputs differ: %d lines without failure, %d across the failures", len(clean), len(got))
+			}
+			a, b := openBucketSavepoint(t, cleanSP), openBucketSavepoint(t, finalSP)
+			if len(sptest.Entries(t, a, "count", countDesc.Spec().Name)) == 0 || len(sptest.Timers(t, a, "count", EventTimeTimers)) == 0 {
+				t.Fatal("the savepoint holds no open window: comparing the states would check nothing")
+			}
+			sptest.EqualKeyedState(t, a, b)
+			if backend == Pebble {
+				var reused int64
+				for _, st := range append(res.CheckpointStats, res2.CheckpointStats...) {
+					reused += st.Reused
+				}
+				if reused == 0 {
+					t.Error("no checkpoint referenced a shared file an earlier one uploaded")
+				}
+			}
+			if res2.Checkpoints > 0 {
+				checkBucketRoot(t, client, "state", rootPrefix, 2)
+			}
+			if keys := bucketKeys(t, client, "state", string(backend)+"/never/"); len(keys) != 0 {
+				t.Errorf("the dead run left %v at its savepoint target", keys)
+			}
+		})
+	}
+}
+
+func mustID(t *testing.T, location string) uint64 {
+	t.Helper()
+	loc, err := storage.ParseLocation(location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := chkdir.ParseName(path.Base(loc.Prefix))
+	if !ok {
+		t.Fatalf("%s is no checkpoint", location)
+	}
+	return id
+}

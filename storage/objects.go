@@ -1,0 +1,106 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// A writer that keeps its own names under a location, rather than a
+// savepoint's (the engine's checkpoint root: immutable files under shared/
+// that several checkpoints reference, and checkpoint directories that
+// retention deletes), reads through a Dir from OpenDir and writes and
+// deletes single objects with the functions below.
+
+// Put writes the object name of the bucket Dir d from r in one upload,
+// replacing one of the same name: an object store shows the new object
+// whole or not at all, and durably once Put returns. It suits names whose
+// bytes never change (a file named after its database and its number in
+// it), where a replacement writes what was there.
+func Put(ctx context.Context, d Dir, name string, r io.Reader) error {
+	bd, ok := d.(*bucketDir)
+	if !ok {
+		return fmt.Errorf("storage: %s: Put writes objects of a bucket", d.Location())
+	}
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if isTempName(name) || name == MetadataName {
+		return fmt.Errorf("%w: %q is not written by Put", ErrBadName, name)
+	}
+	bd.c.Requests.Add(1)
+	cr := &countingReader{r: r, c: bd.c}
+	if err := bd.b.Upload(ctx, bd.key(name), cr, &blob.WriterOptions{ContentType: "application/octet-stream"}); err != nil {
+		return fmt.Errorf("storage: writing %s: %w", bd.where(name), err)
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	c *Counters
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.c.BytesWritten.Add(int64(n))
+	return n, err
+}
+
+// Remove deletes the file name of d, a Dir from OpenDir or LocalDir. A
+// file that is not there is no error.
+func Remove(ctx context.Context, d Dir, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	var err error
+	switch d := d.(type) {
+	case *bucketDir:
+		d.c.Requests.Add(1)
+		if err = d.b.Delete(ctx, d.key(name)); gcerrors.Code(err) == gcerrors.NotFound {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("storage: removing %s: %w", d.where(name), err)
+		}
+		return nil
+	case *countedLocalDir:
+		err = os.Remove(filepath.Join(string(d.localDir), filepath.FromSlash(name)))
+	case localDir:
+		err = os.Remove(filepath.Join(string(d), filepath.FromSlash(name)))
+	default:
+		return fmt.Errorf("storage: %s: cannot remove files", d.Location())
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// ListUnder lists the files of the bucket Dir d whose names start with
+// under ("chk-", "shared/"), temporary uploads left out, sorted by name:
+// one listing of that part of the prefix rather than of all of it.
+func ListUnder(ctx context.Context, d Dir, under string) ([]Object, error) {
+	bd, ok := d.(*bucketDir)
+	if !ok {
+		return nil, fmt.Errorf("storage: %s: ListUnder lists a bucket", d.Location())
+	}
+	objs, err := bd.listObjects(ctx, under)
+	if err != nil {
+		return nil, err
+	}
+	out := objs[:0]
+	for _, o := range objs {
+		if !isTempName(o.Name) && strings.HasPrefix(o.Name, under) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
