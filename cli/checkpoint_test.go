@@ -47,7 +47,7 @@ type checkpointSource struct {
 
 func (s *checkpointSource) Splits() int { return 1 }
 
-func (s *checkpointSource) Open(_ int, offset int64) (engine.SplitReader[checkpointRecord], error) {
+func (s *checkpointSource) Open(ctx context.Context, _ int, offset int64) (engine.SplitReader[checkpointRecord], error) {
 	return &checkpointReader{s: s, i: int(offset), after: -1}, nil
 }
 
@@ -63,7 +63,7 @@ type checkpointReader struct {
 	beats int64
 }
 
-func (r *checkpointReader) Next() (checkpointRecord, int64, bool, error) {
+func (r *checkpointReader) Next(ctx context.Context) (checkpointRecord, int64, bool, error) {
 	last := int64(checkpointT0 + (checkpointKeys-1)*1000)
 	if r.i < checkpointKeys {
 		r.i++

@@ -16,6 +16,7 @@ import (
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/shard"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -31,6 +32,7 @@ type exportOptions struct {
 	maxRows      int64
 	rowGroupRows int
 	output       string
+	shard        shardFlag
 }
 
 func newExportCmd() *cobra.Command {
@@ -72,8 +74,15 @@ create-only, listing them: the export is complete exactly when _SUCCESS exists,
 and --force replaces a finished one. A type with no Arrow mapping fails the
 export before anything is written; leave its state out with --operator and
 --state. --key-groups exports part of the keyed state and leaves out operator
-and broadcast state, which belong to no key group.`,
+and broadcast state, which belong to no key group.
+
+--shard I/N exports shard I (from 0) of N only: a run of key groups of about
+equal bytes (shard 0 also takes operator and broadcast state), into a part
+beside DIR named DIR.shard-0000I-of-0000N; once every shard is done,
+"stateproc commit --export --out DIR --shards N" puts the parts together into
+DIR, each dataset's files numbered in shard order.`,
 		Example: `  stateproc export ./sp-42 --out ./sp-42-parquet
+  stateproc export ./sp-42 --out ./sp-42-parquet --shard 0/4   # then: stateproc commit --export --out ./sp-42-parquet --shards 4
   stateproc export ./sp-42 --out ./features --operator session-features --state category-counts
   stateproc export ./sp-42 --out ./sp-42-parquet --now 2026-01-07T00:00:00Z --force
   stateproc export ./sp-42 --out ./sp-42-json --format jsonl --key-groups 0-15
@@ -94,6 +103,7 @@ and broadcast state, which belong to no key group.`,
 	f.StringVar(&o.now, "now", "", "add the expired column to TTL states, at this `time` (RFC 3339 or epoch ms)")
 	f.Int64Var(&o.maxRows, "max-rows-per-file", export.DefaultMaxRowsPerFile, "split states into files of at most `N` rows (0: one file per state)")
 	f.IntVar(&o.rowGroupRows, "row-group-rows", export.DefaultRowGroupRows, "`N` rows per Parquet row group or Arrow record batch")
+	addShardFlag(cmd, &o.shard, "writes a part for stateproc commit")
 	addOutputFlag(cmd, &o.output)
 	cmd.MarkFlagRequired("out")
 	return cmd
@@ -117,6 +127,15 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 	if err != nil {
 		return usagef("--out: %v", err)
 	}
+	target := o.out
+	if o.shard.set() {
+		if loc.IsBucket() {
+			return usagef("--out %s: a --shard run writes its part to a local directory beside --out; give a local --out", loc)
+		}
+		if target, err = o.cutShard(ctx, src, &opts); err != nil {
+			return err
+		}
+	}
 	var staging storage.Staging
 	if loc.IsBucket() {
 		// The bucket target refuses a finished export without --force.
@@ -132,7 +151,7 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 	} else {
 		// An empty directory holds nothing to lose: it is replaced as if
 		// with --force.
-		if staging, err = export.Stage(args[0], o.out, o.force || isEmptyDir(o.out)); err != nil {
+		if staging, err = export.Stage(args[0], target, o.force || isEmptyDir(target)); err != nil {
 			return rewriteError(err)
 		}
 	}
@@ -238,6 +257,22 @@ func (o exportOptions) resolve(m *savepoint.Metadata, opts *export.Options) erro
 	}
 	opts.KeyGroups = &kgs
 	return nil
+}
+
+// cutShard narrows opts to the shard --shard names and returns where its
+// part goes.
+func (o exportOptions) cutShard(ctx context.Context, src savepoint.Source, opts *export.Options) (string, error) {
+	sp, err := o.shard.spec()
+	if err != nil {
+		return "", err
+	}
+	if opts.KeyGroups != nil {
+		return "", usagef("--shard cuts the key groups itself: give --key-groups or --shard, not both")
+	}
+	if err := shard.NarrowExport(ctx, src, sp, opts); err != nil {
+		return "", err
+	}
+	return sp.Part(o.out), nil
 }
 
 // badValue is a stored value its serializer cannot decode: the framing is

@@ -17,6 +17,7 @@ type pruneOptions struct {
 	rewriteFlags
 	now    string
 	ttl    []string
+	shard  shardFlag
 	stderr io.Writer
 }
 
@@ -49,11 +50,18 @@ nothing.
 An Apache Flink savepoint records neither its time nor its states' TTL: give
 --now, and --ttl for each state to prune (its operator by uid, ID or name);
 states with TTL not named are kept whole. It is written in Flink's canonical
-layout.`,
+layout.
+
+--shard I/N rewrites shard I (from 0) of N only, cut from the index at
+segment boundaries to about equal bytes, into a part beside --out named
+--out.shard-0000I-of-0000N; once every shard is done, "stateproc commit --out
+DST --shards N" puts the parts together into the savepoint a single run
+writes, byte for byte. The report then counts the shard's segments.`,
 		Example: `  stateproc prune-ttl ./savepoints/sp-42 --out ./savepoints/sp-42-pruned
   stateproc prune-ttl ./savepoints/sp-42 --now 2026-11-29T06:00:00Z --out ./pruned
   stateproc prune-ttl ./savepoints/sp-42 --ttl assemble/open=30m --ttl features/category-counts=3d --out ./pruned
   stateproc prune-ttl ./savepoints/sp-42 --dry-run -o json
+  stateproc prune-ttl ./savepoints/sp-42 --out ./pruned --shard 2/8   # then: stateproc commit --out ./pruned --shards 8
   stateproc prune-ttl ./flink/savepoint-3b5f07-1 --now 2026-11-29T06:00:00Z --ttl session-features/category-counts=7d --out ./pruned`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,6 +72,7 @@ layout.`,
 	addRewriteFlags(cmd, &o.rewriteFlags)
 	cmd.Flags().StringVar(&o.now, "now", "", "`time` at which entries are judged, RFC 3339 or epoch ms (default: the savepoint's creation time)")
 	cmd.Flags().StringArrayVar(&o.ttl, "ttl", nil, "override the TTL of one state: `UID/STATE=DURATION` (7d, 36h, 90m); repeatable")
+	addShardFlag(cmd, &o.shard, "writes a part for stateproc commit")
 	return cmd
 }
 
@@ -80,13 +89,24 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 		}
 		overrides[name] = d
 	}
+	sp, err := o.shard.spec()
+	if err != nil {
+		return err
+	}
 	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0])
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	if fr, ok := flinkReader(r); ok {
+		if o.shard.set() {
+			return usagef("--shard: an Apache Flink savepoint is rewritten in one run")
+		}
 		return runFlinkPrune(ctx, o, fr, overrides, args[0], out)
+	}
+	wopts := o.options()
+	if o.shard.set() && wopts.Out != "" {
+		wopts.Out = sp.Part(wopts.Out)
 	}
 	now := r.Metadata().CreatedAt
 	if o.now != "" {
@@ -95,7 +115,7 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 		}
 	}
 	bar := newByteProgress(ctx, o.stderr, "pruning")
-	rep, err := prunettl.Run(ctx, r, args[0], prunettl.Options{Now: now, TTL: overrides}, bar.options(o.options()))
+	rep, err := prunettl.Run(ctx, r, args[0], prunettl.Options{Now: now, TTL: overrides, Shard: sp}, bar.options(wopts))
 	bar.end(err)
 	if err != nil {
 		return rewriteError(err)

@@ -17,6 +17,7 @@ import (
 type verifyOptions struct {
 	output  string
 	deep    bool
+	shard   shardFlag
 	orphans orphanOptions
 	stderr  io.Writer
 }
@@ -41,10 +42,15 @@ that its _metadata does not name, left by a run that died before it
 published or lost a race to another writer (a local target has none: runs
 stage theirs beside it). --remove-orphans deletes those last modified more
 than --orphan-age ago, sparing a run still writing there; under a prefix
-with no _metadata at all, every file is an orphan.`,
+with no _metadata at all, every file is an orphan.
+
+--shard I/N reads shard I (from 0) of N only, cut from the index at segment
+boundaries to about equal bytes: N such runs read every segment once, and
+their figures add up to a single run's. Orphans are listed by shard 0 only.`,
 		Example: `  stateproc verify ./savepoints/sp-42
   stateproc verify --deep ./savepoints/sp-42
   stateproc verify -o json ./savepoints/sp-42
+  stateproc verify --shard 3/8 ./savepoints/sp-42
   stateproc verify --remove-orphans 's3://prod-state/savepoints/sp-42'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,6 +60,7 @@ with no _metadata at all, every file is an orphan.`,
 	}
 	addOutputFlag(cmd, &o.output)
 	cmd.Flags().BoolVar(&o.deep, "deep", false, "also decode every key, namespace, map key and value")
+	addShardFlag(cmd, &o.shard, "")
 	cmd.Flags().BoolVar(&o.orphans.remove, "remove-orphans", false, "in a bucket, delete the files that no _metadata names")
 	cmd.Flags().StringVar(&o.orphans.minAge, "orphan-age", "1h", "remove only orphans older than this `duration`")
 	return cmd
@@ -72,6 +79,10 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
+	sp, err := o.shard.spec()
+	if err != nil {
+		return err
+	}
 	// Opening checks the metadata, and for stateproc's layout the data
 	// files' sizes and preambles.
 	src, err := openSavepoint(ctx, args[0])
@@ -83,15 +94,17 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	}
 	defer src.Close()
 	bar := newByteProgress(ctx, o.stderr, "verifying")
-	v, err := inspect.Verify(ctx, src, inspect.VerifyOptions{Deep: o.deep, Progress: bar.report()})
+	v, err := inspect.Verify(ctx, src, inspect.VerifyOptions{Deep: o.deep, Progress: bar.report(), Shard: sp})
 	bar.end(err)
 	if err != nil {
 		return err
 	}
 	printWarnings(o.stderr, v.Warnings)
 	sum := verifySummary{Path: shown(args[0]), OK: true, Verified: v}
-	if sum.Orphans, err = findOrphans(ctx, args[0], src, o.orphans); err != nil {
-		return err
+	if sp.Index == 0 {
+		if sum.Orphans, err = findOrphans(ctx, args[0], src, o.orphans); err != nil {
+			return err
+		}
 	}
 	if o.output == outputJSON {
 		return writeJSON(out, sum)

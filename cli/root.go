@@ -119,7 +119,7 @@ func newRoot(prof *cpuProfile) *cobra.Command {
 func subcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newInspectCmd(), newDumpCmd(), newVerifyCmd(), newSizeCmd(),
-		newExportCmd(),
+		newExportCmd(), newCommitCmd(),
 		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(), newConvertCmd(),
 		newCheckCmd(), newMigrateCmd(),
 		newBootstrapCmd(), newDiffCmd(), newReportCmd(),

@@ -208,12 +208,12 @@ func started(t *testing.T, src *gateway.Source, n int64) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	for split := range src.Splits() {
-		r, err := src.Open(split, 0)
+		r, err := src.Open(context.Background(), split, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range detgen.Share(n, split, src.Splits()) {
-			e, _, ok, err := r.Next()
+			e, _, ok, err := r.Next(context.Background())
 			if err != nil || !ok {
 				t.Fatalf("split %d ends early: %v", split, err)
 			}

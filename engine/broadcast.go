@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -60,8 +61,10 @@ type KeyedBroadcastProcessFunction[K, IN, B, OUT any] interface {
 	ProcessBroadcastElement(ctx *BroadcastContext[OUT], b B) error
 }
 
-// BroadcastContext is given to ProcessBroadcastElement.
+// BroadcastContext is given to ProcessBroadcastElement. It is the
+// subtask's context.Context too.
 type BroadcastContext[OUT any] struct {
+	context.Context
 	t   *task
 	out *output[OUT]
 	ts  int64

@@ -20,7 +20,7 @@ type factor struct {
 
 func (factorSource) Splits() int { return 1 }
 
-func (factorSource) Open(_ int, offset int64) (SplitReader[factor], error) {
+func (factorSource) Open(ctx context.Context, _ int, offset int64) (SplitReader[factor], error) {
 	return &factorReader{i: int(offset)}, nil
 }
 
@@ -28,7 +28,7 @@ type factorReader struct{ i int }
 
 var factors = []factor{{"a", 1}, {"b", 10}, {"c", 100}}
 
-func (r *factorReader) Next() (factor, int64, bool, error) {
+func (r *factorReader) Next(ctx context.Context) (factor, int64, bool, error) {
 	if r.i >= len(factors) {
 		return factor{}, 0, false, nil
 	}

@@ -28,8 +28,10 @@ type checkpoint struct {
 	// requested place) as opposed to a periodic checkpoint.
 	savepoint bool
 	// final is set when the job stops after it.
-	final   bool
-	target  string
+	final  bool
+	target string
+	// request is the savepoint request it answers, if any.
+	request *savepointRequest
 	meta    *savepoint.Metadata
 	staging storage.Target
 	writer  *snapshotfmt.Writer
@@ -154,6 +156,12 @@ type coordinator struct {
 	inFlight  atomic.Pointer[checkpoint]
 	atEnd     map[*task]bool
 	finishing bool
+	// active is the savepoint request being served: queued until no
+	// checkpoint is in flight, then its checkpoint's, until it completes.
+	active        *savepointRequest
+	activeStarted bool
+	// final is the directory of the savepoint the job stopped with.
+	final string
 
 	mu     sync.Mutex
 	latest completed
@@ -206,9 +214,18 @@ func (c *coordinator) run(ctx context.Context) error {
 		now = c.att.opts.checkpointNow
 	}
 	for {
+		var requests <-chan *savepointRequest
+		if c.active == nil {
+			requests = c.att.handle.requests
+		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case r := <-requests:
+			c.active, c.activeStarted = r, false
+			if err := c.maybeServe(ctx); err != nil {
+				return err
+			}
 		case <-tick:
 			if err := c.maybePrepare(ctx); err != nil {
 				return err
@@ -230,14 +247,22 @@ func (c *coordinator) run(ctx context.Context) error {
 // nil if none.
 func (c *coordinator) pendingCheckpoint() *checkpoint { return c.inFlight.Load() }
 
-// abort discards the checkpoint in flight, if any. It runs once every
-// subtask has stopped: the checkpoint's writer must not be aborted while a
-// subtask still writes into it.
-func (c *coordinator) abort() {
+// abort discards the checkpoint in flight, if any, and fails the
+// savepoint request being served with the attempt's outcome err. It runs
+// once every subtask has stopped: the checkpoint's writer must not be
+// aborted while a subtask still writes into it.
+func (c *coordinator) abort(err error) {
 	if c.pending != nil {
 		c.att.store.discard(c.pending)
 		c.pending = nil
 		c.inFlight.Store(nil)
+	}
+	if r := c.active; r != nil {
+		c.active = nil
+		if err == nil {
+			err = ErrJobEnded
+		}
+		r.reply <- fmt.Errorf("engine: savepoint %s: %w", r.dir, err)
 	}
 }
 
@@ -248,7 +273,11 @@ func (c *coordinator) handle(ctx context.Context, m message) (bool, error) {
 		if len(c.prepared) < len(c.sources) {
 			return false, nil
 		}
-		cp, err := c.newCheckpoint(ctx, c.preparing, c.epochAbove(), false, false)
+		var r *savepointRequest
+		if c.activeStarted {
+			r = c.active
+		}
+		cp, err := c.newCheckpoint(ctx, c.preparing, c.epochAbove(), r)
 		if err != nil {
 			return false, err
 		}
@@ -272,8 +301,16 @@ func (c *coordinator) handle(ctx context.Context, m message) (bool, error) {
 		if err := c.complete(ctx, cp); err != nil {
 			return false, err
 		}
+		if cp.request != nil {
+			c.active = nil
+			cp.request.reply <- nil
+		}
 		if cp.final {
+			c.final = cp.target
 			return true, nil
+		}
+		if err := c.maybeServe(ctx); err != nil {
+			return false, err
 		}
 		return c.maybeFinish(ctx)
 	}
@@ -309,10 +346,50 @@ func (c *coordinator) epochAbove() int64 {
 }
 
 // maybePrepare starts a periodic checkpoint by pausing the sources, unless
-// one is in flight or the job is finishing.
+// one is in flight, a savepoint request waits, or the job is finishing.
 func (c *coordinator) maybePrepare(ctx context.Context) error {
-	if c.pending != nil || c.preparing != 0 || c.finishing {
+	if c.pending != nil || c.preparing != 0 || c.finishing || c.active != nil {
 		return nil
+	}
+	c.preparing = c.nextID
+	c.nextID++
+	return c.command(ctx, sourceCmd{kind: prepareCmd, id: c.preparing})
+}
+
+// maybeServe starts the savepoint request that waits, once no checkpoint
+// is in flight. A savepoint while the job runs, and a stop without drain,
+// begin as a periodic checkpoint does, with the rendezvous that places
+// their epoch; a stop with drain sends the largest watermark first, which
+// leaves no epoch to place.
+func (c *coordinator) maybeServe(ctx context.Context) error {
+	r := c.active
+	if r == nil || c.activeStarted || c.pending != nil || c.preparing != 0 {
+		return nil
+	}
+	if c.finishing {
+		c.active = nil
+		r.reply <- fmt.Errorf("engine: savepoint %s: %w", r.dir, ErrJobEnded)
+		return nil
+	}
+	if err := freeTarget(ctx, r.dir); err != nil {
+		c.active = nil
+		r.reply <- err
+		return nil
+	}
+	c.activeStarted = true
+	if r.stop {
+		// No periodic checkpoint, and no end of the input, comes between
+		// the stop and its savepoint.
+		c.finishing = true
+	}
+	if r.stop && r.drain {
+		id := c.nextID
+		c.nextID++
+		cp, err := c.newCheckpoint(ctx, id, MaxWatermark, r)
+		if err != nil {
+			return err
+		}
+		return c.command(ctx, sourceCmd{kind: finishCmd, drain: true, cp: cp})
 	}
 	c.preparing = c.nextID
 	c.nextID++
@@ -323,7 +400,7 @@ func (c *coordinator) maybePrepare(ctx context.Context) error {
 // position and no checkpoint is in flight: with a final savepoint if one
 // was asked for.
 func (c *coordinator) maybeFinish(ctx context.Context) (bool, error) {
-	if c.finishing || c.pending != nil || c.preparing != 0 || len(c.atEnd) < len(c.sources) {
+	if c.finishing || c.pending != nil || c.preparing != 0 || c.active != nil || len(c.atEnd) < len(c.sources) {
 		return false, nil
 	}
 	c.finishing = true
@@ -334,7 +411,7 @@ func (c *coordinator) maybeFinish(ctx context.Context) (bool, error) {
 		c.nextID++
 		// Every source is at its end: the drain's MaxWatermark, if any, is
 		// the last watermark before the barrier.
-		cp, err := c.newCheckpoint(ctx, id, MaxWatermark, true, true)
+		cp, err := c.newCheckpoint(ctx, id, MaxWatermark, &savepointRequest{dir: opts.SavepointDir, stop: true})
 		if err != nil {
 			return false, err
 		}
@@ -357,11 +434,17 @@ func (c *coordinator) command(ctx context.Context, cmd sourceCmd) error {
 	return nil
 }
 
-func (c *coordinator) newCheckpoint(ctx context.Context, id uint64, epoch int64, isSavepoint, final bool) (*checkpoint, error) {
-	cp := &checkpoint{id: id, epoch: epoch, savepoint: isSavepoint, final: final, incremental: !isSavepoint && c.att.opts.Backend == Pebble,
+// newCheckpoint begins checkpoint id: the savepoint r asks for, a periodic
+// checkpoint when r is nil.
+func (c *coordinator) newCheckpoint(ctx context.Context, id uint64, epoch int64, r *savepointRequest) (*checkpoint, error) {
+	isSavepoint := r != nil
+	cp := &checkpoint{id: id, epoch: epoch, savepoint: isSavepoint, final: isSavepoint && r.stop, incremental: !isSavepoint && c.att.opts.Backend == Pebble,
 		bcast: map[int][]savepoint.BroadcastState{}, opSubs: map[int]map[string][][][]byte{}}
 	if isSavepoint {
-		cp.target = c.att.opts.SavepointDir
+		cp.target = r.dir
+		if r.reply != nil {
+			cp.request = r
+		}
 	} else {
 		cp.target = chkdir.Path(c.att.opts.CheckpointDir, id)
 	}
@@ -405,6 +488,7 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	c.latest = completed{id: cp.id, path: cp.target}
 	c.count++
 	if !cp.savepoint {
+		c.att.handle.noteCheckpoint(cp.target)
 		c.checkpoint = c.latest
 		c.stats = append(c.stats, CheckpointStats{ID: cp.id, Path: cp.target, Written: cp.written() + cp.shared, Reused: cp.reused})
 	}

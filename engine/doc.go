@@ -40,9 +40,17 @@
 //
 // # Savepoints and checkpoints
 //
-// A savepoint (RunOptions.SavepointDir, taken when the job stops) is always
-// canonical and self-contained: a directory in the snapshotfmt layout, the
-// toolkit's input, whatever the backend.
+// A savepoint is always canonical and self-contained: a directory in the
+// snapshotfmt layout, the toolkit's input, whatever the backend. Run takes
+// one when a bounded job stops (RunOptions.SavepointDir). Start returns a
+// Handle to a job that runs until it is stopped: TriggerSavepoint takes
+// one while the job runs, aligned with barriers as a checkpoint is, and
+// StopWithSavepoint ends the job with one, as Flink's stop does: without
+// drain the sources stop at its barrier and the event-time timers stay in
+// it; with drain the largest watermark goes first and every timer fires.
+// Like a periodic checkpoint, a savepoint that is not a drain begins with
+// the sources' rendezvous, so under DeterministicTime it cuts the input at
+// an epoch and a job restored from it goes on as the job that took it.
 //
 // Checkpoints (RunOptions.CheckpointDir and CheckpointInterval) are the
 // engine's own. The checkpoint root holds one directory per retained

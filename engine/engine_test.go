@@ -26,7 +26,7 @@ type testSource struct {
 
 func (s testSource) Splits() int { return s.splits }
 
-func (s testSource) Open(split int, offset int64) (SplitReader[testEvent], error) {
+func (s testSource) Open(ctx context.Context, split int, offset int64) (SplitReader[testEvent], error) {
 	return &testReader{s: s, split: split, i: int(offset)}, nil
 }
 
@@ -36,7 +36,7 @@ type testReader struct {
 	i     int
 }
 
-func (r *testReader) Next() (testEvent, int64, bool, error) {
+func (r *testReader) Next(ctx context.Context) (testEvent, int64, bool, error) {
 	if r.i >= r.s.n {
 		return testEvent{}, 0, false, nil
 	}
@@ -104,7 +104,7 @@ func expectedCounts(src testSource) []windowResult {
 	for s := 0; s < src.splits; s++ {
 		r := &testReader{s: src, split: s}
 		for {
-			e, _, ok, _ := r.Next()
+			e, _, ok, _ := r.Next(context.Background())
 			if !ok {
 				break
 			}

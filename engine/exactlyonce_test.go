@@ -50,15 +50,15 @@ func failingJob(src testSource, p int, sink Sink[windowResult], seen *atomic.Int
 // while the job runs.
 type slowSource struct{ testSource }
 
-func (s slowSource) Open(split int, offset int64) (SplitReader[testEvent], error) {
-	r, err := s.testSource.Open(split, offset)
+func (s slowSource) Open(ctx context.Context, split int, offset int64) (SplitReader[testEvent], error) {
+	r, err := s.testSource.Open(ctx, split, offset)
 	return &slowReader{r}, err
 }
 
 type slowReader struct{ SplitReader[testEvent] }
 
-func (r *slowReader) Next() (testEvent, int64, bool, error) {
-	e, ts, ok, err := r.SplitReader.Next()
+func (r *slowReader) Next(ctx context.Context) (testEvent, int64, bool, error) {
+	e, ts, ok, err := r.SplitReader.Next(ctx)
 	if ok && e.TS%500 == 0 {
 		time.Sleep(time.Millisecond)
 	}

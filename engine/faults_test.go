@@ -33,16 +33,16 @@ type flakySink[T any] struct {
 	failed              atomic.Int64
 }
 
-func (s *flakySink[T]) Recover(pending [][]byte) error {
+func (s *flakySink[T]) Recover(ctx context.Context, pending [][]byte) error {
 	if s.recoverOnce && len(pending) > 0 && !s.recovered.Swap(true) {
 		s.failed.Add(1)
 		return fmt.Errorf("recover with %d pending transactions: %w", len(pending), errInjected)
 	}
-	return s.FileSink.Recover(pending)
+	return s.FileSink.Recover(ctx, pending)
 }
 
-func (s *flakySink[T]) NewWriter(c WriterContext) (SinkWriter[T], error) {
-	w, err := s.FileSink.NewWriter(c)
+func (s *flakySink[T]) NewWriter(ctx context.Context, c WriterContext) (SinkWriter[T], error) {
+	w, err := s.FileSink.NewWriter(ctx, c)
 	return &flakyWriter[T]{SinkWriter: w, s: s}, err
 }
 
@@ -51,20 +51,20 @@ type flakyWriter[T any] struct {
 	s *flakySink[T]
 }
 
-func (w *flakyWriter[T]) PreCommit() ([]byte, error) {
+func (w *flakyWriter[T]) PreCommit(ctx context.Context) ([]byte, error) {
 	if w.s.preCommits.Add(1) == w.s.preCommitAt {
 		w.s.failed.Add(1)
 		return nil, fmt.Errorf("pre-commit: %w", errInjected)
 	}
-	return w.SinkWriter.PreCommit()
+	return w.SinkWriter.PreCommit(ctx)
 }
 
-func (w *flakyWriter[T]) Commit(txn []byte) error {
+func (w *flakyWriter[T]) Commit(ctx context.Context, txn []byte) error {
 	if len(txn) > 0 && w.s.commits.Add(1) == w.s.commitAt || w.s.commitAfter != "" && exists(w.s.commitAfter) && w.s.failed.CompareAndSwap(0, 1) {
 		w.s.failed.Store(1)
 		return fmt.Errorf("commit of %s: %w", txn, errInjected)
 	}
-	return w.SinkWriter.Commit(txn)
+	return w.SinkWriter.Commit(ctx, txn)
 }
 
 func exists(path string) bool {
@@ -80,11 +80,11 @@ type openLog[T any] struct {
 	offsets []splitPosition
 }
 
-func (o *openLog[T]) Open(split int, offset int64) (SplitReader[T], error) {
+func (o *openLog[T]) Open(ctx context.Context, split int, offset int64) (SplitReader[T], error) {
 	o.mu.Lock()
 	o.offsets = append(o.offsets, splitPosition{Split: int32(split), Offset: offset})
 	o.mu.Unlock()
-	return o.Source.Open(split, offset)
+	return o.Source.Open(ctx, split, offset)
 }
 
 // last returns the offsets, split by split, at which the last attempt

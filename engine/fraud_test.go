@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -86,7 +87,7 @@ type txnSource struct {
 
 func (s txnSource) Splits() int { return s.splits }
 
-func (s txnSource) Open(split int, offset int64) (SplitReader[txn], error) {
+func (s txnSource) Open(ctx context.Context, split int, offset int64) (SplitReader[txn], error) {
 	return &txnReader{s: s, split: split, i: int(offset)}, nil
 }
 
@@ -98,7 +99,7 @@ type txnReader struct {
 	i     int
 }
 
-func (r *txnReader) Next() (txn, int64, bool, error) {
+func (r *txnReader) Next(ctx context.Context) (txn, int64, bool, error) {
 	if r.i >= r.s.n {
 		return txn{}, 0, false, nil
 	}
@@ -122,7 +123,7 @@ type ruleSource []rule
 
 func (s ruleSource) Splits() int { return 1 }
 
-func (s ruleSource) Open(_ int, offset int64) (SplitReader[rule], error) {
+func (s ruleSource) Open(ctx context.Context, _ int, offset int64) (SplitReader[rule], error) {
 	return &ruleReader{s: s, i: int(offset)}, nil
 }
 
@@ -131,7 +132,7 @@ type ruleReader struct {
 	i int
 }
 
-func (r *ruleReader) Next() (rule, int64, bool, error) {
+func (r *ruleReader) Next(ctx context.Context) (rule, int64, bool, error) {
 	if r.i >= len(r.s) {
 		return rule{}, 0, false, nil
 	}

@@ -85,7 +85,7 @@ func newPhasedSource(root string, phases ...[]upsert) *phasedSource {
 
 func (s *phasedSource) Splits() int { return 1 }
 
-func (s *phasedSource) Open(_ int, offset int64) (SplitReader[upsert], error) {
+func (s *phasedSource) Open(ctx context.Context, _ int, offset int64) (SplitReader[upsert], error) {
 	r := &phasedReader{s: s}
 	if offset > 0 {
 		r.phase = len(s.phases)
@@ -100,7 +100,7 @@ type phasedReader struct {
 	waiting bool
 }
 
-func (r *phasedReader) Next() (upsert, int64, bool, error) {
+func (r *phasedReader) Next(ctx context.Context) (upsert, int64, bool, error) {
 	for {
 		if r.waiting {
 			// The checkpoint directory appears when the checkpoint is

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -52,6 +53,8 @@ const (
 	sourceNode nodeKind = iota + 1
 	keyedNode
 	sinkNode
+	// statelessNode: Map, Filter, FlatMap and Union.
+	statelessNode
 )
 
 // node is the type-erased part of an operator; the typed parts live in the
@@ -77,7 +80,7 @@ type node struct {
 	run      func(t *task) error
 	// recover runs once per run with the restored elements of every
 	// subtask's first operator state (sinks).
-	recover func(saved [][]byte) error
+	recover func(ctx context.Context, saved [][]byte) error
 	// maxParallelismSet records that MaxParallelism was given explicitly,
 	// so that a restore may not change it.
 	maxParallelismSet bool

@@ -42,10 +42,10 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 	if err != nil {
 		return err
 	}
-	k.ctx = &Context[K, OUT]{t: t, out: k.out, et: et, pt: pt}
-	k.bctx = &BroadcastContext[OUT]{t: t, out: k.out}
+	k.ctx = &Context[K, OUT]{Context: t.ctx, t: t, out: k.out, et: et, pt: pt}
+	k.bctx = &BroadcastContext[OUT]{Context: t.ctx, t: t, out: k.out}
 	k.sweeper, _ = t.backend.(state.Sweeper)
-	if err := k.fn.Open(&OpenContext{t: t}); err != nil {
+	if err := k.fn.Open(&OpenContext{Context: t.ctx, t: t}); err != nil {
 		return t.errorf("open: %w", err)
 	}
 	t.snapshotOp = t.snapshotKeyedOperatorState

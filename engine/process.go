@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/stateproc/stateproc/engine/state"
@@ -39,8 +40,12 @@ type KeyedProcessFunction[K, IN, OUT any] interface {
 	OnTimer(ctx *Context[K, OUT], t TimerInfo) error
 }
 
-// OpenContext is given to Open.
-type OpenContext struct{ t *task }
+// OpenContext is given to Open. It is the subtask's context.Context too:
+// done when the job stops or fails.
+type OpenContext struct {
+	context.Context
+	t *task
+}
 
 // Subtask is the index of this subtask.
 func (c *OpenContext) Subtask() int { return c.t.subtask }
@@ -98,8 +103,11 @@ func GetAggregating[IN, ACC, OUT any](c *OpenContext, d *state.AggregatingDescri
 	return state.GetAggregating(c.t.backend, c.t.clock, d)
 }
 
-// Context is given to ProcessElement and OnTimer.
+// Context is given to ProcessElement and OnTimer. It is the subtask's
+// context.Context too, done when the job stops or fails, to hand to what
+// the function calls.
 type Context[K, OUT any] struct {
+	context.Context
 	t   *task
 	out *output[OUT]
 	key K

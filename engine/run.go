@@ -151,23 +151,34 @@ func (e errPermanent) Unwrap() error { return e.error }
 
 func permanent(err error) error { return errPermanent{err} }
 
-// Run builds the job and runs it until its sources end or stop, restarting
-// from the last completed checkpoint after a failure.
+// Run starts the job and waits for it: the convenience for a bounded job,
+// which runs until its sources end or stop, restarting from the last
+// completed checkpoint after a failure. Start returns a handle instead, for
+// a job that runs until it is stopped.
 func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
-	if err := j.Validate(); err != nil {
+	h, err := Start(ctx, j, opts)
+	if err != nil {
 		return nil, err
+	}
+	return h.Wait()
+}
+
+// prepare validates the job and the options and fills in the defaults.
+func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
+	if err := j.Validate(); err != nil {
+		return err
 	}
 	if opts.Backend == "" {
 		opts.Backend = Heap
 	}
 	if opts.Backend != Heap && opts.Backend != Pebble {
-		return nil, fmt.Errorf("engine: unknown backend %q", opts.Backend)
+		return fmt.Errorf("engine: unknown backend %q", opts.Backend)
 	}
 	if err := opts.ProcessingTime.validate(); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.StopAfter != 0 && opts.StopAtWatermark != 0 {
-		return nil, fmt.Errorf("engine: StopAfter and StopAtWatermark both set")
+		return fmt.Errorf("engine: StopAfter and StopAtWatermark both set")
 	}
 	if opts.RetainCheckpoints <= 0 {
 		opts.RetainCheckpoints = 2
@@ -176,12 +187,27 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 		opts.ChannelCapacity = 4
 	}
 	if opts.SavepointDir != "" {
-		if exists, err := savepointExists(ctx, opts.SavepointDir); err != nil {
-			return nil, fmt.Errorf("engine: savepoint target: %w", err)
-		} else if exists {
-			return nil, fmt.Errorf("engine: savepoint target %s already exists", opts.SavepointDir)
+		if err := freeTarget(ctx, opts.SavepointDir); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// freeTarget refuses a savepoint target that exists, a directory or a
+// bucket prefix with a _metadata: a savepoint never replaces anything.
+func freeTarget(ctx context.Context, dir string) error {
+	if exists, err := savepointExists(ctx, dir); err != nil {
+		return fmt.Errorf("engine: savepoint target: %w", err)
+	} else if exists {
+		return fmt.Errorf("engine: savepoint target %s already exists", dir)
+	}
+	return nil
+}
+
+// run runs the job's attempts until one ends without failing, a failure
+// cannot be cured by a restart, or the restarts are used up.
+func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 	if opts.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "stateproc-run-")
 		if err != nil {
@@ -193,12 +219,15 @@ func Run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
 	res := &Result{}
 	restoreFrom := opts.RestoreFrom
 	for attemptNo := 0; ; attemptNo++ {
-		att := &attempt{job: j, opts: &opts, number: attemptNo}
+		att := &attempt{job: j, opts: &opts, number: attemptNo, handle: h}
 		res.Restored = append(res.Restored, restoreFrom)
 		err := att.run(ctx, restoreFrom)
-		latest, _ := att.coordLatest()
-		if opts.SavepointDir != "" && latest.path == opts.SavepointDir {
-			res.Savepoint = latest.path
+		if err == nil && ctx.Err() != nil {
+			// The subtasks stopped quietly because the job was cancelled.
+			err = context.Cause(ctx)
+		}
+		if att.coord != nil && att.coord.final != "" {
+			res.Savepoint = att.coord.final
 		}
 		// Not latest: after a final savepoint, that is the savepoint, and
 		// the checkpoints before it have replaced the earlier attempts'.
@@ -258,7 +287,7 @@ func recoverSinks(ctx context.Context, j *Job, dir string) error {
 				}
 			}
 		}
-		if err := n.recover(pending); err != nil {
+		if err := n.recover(ctx, pending); err != nil {
 			return err
 		}
 	}
@@ -270,6 +299,7 @@ type attempt struct {
 	job     *Job
 	opts    *RunOptions
 	number  int
+	handle  *Handle
 	chans   map[*edge]any
 	tasks   []*task
 	coord   *coordinator
@@ -286,13 +316,6 @@ type attempt struct {
 	// upstream holds, for every keyed operator, the sources it reads from,
 	// directly or through other operators.
 	upstream map[*node]map[*node]bool
-}
-
-func (a *attempt) coordLatest() (completed, <-chan struct{}) {
-	if a.coord == nil {
-		return completed{}, nil
-	}
-	return a.coord.lastCompleted()
 }
 
 // lastCheckpoint returns the directory of the attempt's latest completed
@@ -365,7 +388,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	}()
 	for _, n := range a.job.nodes {
 		if n.recover != nil {
-			if err := n.recover(a.restore.operatorStateOf(n, sinkStateName)); err != nil {
+			if err := n.recover(ctx, a.restore.operatorStateOf(n, sinkStateName)); err != nil {
 				return err
 			}
 		}
@@ -405,7 +428,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 		g.Go(func() error { return t.n.run(t) })
 	}
 	err := g.Wait()
-	a.coord.abort()
+	a.coord.abort(err)
 	return errors.Join(err, a.store.close())
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/stateproc/stateproc/savepoint"
@@ -15,8 +16,11 @@ import (
 type Sink[T any] interface {
 	// Recover runs once per run, before any subtask starts, with the
 	// transactions the restored checkpoint recorded (none on a fresh start).
-	Recover(pending [][]byte) error
-	NewWriter(w WriterContext) (SinkWriter[T], error)
+	Recover(ctx context.Context, pending [][]byte) error
+	// NewWriter returns the writer of one subtask; ctx is the subtask's,
+	// done when the job stops or fails, as is the ctx of every call of the
+	// writer.
+	NewWriter(ctx context.Context, w WriterContext) (SinkWriter[T], error)
 }
 
 // WriterContext tells a sink writer where it runs. Together, Subtask and
@@ -30,13 +34,13 @@ type WriterContext struct {
 
 // SinkWriter is one subtask's writer.
 type SinkWriter[T any] interface {
-	Write(v T, eventTime int64) error
+	Write(ctx context.Context, v T, eventTime int64) error
 	// PreCommit ends the current transaction and returns a handle from
 	// which Commit or Recover can finish it.
-	PreCommit() ([]byte, error)
+	PreCommit(ctx context.Context) ([]byte, error)
 	// Commit makes a pre-committed transaction visible. It must be
 	// idempotent: after a failure it may run again.
-	Commit(txn []byte) error
+	Commit(ctx context.Context, txn []byte) error
 	Close() error
 }
 
@@ -60,7 +64,7 @@ func ToSink[T any](s Stream[T], sink Sink[T], opts ...OperatorOption) {
 	n.stateful = true
 	n.opState = append(n.opState, operatorStateSpec{name: sinkStateName, distribution: savepoint.Union, element: pendingTxnSerializer})
 	connect(s, n, forwardEdgeFor(s.node, n), 0, nil)
-	n.recover = func(saved [][]byte) error {
+	n.recover = func(ctx context.Context, saved [][]byte) error {
 		var txns [][]byte
 		for _, e := range saved {
 			p, err := pendingTxnSerializer.Decode(e)
@@ -69,7 +73,7 @@ func ToSink[T any](s Stream[T], sink Sink[T], opts ...OperatorOption) {
 			}
 			txns = append(txns, p.Txn)
 		}
-		return sink.Recover(txns)
+		return sink.Recover(ctx, txns)
 	}
 	n.run = func(t *task) error { return runSink(t, sink) }
 }
@@ -88,14 +92,14 @@ func runSink[T any](t *task, sink Sink[T]) error {
 	if t.att.restore != nil {
 		epoch = t.att.restore.src.Metadata().ID
 	}
-	w, err := sink.NewWriter(WriterContext{Subtask: t.subtask, Epoch: epoch})
+	w, err := sink.NewWriter(t.ctx, WriterContext{Subtask: t.subtask, Epoch: epoch})
 	if err != nil {
 		return t.errorf("open sink: %w", err)
 	}
 	defer w.Close()
 	var pending []pendingTxn
 	t.snapshotOp = func(cp *checkpoint) (map[string][][]byte, error) {
-		txn, err := w.PreCommit()
+		txn, err := w.PreCommit(t.ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +121,7 @@ func runSink[T any](t *task, sink Sink[T]) error {
 				kept = append(kept, p)
 				continue
 			}
-			if err := w.Commit(p.Txn); err != nil {
+			if err := w.Commit(t.ctx, p.Txn); err != nil {
 				return t.errorf("commit: %w", err)
 			}
 		}
@@ -143,7 +147,7 @@ func runSink[T any](t *task, sink Sink[T]) error {
 		}
 		b := v.(*batch[T])
 		for i := range b.recs {
-			if err := w.Write(b.recs[i].v, b.recs[i].ts); err != nil {
+			if err := w.Write(t.ctx, b.recs[i].v, b.recs[i].ts); err != nil {
 				return t.errorf("write: %w", err)
 			}
 		}
@@ -163,7 +167,7 @@ func runSink[T any](t *task, sink Sink[T]) error {
 			if final == 0 {
 				// A bounded job that ends without a savepoint commits
 				// everything it wrote.
-				txn, err := w.PreCommit()
+				txn, err := w.PreCommit(t.ctx)
 				if err != nil {
 					return t.errorf("pre-commit: %w", err)
 				}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,7 +35,7 @@ func (s *CollectSink[T]) Values() []T {
 	return append([]T(nil), s.committed...)
 }
 
-func (s *CollectSink[T]) Recover(pending [][]byte) error {
+func (s *CollectSink[T]) Recover(_ context.Context, pending [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range pending {
@@ -53,7 +54,7 @@ func (s *CollectSink[T]) commitLocked(id string) {
 	}
 }
 
-func (s *CollectSink[T]) NewWriter(c WriterContext) (SinkWriter[T], error) {
+func (s *CollectSink[T]) NewWriter(_ context.Context, c WriterContext) (SinkWriter[T], error) {
 	return &collectWriter[T]{s: s, prefix: fmt.Sprintf("%05d-%d", c.Subtask, c.Epoch)}, nil
 }
 
@@ -64,12 +65,12 @@ type collectWriter[T any] struct {
 	buf    []T
 }
 
-func (w *collectWriter[T]) Write(v T, _ int64) error {
+func (w *collectWriter[T]) Write(_ context.Context, v T, _ int64) error {
 	w.buf = append(w.buf, v)
 	return nil
 }
 
-func (w *collectWriter[T]) PreCommit() ([]byte, error) {
+func (w *collectWriter[T]) PreCommit(context.Context) ([]byte, error) {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	id := fmt.Sprintf("%s-%d", w.prefix, w.seq)
@@ -79,7 +80,7 @@ func (w *collectWriter[T]) PreCommit() ([]byte, error) {
 	return []byte(id), nil
 }
 
-func (w *collectWriter[T]) Commit(txn []byte) error {
+func (w *collectWriter[T]) Commit(_ context.Context, txn []byte) error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	w.s.commitLocked(string(txn))
@@ -110,7 +111,7 @@ const (
 	partPrefix       = "part-"
 )
 
-func (s *FileSink[T]) Recover(pending [][]byte) error {
+func (s *FileSink[T]) Recover(_ context.Context, pending [][]byte) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func (s *FileSink[T]) commit(name string) error {
 	return err
 }
 
-func (s *FileSink[T]) NewWriter(c WriterContext) (SinkWriter[T], error) {
+func (s *FileSink[T]) NewWriter(_ context.Context, c WriterContext) (SinkWriter[T], error) {
 	return &fileWriter[T]{s: s, prefix: fmt.Sprintf("%05d-%06d", c.Subtask, c.Epoch)}, nil
 }
 
@@ -164,7 +165,7 @@ type fileWriter[T any] struct {
 	name   string
 }
 
-func (w *fileWriter[T]) Write(v T, ts int64) error {
+func (w *fileWriter[T]) Write(_ context.Context, v T, ts int64) error {
 	if w.f == nil {
 		w.name = fmt.Sprintf("%s-%06d", w.prefix, w.seq)
 		w.seq++
@@ -183,7 +184,7 @@ func (w *fileWriter[T]) Write(v T, ts int64) error {
 }
 
 // PreCommit seals the current file; an empty transaction has no file.
-func (w *fileWriter[T]) PreCommit() ([]byte, error) {
+func (w *fileWriter[T]) PreCommit(context.Context) ([]byte, error) {
 	if w.f == nil {
 		return nil, nil
 	}
@@ -206,7 +207,7 @@ func (w *fileWriter[T]) PreCommit() ([]byte, error) {
 	return []byte(name), nil
 }
 
-func (w *fileWriter[T]) Commit(txn []byte) error { return w.s.commit(string(txn)) }
+func (w *fileWriter[T]) Commit(_ context.Context, txn []byte) error { return w.s.commit(string(txn)) }
 
 func (w *fileWriter[T]) Close() error {
 	if w.f != nil {

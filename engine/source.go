@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -18,8 +19,9 @@ import (
 type Source[T any] interface {
 	// Splits returns the number of splits; it must not change between runs.
 	Splits() int
-	// Open returns a reader of split positioned after offset records.
-	Open(split int, offset int64) (SplitReader[T], error)
+	// Open returns a reader of split positioned after offset records. ctx
+	// is the subtask's: it is done when the job stops or fails.
+	Open(ctx context.Context, split int, offset int64) (SplitReader[T], error)
 }
 
 // SplitReader reads one split in order.
@@ -28,8 +30,10 @@ type SplitReader[T any] interface {
 	// ok=false at the end of the split. A split that has no record now but
 	// may have one later (an unbounded input) returns ErrNothingAvailable;
 	// the source asks again a little later, and reads its other splits
-	// meanwhile.
-	Next() (v T, eventTime int64, ok bool, err error)
+	// meanwhile. Next must not block for long: a source subtask also
+	// serves checkpoints and its other splits between two calls; ctx is done
+	// when the job stops or fails.
+	Next(ctx context.Context) (v T, eventTime int64, ok bool, err error)
 }
 
 // ErrNothingAvailable is returned by SplitReader.Next when the split has

@@ -42,6 +42,9 @@ type sourceRunner[T any] struct {
 	barrier  *checkpoint
 	cut      []splitPosition
 	finish   *sourceCmd
+	// stopped is set once the barrier of a savepoint that stops the job
+	// has gone out: the subtask reads no more and ends.
+	stopped bool
 }
 
 func runSource[T any](t *task, src Source[T], wm Watermarks) error {
@@ -72,6 +75,9 @@ func runSource[T any](t *task, src Source[T], wm Watermarks) error {
 		case <-t.ctx.Done():
 			return nil
 		default:
+		}
+		if r.stopped {
+			return r.out.control(control{kind: endControl})
 		}
 		if r.finish != nil {
 			return r.finishUp(*r.finish)
@@ -148,7 +154,7 @@ func (r *sourceRunner[T]) open() error {
 		if n := t.att.opts.StopAfter; n > 0 {
 			c.limit = stopOffset(n, int(p.Split), r.src.Splits())
 		}
-		rd, err := r.src.Open(int(p.Split), p.Offset)
+		rd, err := r.src.Open(t.ctx, int(p.Split), p.Offset)
 		if err != nil {
 			return t.errorf("open split %d at %d: %w", p.Split, p.Offset, err)
 		}
@@ -212,7 +218,7 @@ func (r *sourceRunner[T]) step() error {
 	} else {
 		var ok bool
 		var err error
-		v, ts, ok, err = c.reader.Next()
+		v, ts, ok, err = c.reader.Next(r.t.ctx)
 		switch {
 		case errors.Is(err, ErrNothingAvailable):
 			if c.nothing(now, r.wm.IdleTimeout) {
@@ -422,6 +428,9 @@ func (r *sourceRunner[T]) reachEnd() error {
 		if err := r.sendBarrier(); err != nil {
 			return err
 		}
+		if r.stopped {
+			return nil
+		}
 	}
 	return r.t.att.coord.send(r.t.ctx, message{kind: atEndMsg, task: r.t})
 }
@@ -481,6 +490,7 @@ func (r *sourceRunner[T]) sendBarrier() error {
 	if err != nil {
 		return err
 	}
+	r.stopped = cp.final
 	return r.out.control(control{kind: barrierControl, barrier: cp})
 }
 

@@ -84,8 +84,8 @@ type unevenSource struct {
 	run int
 }
 
-func (s unevenSource) Open(split int, offset int64) (SplitReader[txn], error) {
-	r, err := s.txnSource.Open(split, offset)
+func (s unevenSource) Open(ctx context.Context, split int, offset int64) (SplitReader[txn], error) {
+	r, err := s.txnSource.Open(ctx, split, offset)
 	return &unevenReader{SplitReader: r, every: 7 + 5*((s.run+split)%4)}, err
 }
 
@@ -94,11 +94,11 @@ type unevenReader struct {
 	every, n int
 }
 
-func (r *unevenReader) Next() (txn, int64, bool, error) {
+func (r *unevenReader) Next(ctx context.Context) (txn, int64, bool, error) {
 	if r.n++; r.n%r.every == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	return r.SplitReader.Next()
+	return r.SplitReader.Next(ctx)
 }
 
 // A broadcast stream dated hours ahead of the transactions moves neither
@@ -127,7 +127,7 @@ func TestFutureDatedBroadcastDoesNotMoveTheClock(t *testing.T) {
 			for _, p := range splitPositions(t, r.Metadata(), "transactions") {
 				rd := &txnReader{s: fraudSrc, split: int(p.Split)}
 				for range p.Offset {
-					_, ts, _, _ := rd.Next()
+					_, ts, _, _ := rd.Next(context.Background())
 					latest = max(latest, ts)
 				}
 			}

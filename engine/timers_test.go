@@ -35,7 +35,7 @@ type heldSource struct {
 
 func (s heldSource) Splits() int { return 1 }
 
-func (s heldSource) Open(_ int, offset int64) (SplitReader[timerCmd], error) {
+func (s heldSource) Open(ctx context.Context, _ int, offset int64) (SplitReader[timerCmd], error) {
 	return &heldReader{s: s, ts: offset}, nil
 }
 
@@ -44,7 +44,7 @@ type heldReader struct {
 	ts int64
 }
 
-func (r *heldReader) Next() (timerCmd, int64, bool, error) {
+func (r *heldReader) Next(ctx context.Context) (timerCmd, int64, bool, error) {
 	select {
 	case c, ok := <-r.s.in:
 		r.ts++

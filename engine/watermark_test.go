@@ -14,7 +14,7 @@ type sliceSource []testEvent
 
 func (s sliceSource) Splits() int { return 1 }
 
-func (s sliceSource) Open(_ int, offset int64) (SplitReader[testEvent], error) {
+func (s sliceSource) Open(ctx context.Context, _ int, offset int64) (SplitReader[testEvent], error) {
 	return &sliceReader{s: s, i: int(offset)}, nil
 }
 
@@ -23,7 +23,7 @@ type sliceReader struct {
 	i int
 }
 
-func (r *sliceReader) Next() (testEvent, int64, bool, error) {
+func (r *sliceReader) Next(ctx context.Context) (testEvent, int64, bool, error) {
 	if r.i >= len(r.s) {
 		return testEvent{}, 0, false, nil
 	}

@@ -33,7 +33,7 @@ func newPacedSource(n int, delay ...time.Duration) *pacedSource {
 
 func (s *pacedSource) Splits() int { return len(s.delay) }
 
-func (s *pacedSource) Open(split int, offset int64) (SplitReader[testEvent], error) {
+func (s *pacedSource) Open(ctx context.Context, split int, offset int64) (SplitReader[testEvent], error) {
 	return &pacedReader{s: s, split: split, i: int(offset)}, nil
 }
 
@@ -58,7 +58,7 @@ type pacedReader struct {
 	i     int
 }
 
-func (r *pacedReader) Next() (testEvent, int64, bool, error) {
+func (r *pacedReader) Next(ctx context.Context) (testEvent, int64, bool, error) {
 	if r.i >= r.s.n {
 		r.s.read(r.split, int64(r.i)*1000, true)
 		return testEvent{}, 0, false, nil
@@ -130,7 +130,7 @@ type quietSource struct {
 
 func (s quietSource) Splits() int { return 2 }
 
-func (s quietSource) Open(split int, offset int64) (SplitReader[testEvent], error) {
+func (s quietSource) Open(ctx context.Context, split int, offset int64) (SplitReader[testEvent], error) {
 	if split == 1 {
 		return quietReader{s.release}, nil
 	}
@@ -139,9 +139,9 @@ func (s quietSource) Open(split int, offset int64) (SplitReader[testEvent], erro
 
 type slowSliceReader struct{ sliceReader }
 
-func (r *slowSliceReader) Next() (testEvent, int64, bool, error) {
+func (r *slowSliceReader) Next(ctx context.Context) (testEvent, int64, bool, error) {
 	time.Sleep(2 * time.Millisecond)
-	return r.sliceReader.Next()
+	return r.sliceReader.Next(ctx)
 }
 
 func (s quietSource) events() sliceSource {
@@ -154,7 +154,7 @@ func (s quietSource) events() sliceSource {
 
 type quietReader struct{ release chan struct{} }
 
-func (r quietReader) Next() (testEvent, int64, bool, error) {
+func (r quietReader) Next(ctx context.Context) (testEvent, int64, bool, error) {
 	select {
 	case <-r.release:
 		return testEvent{}, 0, false, nil

@@ -61,13 +61,13 @@ type inputSource struct {
 
 func (s inputSource) Splits() int { return 1 }
 
-func (s inputSource) Open(_ int, offset int64) (engine.SplitReader[record], error) {
+func (s inputSource) Open(ctx context.Context, _ int, offset int64) (engine.SplitReader[record], error) {
 	return &inputReader{n: s.n, pos: int(offset)}, nil
 }
 
 type inputReader struct{ n, pos int }
 
-func (r *inputReader) Next() (record, int64, bool, error) {
+func (r *inputReader) Next(ctx context.Context) (record, int64, bool, error) {
 	if r.pos >= 2*r.n {
 		return record{}, 0, false, nil
 	}

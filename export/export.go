@@ -44,8 +44,12 @@ type Options struct {
 	// set, only the states of that name.
 	Operator, State string
 	// KeyGroups, if set, exports only those key groups of keyed states and
-	// timers, and leaves out operator and broadcast state.
+	// timers, and leaves out operator and broadcast state unless
+	// WithNonKeyed.
 	KeyGroups *keygroup.Range
+	// WithNonKeyed exports operator and broadcast state with KeyGroups set:
+	// the one shard of a sharded export that carries them.
+	WithNonKeyed bool
 	// Now, if set, adds the expired column to TTL states: whether each
 	// entry is expired at that time (epoch milliseconds) by ttl.Expired.
 	Now *int64

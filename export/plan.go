@@ -103,7 +103,7 @@ func selectDatasets(src savepoint.Source, o *Options) ([]*dataset, error) {
 			all = append(all, &dataset{opIdx: opIdx, op: op, name: t.Name, kind: KindTimers, ref: savepoint.StateRef{Operator: opIdx, State: i, Timer: true}, timers: t})
 		}
 		// Operator and broadcast state belong to no key group.
-		if o.KeyGroups == nil {
+		if o.KeyGroups == nil || o.WithNonKeyed {
 			for i := range op.OperatorStates {
 				s := &op.OperatorStates[i]
 				all = append(all, &dataset{opIdx: opIdx, op: op, name: s.Name, kind: KindOperator, opState: s})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/shard"
 )
 
 // VerifyOptions say how deep Verify reads.
@@ -19,6 +20,10 @@ type VerifyOptions struct {
 	Workers int
 	// Progress is as in Options.
 	Progress func(done, total int64)
+	// Shard, when set, reads only that shard of the segments (see package
+	// shard); the figures are the shard's, and the shards' figures add up
+	// to the whole savepoint's.
+	Shard shard.Spec
 }
 
 // Verified is what Verify read of a savepoint that proved whole. Its JSON
@@ -66,7 +71,7 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 	if err != nil {
 		return nil, err
 	}
-	segs = fileOrder(segs)
+	segs = shard.Segments(segs, opts.Shard)
 	var entries atomic.Uint64
 	progress := meter(segs, opts.Progress)
 	err = runSegments(ctx, segs, opts.Workers, func(ctx context.Context, seg savepoint.Segment) error {

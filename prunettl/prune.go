@@ -11,6 +11,7 @@ import (
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/shard"
 	"github.com/stateproc/stateproc/ttl"
 )
 
@@ -22,6 +23,11 @@ type Options struct {
 	TTL map[string]time.Duration
 	// Workers is how many files are rewritten at once; 0 means one per core.
 	Workers int
+	// Shard, when set, rewrites only that shard of the segments (see
+	// package shard): the output is a part that the commit step
+	// (rewrite.Assemble) puts together with the other shards' parts. The
+	// report counts the shard's segments.
+	Shard shard.Spec
 }
 
 // StateReport is what pruning did to one TTL state.
@@ -68,6 +74,7 @@ func Run(ctx context.Context, src savepoint.Source, input string, opts Options, 
 	if err != nil {
 		return nil, err
 	}
+	plans = shard.Files(plans, opts.Shard)
 	meta := rewrite.DeriveMetadata(input, m, describe(rep))
 	size := rewrite.PlannedBytes(plans)
 	if !out.DryRun {

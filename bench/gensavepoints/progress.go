@@ -21,8 +21,8 @@ type counted[T any] struct {
 	read *atomic.Int64
 }
 
-func (c counted[T]) Open(split int, offset int64) (engine.SplitReader[T], error) {
-	r, err := c.Source.Open(split, offset)
+func (c counted[T]) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[T], error) {
+	r, err := c.Source.Open(ctx, split, offset)
 	return &countingReader[T]{SplitReader: r, read: c.read}, err
 }
 
@@ -35,8 +35,8 @@ type countingReader[T any] struct {
 	local int64
 }
 
-func (r *countingReader[T]) Next() (T, int64, bool, error) {
-	v, ts, ok, err := r.SplitReader.Next()
+func (r *countingReader[T]) Next(ctx context.Context) (T, int64, bool, error) {
+	v, ts, ok, err := r.SplitReader.Next(ctx)
 	if ok {
 		if r.local++; r.local == countBatch {
 			r.read.Add(countBatch)

@@ -7,6 +7,9 @@
 // and to restore it at another parallelism and run to the end,
 //
 //	go run ./examples/gatewaymeter -events 1000000 -parallelism 2 -restore DIR -drain -out OUT
+//
+// With -events 0 the input has no end: the job runs until SIGTERM or
+// SIGINT stop it with a savepoint, whose directory it prints.
 package main
 
 import (
@@ -30,7 +33,7 @@ func command() jobrun.Command {
 		Usage: "Runs GatewayMeter over a seeded input of RequestStarted and RequestCompleted events.\n" +
 			"With -out, tenant totals go to OUT/tenant-totals and request records to OUT/request-records.",
 		Flags: func(fs *flag.FlagSet) {
-			fs.Int64Var(&events, "events", 1_000_000, "events in the input")
+			fs.Int64Var(&events, "events", 1_000_000, "events in the input (0: no end; SIGTERM or SIGINT stop the job with a savepoint)")
 			fs.BoolVar(&leak, "leak", false, "the variant without the abandonment timer, whose abandoned requests leak")
 			fs.BoolVar(&windowed, "window", false, "the variant whose TenantCost sums each tenant's cost per one-minute event-time window")
 			fs.StringVar(&openSchema, "open-schema", "v1", "the Avro schema of `open` values: v1, or v2 (prompt_tokens a long, cached_tokens added), the schema evolution example")

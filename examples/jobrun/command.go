@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/stateproc/stateproc/engine"
@@ -20,7 +22,8 @@ type Command struct {
 	Usage string
 	// Flags registers the job's own flags.
 	Flags func(fs *flag.FlagSet)
-	// Build returns the job and the number of records its input holds.
+	// Build returns the job and the number of records its input holds, 0
+	// for an input without end.
 	// Errors wrapping ErrUsage are reported as usage errors.
 	Build func(c *Common) (*engine.Job, int64, error)
 }
@@ -88,6 +91,9 @@ func (cmd Command) run(c *Common, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if opts.StopAfter == 0 {
+		return cmd.runUntilStopped(c, job, opts, stdout, stderr)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
@@ -108,5 +114,54 @@ func (cmd Command) run(c *Common, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, ", savepoint %s", res.Savepoint)
 	}
 	fmt.Fprintln(stderr)
+	return nil
+}
+
+// runUntilStopped runs a job over an input without end until SIGTERM or
+// SIGINT, which stop it with a savepoint, as flink stop does (with -drain,
+// as flink stop --drain), and prints the savepoint's directory on stdout.
+// A second signal cancels the job without waiting for the savepoint.
+func (cmd Command) runUntilStopped(c *Common, job *engine.Job, opts engine.RunOptions, stdout, stderr io.Writer) error {
+	target := c.Savepoint
+	if target == "" {
+		target = filepath.Join(os.TempDir(), fmt.Sprintf("%s-savepoint-%d", cmd.Name, time.Now().UnixNano()))
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	h, err := engine.Start(context.Background(), job, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: running until SIGTERM or SIGINT, which stop it with a savepoint\n", cmd.Name)
+	select {
+	case <-h.Done():
+		_, err := h.Wait()
+		return err
+	case <-sigs:
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := h.StopWithSavepoint(context.Background(), target, c.Drain)
+		stopped <- err
+	}()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			return err
+		}
+	case <-sigs:
+		h.Cancel()
+		_, err := h.Wait()
+		return err
+	}
+	res, err := h.Wait()
+	if err != nil {
+		return err
+	}
+	if res.Restarts > 0 {
+		fmt.Fprintf(stderr, "%s: %d restarts\n", cmd.Name, res.Restarts)
+	}
+	fmt.Fprintf(stdout, "savepoint %s\n", target)
 	return nil
 }

@@ -43,7 +43,7 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Backend, "backend", "heap", "state backend: heap or pebble")
 	fs.StringVar(&c.Compression, "compression", "none", "block compression of savepoints and checkpoints: none or zstd")
 	fs.StringVar(&c.ProcessingTime, "processing-time", "deterministic", "where TTL and processing-time timers get their time: deterministic (the watermark, so that outputs and savepoints are reproducible) or wall (the machine's clock)")
-	fs.StringVar(&c.Savepoint, "savepoint", "", "stop with a savepoint written to this directory")
+	fs.StringVar(&c.Savepoint, "savepoint", "", "stop with a savepoint written to this directory (an input without end, stopped by SIGTERM or SIGINT, always takes one: here, or in a new directory under the temporary directory)")
 	fs.Int64Var(&c.StopAfter, "stop-after", 0, "stop after this many input records, dealt round-robin over the splits (0: the end of the input)")
 	fs.BoolVar(&c.Drain, "drain", false, "fire every pending event-time timer before stopping (without it, results that wait for the watermark stay in the savepoint)")
 	fs.StringVar(&c.Restore, "restore", "", "start from this savepoint or checkpoint directory")
@@ -127,14 +127,16 @@ func (c *Common) codec() (snapshotfmt.Codec, error) {
 	return 0, Usagef("-compression %q: want none or zstd", c.Compression)
 }
 
-// Options returns the run options for an input of total records. Without
-// -stop-after the sources stop at the end of the input, and only -drain
-// lets the last timers fire: a savepoint taken there keeps them pending.
+// Options returns the run options for an input of total records, 0 for an
+// input without end. Without -stop-after the sources stop at the end of the
+// input, and only -drain lets the last timers fire: a savepoint taken there
+// keeps them pending. An input without end runs until it is stopped: the
+// savepoint is the stop's, not RunOptions'.
 func (c *Common) Options(total int64) (engine.RunOptions, error) {
 	if err := c.Check(); err != nil {
 		return engine.RunOptions{}, err
 	}
-	if c.StopAfter > total {
+	if total > 0 && c.StopAfter > total {
 		return engine.RunOptions{}, Usagef("-stop-after %d: the input has only %d records", c.StopAfter, total)
 	}
 	backend, _ := c.backend()
@@ -153,6 +155,9 @@ func (c *Common) Options(total int64) (engine.RunOptions, error) {
 	}
 	if opts.StopAfter == 0 {
 		opts.StopAfter = total
+	}
+	if opts.StopAfter == 0 {
+		opts.SavepointDir = ""
 	}
 	if c.Checkpoints != "" {
 		opts.CheckpointDir = c.Checkpoints

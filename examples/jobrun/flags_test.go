@@ -62,3 +62,22 @@ func TestOptionsRefuseBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// An input without end runs until it is stopped: no stop position, and the
+// savepoint is the stop's, not one at the end of the input.
+func TestOptionsForAnInputWithoutEnd(t *testing.T) {
+	opts, err := parse(t, "-savepoint", "sp").Options(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.StopAfter != 0 || opts.SavepointDir != "" {
+		t.Errorf("options: %+v", opts)
+	}
+	opts, err = parse(t, "-stop-after", "5000", "-savepoint", "sp").Options(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.StopAfter != 5000 || opts.SavepointDir != "sp" {
+		t.Errorf("options with a stop position: %+v", opts)
+	}
+}

@@ -8,7 +8,7 @@ import (
 // Config is a GatewayMeter job and its input.
 type Config struct {
 	// Seed and Events determine the input: Events is the number of events
-	// the generator emits in all.
+	// the generator emits in all, 0 for an input without end.
 	Seed   int64
 	Events int64
 	// Parallelism of every operator except the price source.
@@ -32,7 +32,9 @@ const MinEvents = 8 * Splits
 // Check reports a configuration the job cannot run.
 func (c Config) Check() error {
 	switch {
-	case c.Events < MinEvents:
+	case c.Events == 0 && c.Leak:
+		return fmt.Errorf("gateway: the leak variant's input ends with a quiet hour, so it needs a number of events")
+	case c.Events != 0 && c.Events < MinEvents:
 		return fmt.Errorf("gateway: %d events: at least %d are needed", c.Events, MinEvents)
 	case c.Parallelism < 1:
 		return fmt.Errorf("gateway: parallelism %d", c.Parallelism)

@@ -27,8 +27,8 @@ type failingEvents struct {
 	failAt int64
 }
 
-func (f failingEvents) Open(split int, offset int64) (engine.SplitReader[Event], error) {
-	r, err := f.Source.Open(split, offset)
+func (f failingEvents) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[Event], error) {
+	r, err := f.Source.Open(ctx, split, offset)
 	return &failingReader{SplitReader: r, f: f}, err
 }
 
@@ -37,7 +37,7 @@ type failingReader struct {
 	f failingEvents
 }
 
-func (r *failingReader) Next() (Event, int64, bool, error) {
+func (r *failingReader) Next(ctx context.Context) (Event, int64, bool, error) {
 	n := r.f.read.Add(1)
 	if n == r.f.failAt {
 		return Event{}, 0, false, errInjected
@@ -45,7 +45,7 @@ func (r *failingReader) Next() (Event, int64, bool, error) {
 	if n%500 == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	return r.SplitReader.Next()
+	return r.SplitReader.Next(ctx)
 }
 
 func readParts(t *testing.T, dir string) []string {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stateproc/stateproc/engine"
@@ -10,7 +11,7 @@ import (
 
 func readSplit(t *testing.T, src *Source, split int, offset int64) []Event {
 	t.Helper()
-	r, err := src.Open(split, offset)
+	r, err := src.Open(context.Background(), split, offset)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +22,7 @@ func readAll(t *testing.T, r engine.SplitReader[Event]) []Event {
 	t.Helper()
 	var out []Event
 	for {
-		e, ts, ok, err := r.Next()
+		e, ts, ok, err := r.Next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestOpenAtOffsetContinuesTheSplit(t *testing.T) {
 			}
 		}
 	}
-	if _, err := src.Open(5, int64(len(all))+1); err == nil {
+	if _, err := src.Open(context.Background(), 5, int64(len(all))+1); err == nil {
 		t.Fatal("opening beyond the end of a split succeeded")
 	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 
@@ -74,9 +75,12 @@ func costMicros(r RequestRecord, v PriceVersion) int64 {
 
 // PriceUpdates is the price stream of this input, in event-time order: the
 // list prices from Epoch, and a cut of model-a's price half way through the
-// requests.
+// requests, or an hour in for an input without end.
 func (s *Source) PriceUpdates() []PriceUpdate {
 	change := Epoch + s.requests/2*StartEvery
+	if s.events == 0 {
+		change = Epoch + 3600_000
+	}
 	return []PriceUpdate{
 		{Model: ModelA, PriceVersion: PriceVersion{EffectiveFrom: Epoch, InputMicrosPer1K: 2500, OutputMicrosPer1K: 10000}},
 		{Model: ModelB, PriceVersion: PriceVersion{EffectiveFrom: Epoch, InputMicrosPer1K: 500, OutputMicrosPer1K: 1500}},
@@ -92,7 +96,7 @@ type priceSource []PriceUpdate
 
 func (p priceSource) Splits() int { return 1 }
 
-func (p priceSource) Open(split int, offset int64) (engine.SplitReader[PriceUpdate], error) {
+func (p priceSource) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[PriceUpdate], error) {
 	if split != 0 || offset < 0 || offset > int64(len(p)) {
 		return nil, fmt.Errorf("gateway: prices: split %d at offset %d", split, offset)
 	}
@@ -102,7 +106,7 @@ func (p priceSource) Open(split int, offset int64) (engine.SplitReader[PriceUpda
 
 type priceReader []PriceUpdate
 
-func (r *priceReader) Next() (PriceUpdate, int64, bool, error) {
+func (r *priceReader) Next(ctx context.Context) (PriceUpdate, int64, bool, error) {
 	if len(*r) == 0 {
 		return PriceUpdate{}, 0, false, nil
 	}

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
+	"math"
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/examples/detgen"
@@ -19,6 +21,10 @@ import (
 // In the leak variant the last request of each split starts one TTL of
 // `open` (and a minute) after the others and is never abandoned: at the end
 // of the input every abandoned request's `open` entry is past its TTL.
+//
+// With no number of events the input has no end: its first n events are
+// those of an input of n events but for the last few of each split, which
+// an input with an end balances to its exact count.
 type Source struct {
 	seed  int64
 	leak  bool
@@ -34,6 +40,12 @@ func NewSource(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{seed: cfg.Seed, leak: cfg.Leak, events: cfg.Events}
+	if cfg.Events == 0 {
+		for split := range s.plans {
+			s.plans[split] = splitPlan{body: math.MaxInt64}
+		}
+		return s, nil
+	}
 	for split := range s.plans {
 		s.plans[split] = s.planSplit(split, detgen.Share(cfg.Events, split, Splits))
 		s.requests += s.plans[split].requests()
@@ -45,19 +57,21 @@ func NewSource(cfg Config) (*Source, error) {
 // Splits is the number of splits.
 func (s *Source) Splits() int { return Splits }
 
-// Events is the number of events in the input.
+// Events is the number of events in the input, 0 when it has no end.
 func (s *Source) Events() int64 { return s.events }
 
-// Requests is the number of requests the input starts.
+// Requests is the number of requests the input starts, 0 when it has no
+// end.
 func (s *Source) Requests() int64 { return s.requests }
 
-// Abandoned is the number of requests that never complete.
+// Abandoned is the number of requests that never complete, 0 when the
+// input has no end.
 func (s *Source) Abandoned() int64 { return s.abandoned }
 
 // Open returns a reader of split positioned after offset events. It
 // replays the split's first offset events, without building them, so it
 // takes time linear in offset.
-func (s *Source) Open(split int, offset int64) (engine.SplitReader[Event], error) {
+func (s *Source) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[Event], error) {
 	if split < 0 || split >= Splits {
 		return nil, fmt.Errorf("gateway: split %d of %d", split, Splits)
 	}
@@ -114,7 +128,7 @@ func (r *splitReader) step() (kind Kind, req request, ts int64, ok bool) {
 	return RequestCompleted, request{index: c.index}, c.ts, true
 }
 
-func (r *splitReader) Next() (Event, int64, bool, error) {
+func (r *splitReader) Next(ctx context.Context) (Event, int64, bool, error) {
 	kind, req, ts, ok := r.step()
 	if !ok {
 		return Event{}, 0, false, nil

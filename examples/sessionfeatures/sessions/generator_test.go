@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stateproc/stateproc/engine"
@@ -9,7 +10,7 @@ import (
 
 func readSplit(t *testing.T, src *Source, split int, offset int64) []Click {
 	t.Helper()
-	r, err := src.Open(split, offset)
+	r, err := src.Open(context.Background(), split, offset)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +21,7 @@ func readAll(t *testing.T, r engine.SplitReader[Click]) []Click {
 	t.Helper()
 	var out []Click
 	for {
-		c, ts, ok, err := r.Next()
+		c, ts, ok, err := r.Next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func TestOpenAtOffsetContinuesTheSplit(t *testing.T) {
 			t.Fatalf("offset %d: %d clicks left, want %d", off, len(rest), len(all)-int(off))
 		}
 	}
-	if _, err := src.Open(3, int64(len(all))+1); err == nil {
+	if _, err := src.Open(context.Background(), 3, int64(len(all))+1); err == nil {
 		t.Fatal("opening beyond the end of a split succeeded")
 	}
 }

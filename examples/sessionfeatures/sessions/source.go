@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/stateproc/stateproc/engine"
@@ -50,7 +51,7 @@ func (s *Source) Clicks() int64 { return s.users * ClicksPerUser }
 // Open returns a reader of split positioned after offset clicks. It replays
 // the split's first offset clicks without building them, so it takes time
 // linear in offset.
-func (s *Source) Open(split int, offset int64) (engine.SplitReader[Click], error) {
+func (s *Source) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[Click], error) {
 	if split < 0 || split >= Splits {
 		return nil, fmt.Errorf("sessions: split %d of %d", split, Splits)
 	}
@@ -89,7 +90,7 @@ func (r *splitReader) step() (user, bool) {
 	return us, true
 }
 
-func (r *splitReader) Next() (Click, int64, bool, error) {
+func (r *splitReader) Next(ctx context.Context) (Click, int64, bool, error) {
 	us, ok := r.step()
 	if !ok {
 		return Click{}, 0, false, nil

@@ -1,0 +1,108 @@
+package engine
+
+import "context"
+
+// Map applies fn to every record of s; the result keeps the record's event
+// time. The operator holds no state, so it needs no UID; its subtasks
+// take part in checkpoints only by passing the barriers on.
+func Map[T, U any](s Stream[T], fn func(ctx context.Context, v T) (U, error), opts ...OperatorOption) Stream[U] {
+	return stateless[T, U](s.job, "map", []Stream[T]{s}, opts, func(ctx context.Context, v T, ts int64, out *output[U]) error {
+		u, err := fn(ctx, v)
+		if err != nil {
+			return err
+		}
+		return out.emit(u, ts)
+	})
+}
+
+// Filter keeps the records of s for which keep returns true.
+func Filter[T any](s Stream[T], keep func(ctx context.Context, v T) (bool, error), opts ...OperatorOption) Stream[T] {
+	return stateless[T, T](s.job, "filter", []Stream[T]{s}, opts, func(ctx context.Context, v T, ts int64, out *output[T]) error {
+		ok, err := keep(ctx, v)
+		if err != nil || !ok {
+			return err
+		}
+		return out.emit(v, ts)
+	})
+}
+
+// FlatMap calls fn for every record of s; what fn passes to emit goes
+// downstream with the record's event time.
+func FlatMap[T, U any](s Stream[T], fn func(ctx context.Context, v T, emit func(U) error) error, opts ...OperatorOption) Stream[U] {
+	return stateless[T, U](s.job, "flat-map", []Stream[T]{s}, opts, func(ctx context.Context, v T, ts int64, out *output[U]) error {
+		return fn(ctx, v, func(u U) error { return out.emit(u, ts) })
+	})
+}
+
+// Union merges streams of one type into one: every record of each, in no
+// order between them; its watermark is the lowest of theirs.
+func Union[T any](s Stream[T], others ...Stream[T]) Stream[T] {
+	return stateless[T, T](s.job, "union", append([]Stream[T]{s}, others...), nil, func(_ context.Context, v T, ts int64, out *output[T]) error {
+		return out.emit(v, ts)
+	})
+}
+
+func stateless[T, U any](j *Job, name string, ins []Stream[T], opts []OperatorOption, apply func(context.Context, T, int64, *output[U]) error) Stream[U] {
+	n := j.addNode(statelessNode, name, opts)
+	for i, s := range ins {
+		connect(s, n, forwardEdgeFor(s.node, n), i, nil)
+	}
+	n.run = func(t *task) error { return runStateless(t, len(ins), apply) }
+	return Stream[U]{job: j, node: n}
+}
+
+// runStateless runs one subtask of a stateless operator: records through
+// apply, watermarks, status and barriers on as a keyed subtask passes
+// them. Under DeterministicTime its gate reads in watermark order too, so
+// that the records it sends after a watermark are those of its epoch.
+func runStateless[T, U any](t *task, inputs int, apply func(context.Context, T, int64, *output[U]) error) error {
+	out := newOutput[U](t)
+	g := t.newGate()
+	for i := range inputs {
+		addInputs[T](t, g, i)
+	}
+	if t.att.opts.ProcessingTime.deterministic() {
+		g.order(t.att.coord.pendingCheckpoint)
+	}
+	status := active
+	for {
+		ch, v, err := g.next()
+		if err != nil {
+			return err
+		}
+		b := v.(*batch[T])
+		for i := range b.recs {
+			if err := apply(t.ctx, b.recs[i].v, b.recs[i].ts, out); err != nil {
+				return t.errorf("%s: %w", t.n.name, err)
+			}
+		}
+		if b.ctl.kind == noControl {
+			continue
+		}
+		r := g.onControl(ch, b.ctl)
+		if r.watermarkAdvanced {
+			t.watermark = g.watermark
+			t.clock.follow(g.watermark)
+			if err := out.control(control{kind: watermarkControl, watermark: g.watermark}); err != nil {
+				return err
+			}
+		}
+		if s := g.outputStatus(); s != status && !r.ended {
+			status = s
+			if err := out.control(control{kind: statusControl, status: s}); err != nil {
+				return err
+			}
+		}
+		if r.aligned != nil {
+			if err := t.snapshot(r.aligned); err != nil {
+				return err
+			}
+			if err := out.control(control{kind: barrierControl, barrier: r.aligned}); err != nil {
+				return err
+			}
+		}
+		if r.ended {
+			return out.control(control{kind: endControl})
+		}
+	}
+}
