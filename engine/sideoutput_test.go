@@ -46,7 +46,7 @@ func TestSideOutputCarriesWhatTheFunctionSendsThere(t *testing.T) {
 	for s := 0; s < src.splits; s++ {
 		r := &testReader{s: src, split: s}
 		for {
-			e, _, ok, _ := r.Next()
+			e, _, ok, _ := r.Next(context.Background())
 			if !ok {
 				break
 			}
