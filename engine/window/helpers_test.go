@@ -2,6 +2,7 @@ package window
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 
@@ -37,7 +38,7 @@ func (s source) event(split, i int) event {
 
 func (s source) Splits() int { return s.splits }
 
-func (s source) Open(split int, offset int64) (engine.SplitReader[event], error) {
+func (s source) Open(_ context.Context, split int, offset int64) (engine.SplitReader[event], error) {
 	return &reader{s: s, split: split, i: int(offset)}, nil
 }
 
@@ -57,7 +58,7 @@ type reader struct {
 	i     int
 }
 
-func (r *reader) Next() (event, int64, bool, error) {
+func (r *reader) Next(context.Context) (event, int64, bool, error) {
 	if r.i >= r.s.n {
 		return event{}, 0, false, nil
 	}
@@ -71,7 +72,7 @@ type listSource []event
 
 func (l listSource) Splits() int { return 1 }
 
-func (l listSource) Open(_ int, offset int64) (engine.SplitReader[event], error) {
+func (l listSource) Open(_ context.Context, _ int, offset int64) (engine.SplitReader[event], error) {
 	return &listReader{l: l, i: int(offset)}, nil
 }
 
@@ -80,7 +81,7 @@ type listReader struct {
 	i int
 }
 
-func (r *listReader) Next() (event, int64, bool, error) {
+func (r *listReader) Next(context.Context) (event, int64, bool, error) {
 	if r.i >= len(r.l) {
 		return event{}, 0, false, nil
 	}

@@ -21,14 +21,14 @@ import (
 // that read them, run apart.
 type unevenSource struct{ source }
 
-func (s unevenSource) Open(split int, offset int64) (engine.SplitReader[event], error) {
+func (s unevenSource) Open(_ context.Context, split int, offset int64) (engine.SplitReader[event], error) {
 	return &unevenReader{reader{s: s.source, split: split, i: int(offset)}}, nil
 }
 
 type unevenReader struct{ reader }
 
-func (r *unevenReader) Next() (event, int64, bool, error) {
-	e, ts, ok, err := r.reader.Next()
+func (r *unevenReader) Next(ctx context.Context) (event, int64, bool, error) {
+	e, ts, ok, err := r.reader.Next(ctx)
 	if ok && r.i%(100*(r.split+1)) == 0 {
 		time.Sleep(time.Millisecond)
 	}
