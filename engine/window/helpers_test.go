@@ -38,7 +38,7 @@ func (s source) event(split, i int) event {
 
 func (s source) Splits() int { return s.splits }
 
-func (s source) Open(_ context.Context, split int, offset int64) (engine.SplitReader[event], error) {
+func (s source) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[event], error) {
 	return &reader{s: s, split: split, i: int(offset)}, nil
 }
 
@@ -58,7 +58,7 @@ type reader struct {
 	i     int
 }
 
-func (r *reader) Next(context.Context) (event, int64, bool, error) {
+func (r *reader) Next(ctx context.Context) (event, int64, bool, error) {
 	if r.i >= r.s.n {
 		return event{}, 0, false, nil
 	}
@@ -81,7 +81,7 @@ type listReader struct {
 	i int
 }
 
-func (r *listReader) Next(context.Context) (event, int64, bool, error) {
+func (r *listReader) Next(ctx context.Context) (event, int64, bool, error) {
 	if r.i >= len(r.l) {
 		return event{}, 0, false, nil
 	}

@@ -21,7 +21,7 @@ import (
 // that read them, run apart.
 type unevenSource struct{ source }
 
-func (s unevenSource) Open(_ context.Context, split int, offset int64) (engine.SplitReader[event], error) {
+func (s unevenSource) Open(ctx context.Context, split int, offset int64) (engine.SplitReader[event], error) {
 	return &unevenReader{reader{s: s.source, split: split, i: int(offset)}}, nil
 }
 
