@@ -76,7 +76,7 @@ func runInspect(ctx context.Context, o inspectOptions, args []string, out io.Wri
 		}
 	}
 	bar := newByteProgress(ctx, o.stderr, "scanning")
-	rep, err := inspect.Inspect(ctx, src, inspect.Options{Now: now, Scan: o.scan, Top: o.top, Progress: bar.report()})
+	rep, err := inspect.Inspect(ctx, src, inspect.Options{Now: now, Scan: o.scan, Top: o.top, Progress: bar.report(), Workers: readWorkers(args[0])})
 	bar.end(err)
 	if err != nil {
 		return err

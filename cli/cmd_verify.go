@@ -94,7 +94,7 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 	}
 	defer src.Close()
 	bar := newByteProgress(ctx, o.stderr, "verifying")
-	v, err := inspect.Verify(ctx, src, inspect.VerifyOptions{Deep: o.deep, Progress: bar.report(), Shard: sp})
+	v, err := inspect.Verify(ctx, src, inspect.VerifyOptions{Deep: o.deep, Progress: bar.report(), Shard: sp, Workers: readWorkers(args[0])})
 	bar.end(err)
 	if err != nil {
 		return err

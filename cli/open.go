@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/layouts"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
@@ -104,6 +105,20 @@ func findState(m *savepoint.Metadata, opIdx int, name string) (stateRef, error) 
 
 // shown is a location as messages show it: a bucket URL without its
 // parameters, whose endpoint may carry credentials.
+// readWorkers is how many segments a command reads at once from location:
+// one per core on disk (0); from a bucket, where a segment of a few MiB is
+// one request and its worker waits for it, three per core (up to 16), so
+// that the cores decode while the next segments' requests are in flight.
+// Each worker holds its segment's read-ahead budget (storage.ReadSize,
+// twice), so memory stays bounded by the count.
+func readWorkers(location string) int {
+	if loc, err := storage.ParseLocation(location); err == nil && loc.IsBucket() {
+		n := workers.Default()
+		return max(n, min(3*n, 16))
+	}
+	return 0
+}
+
 func shown(location string) string {
 	if loc, err := storage.ParseLocation(location); err == nil && loc.IsBucket() {
 		return loc.String()

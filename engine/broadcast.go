@@ -22,8 +22,8 @@ type broadcastSpec struct {
 	val  serializers.Serializer
 }
 
-// NewBroadcastDescriptor declares a broadcast state.
-func NewBroadcastDescriptor[K, V any](name string, key serializers.Of[K], val serializers.Of[V]) *BroadcastDescriptor[K, V] {
+// NewBroadcastMap declares a broadcast state: a map from K to V.
+func NewBroadcastMap[K, V any](name string, key serializers.Of[K], val serializers.Of[V]) *BroadcastDescriptor[K, V] {
 	return &BroadcastDescriptor[K, V]{spec: broadcastSpec{name: name, key: key, val: val}}
 }
 

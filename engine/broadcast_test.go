@@ -36,7 +36,7 @@ func (r *factorReader) Next(ctx context.Context) (factor, int64, bool, error) {
 	return factors[r.i-1], 0, true, nil
 }
 
-var factorDesc = NewBroadcastDescriptor("factors", serializers.String(), serializers.Int64())
+var factorDesc = NewBroadcastMap("factors", serializers.String(), serializers.Int64())
 
 // scaled emits, for each event, the sum of all factors, once the watermark
 // shows that the factor table is complete.

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path"
 	"path/filepath"
 	"slices"
@@ -241,4 +242,101 @@ func mustID(t *testing.T, location string) uint64 {
 		t.Fatalf("%s is no checkpoint", location)
 	}
 	return id
+}
+
+// A restore from a checkpoint in a bucket whose shared object (or another
+// file its manifest lists) is missing, cut short or damaged fails with
+// ErrCorruptCheckpoint naming the object.
+func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	client := srv.Client(srv.Endpoint())
+	ctx := context.Background()
+	src := testSource{splits: 2, n: 5000, keys: 31}
+	damage := map[string]func(key string, b []byte) error{
+		"Missing": func(key string, _ []byte) error {
+			_, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("state"), Key: aws.String(key)})
+			return err
+		},
+		"Truncated": func(key string, b []byte) error {
+			_, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(key), Body: bytes.NewReader(b[:len(b)-1])})
+			return err
+		},
+		"Corrupt": func(key string, b []byte) error {
+			b = bytes.Clone(b)
+			b[len(b)/2] ^= 0x40
+			_, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(key), Body: bytes.NewReader(b)})
+			return err
+		},
+	}
+	for name, hurt := range damage {
+		t.Run(name, func(t *testing.T) {
+			prefix := "damaged-" + strings.ToLower(name)
+			root := storetest.URL(srv.Endpoint(), "state", prefix)
+			var seen atomic.Int64
+			if _, err := Run(ctx, failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
+				Backend: Pebble, CheckpointDir: root, CheckpointInterval: 2 * time.Millisecond,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			latest, err := LatestCheckpoint(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared := bucketKeys(t, client, "state", prefix+"/"+chkdir.SharedDir+"/")
+			if len(shared) == 0 {
+				t.Fatal("no shared objects")
+			}
+			b, err := chkdir.OpenBucket(ctx, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _, err := b.ReadManifest(ctx, mustID(t, latest))
+			b.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A shared file where the databases have flushed one, else
+			// another file the manifest lists.
+			var victim, other chkdir.File
+			for _, db := range m.Databases {
+				for _, f := range db.Files {
+					switch {
+					case f.Size == 0:
+					case victim.Path == "" && strings.HasPrefix(f.Path, chkdir.SharedDir+"/"):
+						victim = f
+					case other.Path == "":
+						other = f
+					}
+				}
+			}
+			if victim.Path == "" {
+				victim = other
+			}
+			if victim.Path == "" {
+				t.Fatalf("checkpoint %s lists no file with bytes", latest)
+			}
+			key := prefix + "/" + victim.Path
+			out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("state"), Key: aws.String(key)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			_, err = buf.ReadFrom(out.Body)
+			out.Body.Close()
+			if err != nil || int64(buf.Len()) != victim.Size {
+				t.Fatalf("reading %s: %d bytes, %v; the checkpoint lists %d", key, buf.Len(), err, victim.Size)
+			}
+			if err := hurt(key, buf.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			seen.Store(0)
+			_, err = Run(ctx, failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{Backend: Heap, RestoreFrom: latest})
+			if !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), "state/"+key) || strings.Contains(err.Error(), "endpoint=") {
+				t.Fatalf("restore = %v, want ErrCorruptCheckpoint naming s3://state/%s without the URL's parameters", err, key)
+			}
+			t.Log(err)
+		})
+	}
 }

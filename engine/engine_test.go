@@ -90,7 +90,7 @@ func (w *windowCount) OnTimer(ctx *Context[string, windowResult], t TimerInfo) e
 
 func countJob(src testSource, p int, sink Sink[windowResult]) *Job {
 	j := NewJob("window-count", DefaultParallelism(p))
-	events := FromSource(j, src, Watermarks{OutOfOrderness: 0, Every: 16}, UID("events"))
+	events := FromSource(j, src, Watermarks{Every: 16}, UID("events"))
 	keyed := KeyBy(events, func(e testEvent) string { return e.Key }, serializers.String())
 	counts := Process(keyed, func() KeyedProcessFunction[string, testEvent, windowResult] { return &windowCount{} },
 		UID("count"), WithState(countDesc), MaxParallelism(128))

@@ -72,7 +72,7 @@ func fraudTTL(d time.Duration) ttl.Config {
 var (
 	merchantDesc = state.NewMap("merchant-counts", serializers.String(), serializers.Int64(), state.WithTTL(fraudTTL(merchantTTL)))
 	recentDesc   = state.NewList("recent", serializers.Int64(), state.WithTTL(fraudTTL(recentTTL)))
-	rulesDesc    = NewBroadcastDescriptor("rules", serializers.String(), serializers.Int64())
+	rulesDesc    = NewBroadcastMap("rules", serializers.String(), serializers.Int64())
 )
 
 // txnSource has splits of n transactions each. Split s advances in event
@@ -250,7 +250,7 @@ func (f *fraudCheck) ProcessBroadcastElement(ctx *BroadcastContext[alert], r rul
 // fraudJob builds the job at parallelism p. observe may be nil.
 func fraudJob(src Source[txn], rules ruleSource, p int, sink Sink[alert], observe func(int, string, int64)) *Job {
 	j := NewJob("card-fraud", DefaultParallelism(p))
-	txns := FromSource(j, src, Watermarks{OutOfOrderness: 5000, Every: 32}, UID("transactions"))
+	txns := FromSource(j, src, Watermarks{OutOfOrderness: 5 * time.Second, Every: 32}, UID("transactions"))
 	rs := FromSource(j, rules, Watermarks{Every: 1}, UID("rules"), Parallelism(1))
 	alerts := ProcessBroadcast(
 		KeyBy(txns, func(t txn) cardKey { return t.Card }, cardKeySerializer),

@@ -299,7 +299,7 @@ func savepointsOfARunningJob(t *testing.T, pt ProcessingTimeMode) {
 // countJobOf is countJob over any source of test events.
 func countJobOf(src Source[testEvent], p int, sink Sink[windowResult]) *Job {
 	j := NewJob("window-count", DefaultParallelism(p))
-	events := FromSource(j, src, Watermarks{OutOfOrderness: 0, Every: 16}, UID("events"))
+	events := FromSource(j, src, Watermarks{Every: 16}, UID("events"))
 	keyed := KeyBy(events, func(e testEvent) string { return e.Key }, serializers.String())
 	counts := Process(keyed, func() KeyedProcessFunction[string, testEvent, windowResult] { return &windowCount{} },
 		UID("count"), WithState(countDesc), MaxParallelism(128))

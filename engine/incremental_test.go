@@ -32,7 +32,10 @@ type upsert struct {
 
 var upsertState = state.NewValue("value", serializers.String())
 
-type upserter struct{ v state.ValueState[string] }
+type upserter struct {
+	NoTimers[string, struct{}]
+	v state.ValueState[string]
+}
 
 func (u *upserter) Open(ctx *OpenContext) (err error) {
 	u.v, err = GetValue(ctx, upsertState)
@@ -48,8 +51,6 @@ func (u *upserter) ProcessElement(_ *Context[string, struct{}], r upsert) error 
 	}
 	return u.v.Update(upsertValue(r.Key, r.Version))
 }
-
-func (u *upserter) OnTimer(*Context[string, struct{}], TimerInfo) error { return nil }
 
 // upsertValue is key's value at version: 67 bytes or so that compress
 // poorly, so that the state's size on disk is about its size in records.

@@ -30,7 +30,7 @@ func TestBuildErrors(t *testing.T) {
 		{"state declared twice", []OperatorOption{UID("c"), WithState(countDesc, countDesc)}, `declares state "counts" twice`},
 		{"operator state declared twice", []OperatorOption{UID("c"), WithOperatorState(tallyRecords, tallyRecords)}, `declares state "records" twice`},
 		{"operator state named as a keyed state", []OperatorOption{UID("c"), WithState(countDesc),
-			WithOperatorState(NewOperatorList("counts", serializers.Int64(), savepoint.Union))}, `declares state "counts" twice`},
+			WithOperatorState(NewOperatorList("counts", serializers.Int64(), UnionRedistribution))}, `declares state "counts" twice`},
 		{"operator state without distribution", []OperatorOption{UID("c"),
 			WithOperatorState(NewOperatorList("offsets", serializers.Int64(), 0))}, `operator state "offsets" has distribution(0)`},
 	} {

@@ -10,16 +10,28 @@ import (
 
 // OperatorListDescriptor declares an operator list state: non-keyed state
 // of which every subtask holds a list, handed out on restore by its
-// distribution. With savepoint.EvenSplit every element goes to exactly one
-// new subtask; with savepoint.Union every new subtask gets every element of
+// distribution. With EvenSplit every element goes to exactly one new
+// subtask; with UnionRedistribution every new subtask gets every element of
 // every old subtask, and keeps what it needs.
 type OperatorListDescriptor[T any] struct {
 	spec operatorStateSpec
 	elem serializers.Of[T]
 }
 
+// Distribution says how a restore hands out an operator list state's
+// elements to the new subtasks.
+type Distribution = savepoint.Distribution
+
+// The distributions of operator list state, as Flink names them: even-split
+// redistribution and union redistribution. (Union, the function, merges
+// streams.)
+const (
+	EvenSplit           = savepoint.EvenSplit
+	UnionRedistribution = savepoint.Union
+)
+
 // NewOperatorList declares an operator list state.
-func NewOperatorList[T any](name string, elem serializers.Of[T], distribution savepoint.Distribution) *OperatorListDescriptor[T] {
+func NewOperatorList[T any](name string, elem serializers.Of[T], distribution Distribution) *OperatorListDescriptor[T] {
 	d := &OperatorListDescriptor[T]{elem: elem}
 	d.spec = operatorStateSpec{name: name, distribution: distribution, element: elem, desc: d}
 	return d

@@ -19,8 +19,8 @@ import (
 )
 
 var (
-	tallyRecords = NewOperatorList("records", serializers.Int64(), savepoint.EvenSplit)
-	tallyKeys    = NewOperatorList("keys-seen", serializers.String(), savepoint.Union)
+	tallyRecords = NewOperatorList("records", serializers.Int64(), EvenSplit)
+	tallyKeys    = NewOperatorList("keys-seen", serializers.String(), UnionRedistribution)
 )
 
 // tallies records what the subtasks of one run of tallyJob held.
@@ -40,6 +40,7 @@ func newTallies() *tallies {
 // tally counts the records its subtask processes, restored counts
 // included, in even-split state, and the keys it has seen in union state.
 type tally struct {
+	NoTimers[string, int64]
 	log     *tallies
 	subtask int
 	records *OperatorListState[int64]
@@ -85,8 +86,6 @@ func (f *tally) ProcessElement(_ *Context[string, int64], e testEvent) error {
 	f.log.mu.Unlock()
 	return nil
 }
-
-func (f *tally) OnTimer(*Context[string, int64], TimerInfo) error { return nil }
 
 var tallySource = testSource{splits: 3, n: 500, keys: 11}
 

@@ -40,6 +40,34 @@ type KeyedProcessFunction[K, IN, OUT any] interface {
 	OnTimer(ctx *Context[K, OUT], t TimerInfo) error
 }
 
+// NoOpen, embedded in a process function that obtains no state handles,
+// is its Open.
+type NoOpen struct{}
+
+// Open does nothing.
+func (NoOpen) Open(*OpenContext) error { return nil }
+
+// NoTimers, embedded in a process function that registers no timers, is
+// its OnTimer.
+type NoTimers[K, OUT any] struct{}
+
+// OnTimer does nothing: no timer is ever registered.
+func (NoTimers[K, OUT]) OnTimer(*Context[K, OUT], TimerInfo) error { return nil }
+
+// ProcessFunc makes a process function of fn, for Process, when it needs
+// neither state handles nor timers (it may still emit).
+func ProcessFunc[K, IN, OUT any](fn func(c *Context[K, OUT], in IN) error) func() KeyedProcessFunction[K, IN, OUT] {
+	return func() KeyedProcessFunction[K, IN, OUT] { return processFunc[K, IN, OUT](fn) }
+}
+
+type processFunc[K, IN, OUT any] func(c *Context[K, OUT], in IN) error
+
+func (processFunc[K, IN, OUT]) Open(*OpenContext) error { return nil }
+
+func (f processFunc[K, IN, OUT]) ProcessElement(c *Context[K, OUT], in IN) error { return f(c, in) }
+
+func (processFunc[K, IN, OUT]) OnTimer(*Context[K, OUT], TimerInfo) error { return nil }
+
 // OpenContext is given to Open. It is the subtask's context.Context too:
 // done when the job stops or fails.
 type OpenContext struct {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // retain deletes all but the newest keep checkpoints under the root, then
@@ -149,7 +150,12 @@ func LatestCheckpoint(root string) (string, error) {
 		return "", fmt.Errorf("engine: checkpoint root: %w", err)
 	}
 	if len(ids) == 0 {
-		return "", fmt.Errorf("engine: no checkpoint under %s", root)
+		// A bucket URL's parameters may hold credentials: not in messages.
+		where := root
+		if loc, err := storage.ParseLocation(root); err == nil {
+			where = loc.String()
+		}
+		return "", fmt.Errorf("engine: no checkpoint under %s", where)
 	}
 	return chkdir.Path(root, ids[len(ids)-1]), nil
 }

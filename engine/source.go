@@ -52,20 +52,21 @@ var ErrNothingAvailable = errors.New("engine: no record available yet")
 // and an event-time timer it registers there fires when the watermark
 // next advances.
 type Watermarks struct {
-	// OutOfOrderness is how far, in milliseconds, an event may lag behind
-	// the largest event time already read from its split.
-	OutOfOrderness int64
+	// OutOfOrderness is how far an event may lag behind the largest event
+	// time already read from its split; event times are milliseconds, so
+	// it counts in whole milliseconds.
+	OutOfOrderness time.Duration
 	// Every is how many records of a split a source subtask reads between
 	// two watermarks it sends because of that split; it also sends one
 	// when a split ends or stops. 0 means 256.
 	Every int
-	// MaxAdvance, when positive, is how far in milliseconds one record can
+	// MaxAdvance, when positive, is how far one record can
 	// move its split's progress: a record dated further ahead moves it by
 	// MaxAdvance, and the records after it move it on from there. One
 	// future-dated record then cannot fire every event-time timer, nor,
 	// under DeterministicTime, move processing time, by more than that.
 	// The first record of a split sets its progress as it is.
-	MaxAdvance int64
+	MaxAdvance time.Duration
 	// IdleTimeout, when positive, marks a split idle once it has returned
 	// ErrNothingAvailable for that long (wall-clock time): an idle split
 	// does not hold the watermark back, and a subtask whose splits are all
@@ -75,28 +76,28 @@ type Watermarks struct {
 	// AlignmentGroup, when set, aligns the watermarks of every source
 	// subtask of the sources that name the same group, as Flink's watermark
 	// alignment does: a subtask whose watermark is more than MaxDrift
-	// milliseconds ahead of the group's lowest stops reading until the
+	// ahead of the group's lowest stops reading until the
 	// others catch up. Subtasks that have stopped, ended or gone idle do
 	// not hold the group back. Which records a subtask reads, and in what
 	// order, does not depend on it: only when.
 	AlignmentGroup string
-	MaxDrift       int64
+	MaxDrift       time.Duration
 }
 
 func (w Watermarks) validate() error {
 	switch {
 	case w.OutOfOrderness < 0:
-		return fmt.Errorf("out-of-orderness %d", w.OutOfOrderness)
+		return fmt.Errorf("out-of-orderness %v", w.OutOfOrderness)
 	case w.Every < 0:
 		return fmt.Errorf("watermark interval %d", w.Every)
 	case w.MaxAdvance < 0:
-		return fmt.Errorf("max advance %d", w.MaxAdvance)
+		return fmt.Errorf("max advance %v", w.MaxAdvance)
 	case w.IdleTimeout < 0:
 		return fmt.Errorf("idle timeout %v", w.IdleTimeout)
 	case w.MaxDrift < 0:
-		return fmt.Errorf("max drift %d", w.MaxDrift)
+		return fmt.Errorf("max drift %v", w.MaxDrift)
 	case w.MaxDrift > 0 && w.AlignmentGroup == "":
-		return fmt.Errorf("max drift %d without an alignment group", w.MaxDrift)
+		return fmt.Errorf("max drift %v without an alignment group", w.MaxDrift)
 	}
 	return nil
 }

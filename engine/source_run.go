@@ -231,7 +231,7 @@ func (r *sourceRunner[T]) step() error {
 			c.ended = true
 			return r.emitWatermark()
 		}
-		c.observe(ts, r.wm.MaxAdvance)
+		c.observe(ts, r.wm.MaxAdvance.Milliseconds())
 		c.since, c.retry = time.Time{}, time.Time{}
 		if c.idle {
 			c.idle = false
@@ -268,7 +268,7 @@ func (r *sourceRunner[T]) watermark() int64 {
 			idling = true
 		default:
 			holding = true
-			w = min(w, c.watermark(r.wm.OutOfOrderness))
+			w = min(w, c.watermark(r.wm.OutOfOrderness.Milliseconds()))
 		}
 	}
 	if !holding && idling {
@@ -381,7 +381,7 @@ func (r *sourceRunner[T]) mustAlign() bool {
 		return false
 	}
 	lowest, _ := r.group.lowest()
-	return r.t.watermark > addSat(lowest, r.wm.MaxDrift)
+	return r.t.watermark > addSat(lowest, r.wm.MaxDrift.Milliseconds())
 }
 
 // idleChanged updates the watermark and the outputs' status after a split

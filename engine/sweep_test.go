@@ -30,7 +30,10 @@ func sweptTTL() ttl.Config {
 }
 
 // writeBoth writes every record's time into both states under its key.
-type writeBoth struct{ swept, unswept state.ValueState[int64] }
+type writeBoth struct {
+	NoTimers[string, struct{}]
+	swept, unswept state.ValueState[int64]
+}
 
 func (w *writeBoth) Open(ctx *OpenContext) (err error) {
 	if w.swept, err = GetValue(ctx, sweptDesc); err != nil {
@@ -46,8 +49,6 @@ func (w *writeBoth) ProcessElement(_ *Context[string, struct{}], e testEvent) er
 	}
 	return w.unswept.Update(e.TS)
 }
-
-func (w *writeBoth) OnTimer(*Context[string, struct{}], TimerInfo) error { return nil }
 
 // On Pebble the runtime steps the TTL sweeper as records pass, at the
 // subtask's processing time, here the watermark: entries that expired long before the end of the input are

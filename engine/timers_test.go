@@ -62,11 +62,10 @@ type firedTimer struct {
 // ptTimers obeys timerCmds, and reports every command it has processed and
 // every timer that fires.
 type ptTimers struct {
+	NoOpen
 	processed chan<- timerCmd
 	fired     chan<- firedTimer
 }
-
-func (p *ptTimers) Open(*OpenContext) error { return nil }
 
 func (p *ptTimers) ProcessElement(ctx *Context[string, struct{}], c timerCmd) error {
 	if c.Register != 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stateproc/stateproc/serializers"
 )
@@ -43,9 +44,7 @@ type traced struct {
 
 // eventTimeTrace sets an event-time timer at the time of every record and
 // emits a step for every record and every timer.
-type eventTimeTrace struct{}
-
-func (eventTimeTrace) Open(*OpenContext) error { return nil }
+type eventTimeTrace struct{ NoOpen }
 
 func (eventTimeTrace) ProcessElement(ctx *Context[string, traced], e testEvent) error {
 	if err := ctx.Emit(traced{Key: ctx.Key(), TS: e.TS, Watermark: ctx.CurrentWatermark()}); err != nil {
@@ -135,7 +134,7 @@ func TestBoundedOutOfOrderness(t *testing.T) {
 	for _, backend := range []BackendKind{Heap, Pebble} {
 		t.Run(string(backend), func(t *testing.T) {
 			j := NewJob("event-time-trace")
-			in := FromSource(j, sliceSource(events), Watermarks{OutOfOrderness: bound, Every: 1}, UID("events"))
+			in := FromSource(j, sliceSource(events), Watermarks{OutOfOrderness: time.Duration(bound) * time.Millisecond, Every: 1}, UID("events"))
 			out := Process(KeyBy(in, func(e testEvent) string { return e.Key }, serializers.String()),
 				func() KeyedProcessFunction[string, testEvent, traced] { return eventTimeTrace{} },
 				UID("trace"), MaxParallelism(128))

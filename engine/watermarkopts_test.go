@@ -74,16 +74,10 @@ func discardJob(src Source[testEvent], wm Watermarks, p int) *Job {
 	j := NewJob("paced", DefaultParallelism(p))
 	in := FromSource(j, src, wm, UID("events"))
 	ToSink(Process(KeyBy(in, func(e testEvent) string { return e.Key }, serializers.String()),
-		func() KeyedProcessFunction[string, testEvent, struct{}] { return nopFunction{} },
+		ProcessFunc(func(*Context[string, struct{}], testEvent) error { return nil }),
 		UID("nop"), MaxParallelism(128)), NewCollectSink[struct{}](), UID("sink"))
 	return j
 }
-
-type nopFunction struct{}
-
-func (nopFunction) Open(*OpenContext) error                                       { return nil }
-func (nopFunction) ProcessElement(*Context[string, struct{}], testEvent) error    { return nil }
-func (nopFunction) OnTimer(ctx *Context[string, struct{}], timer TimerInfo) error { return nil }
 
 // Source subtasks in one alignment group stay within the group's drift of
 // each other in event time, however unevenly their splits are read: here
@@ -102,7 +96,7 @@ func TestWatermarkAlignmentBoundsTheSkew(t *testing.T) {
 				t.Fatal(err)
 			}
 			aligned := newPacedSource(400, slow, fast, fast, slow)
-			wm := Watermarks{Every: every, AlignmentGroup: "input", MaxDrift: drift}
+			wm := Watermarks{Every: every, AlignmentGroup: "input", MaxDrift: time.Duration(drift) * time.Millisecond}
 			if _, err := Run(context.Background(), discardJob(aligned, wm, 3), RunOptions{ProcessingTime: mode}); err != nil {
 				t.Fatal(err)
 			}
@@ -165,9 +159,10 @@ func (r quietReader) Next(ctx context.Context) (testEvent, int64, bool, error) {
 
 // firedTimers sets an event-time timer at the time of every record and
 // counts those that fire.
-type firedTimers struct{ fired *atomic.Int64 }
-
-func (firedTimers) Open(*OpenContext) error { return nil }
+type firedTimers struct {
+	NoOpen
+	fired *atomic.Int64
+}
 
 func (f firedTimers) ProcessElement(ctx *Context[string, struct{}], e testEvent) error {
 	return ctx.RegisterEventTimeTimer(e.TS)
@@ -194,7 +189,7 @@ func TestIdleSplitDoesNotHoldTheWatermark(t *testing.T) {
 				j := NewJob("idle", DefaultParallelism(p))
 				in := FromSource(j, src, Watermarks{Every: 1, IdleTimeout: timeout}, UID("events"))
 				ToSink(Process(KeyBy(in, func(e testEvent) string { return e.Key }, serializers.String()),
-					func() KeyedProcessFunction[string, testEvent, struct{}] { return firedTimers{&fired} },
+					func() KeyedProcessFunction[string, testEvent, struct{}] { return firedTimers{fired: &fired} },
 					UID("timers"), MaxParallelism(128)), NewCollectSink[struct{}](), UID("sink"))
 				done := make(chan error, 1)
 				go func() {
@@ -231,11 +226,10 @@ func TestIdleSplitDoesNotHoldTheWatermark(t *testing.T) {
 
 // processingTimes records the processing time of every call.
 type processingTimes struct {
+	NoOpen
 	mu  *sync.Mutex
 	log *[]int64
 }
-
-func (processingTimes) Open(*OpenContext) error { return nil }
 
 func (p processingTimes) ProcessElement(ctx *Context[string, traced], e testEvent) error {
 	p.mu.Lock()
@@ -265,7 +259,7 @@ func TestMaxAdvanceBoundsOneFutureRecord(t *testing.T) {
 			var mu sync.Mutex
 			var times []int64
 			j := NewJob("advance")
-			in := FromSource(j, events, Watermarks{Every: 1, MaxAdvance: bound}, UID("events"))
+			in := FromSource(j, events, Watermarks{Every: 1, MaxAdvance: time.Duration(bound) * time.Millisecond}, UID("events"))
 			out := Process(KeyBy(in, func(e testEvent) string { return e.Key }, serializers.String()),
 				func() KeyedProcessFunction[string, testEvent, traced] { return processingTimes{mu: &mu, log: &times} },
 				UID("trace"), MaxParallelism(128))

@@ -104,6 +104,8 @@
 // reach 64 MiB). Each column's encoding suits state data (see encodings in
 // parquet.go): key and map_key, sorted, are stored as prefix deltas, other
 // strings with a dictionary, integers and timestamps as bit-packed deltas.
+// Columns carry minimum and maximum statistics, except map_key, whose
+// values in a row group span about every map key.
 // Every file records as key-value metadata stateproc.savepoint_id,
 // stateproc.operator, stateproc.state, stateproc.kind, and
 // stateproc.serializers (the serializer snapshots as JSON), plus

@@ -185,3 +185,59 @@ func TestOneKeyManyFiles(t *testing.T) {
 		t.Errorf("%s of %d rows have their list index and their place in the files", got, n)
 	}
 }
+
+// TestColumnStatistics wants minimum and maximum statistics in every
+// column chunk but map_key's, and key's to bound the keys of its row group.
+func TestColumnStatistics(t *testing.T) {
+	b := newBuilder(savepoint.Operator{
+		UID: "op", Name: "Op", Parallelism: 1, MaxParallelism: 4, KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
+		States: []savepoint.KeyedState{{Name: "counts", Kind: savepoint.Map, Namespace: void, MapKey: snap(serializers.KindString), Value: snap(serializers.KindInt64)}},
+	})
+	for u := range 6 {
+		for c := range 3 {
+			b.add(0, 0, savepoint.Entry{Key: fmt.Appendf(nil, "user-%d", u), MapKey: fmt.Appendf(nil, "cat-%d", c), Value: i64(int64(u + c))})
+		}
+	}
+	out, _ := exportTo(t, b.write(t), export.Options{})
+	files, _ := filepath.Glob(filepath.Join(out, "op/counts/*.parquet"))
+	if len(files) == 0 {
+		t.Fatal("no Parquet file for the map state")
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		r, err := file.OpenParquetFile(f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := range r.NumRowGroups() {
+			rg := r.MetaData().RowGroup(g)
+			for c := range rg.NumColumns() {
+				cc, err := rg.ColumnChunk(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := cc.PathInSchema().String()
+				seen[name] = true
+				st, err := cc.Statistics()
+				if err != nil {
+					t.Fatal(err)
+				}
+				has := st != nil && st.HasMinMax()
+				if want := name != "map_key"; has != want {
+					t.Errorf("%s: column %s has min and max: %v, want %v", filepath.Base(f), name, has, want)
+				}
+				if name == "key" && has {
+					if lo, hi := string(st.EncodeMin()), string(st.EncodeMax()); lo < "user-0" || hi > "user-5" || lo > hi {
+						t.Errorf("%s: key statistics %q to %q, outside the keys written", filepath.Base(f), lo, hi)
+					}
+				}
+			}
+		}
+		r.Close()
+	}
+	for _, c := range []string{"key", "map_key", "value"} {
+		if !seen[c] {
+			t.Errorf("no column %s in %v", c, seen)
+		}
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stateproc/stateproc/flinkfmt/internal/sstbuild"
 	"github.com/stateproc/stateproc/keygroup"
 )
 
@@ -77,4 +79,60 @@ func TestNativePairs(t *testing.T) {
 	if _, err := k.OpenNative(context.Background(), 1); err == nil {
 		t.Error("a part that is not there opened")
 	}
+}
+
+// BenchmarkNativeToCanonical measures what convert does with a native
+// handle: 200,000 values in two tables and 50,000 lists whose elements lie
+// in two more, merged, copied and written as a canonical stream under the
+// handle's header.
+func BenchmarkNativeToCanonical(b *testing.B) {
+	const keys, lists = 200_000, 50_000
+	var visits, items [2][]sstbuild.Entry
+	for i := 0; i < keys; i++ {
+		key := nkey(i*128/keys, fmt.Sprintf("user-%07d", i))
+		visits[i%2] = append(visits[i%2], set(key, uint64(i+1), long(int64(i))))
+		if i < lists {
+			items[0] = append(items[0], set(key, uint64(keys+i+1), long(1, 2)))
+			items[1] = append(items[1], merge(key, uint64(keys+lists+i+1), long(3)))
+		}
+	}
+	var files []nativeFile
+	for i := range 2 {
+		files = append(files, relFile(fmt.Sprintf("%06d.sst", i+1), fmt.Sprintf("v%d", i), nativeTable(b, "visits", visits[i], sstbuild.Options{ColumnFamilyID: 1})))
+		files = append(files, relFile(fmt.Sprintf("%06d.sst", i+3), fmt.Sprintf("i%d", i), nativeTable(b, "items", items[i], sstbuild.Options{ColumnFamilyID: 2})))
+	}
+	dir := writeNative(b, b.TempDir(), ".", 128, keygroup.All(128), nativeHeader(), nil, files)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		_, k := openKeyed(b, dir)
+		h, err := k.CanonicalHeader([]int{0})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cw, err := NewCanonicalWriter(io.Discard, h, 128, keygroup.All(128))
+		if err != nil {
+			b.Fatal(err)
+		}
+		np, err := k.OpenNative(ctx, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for kg := range 128 {
+			err := np.KeyGroup(kg, func(state int, key, value []byte) error {
+				n++
+				return cw.Add(kg, h.IDs[state], key, value)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		np.Close()
+		if _, err := cw.Finish(); err != nil || n != keys+lists {
+			b.Fatalf("%d pairs, %v", n, err)
+		}
+	}
+	b.ReportMetric(float64(keys+lists)*float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
 }

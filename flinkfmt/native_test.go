@@ -332,7 +332,7 @@ func describe(t *testing.T, k *Keyed, it *EntryIterator) []string {
 	return got
 }
 
-func openKeyed(t *testing.T, dir string) (*Reader, *Keyed) {
+func openKeyed(t testing.TB, dir string) (*Reader, *Keyed) {
 	t.Helper()
 	ctx := context.Background()
 	r, err := Open(ctx, storage.LocalDir(dir), Options{})

@@ -87,9 +87,33 @@ type partitioner struct {
 	shapes  []refShape
 	bufSize int
 	files   []*spillWriter
+	// to, when set, takes each new key group's spill records instead of
+	// the bucket files: the map stage of a shuffle (see Shuffle.Blocks).
+	to func(kg int) spillOut
 	// The current group, and the encoding scratch.
 	h       header
 	scratch []byte
+}
+
+// spillOut takes spill records in order.
+type spillOut interface {
+	write(b []byte) error
+}
+
+func (sw *spillWriter) write(b []byte) error {
+	if _, err := sw.w.Write(b); err != nil {
+		return fmt.Errorf("rescale: spilling: %w", err)
+	}
+	sw.size += int64(len(b))
+	return nil
+}
+
+// out returns where the records of new key group kg go.
+func (pw *partitioner) out(kg int) (spillOut, error) {
+	if pw.to != nil {
+		return pw.to(kg), nil
+	}
+	return pw.writer(int(pw.bk.of[kg]))
 }
 
 type spillWriter struct {
@@ -123,7 +147,7 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 	}
 	shape := pw.shapes[ref]
 	first := true
-	var w *spillWriter
+	var w spillOut
 	for it.Next() {
 		e := it.Entry()
 		b := pw.scratch[:0]
@@ -137,7 +161,7 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 				pw.h.kg = int(h % pw.maxP)
 				pw.h.key = append(pw.h.key[:0], e.Key...)
 				var werr error
-				if w, werr = pw.writer(int(pw.bk.of[pw.h.kg])); werr != nil {
+				if w, werr = pw.out(pw.h.kg); werr != nil {
 					return werr
 				}
 			}
@@ -150,10 +174,9 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 			b = appendItem(b, shape.isMap, e.MapKey, e.Value)
 		}
 		pw.scratch = b
-		if _, err := w.w.Write(b); err != nil {
-			return fmt.Errorf("rescale: spilling: %w", err)
+		if err := w.write(b); err != nil {
+			return err
 		}
-		w.size += int64(len(b))
 	}
 	return it.Err()
 }

@@ -35,38 +35,11 @@ type Report struct {
 
 // Run rescales src, the savepoint read from input, into out.Out.
 func Run(ctx context.Context, src savepoint.Source, input string, opts Options, out rewrite.Options) (*Report, error) {
-	m := src.Metadata()
-	plans, err := plan(m, opts)
+	pr, err := prepare(ctx, src, input, opts)
 	if err != nil {
 		return nil, err
 	}
-	segs, err := savepoint.AllSegments(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range segs {
-		p := &plans[s.Ref.Operator]
-		p.segs = append(p.segs, s)
-	}
-	meta := rewrite.DeriveMetadata(input, m, describe(plans))
-	for _, p := range plans {
-		meta.Operators[p.index] = p.outputOperator()
-	}
-	kept, err := rewrite.SameLayout(ctx, src, func(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
-		if plans[seg.Ref.Operator].action == Rebucketed {
-			return rewrite.SegmentPlan{}, false
-		}
-		return rewrite.SegmentPlan{Src: seg, Dst: seg.Ref}, true
-	})
-	if err != nil {
-		return nil, err
-	}
-	newFiles := map[int][]string{}
-	for _, p := range plans {
-		if p.action == Rebucketed {
-			newFiles[p.index] = newFileNames(p.index, p.parallelism, p.maxP, &kept)
-		}
-	}
+	m, plans, meta, kept, newFiles := src.Metadata(), pr.plans, pr.meta, pr.kept, pr.newFiles
 	rep := report(plans, out.DryRun)
 	copied := rewrite.PlannedBytes(kept)
 	moved, spilled := rebucketedBytes(plans)
@@ -112,6 +85,52 @@ func Run(ctx context.Context, src savepoint.Source, input string, opts Options, 
 		return nil, err
 	}
 	return rep, nil
+}
+
+// prepared is a rescale decided: what happens to every operator, the
+// output's metadata, the files copied from the input, and the names of the
+// re-bucketed operators' new files, by operator.
+type prepared struct {
+	plans    []opPlan
+	meta     *savepoint.Metadata
+	kept     []rewrite.FilePlan
+	newFiles map[int][]string
+}
+
+func prepare(ctx context.Context, src savepoint.Source, input string, opts Options) (*prepared, error) {
+	m := src.Metadata()
+	plans, err := plan(m, opts)
+	if err != nil {
+		return nil, err
+	}
+	segs, err := savepoint.AllSegments(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range segs {
+		p := &plans[s.Ref.Operator]
+		p.segs = append(p.segs, s)
+	}
+	meta := rewrite.DeriveMetadata(input, m, describe(plans))
+	for _, p := range plans {
+		meta.Operators[p.index] = p.outputOperator()
+	}
+	kept, err := rewrite.SameLayout(ctx, src, func(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
+		if plans[seg.Ref.Operator].action == Rebucketed {
+			return rewrite.SegmentPlan{}, false
+		}
+		return rewrite.SegmentPlan{Src: seg, Dst: seg.Ref}, true
+	})
+	if err != nil {
+		return nil, err
+	}
+	newFiles := map[int][]string{}
+	for _, p := range plans {
+		if p.action == Rebucketed {
+			newFiles[p.index] = newFileNames(p.index, p.parallelism, p.maxP, &kept)
+		}
+	}
+	return &prepared{plans: plans, meta: meta, kept: kept, newFiles: newFiles}, nil
 }
 
 // spillDir creates the directory one operator's spill files go to.

@@ -22,7 +22,13 @@ func Commit(ctx context.Context, target string, n int, opts rewrite.Options, sto
 	if n < 1 || n > MaxCount {
 		return fmt.Errorf("%w: %d shards: N is from 1 to %d", ErrSpec, n, MaxCount)
 	}
-	names := Parts(target, n)
+	return CommitParts(ctx, target, Parts(target, n), opts, storeOpts)
+}
+
+// CommitParts is Commit for parts named otherwise (rescale's, one per new
+// key group): names in the order their segments go into the files.
+func CommitParts(ctx context.Context, target string, names []string, opts rewrite.Options, storeOpts storage.Options) error {
+	n := len(names)
 	parts := make([]savepoint.Source, 0, n)
 	defer func() {
 		for _, p := range parts {

@@ -175,6 +175,11 @@ func (br *blockReader) release() {
 		br.pf.Close()
 		br.pf = nil
 	}
+	if br.ahead > 0 {
+		// A window read ahead is a prefetched chunk's buffer, or one grown
+		// from it, and nothing else holds it.
+		storage.ReleaseChunk(br.win)
+	}
 	br.pooled, br.pooledRaw, br.win, br.cur, br.raw = nil, nil, nil, nil, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -33,7 +34,8 @@ type Chunk struct {
 	// Range is the index of the range in the list given to Prefetch.
 	Range int
 	// Off is the file offset of Data[0].
-	Off  int64
+	Off int64
+	// Data may be given back with ReleaseChunk once it is no longer used.
 	Data []byte
 }
 
@@ -72,11 +74,58 @@ func Prefetch(ctx context.Context, ranges []Range, opts PrefetchOptions) *Prefet
 	opts.ChunkSize = min(opts.ChunkSize, opts.Budget)
 	ctx, cancel := context.WithCancel(ctx)
 	p := &Prefetcher{ctx: ctx, cancel: cancel, budget: semaphore.NewWeighted(opts.Budget), queue: make(chan *future, opts.InFlight)}
-	go p.dispatch(ranges, opts.ChunkSize)
+	go p.dispatch(ranges, opts.ChunkSize, opts.Budget)
 	return p
 }
 
-func (p *Prefetcher) dispatch(ranges []Range, chunk int64) {
+// Chunk buffers of a MiB or more are recycled: a scan of a bucket reads
+// every segment into a buffer of a few MiB, and fresh ones made the
+// garbage collector run every few segments. Their capacities are rounded
+// up to a multiple of chunkClass so that a buffer serves the next
+// segments of about the same size; those of each class share a pool.
+const (
+	chunkClass     = 256 << 10
+	minPooledChunk = 1 << 20
+	maxPooledChunk = 64 << 20
+)
+
+var chunkPools [maxPooledChunk/chunkClass + 1]sync.Pool
+
+// chunkCap is the capacity of the buffer for a read of n bytes under the
+// budget: rounded up to its class where it is pooled and fits.
+func chunkCap(n, budget int64) int64 {
+	if n < minPooledChunk || n > maxPooledChunk {
+		return n
+	}
+	if c := (n + chunkClass - 1) / chunkClass * chunkClass; c <= budget {
+		return c
+	}
+	return n
+}
+
+func newChunk(n, c int64) []byte {
+	if c%chunkClass == 0 && c >= minPooledChunk && c <= maxPooledChunk {
+		if b, ok := chunkPools[c/chunkClass].Get().(*[]byte); ok {
+			return (*b)[:n]
+		}
+	}
+	return make([]byte, n, c)
+}
+
+// ReleaseChunk gives the buffer of a Chunk's Data back for later reads,
+// once its holder uses neither it nor anything read from it any more. A
+// buffer of another capacity (one a caller grew by appending) is left to
+// the garbage collector.
+func ReleaseChunk(b []byte) {
+	c := int64(cap(b))
+	if c%chunkClass != 0 || c < minPooledChunk || c > maxPooledChunk {
+		return
+	}
+	b = b[:0]
+	chunkPools[c/chunkClass].Put(&b)
+}
+
+func (p *Prefetcher) dispatch(ranges []Range, chunk, budget int64) {
 	defer close(p.queue)
 	for i, r := range ranges {
 		if r.Off < 0 || r.Len < 0 || r.Off > r.File.Size()-r.Len {
@@ -85,14 +134,15 @@ func (p *Prefetcher) dispatch(ranges []Range, chunk int64) {
 		}
 		for off, end := r.Off, r.Off+r.Len; off < end; off += chunk {
 			n := min(chunk, end-off)
-			if err := p.budget.Acquire(p.ctx, n); err != nil {
+			c := chunkCap(n, budget)
+			if err := p.budget.Acquire(p.ctx, c); err != nil {
 				p.dispatchErr = err
 				return
 			}
 			f := &future{chunk: Chunk{Range: i, Off: off}, done: make(chan struct{})}
 			go func() {
 				defer close(f.done)
-				f.chunk.Data = make([]byte, n)
+				f.chunk.Data = newChunk(n, c)
 				m, err := r.File.ReadAt(f.chunk.Data, off)
 				if m == int(n) {
 					err = nil
@@ -105,7 +155,8 @@ func (p *Prefetcher) dispatch(ranges []Range, chunk int64) {
 			case p.queue <- f:
 			case <-p.ctx.Done():
 				<-f.done
-				p.budget.Release(n)
+				p.budget.Release(c)
+				ReleaseChunk(f.chunk.Data)
 				p.dispatchErr = p.ctx.Err()
 				return
 			}
@@ -151,5 +202,6 @@ func (p *Prefetcher) Close() {
 	for f := range p.queue {
 		<-f.done
 		p.budget.Release(int64(cap(f.chunk.Data)))
+		ReleaseChunk(f.chunk.Data)
 	}
 }

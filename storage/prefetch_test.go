@@ -164,3 +164,25 @@ func TestPrefetchCloseStopsEarly(t *testing.T) {
 	p.Close()
 	p.Close()
 }
+
+// A read of a MiB or more gets a buffer of its 256 KiB class, so that a
+// buffer given back serves the next reads of about its size, unless the
+// class would not fit the budget; smaller reads get what they ask for.
+func TestChunkCapacity(t *testing.T) {
+	for _, c := range []struct{ n, budget, want int64 }{
+		{1000, 1 << 30, 1000},
+		{1 << 20, 1 << 30, 1 << 20},
+		{1<<20 + 1, 1 << 30, 1<<20 + 256<<10},
+		{4_000_000, 8 << 20, 4 << 20},
+		{4_000_000, 4_000_000, 4_000_000},
+		{65<<20 + 5, 1 << 30, 65<<20 + 5},
+	} {
+		if got := chunkCap(c.n, c.budget); got != c.want {
+			t.Errorf("chunkCap(%d, budget %d) = %d, want %d", c.n, c.budget, got, c.want)
+		}
+	}
+	b := newChunk(4_000_000, 4<<20)
+	if len(b) != 4_000_000 || cap(b) != 4<<20 {
+		t.Fatalf("newChunk: len %d cap %d", len(b), cap(b))
+	}
+}

@@ -11,7 +11,11 @@
 // export's wall time, CPU time and peak RSS are its own, and times DuckDB's
 // COPY of the tables to zstd Parquet, and only the COPY. The two take
 // turns so that both see the same machine; medians and bests are
-// reported.
+// reported. The child is this program, so that its figures are those of
+// stateproc only when it is built as stateproc is, with the command's
+// profile for profile-guided optimization, which `go run` leaves out:
+//
+//	go build -pgo=cmd/stateproc/default.pgo -o /tmp/exportbench ./bench/exportbench
 //
 // gen writes a savepoint of the shape of the brief's sessions-large (see
 // runGen) for when the real one, which runs the job, is not at hand. query

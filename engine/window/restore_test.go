@@ -37,7 +37,7 @@ func (r *unevenReader) Next(ctx context.Context) (event, int64, bool, error) {
 
 func restoreJob(src engine.Source[event], p, maxP int, a Assigner, f fnKind, sink engine.Sink[result]) *engine.Job {
 	j := engine.NewJob("windows", engine.DefaultParallelism(p))
-	events := engine.FromSource(j, src, engine.Watermarks{Every: 16, OutOfOrderness: 50}, engine.UID("events"))
+	events := engine.FromSource(j, src, engine.Watermarks{Every: 16, OutOfOrderness: 50 * time.Millisecond}, engine.UID("events"))
 	ws := Of(engine.KeyBy(events, keyOf, serializers.String()), a)
 	out := apply(ws, f, engine.UID("windows"), engine.MaxParallelism(maxP))
 	engine.ToSink(out, sink, engine.UID("sink"))

@@ -160,3 +160,44 @@ func TestCountTriggerAndPurging(t *testing.T) {
 		}
 	}
 }
+
+// Session windows within the allowed lateness: a late record that bridges
+// two fired sessions merges them, and the merged session fires at once
+// with all three records; a record after the cleanup goes to the side
+// output.
+func TestSessionLateness(t *testing.T) {
+	events := listSource{
+		{Key: "a", TS: 100, N: 1, V: 1},
+		{Key: "a", TS: 400, N: 1, V: 2},
+		{Key: "a", TS: 250, N: 1, V: 4},
+		{Key: "a", TS: 180, N: 1, V: 8},
+		{Key: "a", TS: 2000, N: 1, V: 16},
+		{Key: "a", TS: 120, N: 1, V: 32},
+	}
+	want := sorted([]result{
+		{"a", 100, 200, 1, 1}, {"a", 250, 350, 1, 4}, {"a", 100, 350, 3, 13}, {"a", 400, 500, 1, 2}, {"a", 2000, 2100, 1, 16},
+	})
+	for _, f := range fnKinds {
+		for _, b := range backends {
+			t.Run(fmt.Sprintf("%s/%s", f, b), func(t *testing.T) {
+				j := engine.NewJob("late-sessions", engine.DefaultParallelism(2))
+				src := engine.FromSource(j, events, engine.Watermarks{Every: 1}, engine.UID("events"), engine.Parallelism(1))
+				ws := Of(engine.KeyBy(src, keyOf, serializers.String()), EventTimeSession(100*time.Millisecond)).
+					AllowedLateness(500 * time.Millisecond).SideOutputLateData(lateTag)
+				out := apply(ws, f, engine.UID("windows"))
+				sink, late := engine.NewCollectSink[result](), engine.NewCollectSink[event]()
+				engine.ToSink(out, sink, engine.UID("sink"))
+				engine.ToSink(engine.SideOutput(out, lateTag), late, engine.UID("late"))
+				if _, err := engine.Run(context.Background(), j, engine.RunOptions{Backend: b}); err != nil {
+					t.Fatal(err)
+				}
+				if got := sorted(sink.Values()); !slices.Equal(got, want) {
+					t.Errorf("windows %v, want %v", got, want)
+				}
+				if got := late.Values(); !slices.Equal(got, events[5:]) {
+					t.Errorf("late output %v, want %v", got, events[5:])
+				}
+			})
+		}
+	}
+}

@@ -33,8 +33,8 @@ func TestSIGTERMStopsWithASavepointThatResumes(t *testing.T) {
 		t.Skip("runs the job three times, one of them in a child process")
 	}
 	dir := t.TempDir()
-	out, clean := filepath.Join(dir, "out"), filepath.Join(dir, "clean")
-	args := []string{"-events", "0", "-parallelism", "2", "-backend", "pebble", "-out", out}
+	out, clean, chk := filepath.Join(dir, "out"), filepath.Join(dir, "clean"), filepath.Join(dir, "chk")
+	args := []string{"-events", "0", "-parallelism", "2", "-backend", "pebble", "-out", out, "-checkpoints", chk, "-checkpoint-interval", "50ms"}
 	child := exec.Command(os.Args[0], "-test.run=^$")
 	// Without -savepoint the savepoint goes under the temporary directory.
 	child.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\n"), "TMPDIR="+dir)
@@ -66,8 +66,17 @@ func TestSIGTERMStopsWithASavepointThatResumes(t *testing.T) {
 		child.Process.Kill()
 		t.Fatal("the child did not start running within a minute")
 	}
-	// Let it read a while: the stop then cuts the input well past its start.
-	time.Sleep(300 * time.Millisecond)
+	// Let it read until it has completed checkpoints: the stop then cuts
+	// the input past its start, whatever the machine's speed.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if ids, _ := filepath.Glob(filepath.Join(chk, "chk-*")); len(ids) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("the child completed no checkpoints within two minutes")
+		}
+	}
 	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,8 @@ func (memDir) Location() string { return "fuzz" }
 // FuzzSource reads a _metadata, whose small state lies inline, through the
 // seam as the commands do: the model, every segment, every entry decoded
 // and rendered as JSON, operator and broadcast state. Nothing may panic;
-// every failure is bad input; what opens holds entries its segments count.
+// every failure is bad input; what opens holds entries its segments count,
+// and as many value sizes.
 // Seeds are the fixtures' _metadata files of up to 64 KiB.
 func FuzzSource(f *testing.F) {
 	for _, dir := range fixtures(f) {
@@ -118,6 +119,27 @@ func readSegment(t *testing.T, src savepoint.Source, op *savepoint.Operator, ref
 	}
 	if n != seg.Entries {
 		t.Fatalf("%s: the segment of key group %d counts %d entries, the iterator gives %d", m.Describe(ref), seg.KeyGroup, seg.Entries, n)
+	}
+	if ref.Timer {
+		return
+	}
+	// The sizes of the values in batches, as inspect --scan reads them.
+	vit := savepoint.SegmentEntries(context.Background(), src, seg)
+	defer vit.Close()
+	sizes, times := make([]int, 3), make([]int64, 3)
+	var sized uint64
+	for {
+		k := savepoint.NextValues(vit, false, sizes, times)
+		sized += uint64(k)
+		if k < len(sizes) {
+			break
+		}
+	}
+	if err := vit.Err(); err != nil {
+		t.Fatalf("%s: key group %d: sizes fail where the entries do not: %v", m.Describe(ref), seg.KeyGroup, err)
+	}
+	if sized != n {
+		t.Fatalf("%s: key group %d: %d entries, %d value sizes", m.Describe(ref), seg.KeyGroup, n, sized)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/examples/discard"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/ttl"
 )
 
 // Operator uids: the names under which savepoints hold their state.
@@ -36,7 +35,7 @@ var (
 
 	usdTotalDesc = state.NewValue(USDTotalState, serializers.Int64())
 	pendingDesc  = state.NewList(PendingState, requestRecordSerializer, state.WithNamespace(serializers.Int64()))
-	pricesDesc   = engine.NewBroadcastDescriptor(PricesState, serializers.String(), modelPricesSerializer)
+	pricesDesc   = engine.NewBroadcastMap(PricesState, serializers.String(), modelPricesSerializer)
 )
 
 func mustAvro[T any](schema string) serializers.Of[T] {
@@ -56,8 +55,8 @@ func mustAvro[T any](schema string) serializers.Of[T] {
 // whole state in minutes of event time, well within a TTL of an hour.
 // The leak variant keeps the TTL, so entries carry timestamps, but no
 // cleanup: an entry that nobody reads stays.
-func OpenTTLConfig(leak bool) ttl.Config {
-	c := ttl.New(OpenTTL)
+func OpenTTLConfig(leak bool) state.TTLConfig {
+	c := state.TTL(OpenTTL)
 	if !leak {
 		c.CleanupFullSnapshot = true
 		c.SweepBudget = 10

@@ -8,7 +8,6 @@ import (
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/examples/discard"
 	"github.com/stateproc/stateproc/serializers"
-	"github.com/stateproc/stateproc/ttl"
 )
 
 // Operator uids.
@@ -42,8 +41,8 @@ func mustAvro[T any](schema string) serializers.Of[T] {
 // CountsTTLConfig is the TTL of `category-counts`: the seed's, a category
 // untouched for a week is forgotten, swept on Pebble 1000 entries at a
 // time.
-func CountsTTLConfig() ttl.Config {
-	c := ttl.New(CountsTTL)
+func CountsTTLConfig() state.TTLConfig {
+	c := state.TTL(CountsTTL)
 	c.SweepBudget = 1000
 	return c
 }
