@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -136,6 +137,10 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // Every command that reads a savepoint gives the same output for the
 // savepoint in a bucket as for the same bytes on disk, and inspect without
 // --scan reads _metadata alone.
+// bytesRead is the field that inspect's JSON adds for a savepoint in a
+// bucket, with the comma before it.
+var bytesRead = regexp.MustCompile(`,\n\s*"bytes_read": [0-9]+`)
+
 func TestEveryReadingCommandOnABucket(t *testing.T) {
 	f := newBucketFixture(t)
 	in := f.url("in/sp")
@@ -172,6 +177,8 @@ func TestEveryReadingCommandOnABucket(t *testing.T) {
 		gets, served := f.proxy.Ops("GetObject")-before, f.proxy.ServedBytes()-served
 		// Outputs name their input: the bucket's shows its location.
 		remote = strings.ReplaceAll(remote, "s3://state/in/sp", f.sp)
+		// Only a bucket's inspect says how many bytes it read.
+		remote = bytesRead.ReplaceAllString(remote, "")
 		if remote != local {
 			t.Errorf("%v: the bucket's output differs from the disk's:\n%s\nwant\n%s", c, remote, local)
 		}
