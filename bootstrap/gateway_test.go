@@ -99,7 +99,7 @@ func TestGatewayBootstrappedRestores(t *testing.T) {
 // usd_total corrected, and bootstrapped. The savepoint holds the same state
 // but for that value.
 func TestDuckDBFixUp(t *testing.T) {
-	sp := "../testdata/savepoints/v1/gateway-p2-pebble"
+	sp := "../testdata/savepoints/v2/gateway-p2-pebble"
 	orig := sptest.Open(t, sp)
 	exported := exportTo(t, sp, export.Options{})
 	dump := filepath.Join(t.TempDir(), "dump")

@@ -16,7 +16,7 @@ import (
 // checkedIn lists the checked-in savepoints.
 func checkedIn(t *testing.T) []string {
 	t.Helper()
-	dirs, err := filepath.Glob("../testdata/savepoints/v1/*")
+	dirs, err := filepath.Glob("../testdata/savepoints/v2/*")
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no checked-in savepoints: %v", err)
 	}

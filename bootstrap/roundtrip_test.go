@@ -68,7 +68,7 @@ func TestRoundTripCheckedIn(t *testing.T) {
 // bucket, and the savepoint is the same, whatever the memory and the
 // workers.
 func TestSpilled(t *testing.T) {
-	sp := "../testdata/savepoints/v1/sessions-p2-heap"
+	sp := "../testdata/savepoints/v2/sessions-p2-heap"
 	orig := sptest.Open(t, sp)
 	m := orig.Metadata()
 	dir := exportTo(t, sp, export.Options{MaxRowsPerFile: 1000})

@@ -72,7 +72,7 @@ func (f *bucketFixture) sameFiles(t *testing.T, what, prefix string, want map[st
 // on disk writes, and --remove-orphans leaves exactly the savepoint.
 func TestBucketWriteKilled(t *testing.T) {
 	f := newBucketFixture(t)
-	checkedIn, _ := filepath.Abs("../testdata/savepoints/v1/gateway-p2-pebble")
+	checkedIn, _ := filepath.Abs("../testdata/savepoints/v2/gateway-p2-pebble")
 	// The input's name is recorded in the output's lineage: the same on
 	// disk and in the bucket.
 	f.upload(t, checkedIn, "in/gateway-p2-pebble")

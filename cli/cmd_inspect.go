@@ -26,8 +26,12 @@ func newInspectCmd() *cobra.Command {
 with its serializers, TTL, keys, entries, bytes and key-group skew; timers per
 timer service; operator and broadcast state.
 
-By default it answers from the savepoint's index alone and reads no data.
---scan reads every entry's framing (values are not decoded) on every core,
+By default it answers from the savepoint's index alone and reads no data:
+for a savepoint of format version 2 that includes value-size percentiles and
+TTL ages with the count past the TTL at --now, from the index's histograms
+(a range where a bucket straddles a cut; the count past the TTL at the
+creation time is exact). For a bucket-resident savepoint it says how many
+bytes it read. --scan reads every entry's framing (values are not decoded) on every core,
 checks the index against the data (a mismatch is corruption, exit 4), and adds
 value-size percentiles, the age of TTL entries at --now with the count already
 past their TTL, and the most timers any key has. --top N also lists the N
@@ -78,6 +82,10 @@ func runInspect(ctx context.Context, o inspectOptions, args []string, out io.Wri
 		return err
 	}
 	rep.Savepoint.Path = shown(args[0])
+	if c := transfersOf(ctx); c != nil && c.BytesRead.Load() > 0 {
+		n := c.BytesRead.Load()
+		rep.BytesRead = &n
+	}
 	printWarnings(o.stderr, rep.Warnings)
 	if o.output == outputJSON {
 		return writeJSON(out, rep)

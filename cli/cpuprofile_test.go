@@ -12,7 +12,7 @@ import (
 )
 
 func TestCPUProfileFlag(t *testing.T) {
-	sp := filepath.Join("..", "testdata", "savepoints", "v1", "tiny")
+	sp := filepath.Join("..", "testdata", "savepoints", "v2", "tiny")
 	var plain bytes.Buffer
 	if code := Main(context.Background(), []string{"inspect", sp}, &plain, io.Discard); code != ExitOK {
 		t.Fatalf("inspect exited %d", code)

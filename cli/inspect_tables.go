@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,9 @@ func writeInspectTables(w io.Writer, rep *inspect.Report) error {
 	fmt.Fprintf(w, "Savepoint %s\n  %s, id %d, %s\n", sp.Path, sp.Layout, sp.ID, created)
 	for _, l := range sp.Lineage {
 		fmt.Fprintf(w, "  lineage: %s\n", l)
+	}
+	if rep.BytesRead != nil {
+		fmt.Fprintf(w, "  read %s\n", humanBytes(float64(*rep.BytesRead)))
 	}
 	r := (*inspectTables)(rep)
 	sections := []func(io.Writer) error{
@@ -117,6 +121,9 @@ func (rep *inspectTables) noteList(w io.Writer) error {
 	for _, wi := range rep.Warnings {
 		lines = append(lines, "opaque: "+warningText(wi))
 	}
+	if !rep.Scanned && slices.ContainsFunc(rep.States, func(st inspect.StateInfo) bool { return st.NeedsScan && st.Entries > 0 }) {
+		lines = append(lines, "value sizes and TTL ages need --scan: the index of this savepoint does not record their histograms")
+	}
 	if len(lines) == 0 {
 		return nil
 	}
@@ -148,8 +155,11 @@ func (rep *inspectTables) sizeTable(w io.Writer) error {
 		"VALUE P50", "VALUE P99", "VALUE MAX", "KEY GROUPS", "SKEW")
 	for _, st := range rep.States {
 		p50, p99, pmax := "-", "-", "-"
-		if st.ValueSize != nil {
+		switch v := st.IndexValueSize; {
+		case st.ValueSize != nil:
 			p50, p99, pmax = strconv.Itoa(st.ValueSize.P50), strconv.Itoa(st.ValueSize.P99), strconv.Itoa(st.ValueSize.Max)
+		case v != nil:
+			p50, p99, pmax = sizeRangeText(v.P50), sizeRangeText(v.P99), sizeRangeText(v.Max)
 		}
 		s.add(st.Operator, st.Name, st.Keys, st.Entries, humanBytes(float64(st.Bytes)),
 			fmt.Sprintf("%.1f", st.BytesPerEntry), p50, p99, pmax, st.KeyGroups, fmt.Sprintf("%.2f", st.Skew))
@@ -181,19 +191,51 @@ func (rep *inspectTables) ttlTable(w io.Writer) error {
 }
 
 func (rep *inspectTables) ageTable(w io.Writer) error {
-	s := section(w, "TTL ages at "+formatTime(int64(rep.Now))+" (share of the TTL)", "OPERATOR", "STATE", "TTL",
-		"0-25%", "25-50%", "50-75%", "75-100%", "100-200%", ">=200%", "FUTURE", "EXPIRED")
+	header := []any{"OPERATOR", "STATE", "TTL", "0-25%", "25-50%", "50-75%", "75-100%", "100-200%", ">=200%", "FUTURE", "EXPIRED"}
+	s := section(w, "TTL ages at "+formatTime(int64(rep.Now))+" (share of the TTL)", header...)
+	// Without a scan, from the index's histograms: a count is a range
+	// where a bucket straddles a cut.
+	idx := section(w, "TTL ages at "+formatTime(int64(rep.Now))+" (share of the TTL), from the index: min-max where a histogram bucket straddles a cut", header...)
 	for _, st := range rep.States {
-		if st.Ages == nil {
-			continue
+		row := []any{st.Operator, st.Name, orDash(ttlText(st.TTL))}
+		switch a := st.IndexAges; {
+		case st.Ages != nil:
+			for _, b := range st.Ages.Buckets {
+				row = append(row, b.Entries)
+			}
+			s.add(append(row, st.Ages.Future, st.Ages.Expired)...)
+		case a != nil:
+			for _, b := range a.Buckets {
+				row = append(row, countRangeText(b.Entries))
+			}
+			idx.add(append(row, countRangeText(a.Future), countRangeText(a.Expired))...)
 		}
-		row := []any{st.Operator, st.Name, st.TTL.TTL}
-		for _, b := range st.Ages.Buckets {
-			row = append(row, b.Entries)
-		}
-		s.add(append(row, st.Ages.Future, st.Ages.Expired)...)
 	}
-	return s.render()
+	if err := s.render(); err != nil {
+		return err
+	}
+	return idx.render()
+}
+
+func ttlText(t *inspect.TTLInfo) string {
+	if t == nil {
+		return ""
+	}
+	return t.TTL
+}
+
+func sizeRangeText(r inspect.SizeRange) string {
+	if r.From == r.To {
+		return strconv.FormatUint(r.From, 10)
+	}
+	return fmt.Sprintf("%d-%d", r.From, r.To)
+}
+
+func countRangeText(c inspect.CountRange) string {
+	if c.Exact() {
+		return strconv.FormatUint(c.Min, 10)
+	}
+	return fmt.Sprintf("%d-%d", c.Min, c.Max)
 }
 
 func (rep *inspectTables) timerTable(w io.Writer) error {

@@ -115,7 +115,7 @@ const pageScript = `(() => {
 // screenshot is written to the test's directory.
 func TestReportInBrowser(t *testing.T) {
 	browser := chromium(t)
-	checkedIn, err := filepath.Abs(filepath.Join("..", "testdata", "savepoints", "v1"))
+	checkedIn, err := filepath.Abs(filepath.Join("..", "testdata", "savepoints", "v2"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 // savepoints beside the module root, which the condition [flink] says are
 // there.
 func TestScripts(t *testing.T) {
-	checkedIn, err := filepath.Abs("../testdata/savepoints/v1")
+	checkedIn, err := filepath.Abs("../testdata/savepoints/v2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func copyMiscounted(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	meta := r.Metadata()
+	meta, version := r.Metadata(), r.Layout().Version
 	segs, err := savepoint.AllSegments(ctx, r)
 	r.Close()
 	if err != nil {
@@ -167,12 +167,49 @@ func copyMiscounted(src, dst string) error {
 	if at < 0 || bytes.Index(m[preamble+lengthField+at+1:], fields) >= 0 {
 		return fmt.Errorf("copyMiscounted: the index entry of %s (file index 0) is not once in its metadata", s.File)
 	}
-	m[preamble+lengthField+at+len(fields)-1]++
+	at += preamble + lengthField + len(fields)
+	m[at-1]++
+	// From version 2 the index also gives the segment's histograms, which
+	// must count as many entries as it does: the one entry's bucket counts
+	// two.
+	if !s.Ref.Timer && version >= 2 {
+		st := meta.Operators[s.Ref.Operator].States[s.Ref.State]
+		_, n := binary.Uvarint(m[at:]) // bytes
+		at += n
+		if st.TTL != nil {
+			at += 16 // min and max timestamp
+		}
+		if at, err = countOneMore(m, at); err != nil {
+			return err
+		}
+		if st.TTL != nil {
+			_, n := binary.Varint(m[at:]) // anchor
+			if at, err = countOneMore(m, at+n); err != nil {
+				return err
+			}
+		}
+	}
 	binary.BigEndian.PutUint32(m[len(m)-4:], crc.Checksum(m[preamble:len(m)-4]))
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dst, snapshotfmt.MetadataName), m, 0o644)
+}
+
+// countOneMore adds one to the count of the histogram at m[at:], which
+// must hold a single bucket counting one entry, and returns where the
+// histogram ends.
+func countOneMore(m []byte, at int) (int, error) {
+	if m[at] != 1 {
+		return 0, fmt.Errorf("copyMiscounted: a histogram of %d buckets, not 1", m[at])
+	}
+	_, n := binary.Uvarint(m[at+1:]) // gap
+	at += 1 + n
+	if m[at] != 1 {
+		return 0, fmt.Errorf("copyMiscounted: a histogram bucket counting %d, not 1", m[at])
+	}
+	m[at]++
+	return at + 1, nil
 }
 
 // cmdExits runs a program and checks its exit code, which ! exec does not:

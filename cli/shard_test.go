@@ -80,7 +80,7 @@ func TestPruneTTLShardsCommitted(t *testing.T) {
 		{"sessions-p2-heap", []string{"--ttl", "session-features/category-counts=2d"}},
 		{"gateway-p3-heap-zstd", []string{"--ttl", "assemble/open=10m"}},
 	} {
-		in, _ := filepath.Abs("../testdata/savepoints/v1/" + c.name)
+		in, _ := filepath.Abs("../testdata/savepoints/v2/" + c.name)
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			single := filepath.Join(dir, "single")
@@ -106,7 +106,7 @@ func TestPruneTTLShardsCommitted(t *testing.T) {
 
 // A commit with a shard missing is refused and writes nothing.
 func TestCommitRefusesAMissingShard(t *testing.T) {
-	in, _ := filepath.Abs("../testdata/savepoints/v1/sessions-p2-heap")
+	in, _ := filepath.Abs("../testdata/savepoints/v2/sessions-p2-heap")
 	out := filepath.Join(t.TempDir(), "out")
 	must(t, "prune-ttl", in, "--out", out, "--shard", "0/3")
 	must(t, "prune-ttl", in, "--out", out, "--shard", "2/3")
@@ -125,7 +125,7 @@ func TestCommitRefusesAMissingShard(t *testing.T) {
 // export run as N shards and committed holds the rows of a single run
 // (EXCEPT both ways is empty, and the counts match) with the same columns.
 func TestExportShardsCommitted(t *testing.T) {
-	in, _ := filepath.Abs("../testdata/savepoints/v1/sessions-p2-heap")
+	in, _ := filepath.Abs("../testdata/savepoints/v2/sessions-p2-heap")
 	dir := t.TempDir()
 	single := filepath.Join(dir, "single")
 	must(t, "export", in, "--out", single, "--now", "2026-01-06T00:00:00Z")
@@ -176,7 +176,7 @@ type verifyFigures struct {
 // up to the single run's; and of a savepoint with one byte flipped, exactly
 // one shard fails, with the single run's error (file, key group, offset).
 func TestVerifyShards(t *testing.T) {
-	in, _ := filepath.Abs("../testdata/savepoints/v1/sessions-p2-heap")
+	in, _ := filepath.Abs("../testdata/savepoints/v2/sessions-p2-heap")
 	var whole verifyFigures
 	if err := json.Unmarshal([]byte(must(t, "verify", "-o", "json", in)), &whole); err != nil {
 		t.Fatal(err)

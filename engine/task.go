@@ -142,8 +142,12 @@ func (t *task) snapshotKeyed(cp *checkpoint) error {
 		return err
 	}
 	// Full-snapshot cleanup runs at this subtask's own time: what it drops
-	// no read of this subtask could still return.
-	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], t.clock.Now()); err != nil {
+	// no read of this subtask could still return. The TTL histograms are
+	// anchored there too, since the checkpoint's creation time is known
+	// only once every subtask has acknowledged it.
+	now := t.clock.Now()
+	f.AnchorAt(now)
+	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], now); err != nil {
 		return err
 	}
 	return f.Close()

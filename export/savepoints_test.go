@@ -18,9 +18,9 @@ import (
 
 // checkedIn lists the savepoints the example jobs wrote into testdata.
 func checkedIn(t *testing.T) []string {
-	dirs, _ := filepath.Glob("../testdata/savepoints/v1/*/" + snapshotfmt.MetadataName)
+	dirs, _ := filepath.Glob("../testdata/savepoints/v2/*/" + snapshotfmt.MetadataName)
 	if len(dirs) == 0 {
-		t.Skip("no savepoints in testdata/savepoints/v1")
+		t.Skip("no savepoints in testdata/savepoints/v2")
 	}
 	for i := range dirs {
 		dirs[i] = filepath.Dir(dirs[i])

@@ -10,7 +10,7 @@ import (
 	"github.com/stateproc/stateproc/internal/sptest"
 )
 
-const windowedSavepoint = "../testdata/savepoints/v1/gateway-window-p2-heap"
+const windowedSavepoint = "../testdata/savepoints/v2/gateway-window-p2-heap"
 
 // The windowed GatewayMeter's window contents and timers export with their
 // windows as window_start and window_end, which DuckDB reads as

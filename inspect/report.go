@@ -45,6 +45,10 @@ type Report struct {
 	// Warnings list the bytes that could not be walked: left as opaque,
 	// the rest of their key groups unread.
 	Warnings []WarningInfo `json:"warnings,omitempty"`
+	// BytesRead is what was read of the savepoint's files, where the
+	// caller counts it (a bucket-resident savepoint): without --scan, that
+	// is _metadata alone.
+	BytesRead *int64 `json:"bytes_read,omitempty"`
 }
 
 // WarningInfo is a savepoint.Warning: opaque bytes whose end only the
@@ -136,6 +140,13 @@ type StateInfo struct {
 	// ValueSize and Ages come from a scan.
 	ValueSize *SizeInfo `json:"value_size,omitempty"`
 	Ages      *Ages     `json:"ttl_ages,omitempty"`
+	// IndexValueSize and IndexAges come from the histograms of the index,
+	// without reading data, where the layout records them (stateproc's
+	// format version 2 and later); NeedsScan says it does not, so that
+	// value sizes and ages are known only from a scan.
+	IndexValueSize *SizeRanges `json:"index_value_size,omitempty"`
+	IndexAges      *AgeRanges  `json:"index_ttl_ages,omitempty"`
+	NeedsScan      bool        `json:"needs_scan,omitempty"`
 	// Notes say what of the values only the job's classes decode.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -315,7 +326,7 @@ func index(src savepoint.Source, segs []savepoint.Segment, now int64) *Report {
 			if ref.Timer {
 				rep.Timers = append(rep.Timers, timersFromIndex(op, ref.State, perRef[ref]))
 			} else {
-				rep.States = append(rep.States, stateFromIndex(op, ref.State, perRef[ref]))
+				rep.States = append(rep.States, stateFromIndex(op, ref.State, perRef[ref], now))
 			}
 		}
 		for _, s := range op.OperatorStates {
@@ -344,7 +355,7 @@ func index(src savepoint.Source, segs []savepoint.Segment, now int64) *Report {
 	return rep
 }
 
-func stateFromIndex(op *savepoint.Operator, i int, stats []savepoint.Stats) StateInfo {
+func stateFromIndex(op *savepoint.Operator, i int, stats []savepoint.Stats, now int64) StateInfo {
 	s := &op.States[i]
 	si := StateInfo{
 		Operator: op.UID, Name: s.Name, Kind: s.Kind.String(),
@@ -368,6 +379,20 @@ func stateFromIndex(op *savepoint.Operator, i int, stats []savepoint.Stats) Stat
 	}
 	if si.Entries > 0 {
 		si.BytesPerEntry = float64(si.Bytes) / float64(si.Entries)
+	}
+	var hists indexHists
+	recorded := true
+	for i := range stats {
+		recorded = hists.add(&stats[i], s.TTL != nil) && recorded
+	}
+	switch {
+	case !recorded:
+		si.NeedsScan = true
+	case len(stats) > 0:
+		si.IndexValueSize = hists.sizeRanges()
+		if s.TTL != nil {
+			si.IndexAges = hists.ageRanges(s.TTL.Millis(), now)
+		}
 	}
 	if c := s.TTL; c != nil {
 		si.TTL = &TTLInfo{

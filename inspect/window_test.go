@@ -12,7 +12,7 @@ import (
 // namespace type, and that of its timer services, is "time window", and
 // the figures count the open windows and their timers.
 func TestInspectNamesWindowState(t *testing.T) {
-	r := sptest.Open(t, "../testdata/savepoints/v1/gateway-window-p2-heap")
+	r := sptest.Open(t, "../testdata/savepoints/v2/gateway-window-p2-heap")
 	rep, err := inspect.Inspect(context.Background(), r, inspect.Options{Scan: true})
 	if err != nil {
 		t.Fatal(err)

@@ -16,19 +16,22 @@ import (
 
 // The opener hands a stateproc savepoint to snapshotfmt.
 func TestOpensStateprocSavepoints(t *testing.T) {
-	src, err := layouts.Open(context.Background(), "../testdata/savepoints/v1/gateway-p2-pebble")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if _, ok := src.(*snapshotfmt.Reader); !ok {
-		t.Errorf("a stateproc savepoint opened as %T", src)
-	}
-	if got := src.Layout().String(); got != "stateproc savepoint, format version 1" {
-		t.Errorf("layout %q", got)
-	}
-	if _, ok := src.Metadata().Operator("tenant-cost"); !ok {
-		t.Error("the savepoint's operators are not there")
+	// The frozen savepoints of version 1 as well as the current ones.
+	for _, v := range []string{"1", "2"} {
+		src, err := layouts.Open(context.Background(), "../testdata/savepoints/v"+v+"/gateway-p2-pebble")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		if _, ok := src.(*snapshotfmt.Reader); !ok {
+			t.Errorf("a stateproc savepoint opened as %T", src)
+		}
+		if got := src.Layout().String(); got != "stateproc savepoint, format version "+v {
+			t.Errorf("layout %q", got)
+		}
+		if _, ok := src.Metadata().Operator("tenant-cost"); !ok {
+			t.Error("the savepoint's operators are not there")
+		}
 	}
 }
 
@@ -85,7 +88,7 @@ func TestNotASavepoint(t *testing.T) {
 // directory: OpenDir, for storage elsewhere, refuses one it cannot.
 func TestIncrementalCheckpointNeedsALocalDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "chk-1")
-	if err := os.CopyFS(dir, os.DirFS("../testdata/savepoints/v1/tiny")); err != nil {
+	if err := os.CopyFS(dir, os.DirFS("../testdata/savepoints/v2/tiny")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "_incremental.json"), []byte(`{"version": 1, "databases": []}`), 0o644); err != nil {

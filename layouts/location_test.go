@@ -119,7 +119,7 @@ func TestOpenLocationCountsAndDefers(t *testing.T) {
 	srv := storetest.Start(t)
 	srv.Env(t)
 	srv.Bucket(t, "state")
-	const sp = "../testdata/savepoints/v1/gateway-p2-pebble"
+	const sp = "../testdata/savepoints/v2/gateway-p2-pebble"
 	upload(t, srv, sp, "state", "sp")
 	ctx := context.Background()
 	var c storage.Counters

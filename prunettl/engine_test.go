@@ -180,7 +180,7 @@ func TestPruneMatchesFullSnapshotCleanup(t *testing.T) {
 				t.Fatalf("data files differ: %v vs %v", slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
 			}
 			pa, pb := sptest.Open(t, pruned), sptest.Open(t, cleaned)
-			if sa, sb := sptest.OperatorSegments(t, pa, 0), sptest.OperatorSegments(t, pb, 0); !slices.Equal(sa, sb) {
+			if sa, sb := sptest.OperatorSegments(t, pa, 0), sptest.OperatorSegments(t, pb, 0); !reflect.DeepEqual(sa, sb) {
 				t.Fatalf("indexes differ: %d segments vs %d", len(sa), len(sb))
 			}
 			ma, mb := *pa.Metadata(), *pb.Metadata()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -99,7 +100,7 @@ func TestGatewayRescaledEqualsEngineSavepoint(t *testing.T) {
 			}
 			a, b := sptest.Open(t, rescaled), sptest.Open(t, at720)
 			for op := range b.Metadata().Operators {
-				if !slices.Equal(sptest.OperatorSegments(t, a, op), sptest.OperatorSegments(t, b, op)) {
+				if !reflect.DeepEqual(sptest.OperatorSegments(t, a, op), sptest.OperatorSegments(t, b, op)) {
 					t.Fatalf("operator %d: the index differs", op)
 				}
 			}

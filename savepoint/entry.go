@@ -14,6 +14,15 @@ type Stats struct {
 	// a TTL state, or the timestamps of a timer service. They are meaningful
 	// only when Entries > 0 and the state has TTL or is a timer service.
 	MinTimestamp, MaxTimestamp int64
+	// Sizes is the histogram of a keyed state's value sizes (the value's
+	// own bytes, without a TTL timestamp). Modified, for a TTL state, is
+	// the histogram of the entries' ExpiryOffset from Anchor, a time in
+	// epoch milliseconds (normally the savepoint's creation time), from
+	// which their ages and expiry at any time derive. They are nil where
+	// the layout does not record them: timer services, stateproc's format
+	// version 1, other layouts.
+	Sizes, Modified Histogram
+	Anchor          int64
 }
 
 // Entry is one stored entry of a keyed state or timer service, as bytes.

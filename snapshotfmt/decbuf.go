@@ -104,6 +104,13 @@ func (d *decoder) uvarint(what string) uint64 {
 	return v
 }
 
+// varint reads a signed integer as encoding/binary's AppendVarint writes
+// it: zigzag, then a uvarint in its shortest form.
+func (d *decoder) varint(what string) int64 {
+	u := d.uvarint(what)
+	return int64(u>>1) ^ -int64(u&1)
+}
+
 // uvarintMax reads a uvarint that must not exceed limit.
 func (d *decoder) uvarintMax(what string, limit uint64) uint64 {
 	start := d.off

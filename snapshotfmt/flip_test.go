@@ -97,7 +97,7 @@ func checkEveryFlip(t *testing.T, base *memDir) {
 // so that real data (Avro values, TTL, timers, operator and broadcast
 // state) is covered too.
 func TestEveryFlipOfTheGoldenSavepointIsDetected(t *testing.T) {
-	dir := filepath.Join("..", "testdata", "savepoints", "v1", "tiny")
+	dir := filepath.Join("..", "testdata", "savepoints", "v2", "tiny")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Skipf("golden savepoint not available: %v", err)

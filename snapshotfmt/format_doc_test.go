@@ -26,6 +26,7 @@ func exampleMeta() *savepoint.Metadata {
 	return &savepoint.Metadata{
 		ID:        7,
 		CreatedAt: 1_700_000_100_000,
+		Watermark: 1_700_000_055_000,
 		Operators: []savepoint.Operator{{
 			UID: "tenant-cost", Name: "TenantCost", Parallelism: 1, MaxParallelism: 128,
 			KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
@@ -131,7 +132,7 @@ func TestFormatExampleReadsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.Version() != Version1 || r.Layout().String() != "stateproc savepoint, format version 1" {
+	if r.Version() != Version2 || r.Layout().String() != "stateproc savepoint, format version 2" {
 		t.Errorf("version %d, layout %q", r.Version(), r.Layout())
 	}
 	want := exampleMeta()

@@ -105,14 +105,14 @@ func TestHostileDataFileNames(t *testing.T) {
 func TestHostileLengths(t *testing.T) {
 	d := smallSavepoint(t)
 	id := []byte{1}
-	created := make([]byte, 8)
+	created := make([]byte, 16) // creation time and watermark
 	body := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 	// A lineage string claims 1000 bytes; 3 follow.
 	err := openBody(t, d, body(id, created, []byte{1}, binary.AppendUvarint(nil, 1000), []byte("abc")))
 	e := wantCorrupt(t, err, "length 1000 beyond the 3 bytes remaining")
-	if e.Offset != metadataHeaderLen+10 {
-		t.Errorf("offset %d, want %d", e.Offset, metadataHeaderLen+10)
+	if e.Offset != metadataHeaderLen+18 {
+		t.Errorf("offset %d, want %d", e.Offset, metadataHeaderLen+18)
 	}
 	// A count of a billion operators in a few bytes.
 	err = openBody(t, d, body(id, created, []byte{0, 0}, binary.AppendUvarint(nil, 1e9), []byte("xy")))

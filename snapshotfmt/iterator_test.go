@@ -33,7 +33,7 @@ func handmade(ref, kg int, stats savepoint.Stats, payloads ...[]byte) *memDir {
 	idx := &index{files: []dataFile{{"data-000", int64(len(data))}}, segments: [][]savepoint.Segment{{seg}}}
 	d := newMemDir()
 	d.files["data-000"] = data
-	d.files[MetadataName] = metadataFile(encodeMetadataBody(exampleMeta(), idx))
+	d.files[MetadataName] = metadataFile(encodeMetadataBody(exampleMeta(), withHistograms(d, exampleMeta(), idx)))
 	return d
 }
 
@@ -120,7 +120,7 @@ func TestListRecordsJoinAcrossBlocksOnly(t *testing.T) {
 		idx := &index{files: []dataFile{{"d", int64(len(data))}}, segments: [][]savepoint.Segment{{seg}, nil}}
 		d := newMemDir()
 		d.files["d"] = data
-		d.files[MetadataName] = metadataFile(encodeMetadataBody(meta, idx))
+		d.files[MetadataName] = metadataFile(encodeMetadataBody(meta, withHistograms(d, meta, idx)))
 		stats.Bytes = 0
 		return d
 	}

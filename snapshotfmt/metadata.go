@@ -64,6 +64,7 @@ func stateRef(opIdx int, op *savepoint.Operator, n uint64) savepoint.StateRef {
 func encodeMetadataBody(m *savepoint.Metadata, idx *index) []byte {
 	b := binary.AppendUvarint(nil, m.ID)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.CreatedAt))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.Watermark))
 	b = binary.AppendUvarint(b, uint64(len(m.Lineage)))
 	for _, s := range m.Lineage {
 		b = appendString(b, s)
@@ -77,12 +78,12 @@ func encodeMetadataBody(m *savepoint.Metadata, idx *index) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.Operators)))
 	for i := range m.Operators {
-		b = appendOperator(b, &m.Operators[i], idx.segments[i], fileIndex)
+		b = appendOperator(b, m.CreatedAt, &m.Operators[i], idx.segments[i], fileIndex)
 	}
 	return b
 }
 
-func appendOperator(b []byte, op *savepoint.Operator, segs []savepoint.Segment, fileIndex map[string]int) []byte {
+func appendOperator(b []byte, createdAt int64, op *savepoint.Operator, segs []savepoint.Segment, fileIndex map[string]int) []byte {
 	b = appendString(b, op.UID)
 	b = appendString(b, op.Name)
 	b = binary.AppendUvarint(b, uint64(op.Parallelism))
@@ -139,6 +140,30 @@ func appendOperator(b []byte, op *savepoint.Operator, segs []savepoint.Segment, 
 			b = binary.BigEndian.AppendUint64(b, uint64(s.MinTimestamp))
 			b = binary.BigEndian.AppendUint64(b, uint64(s.MaxTimestamp))
 		}
+		if s.Ref.Timer {
+			continue
+		}
+		b = appendHistogram(b, s.Sizes)
+		if op.States[s.Ref.State].TTL != nil {
+			// The anchor is stored as its distance from the creation time,
+			// one byte when it is the creation time; the subtraction wraps
+			// as the reader's addition does.
+			b = binary.AppendVarint(b, int64(uint64(s.Anchor)-uint64(createdAt)))
+			b = appendHistogram(b, s.Modified)
+		}
+	}
+	return b
+}
+
+// appendHistogram writes the nonzero buckets, each as its distance from
+// the one before (the first from -1) less one, and its count.
+func appendHistogram(b []byte, h savepoint.Histogram) []byte {
+	b = binary.AppendUvarint(b, uint64(len(h)))
+	prev := -1
+	for _, x := range h {
+		b = binary.AppendUvarint(b, uint64(x.Bucket-prev-1))
+		b = binary.AppendUvarint(b, x.Count)
+		prev = x.Bucket
 	}
 	return b
 }
@@ -182,9 +207,11 @@ func grown[T any](s *[]T) *T {
 // metaReader decodes a metadata body. kg is the key group of the segment
 // being decoded, so that an error there names it.
 type metaReader struct {
-	d     *decoder
-	files []dataFile
-	kg    int
+	d         *decoder
+	version   Version
+	createdAt int64
+	files     []dataFile
+	kg        int
 	// segAt holds the body offset of each segment, per operator, so that a
 	// tiling error can point at a segment.
 	segAt [][]int64
@@ -194,11 +221,19 @@ type metaReader struct {
 // verified. It does no I/O: the data files are opened by the caller, only
 // after every name has been checked here.
 func decodeMetadataBody(body []byte, version Version) (*savepoint.Metadata, *index, error) {
-	r := &metaReader{d: newDecoder(body, metadataHeaderLen), kg: -1}
+	r := &metaReader{d: newDecoder(body, metadataHeaderLen), kg: -1, version: version}
 	d := r.d
 	m := &savepoint.Metadata{}
 	m.ID = d.uvarint("savepoint id")
 	m.CreatedAt = d.i64("creation time")
+	r.createdAt = m.CreatedAt
+	if version >= Version2 {
+		m.Watermark = d.i64("watermark")
+	} else {
+		// Version 1 does not record it: no event-time timer is known to
+		// have fired.
+		m.Watermark = math.MinInt64
+	}
 	n := d.count("lineage")
 	for i := 0; i < n && d.err == nil; i++ {
 		*grown(&m.Lineage) = d.str("lineage entry")
@@ -476,9 +511,29 @@ func (r *metaReader) readSegment(op *savepoint.Operator, opIdx int, s *savepoint
 		s.MinTimestamp = d.i64("segment minimum timestamp")
 		s.MaxTimestamp = d.i64("segment maximum timestamp")
 	}
+	sizesAt, modifiedAt := d.off, 0
+	if r.version >= Version2 && !timer {
+		s.Sizes = r.readHistogram("value-size histogram", savepoint.SizeBuckets)
+		if op.States[s.Ref.State].TTL != nil {
+			s.Anchor = int64(uint64(r.createdAt) + uint64(d.varint("histogram anchor")))
+			modifiedAt = d.off
+			s.Modified = r.readHistogram("last-modified histogram", savepoint.ModifiedBuckets)
+		}
+	}
 	if d.err != nil {
 		return
 	}
+	defer func() {
+		// After the figures' own checks, which the histograms are
+		// checked against.
+		switch {
+		case d.err != nil:
+		case s.Sizes != nil && s.Sizes.Total() != s.Entries:
+			d.failf(sizesAt, "value-size histogram counts %d entries, the segment %d", s.Sizes.Total(), s.Entries)
+		case s.Modified != nil && s.Modified.Total() != s.Entries:
+			d.failf(modifiedAt, "last-modified histogram counts %d entries, the segment %d", s.Modified.Total(), s.Entries)
+		}
+	}()
 	f := r.files[file]
 	s.File = f.name
 	size := uint64(f.size)
@@ -504,6 +559,39 @@ func (r *metaReader) readSegment(op *savepoint.Operator, opIdx int, s *savepoint
 	case s.MinTimestamp > s.MaxTimestamp:
 		d.failf(statsAt, "segment minimum timestamp %d above its maximum %d", s.MinTimestamp, s.MaxTimestamp)
 	}
+}
+
+// readHistogram reads a histogram: at least one bucket, buckets below
+// limit, strictly increasing, each counting at least one, whose counts add
+// up without overflow (the caller checks them against the entries).
+func (r *metaReader) readHistogram(what string, limit int) savepoint.Histogram {
+	d := r.d
+	start := d.off
+	n := d.count(what)
+	if d.err == nil && n == 0 {
+		d.failf(start, "%s is empty", what)
+	}
+	var h savepoint.Histogram
+	next, sum := uint64(0), uint64(0)
+	for i := 0; i < n && d.err == nil; i++ {
+		at := d.off
+		gap := d.uvarint(what + " bucket")
+		count := d.uvarint(what + " count")
+		switch {
+		case d.err != nil:
+		case gap >= uint64(limit)-next:
+			d.failf(at, "%s: bucket beyond the last, %d", what, limit-1)
+		case count == 0:
+			d.failf(at, "%s: bucket %d counts nothing", what, next+gap)
+		case count > math.MaxUint64-sum:
+			d.failf(at, "%s: counts overflow 64 bits", what)
+		default:
+			sum += count
+			h = append(h, savepoint.HistBucket{Bucket: int(next + gap), Count: count})
+			next += gap + 1
+		}
+	}
+	return h
 }
 
 // checkTiling checks that the segments of each data file cover it exactly,

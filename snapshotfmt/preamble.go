@@ -17,8 +17,12 @@ type Version uint32
 const (
 	// Version1 is the first version of the layout.
 	Version1 Version = 1
+	// Version2 adds the watermark to the metadata, and to the index entry
+	// of a keyed state its value-size histogram and, with TTL, its
+	// last-modified histogram.
+	Version2 Version = 2
 
-	NewestVersion       = Version1
+	NewestVersion       = Version2
 	MinSupportedVersion = Version1
 )
 

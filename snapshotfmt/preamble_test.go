@@ -17,7 +17,10 @@ func TestVersionsArePinned(t *testing.T) {
 	if Version1 != 1 {
 		t.Errorf("Version1 = %d", Version1)
 	}
-	if NewestVersion != 1 {
+	if Version2 != 2 {
+		t.Errorf("Version2 = %d", Version2)
+	}
+	if NewestVersion != 2 {
 		t.Errorf("NewestVersion = %d", NewestVersion)
 	}
 	if MinSupportedVersion != 1 {
@@ -46,12 +49,12 @@ func TestPreambleErrors(t *testing.T) {
 		{"wrong magic", MetadataName, func(b []byte) { copy(b, "PK\x03\x04") }, ErrNotSavepoint, "not a stateproc file"},
 		{"data file as metadata", MetadataName, func(b []byte) { b[6] = 'D' }, ErrNotSavepoint, "not a metadata file"},
 		{"reserved byte", MetadataName, func(b []byte) { b[7] = 1 }, ErrNotSavepoint, "reserved byte"},
-		{"newer version", MetadataName, func(b []byte) { binary.BigEndian.PutUint32(b[8:], uint32(NewestVersion+1)) }, ErrNewerVersion, "newer stateproc (format version 2, this reader reads up to 1)"},
+		{"newer version", MetadataName, func(b []byte) { binary.BigEndian.PutUint32(b[8:], uint32(NewestVersion+1)) }, ErrNewerVersion, "newer stateproc (format version 3, this reader reads up to 2)"},
 		{"older version", MetadataName, func(b []byte) { binary.BigEndian.PutUint32(b[8:], uint32(MinSupportedVersion-1)) }, ErrUnsupportedVersion, "format version 0 is no longer supported"},
 		{"data magic", "data-001", func(b []byte) { b[0] = 'X' }, ErrCorrupt, "not a stateproc data file"},
 		{"metadata as data", "data-001", func(b []byte) { b[6] = 'M' }, ErrCorrupt, "not a data file"},
 		{"data reserved", "data-001", func(b []byte) { b[7] = 0x80 }, ErrCorrupt, "reserved byte"},
-		{"data version", "data-001", func(b []byte) { b[11] = 2 }, ErrCorrupt, "data file has format version 2"},
+		{"data version", "data-001", func(b []byte) { b[11] = 1 }, ErrCorrupt, "data file has format version 1, its metadata 2"},
 	} {
 		if tc.file != MetadataName {
 			tc.file = base.named(t, tc.file)

@@ -290,7 +290,16 @@ func (r *Reader) iterate(ctx context.Context, seg savepoint.Segment) *Iterator {
 		return it
 	}
 	it.br = newBlockReader(ctx, f, seg.File, &seg)
-	it.rr = newRecordReader(shapeOf(&r.meta.Operators[seg.Ref.Operator], seg.Ref, seg.KeyGroup), &it.entry, it.br)
+	op := &r.meta.Operators[seg.Ref.Operator]
+	it.rr = newRecordReader(shapeOf(op, seg.Ref, seg.KeyGroup), &it.entry, it.br)
+	if seg.Sizes != nil {
+		// Reading the segment to its end checks its histograms too.
+		var ttlMillis int64
+		if c := op.States[seg.Ref.State].TTL; c != nil {
+			ttlMillis = c.Millis()
+		}
+		it.rr.hist = newHistCounts(it.rr.shape, ttlMillis, seg.Anchor)
+	}
 	it.entry.KeyGroup = seg.KeyGroup
 	it.untilCtx = ctxCheckEvery
 	return it
@@ -424,6 +433,9 @@ func (it *Iterator) Close() error {
 	it.done = true
 	if it.br != nil {
 		it.br.release()
+	}
+	if it.rr != nil {
+		it.rr.hist.release()
 	}
 	it.br, it.rr = nil, nil
 	return nil

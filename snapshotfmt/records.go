@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/stateproc/stateproc/internal/uvarint"
 	"github.com/stateproc/stateproc/keygroup"
@@ -112,6 +113,105 @@ const timerTimeBits = 1 << 63
 type counts struct {
 	keys, entries, bytes uint64
 	minTS, maxTS         int64
+	// hist, when set, gathers the histograms of a keyed state's segment;
+	// reanchored, when set too, the last-modified histogram again at
+	// another anchor (a copy into a savepoint of another creation time).
+	hist, reanchored *histCounts
+}
+
+// histCounts gathers a segment's histograms densely: an increment per
+// item, turned into the index's sparse form once the segment ends. The
+// arrays are pooled and only their touched span is cleared, since a
+// savepoint of many small segments starts one per segment.
+type histCounts struct {
+	ttlMillis, anchor int64
+	ttl               bool
+	sizesA            [savepoint.SizeBuckets]uint64
+	modifiedA         [savepoint.ModifiedBuckets]uint64 // TTL states only
+	sizes, modified   histSpan
+}
+
+// histSpan is a dense histogram with the span of its touched buckets.
+type histSpan struct {
+	a      []uint64
+	lo, hi int // the touched buckets are lo to hi - 1
+}
+
+func (h *histSpan) add(i int) {
+	if h.lo == h.hi {
+		h.lo, h.hi = i, i+1
+	} else {
+		h.lo, h.hi = min(h.lo, i), max(h.hi, i+1)
+	}
+	h.a[i]++
+}
+
+func (h *histSpan) sparse() savepoint.Histogram {
+	var out savepoint.Histogram
+	for i := h.lo; i < h.hi; i++ {
+		if c := h.a[i]; c > 0 {
+			out = append(out, savepoint.HistBucket{Bucket: i, Count: c})
+		}
+	}
+	return out
+}
+
+func (h *histSpan) clear() {
+	clear(h.a[h.lo:h.hi])
+	h.lo, h.hi = 0, 0
+}
+
+var histPool = sync.Pool{New: func() any {
+	h := new(histCounts)
+	h.sizes.a, h.modified.a = h.sizesA[:], h.modifiedA[:]
+	return h
+}}
+
+func newHistCounts(s shape, ttlMillis, anchor int64) *histCounts {
+	h := histPool.Get().(*histCounts)
+	h.ttlMillis, h.anchor, h.ttl = ttlMillis, anchor, s.ttl
+	return h
+}
+
+// release returns h to the pool; h must not be used after.
+func (h *histCounts) release() {
+	if h == nil {
+		return
+	}
+	h.sizes.clear()
+	h.modified.clear()
+	histPool.Put(h)
+}
+
+// item counts a value, whose TTL timestamp, if any, is already taken off.
+func (h *histCounts) item(size int, lastModified int64) {
+	h.sizes.add(savepoint.SizeBucket(uint64(size)))
+	if h.ttl {
+		h.modifiedOnly(lastModified)
+	}
+}
+
+func (h *histCounts) modifiedOnly(lastModified int64) {
+	h.modified.add(savepoint.ModifiedBucket(savepoint.ExpiryOffset(lastModified, h.ttlMillis, h.anchor)))
+}
+
+// fill sets the histograms of s.
+func (h *histCounts) fill(s *savepoint.Stats) {
+	s.Sizes = h.sizes.sparse()
+	if h.ttl {
+		s.Modified, s.Anchor = h.modified.sparse(), h.anchor
+	}
+}
+
+// record counts an item in the histograms kept.
+func (c *counts) record(size int, lastModified int64) {
+	if c.hist == nil {
+		return
+	}
+	c.hist.item(size, lastModified)
+	if c.reanchored != nil {
+		c.reanchored.modifiedOnly(lastModified)
+	}
 }
 
 func (c *counts) timestamp(t int64) {
@@ -334,7 +434,11 @@ func (rr *recordReader) item() (mk, v []byte, ok bool) {
 			d.failf(valueAt, "TTL value of %d bytes, shorter than its 8-byte timestamp", len(v))
 			return nil, nil, false
 		}
-		rr.timestamp(int64(binary.BigEndian.Uint64(v)))
+		t := int64(binary.BigEndian.Uint64(v))
+		rr.timestamp(t)
+		rr.record(len(v)-8, t)
+	} else {
+		rr.record(len(v), 0)
 	}
 	rr.left--
 	rr.entries++
@@ -438,7 +542,43 @@ func (rr *recordReader) check(want *savepoint.Stats) error {
 	case rr.timestamps() && (got.minTS != want.MinTimestamp || got.maxTS != want.MaxTimestamp):
 		return corruptf("segment timestamps run from %d to %d, the index says %d to %d", got.minTS, got.maxTS, want.MinTimestamp, want.MaxTimestamp)
 	}
+	if got.hist == nil || want.Sizes == nil {
+		return nil
+	}
+	var h savepoint.Stats
+	got.hist.fill(&h)
+	if i, ok := histDiffers(h.Sizes, want.Sizes); ok {
+		return corruptf("segment's value sizes disagree with the index's histogram from bucket %d (%s)", i, sizeBucketText(i))
+	}
+	if i, ok := histDiffers(h.Modified, want.Modified); ok {
+		return corruptf("segment's last-modified times disagree with the index's histogram from bucket %d (%s)", i, modifiedBucketText(i, want.Anchor))
+	}
 	return nil
+}
+
+// histDiffers returns the first bucket where a and b differ.
+func histDiffers(a, b savepoint.Histogram) (int, bool) {
+	for i := range max(len(a), len(b)) {
+		switch {
+		case i >= len(a):
+			return b[i].Bucket, true
+		case i >= len(b):
+			return a[i].Bucket, true
+		case a[i] != b[i]:
+			return min(a[i].Bucket, b[i].Bucket), true
+		}
+	}
+	return 0, false
+}
+
+func sizeBucketText(i int) string {
+	lo, hi := savepoint.SizeBucketRange(i)
+	return fmt.Sprintf("values of %d to %d bytes", lo, hi)
+}
+
+func modifiedBucketText(k int, anchor int64) string {
+	lo, hi := savepoint.ModifiedBucketRange(k)
+	return fmt.Sprintf("expiring %d to %d ms after %d", lo, hi, anchor)
 }
 
 // recordWriter encodes entries into block payloads, checking that they come
@@ -565,7 +705,11 @@ func (rw *recordWriter) add(e *savepoint.Entry) error {
 // tally counts one state entry, of value v, in the segment's numbers.
 func (rw *recordWriter) tally(v []byte) {
 	if rw.ttl {
-		rw.timestamp(int64(binary.BigEndian.Uint64(v)))
+		t := int64(binary.BigEndian.Uint64(v))
+		rw.timestamp(t)
+		rw.record(len(v)-8, t)
+	} else {
+		rw.record(len(v), 0)
 	}
 	rw.entries++
 	rw.started = true
@@ -706,6 +850,9 @@ func (rw *recordWriter) stats() savepoint.Stats {
 	s := savepoint.Stats{KeyGroup: rw.kg, Keys: rw.keys, Entries: rw.entries, Bytes: rw.counts.bytes}
 	if rw.timestamps() {
 		s.MinTimestamp, s.MaxTimestamp = rw.minTS, rw.maxTS
+	}
+	if rw.hist != nil {
+		rw.hist.fill(&s)
 	}
 	return s
 }

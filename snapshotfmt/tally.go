@@ -31,6 +31,13 @@ func NewTally(meta *savepoint.Metadata, ref savepoint.StateRef, kg int) (*Tally,
 	// blocks are cut, which the default block size decides as a writer's.
 	rw := newRecordWriter(DefaultBlockSize, func([]byte) error { return nil })
 	rw.reset(shapeOf(o, ref, kg))
+	if !ref.Timer {
+		var ttlMillis int64
+		if c := o.States[ref.State].TTL; c != nil {
+			ttlMillis = c.Millis()
+		}
+		rw.hist = newHistCounts(shapeOf(o, ref, kg), ttlMillis, meta.CreatedAt)
+	}
 	return &Tally{rw: rw, where: fmt.Sprintf("%s key group %d", meta.Describe(ref), kg)}, nil
 }
 

@@ -2,6 +2,7 @@ package snapshotfmt
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -36,7 +37,7 @@ func TestTallyMatchesIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		it.Close()
-		if got := tl.Stats(); got != seg.Stats {
+		if got := tl.Stats(); !reflect.DeepEqual(got, seg.Stats) {
 			t.Errorf("%s key group %d: tally %+v, index %+v", r.Metadata().Describe(seg.Ref), seg.KeyGroup, got, seg.Stats)
 		}
 	}

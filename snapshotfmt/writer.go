@@ -151,6 +151,10 @@ type DataFileWriter struct {
 	rw     *recordWriter
 	open   *SegmentWriter
 	closed bool
+	// anchor, when anchored, is the time the TTL histograms of the
+	// segments are anchored at, instead of the metadata's creation time.
+	anchor   int64
+	anchored bool
 	// err is sticky: after a failed write, or a segment left half-written,
 	// the file cannot become part of the savepoint.
 	err error
@@ -252,10 +256,36 @@ func (f *DataFileWriter) Segment(ref savepoint.StateRef, kg int) (*SegmentWriter
 		f.rw = newRecordWriter(f.w.opts.BlockSize, f.emit)
 	}
 	f.rw.reset(shapeOf(o, ref, kg))
+	f.rw.hist = f.histCounts(o, ref)
 	s := &SegmentWriter{f: f, ref: ref, start: f.size, rw: f.rw}
 	s.where = fmt.Sprintf("%s key group %d", f.w.meta.Describe(ref), kg)
 	f.open = s
 	return s, nil
+}
+
+// AnchorAt anchors the TTL last-modified histograms of the segments started
+// after it at t, in epoch milliseconds. By default they are anchored at the
+// metadata's creation time as it is when a segment starts, which is what a
+// writer that knows that time up front wants; one that learns it only when
+// it finishes (the engine, from its subtasks' clocks) anchors each file at
+// the time its entries were taken, so that ages still derive at any time.
+func (f *DataFileWriter) AnchorAt(t int64) { f.anchor, f.anchored = t, true }
+
+// histCounts returns the histograms a segment of ref gathers: none for a
+// timer service.
+func (f *DataFileWriter) histCounts(o *savepoint.Operator, ref savepoint.StateRef) *histCounts {
+	if ref.Timer {
+		return nil
+	}
+	anchor := f.w.meta.CreatedAt
+	if f.anchored {
+		anchor = f.anchor
+	}
+	var ttlMillis int64
+	if c := o.States[ref.State].TTL; c != nil {
+		ttlMillis = c.Millis()
+	}
+	return newHistCounts(shapeOf(o, ref, 0), ttlMillis, anchor)
 }
 
 // SegmentWriter writes the entries of one segment.
@@ -335,6 +365,7 @@ func (s *SegmentWriter) Close() error {
 	}
 	s.closed = true
 	s.f.open = nil
+	defer func() { s.rw.hist.release(); s.rw.hist = nil }()
 	if err := s.rw.flush(); err != nil {
 		return err
 	}
@@ -397,6 +428,25 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 	defer br.release()
 	var e savepoint.Entry
 	rr := newRecordReader(srcShape, &e, br)
+	// The histograms are counted as the records are checked: those of a
+	// source that has them are checked, and the copy's are anchored at its
+	// own time, so a source of another creation time or without histograms
+	// (format version 1) still gives the copy correct ones.
+	out := f.histCounts(o, ref)
+	if out != nil && seg.Sizes != nil {
+		rr.hist = newHistCounts(srcShape, out.ttlMillis, seg.Anchor)
+		if out.ttl && seg.Anchor != out.anchor {
+			rr.reanchored = out
+		}
+	} else {
+		rr.hist = out
+	}
+	defer func() {
+		if rr.hist != out {
+			rr.hist.release()
+		}
+		out.release()
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			f.err = err
@@ -437,6 +487,12 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 	}
 	stats := seg.Stats
 	stats.KeyGroup = kg
+	if out != nil {
+		rr.hist.fill(&stats)
+		if rr.reanchored != nil {
+			stats.Modified, stats.Anchor = rr.reanchored.modified.sparse(), rr.reanchored.anchor
+		}
+	}
 	f.w.addSegment(savepoint.Segment{Ref: ref, Stats: stats, File: f.key, Offset: start, Length: f.size - start})
 	return nil
 }

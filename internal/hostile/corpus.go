@@ -227,8 +227,8 @@ func Corpus() []Entry {
 	b = newBuilder().valid()
 	b.m.Segments[0][0].Length += 1 << 20
 	add("segment-beyond-file", LevelMetadata, "values", "a segment that ends a mebibyte past its file", b)
-	e := add("newer-version", LevelMetadata, "values", "a metadata file of format version 2", newBuilder().valid())
-	e.Files[MetadataName] = MetadataFile(newBuilder().valid().m.Body(), 2)
+	e := add("newer-version", LevelMetadata, "values", "a metadata file of format version 3", newBuilder().valid())
+	e.Files[MetadataName] = MetadataFile(newBuilder().valid().m.Body(), 3)
 	for _, l := range []struct{ name, to, about string }{
 		{"link-outside", "../outside/data-000", "its data file a link to a whole data file outside the savepoint"},
 		{"link-passwd", "/etc/passwd", "its data file a link to /etc/passwd"},

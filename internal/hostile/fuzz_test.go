@@ -31,7 +31,7 @@ import (
 var fuzzSeeds = sync.OnceValue(func() []map[string][]byte {
 	seeds := []map[string][]byte{Valid()}
 	for _, name := range []string{"tiny", "gateway-drained-p2-heap", "gateway-p3-heap-zstd"} {
-		dir := filepath.Join("../../testdata/savepoints/v1", name)
+		dir := filepath.Join("../../testdata/savepoints/v2", name)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			panic(err)
