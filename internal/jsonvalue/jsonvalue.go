@@ -11,7 +11,8 @@
 //   - a union is written as the Avro JSON encoding writes it: null, or an
 //     object whose one member is named for the branch ({"long": 42});
 //   - a map is a list of {"key", "value"} objects, since its keys need not
-//     be strings; a window is {"start", "end"}; the void namespace is null;
+//     be strings; a window is {"start", "end"}, two instants; the void
+//     namespace is null;
 //   - NaN and the infinities are the strings "NaN", "+Inf", "-Inf".
 //
 // Field names are snake_case.
@@ -49,7 +50,7 @@ func Value(v any) any {
 	case serializers.VoidNamespace:
 		return nil
 	case serializers.TimeWindow:
-		return map[string]int64{"start": x.Start, "end": x.End}
+		return Object([]string{"start", "end"}, []any{Time(x.Start), Time(x.End)})
 	case serializers.Present:
 		return Value(x.Value)
 	case []serializers.MapEntry:
