@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
+	"github.com/stateproc/stateproc/engine/internal/chkstore"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // checkpoint is one checkpoint or savepoint in flight. Its barrier carries
@@ -33,8 +32,8 @@ type checkpoint struct {
 	// request is the savepoint request it answers, if any.
 	request *savepointRequest
 	meta    *savepoint.Metadata
-	staging storage.Target
-	writer  *snapshotfmt.Writer
+	// files is what the subtasks have written into the checkpoint.
+	files *chkstore.Pending
 
 	mu     sync.Mutex
 	acks   int
@@ -45,10 +44,6 @@ type checkpoint struct {
 	// for the periodic checkpoints of a Pebble job, never for a savepoint,
 	// which must be canonical and self-contained.
 	incremental bool
-	// native lists the Pebble subtasks' native checkpoints; shared counts
-	// the bytes they added to shared/ and reused the bytes they found there.
-	native         []chkdir.DB
-	shared, reused int64
 }
 
 type msgKind uint8
@@ -253,7 +248,7 @@ func (c *coordinator) pendingCheckpoint() *checkpoint { return c.inFlight.Load()
 // aborted while a subtask still writes into it.
 func (c *coordinator) abort(err error) {
 	if c.pending != nil {
-		c.att.store.discard(c.pending)
+		c.att.store.Discard(c.pending.files)
 		c.pending = nil
 		c.inFlight.Store(nil)
 	}
@@ -449,9 +444,11 @@ func (c *coordinator) newCheckpoint(ctx context.Context, id uint64, epoch int64,
 		cp.target = chkdir.Path(c.att.opts.CheckpointDir, id)
 	}
 	cp.meta = c.att.metadata(id)
-	if err := c.att.store.begin(ctx, cp); err != nil {
+	files, err := c.att.store.Begin(ctx, id, cp.target, cp.meta, cp.savepoint, cp.incremental)
+	if err != nil {
 		return nil, fmt.Errorf("engine: checkpoint %d: %w", id, err)
 	}
+	cp.files = files
 	c.pending = cp
 	c.inFlight.Store(cp)
 	return cp, nil
@@ -477,10 +474,7 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	if err := c.att.fault(faultComplete, nil, cp); err != nil {
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
 	}
-	if err := cp.writeManifest(ctx); err != nil {
-		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
-	}
-	if err := c.att.store.publish(ctx, cp); err != nil {
+	if err := c.att.store.Publish(ctx, cp.files); err != nil {
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.id, err)
 	}
 	c.inFlight.Store(nil)
@@ -490,7 +484,7 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	if !cp.savepoint {
 		c.att.handle.noteCheckpoint(cp.target)
 		c.checkpoint = c.latest
-		c.stats = append(c.stats, CheckpointStats{ID: cp.id, Path: cp.target, Written: cp.written() + cp.shared, Reused: cp.reused})
+		c.stats = append(c.stats, CheckpointStats{ID: cp.id, Path: cp.target, Written: cp.files.Written(), Reused: cp.files.Reused()})
 	}
 	close(c.changed)
 	c.changed = make(chan struct{})
@@ -500,7 +494,7 @@ func (c *coordinator) complete(ctx context.Context, cp *checkpoint) error {
 	// requests on a bucket) must not leave a published checkpoint that the
 	// restart does not know of.
 	if !cp.savepoint {
-		return c.att.store.retain(ctx, c.att.opts.RetainCheckpoints)
+		return c.att.store.Retain(ctx, c.att.opts.RetainCheckpoints)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateproc/stateproc/engine/heapbackend"
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
+	"github.com/stateproc/stateproc/engine/internal/chkstore"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
@@ -197,7 +198,7 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 // freeTarget refuses a savepoint target that exists, a directory or a
 // bucket prefix with a _metadata: a savepoint never replaces anything.
 func freeTarget(ctx context.Context, dir string) error {
-	if exists, err := savepointExists(ctx, dir); err != nil {
+	if exists, err := chkstore.Exists(ctx, dir); err != nil {
 		return fmt.Errorf("engine: savepoint target: %w", err)
 	} else if exists {
 		return fmt.Errorf("engine: savepoint target %s already exists", dir)
@@ -304,7 +305,7 @@ type attempt struct {
 	tasks   []*task
 	coord   *coordinator
 	restore *restoreSource
-	store   *checkpointStore
+	store   *chkstore.Store
 	// ops lists the operators that savepoints hold, in job order.
 	ops []*node
 	// times holds where the restored keyed operators' subtasks start.
@@ -371,7 +372,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	if a.opts.ProcessingTime.deterministic() {
 		a.frontier = newAlignGroup()
 	}
-	a.store = newCheckpointStore(a.opts, a.dir())
+	a.store = chkstore.NewStore(a.opts.CheckpointDir, a.dir(), a.opts.Compression)
 	a.coord = newCoordinator(a, firstID)
 	a.chans = map[*edge]any{}
 	for _, n := range a.job.nodes {
@@ -429,7 +430,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	}
 	err := g.Wait()
 	a.coord.abort(err)
-	return errors.Join(err, a.store.close())
+	return errors.Join(err, a.store.Close())
 }
 
 // upstreamSources maps every keyed operator to the sources it reads from.

@@ -135,9 +135,9 @@ func (t *task) snapshot(cp *checkpoint) error {
 // checkpoint, into a canonical data file otherwise.
 func (t *task) snapshotKeyed(cp *checkpoint) error {
 	if b, ok := t.backend.(*pebblebackend.Backend); ok && cp.incremental {
-		return t.snapshotNative(cp, b)
+		return t.att.store.SnapshotNative(t.ctx, cp.files, t.n.uid, t.op, t.subtask, b)
 	}
-	f, err := cp.writer.CreateDataFile(t.ctx, dataFileName(t.op, t.subtask))
+	f, err := cp.files.Writer.CreateDataFile(t.ctx, dataFileName(t.op, t.subtask))
 	if err != nil {
 		return err
 	}
