@@ -46,6 +46,10 @@ type checkpoint struct {
 	incremental bool
 }
 
+// CheckpointID and Epoch make the checkpoint a gate's barrier.
+func (cp *checkpoint) CheckpointID() uint64 { return cp.id }
+func (cp *checkpoint) Epoch() int64         { return cp.epoch }
+
 type msgKind uint8
 
 const (

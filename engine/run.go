@@ -13,6 +13,7 @@ import (
 	"github.com/stateproc/stateproc/engine/heapbackend"
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/internal/chkstore"
+	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
@@ -370,7 +371,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	a.groups = alignGroups(a.job.nodes)
 	a.upstream = upstreamSources(a.job.nodes)
 	if a.opts.ProcessingTime.deterministic() {
-		a.frontier = newAlignGroup()
+		a.frontier = flow.NewAlignGroup[*task]()
 	}
 	a.store = chkstore.NewStore(a.opts.CheckpointDir, a.dir(), a.opts.Compression)
 	a.coord = newCoordinator(a, firstID)
@@ -401,10 +402,10 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 				t.control = make(chan sourceCmd, 4)
 				a.coord.sources = append(a.coord.sources, t)
 				if g := a.groups[n.watermarks.AlignmentGroup]; g != nil {
-					g.join(t)
+					g.Join(t)
 				}
 				if a.frontier != nil {
-					a.frontier.join(t)
+					a.frontier.Join(t)
 				}
 			}
 			if n.kind == keyedNode {
@@ -460,6 +461,22 @@ func upstreamSources(nodes []*node) map[*node]map[*node]bool {
 		}
 	}
 	return up
+}
+
+// alignGroups makes the groups the job's sources name, each with every
+// subtask of its sources as a member at MinWatermark.
+func alignGroups(nodes []*node) map[string]*alignGroup {
+	groups := map[string]*alignGroup{}
+	for _, n := range nodes {
+		name := n.watermarks.AlignmentGroup
+		if n.kind != sourceNode || name == "" {
+			continue
+		}
+		if groups[name] == nil {
+			groups[name] = flow.NewAlignGroup[*task]()
+		}
+	}
+	return groups
 }
 
 // dir is the attempt's directory in the work directory: its databases,

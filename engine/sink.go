@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/savepoint"
 )
 
@@ -129,17 +130,17 @@ func runSink[T any](t *task, sink Sink[T]) error {
 		return nil
 	}
 	latest, changed := t.att.coord.lastCompleted()
-	g := newGate(t.ctx, changed)
+	g := flow.NewGate[*checkpoint](t.ctx, changed)
 	addInputs[T](t, g, 0)
 	var final uint64
 	for {
-		ch, v, err := g.next()
+		ch, v, err := g.Next()
 		if err != nil {
 			return err
 		}
-		if ch == notifyChannel {
+		if ch == flow.NotifyChannel {
 			latest, changed = t.att.coord.lastCompleted()
-			g.setNotify(changed)
+			g.SetNotify(changed)
 			if err := commitUpTo(latest.id); err != nil {
 				return err
 			}
@@ -151,19 +152,19 @@ func runSink[T any](t *task, sink Sink[T]) error {
 				return t.errorf("write: %w", err)
 			}
 		}
-		if b.ctl.kind == noControl {
+		if b.ctl.Kind == flow.NoControl {
 			continue
 		}
-		r := g.onControl(ch, b.ctl)
-		if r.aligned != nil {
-			if err := t.snapshot(r.aligned); err != nil {
+		r := g.OnControl(ch, b.ctl)
+		if r.Aligned != nil {
+			if err := t.snapshot(r.Aligned); err != nil {
 				return err
 			}
-			if r.aligned.final {
-				final = r.aligned.id
+			if r.Aligned.final {
+				final = r.Aligned.id
 			}
 		}
-		if r.ended {
+		if r.Ended {
 			if final == 0 {
 				// A bounded job that ends without a savepoint commits
 				// everything it wrote.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stateproc/stateproc/engine/internal/flow"
 )
 
 // sourceRunner runs one source subtask: it reads its splits, lowest
@@ -19,7 +21,7 @@ type sourceRunner[T any] struct {
 	// watermark has gone out, which there comes before any record.
 	ordered, priming bool
 	group            *alignGroup
-	status           channelStatus
+	status           flow.Status
 	atEnd            bool
 
 	// cuts holds, under DeterministicTime, where the subtask stood right
@@ -77,7 +79,7 @@ func runSource[T any](t *task, src Source[T], wm Watermarks) error {
 		default:
 		}
 		if r.stopped {
-			return r.out.control(control{kind: endControl})
+			return r.out.control(control{Kind: flow.EndControl})
 		}
 		if r.finish != nil {
 			return r.finishUp(*r.finish)
@@ -100,7 +102,7 @@ func runSource[T any](t *task, src Source[T], wm Watermarks) error {
 		case r.awaiting != 0 || r.atEnd:
 			err = r.waitFor(nil, nil)
 		case r.mustAlign():
-			_, changed := r.group.lowest()
+			_, changed := r.group.Lowest()
 			err = r.waitFor(changed, nil)
 		default:
 			err = r.step()
@@ -293,7 +295,7 @@ func (r *sourceRunner[T]) emitWatermark() error {
 	}
 	t.watermark = w
 	t.clock.follow(w)
-	if err := r.out.control(control{kind: watermarkControl, watermark: w}); err != nil {
+	if err := r.out.control(control{Kind: flow.WatermarkControl, Watermark: w}); err != nil {
 		return err
 	}
 	r.publish()
@@ -315,12 +317,12 @@ func (r *sourceRunner[T]) emitWatermark() error {
 // publish tells the alignment group, and the job's frontier, where the
 // subtask stands.
 func (r *sourceRunner[T]) publish() {
-	out := r.atEnd || r.status == idle
+	out := r.atEnd || r.status == flow.Idle
 	if r.group != nil {
-		r.group.update(r.t, r.t.watermark, out)
+		r.group.Update(r.t, r.t.watermark, out)
 	}
 	if r.frontier != nil {
-		r.frontier.update(r.t, r.t.watermark, out)
+		r.frontier.Update(r.t, r.t.watermark, out)
 	}
 }
 
@@ -348,7 +350,7 @@ func (r *sourceRunner[T]) pruneCuts() {
 		// watermark stood when it started, not where it stands now.
 		return
 	}
-	lowest, _ := r.frontier.lowest()
+	lowest, _ := r.frontier.Lowest()
 	i := 0
 	for i < len(r.cuts) && r.cuts[i].watermark <= lowest {
 		i++
@@ -377,10 +379,10 @@ func (r *sourceRunner[T]) cutFor(cp *checkpoint) []splitPosition {
 // mustAlign reports whether the subtask is too far ahead of its alignment
 // group to read on.
 func (r *sourceRunner[T]) mustAlign() bool {
-	if r.group == nil || r.t.watermark == MinWatermark || r.status == idle {
+	if r.group == nil || r.t.watermark == MinWatermark || r.status == flow.Idle {
 		return false
 	}
-	lowest, _ := r.group.lowest()
+	lowest, _ := r.group.Lowest()
 	return r.t.watermark > addSat(lowest, r.wm.MaxDrift.Milliseconds())
 }
 
@@ -390,24 +392,24 @@ func (r *sourceRunner[T]) idleChanged() error {
 	if err := r.emitWatermark(); err != nil {
 		return err
 	}
-	s := active
+	s := flow.Active
 	if !r.atEnd {
-		s = idle
+		s = flow.Idle
 		for _, c := range r.cursors {
 			if !c.ended && !c.paused() && !c.idle {
-				s = active
+				s = flow.Active
 			}
 		}
 	}
 	return r.setStatus(s)
 }
 
-func (r *sourceRunner[T]) setStatus(s channelStatus) error {
+func (r *sourceRunner[T]) setStatus(s flow.Status) error {
 	if s == r.status {
 		return nil
 	}
 	r.status = s
-	if err := r.out.control(control{kind: statusControl, status: s}); err != nil {
+	if err := r.out.control(control{Kind: flow.StatusControl, Status: s}); err != nil {
 		return err
 	}
 	r.publish()
@@ -420,7 +422,7 @@ func (r *sourceRunner[T]) reachEnd() error {
 		return err
 	}
 	r.atEnd = true
-	if err := r.setStatus(stopped); err != nil {
+	if err := r.setStatus(flow.Stopped); err != nil {
 		return err
 	}
 	r.publish()
@@ -457,7 +459,7 @@ func (r *sourceRunner[T]) command(cmd sourceCmd) error {
 	switch cmd.kind {
 	case prepareCmd:
 		r.awaiting = cmd.id
-		return t.att.coord.send(t.ctx, message{kind: preparedMsg, task: t, id: cmd.id, watermark: t.watermark, atEnd: r.atEnd || r.status == idle})
+		return t.att.coord.send(t.ctx, message{kind: preparedMsg, task: t, id: cmd.id, watermark: t.watermark, atEnd: r.atEnd || r.status == flow.Idle})
 	case goCmd:
 		if cmd.cp.id != r.awaiting {
 			return t.errorf("checkpoint %d: go-ahead while preparing %d", cmd.cp.id, r.awaiting)
@@ -476,7 +478,7 @@ func (r *sourceRunner[T]) command(cmd sourceCmd) error {
 // the first watermark at or above the checkpoint's epoch, or at once when
 // that watermark has gone out already or the subtask reads nothing more.
 func (r *sourceRunner[T]) barrierDue() bool {
-	return !r.ordered || r.atEnd || r.status == idle || r.t.watermark >= r.barrier.epoch
+	return !r.ordered || r.atEnd || r.status == flow.Idle || r.t.watermark >= r.barrier.epoch
 }
 
 func (r *sourceRunner[T]) sendBarrier() error {
@@ -491,7 +493,7 @@ func (r *sourceRunner[T]) sendBarrier() error {
 		return err
 	}
 	r.stopped = cp.final
-	return r.out.control(control{kind: barrierControl, barrier: cp})
+	return r.out.control(control{Kind: flow.BarrierControl, Barrier: cp})
 }
 
 // finishUp ends the subtask: the input is over, so a drain lets every
@@ -500,7 +502,7 @@ func (r *sourceRunner[T]) sendBarrier() error {
 func (r *sourceRunner[T]) finishUp(cmd sourceCmd) error {
 	if cmd.drain && r.t.watermark != MaxWatermark {
 		r.t.watermark = MaxWatermark
-		if err := r.out.control(control{kind: watermarkControl, watermark: MaxWatermark}); err != nil {
+		if err := r.out.control(control{Kind: flow.WatermarkControl, Watermark: MaxWatermark}); err != nil {
 			return err
 		}
 	}
@@ -510,7 +512,7 @@ func (r *sourceRunner[T]) finishUp(cmd sourceCmd) error {
 			return err
 		}
 	}
-	return r.out.control(control{kind: endControl})
+	return r.out.control(control{Kind: flow.EndControl})
 }
 
 func (r *sourceRunner[T]) snapshotState(*checkpoint) (map[string][][]byte, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
@@ -47,7 +48,7 @@ func (t *task) errorf(format string, args ...any) error {
 }
 
 func (t *task) newGate() *gate {
-	return newGate(t.ctx, nil)
+	return flow.NewGate[*checkpoint](t.ctx, nil)
 }
 
 // restoreKeyed registers the declared states that Open did not ask for
