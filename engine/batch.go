@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/stateproc/stateproc/engine/internal/flow"
+import (
+	"github.com/stateproc/stateproc/engine/internal/coord"
+	"github.com/stateproc/stateproc/engine/internal/flow"
+)
 
 // MaxWatermark is the watermark of a finished input: every event-time timer
 // fires at it.
@@ -17,11 +20,17 @@ type record[T any] struct {
 	key []byte
 }
 
-// The gates, barriers and alignment groups of this engine's subtasks.
+// The gates, barriers and alignment groups of this engine's subtasks, and
+// their coordinator.
 type (
-	gate       = flow.Gate[*checkpoint]
-	control    = flow.Control[*checkpoint]
-	alignGroup = flow.AlignGroup[*task]
+	gate             = flow.Gate[*checkpoint]
+	control          = flow.Control[*checkpoint]
+	alignGroup       = flow.AlignGroup[*task]
+	checkpoint       = coord.Checkpoint
+	coordinator      = coord.Coordinator[*task]
+	message          = coord.Message[*task]
+	sourceCmd        = coord.Command
+	savepointRequest = coord.Request
 )
 
 // batch is what travels on a channel: records, then at most one control

@@ -59,7 +59,7 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 		addInputs[B](t, g, 1)
 	}
 	if t.att.opts.ProcessingTime.deterministic() {
-		g.Order(t.att.coord.pendingCheckpoint)
+		g.Order(t.att.coord.Pending)
 	}
 	g.RestoredAt(t.watermark)
 	t.watermark = g.Watermark()

@@ -104,7 +104,7 @@ func runSink[T any](t *task, sink Sink[T]) error {
 		if err != nil {
 			return nil, err
 		}
-		pending = append(pending, pendingTxn{Checkpoint: int64(cp.id), Txn: txn})
+		pending = append(pending, pendingTxn{Checkpoint: int64(cp.ID), Txn: txn})
 		var list [][]byte
 		for _, p := range pending {
 			b, err := pendingTxnSerializer.Append(nil, p)
@@ -129,7 +129,7 @@ func runSink[T any](t *task, sink Sink[T]) error {
 		pending = kept
 		return nil
 	}
-	latest, changed := t.att.coord.lastCompleted()
+	latest, changed := t.att.coord.LastCompleted()
 	g := flow.NewGate[*checkpoint](t.ctx, changed)
 	addInputs[T](t, g, 0)
 	var final uint64
@@ -139,9 +139,9 @@ func runSink[T any](t *task, sink Sink[T]) error {
 			return err
 		}
 		if ch == flow.NotifyChannel {
-			latest, changed = t.att.coord.lastCompleted()
+			latest, changed = t.att.coord.LastCompleted()
 			g.SetNotify(changed)
-			if err := commitUpTo(latest.id); err != nil {
+			if err := commitUpTo(latest); err != nil {
 				return err
 			}
 			continue
@@ -160,8 +160,8 @@ func runSink[T any](t *task, sink Sink[T]) error {
 			if err := t.snapshot(r.Aligned); err != nil {
 				return err
 			}
-			if r.Aligned.final {
-				final = r.Aligned.id
+			if r.Aligned.Final {
+				final = r.Aligned.ID
 			}
 		}
 		if r.Ended {
@@ -175,15 +175,15 @@ func runSink[T any](t *task, sink Sink[T]) error {
 				pending = append(pending, pendingTxn{Txn: txn})
 				return commitUpTo(^uint64(0))
 			}
-			for latest.id < final {
+			for latest < final {
 				select {
 				case <-changed:
-					latest, changed = t.att.coord.lastCompleted()
+					latest, changed = t.att.coord.LastCompleted()
 				case <-t.ctx.Done():
 					return nil
 				}
 			}
-			return commitUpTo(latest.id)
+			return commitUpTo(latest)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stateproc/stateproc/engine/internal/coord"
 	"github.com/stateproc/stateproc/engine/internal/flow"
 )
 
@@ -303,7 +304,7 @@ func (r *sourceRunner[T]) emitWatermark() error {
 		r.cuts = append(r.cuts, cutPoint{watermark: w, positions: r.positions()})
 		r.pruneCuts()
 	}
-	if r.ordered && r.barrier != nil && w >= r.barrier.epoch {
+	if r.ordered && r.barrier != nil && w >= r.barrier.Epoch() {
 		if err := r.sendBarrier(); err != nil {
 			return err
 		}
@@ -365,7 +366,7 @@ func (r *sourceRunner[T]) pruneCuts() {
 // as it reads no more: the cut is where it stands.
 func (r *sourceRunner[T]) cutFor(cp *checkpoint) []splitPosition {
 	for i, c := range r.cuts {
-		if c.watermark >= cp.epoch {
+		if c.watermark >= cp.Epoch() {
 			// The next checkpoint's epoch is higher, and may still be at
 			// or below this watermark.
 			r.cuts = r.cuts[i:]
@@ -434,7 +435,7 @@ func (r *sourceRunner[T]) reachEnd() error {
 			return nil
 		}
 	}
-	return r.t.att.coord.send(r.t.ctx, message{kind: atEndMsg, task: r.t})
+	return r.t.att.coord.Send(r.t.ctx, message{Kind: coord.AtEndMsg, Task: r.t})
 }
 
 // waitFor waits for a command, for the channel wake, or for the timer to
@@ -456,21 +457,21 @@ func (r *sourceRunner[T]) waitFor(wake <-chan struct{}, timer <-chan time.Time) 
 // subtask waits to send, so it sends nothing downstream itself.
 func (r *sourceRunner[T]) command(cmd sourceCmd) error {
 	t := r.t
-	switch cmd.kind {
-	case prepareCmd:
-		r.awaiting = cmd.id
-		return t.att.coord.send(t.ctx, message{kind: preparedMsg, task: t, id: cmd.id, watermark: t.watermark, atEnd: r.atEnd || r.status == flow.Idle})
-	case goCmd:
-		if cmd.cp.id != r.awaiting {
-			return t.errorf("checkpoint %d: go-ahead while preparing %d", cmd.cp.id, r.awaiting)
+	switch cmd.Kind {
+	case coord.PrepareCmd:
+		r.awaiting = cmd.ID
+		return t.att.coord.Send(t.ctx, message{Kind: coord.PreparedMsg, Task: t, ID: cmd.ID, Watermark: t.watermark, AtEnd: r.atEnd || r.status == flow.Idle})
+	case coord.GoCmd:
+		if cmd.Checkpoint.ID != r.awaiting {
+			return t.errorf("checkpoint %d: go-ahead while preparing %d", cmd.Checkpoint.ID, r.awaiting)
 		}
-		r.awaiting, r.barrier = 0, cmd.cp
+		r.awaiting, r.barrier = 0, cmd.Checkpoint
 		return nil
-	case finishCmd:
+	case coord.FinishCmd:
 		r.finish = &cmd
 		return nil
 	}
-	return fmt.Errorf("engine: source got unexpected command %d", cmd.kind)
+	return fmt.Errorf("engine: source got unexpected command %d", cmd.Kind)
 }
 
 // barrierDue reports whether the pending barrier goes out now. Under
@@ -478,7 +479,7 @@ func (r *sourceRunner[T]) command(cmd sourceCmd) error {
 // the first watermark at or above the checkpoint's epoch, or at once when
 // that watermark has gone out already or the subtask reads nothing more.
 func (r *sourceRunner[T]) barrierDue() bool {
-	return !r.ordered || r.atEnd || r.status == flow.Idle || r.t.watermark >= r.barrier.epoch
+	return !r.ordered || r.atEnd || r.status == flow.Idle || r.t.watermark >= r.barrier.Epoch()
 }
 
 func (r *sourceRunner[T]) sendBarrier() error {
@@ -492,7 +493,7 @@ func (r *sourceRunner[T]) sendBarrier() error {
 	if err != nil {
 		return err
 	}
-	r.stopped = cp.final
+	r.stopped = cp.Final
 	return r.out.control(control{Kind: flow.BarrierControl, Barrier: cp})
 }
 
@@ -500,14 +501,14 @@ func (r *sourceRunner[T]) sendBarrier() error {
 // event-time timer downstream fire; then the final savepoint's barrier,
 // if any, and the end.
 func (r *sourceRunner[T]) finishUp(cmd sourceCmd) error {
-	if cmd.drain && r.t.watermark != MaxWatermark {
+	if cmd.Drain && r.t.watermark != MaxWatermark {
 		r.t.watermark = MaxWatermark
 		if err := r.out.control(control{Kind: flow.WatermarkControl, Watermark: MaxWatermark}); err != nil {
 			return err
 		}
 	}
-	if cmd.cp != nil {
-		r.barrier = cmd.cp
+	if cmd.Checkpoint != nil {
+		r.barrier = cmd.Checkpoint
 		if err := r.sendBarrier(); err != nil {
 			return err
 		}

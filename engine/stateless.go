@@ -66,7 +66,7 @@ func runStateless[T, U any](t *task, inputs int, apply func(context.Context, T, 
 		addInputs[T](t, g, i)
 	}
 	if t.att.opts.ProcessingTime.deterministic() {
-		g.Order(t.att.coord.pendingCheckpoint)
+		g.Order(t.att.coord.Pending)
 	}
 	status := flow.Active
 	for {
