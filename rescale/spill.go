@@ -28,8 +28,9 @@ import (
 const timerTimeBits = 1 << 63
 
 // pieceLimit bounds the items of one spill record, so that a list of
-// millions of elements needs no buffer of its size.
-const pieceLimit = 256 << 10
+// millions of elements needs no buffer of its size. A variable so that a
+// test can cut every group into pieces.
+var pieceLimit = 256 << 10
 
 // refShape is what the records of one state or timer service look like. A
 // spill ref is an index into the shapes of an operator, in the order of
