@@ -30,15 +30,28 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if end, ok := l.s.b.listEnds.of(p); ok && end <= pointReadMax {
+	end, known := l.s.b.listEnds.of(p)
+	switch {
+	case known && end <= pointReadMax:
 		return l.getByPoint(p, end)
+	case !known && l.s.spec.TTL == nil:
+		// Without TTL no sweep leaves gaps: the elements are sequences 0
+		// to n-1, and the first missing one ends the list.
+		var done bool
+		if cells, done, err = l.probe(p); err != nil || done {
+			return cells, err
+		}
 	}
-	it, err := l.s.b.iter(p)
+	lower := p
+	if len(cells) > 0 {
+		lower = binary.BigEndian.AppendUint64(bytes.Clone(p), uint64(len(cells)))
+	}
+	it, err := l.s.b.iterRange(lower, prefixEnd(p))
 	if err != nil {
 		return nil, err
 	}
 	defer l.s.b.closeIter(it, &err)
-	end := uint64(0)
+	end = uint64(len(cells))
 	for it.First(); it.Valid(); it.Next() {
 		c, err := l.s.decodeCell(it.Value())
 		if err != nil {
@@ -54,6 +67,31 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	}
 	l.s.b.listEnds.set(p, end)
 	return cells, nil
+}
+
+// probe reads a gapless list by point lookups of sequences 0, 1, ... until
+// one is missing, which ends the list, or pointReadMax are found, when the
+// rest is for an iterator to read. A new list, the most common one read
+// without its end remembered, costs one lookup, where an iterator would
+// seek every level of the database.
+func (l listStore) probe(p []byte) (cells []state.Cell, done bool, err error) {
+	b := l.s.b
+	for seq := range uint64(pointReadMax) {
+		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), seq)
+		found, err := b.get(b.kbuf, func(v []byte) error {
+			c, err := l.s.decodeCell(v)
+			cells = append(cells, c)
+			return err
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if !found {
+			b.listEnds.set(p, seq)
+			return cells, true, nil
+		}
+	}
+	return cells, false, nil
 }
 
 // pointReadMax is the longest remembered list read by point lookups, one
