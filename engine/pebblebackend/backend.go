@@ -349,6 +349,12 @@ func (b *Backend) iterRange(lower, upper []byte) (*pebble.Iterator, error) {
 	if err := b.spillAll(); err != nil {
 		return nil, err
 	}
+	return b.timerIter(lower, upper)
+}
+
+// timerIter is iterRange without the spill, for iterators that read only
+// timer keys, which never sit in the cache.
+func (b *Backend) timerIter(lower, upper []byte) (*pebble.Iterator, error) {
 	opts := pebble.IterOptions{LowerBound: lower, UpperBound: upper}
 	if b.kept != nil && !b.keptInUse {
 		b.kept.SetOptions(&opts)

@@ -31,6 +31,14 @@ const writeBatchLimit = 64 << 10
 func (b *Backend) set(k, v []byte) error { return b.cachedWrite(k, v, true) }
 func (b *Backend) del(k []byte) error    { return b.cachedWrite(k, nil, false) }
 
+// setTimer and delTimer write timer keys straight to the write batch. The
+// cache never holds them, so the iterators of the timer services, which
+// read nothing but timer keys, open without spilling it: they run whenever
+// a key group's held timers run out, and a spill each time would leave
+// the cache little to absorb.
+func (b *Backend) setTimer(k []byte) error { return b.wb.Set(k, nil, nil) }
+func (b *Backend) delTimer(k []byte) error { return b.wb.Delete(k, nil) }
+
 // full reports whether the write batch has reached its bound.
 func (b *Backend) full() bool { return b.wb.Len() >= b.commitAt }
 

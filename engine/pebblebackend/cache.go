@@ -14,7 +14,8 @@ package pebblebackend
 // write stays at least one generation before it is spilled and memory stays
 // below two generations. Everything is spilled before an iterator is opened,
 // since iterators read the batch and the database, and before every commit
-// that a snapshot, checkpoint or restore needs.
+// that a snapshot, checkpoint or restore needs. Timers bypass the cache (see
+// setTimer), so that the timer services' iterators need no spill.
 //
 // An entry also knows when nothing below it (the old generation, the batch,
 // the database) holds its key: after a read found nothing there, or when the

@@ -67,8 +67,9 @@
 // deleted within about a generation) never reaches Pebble, and a key a
 // read found absent and that is deleted again is not even written as a
 // deletion. The older generation spills into an indexed batch that every
-// read sees through, committed when it reaches 64 KiB; everything is
-// spilled before an iterator is opened and committed before every
+// read sees through, committed when it reaches 64 KiB; timers go to that
+// batch directly. Everything is spilled before an iterator over state is
+// opened and committed before every
 // snapshot, checkpoint and restore, so a snapshot holds every write made
 // before it. One iterator is kept between
 // reads and dropped at each commit, and up to 16 first timers per key group
