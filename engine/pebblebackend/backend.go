@@ -94,6 +94,10 @@ type stateInfo struct {
 	spec *state.Spec
 	// sweepCursor is the last key the sweeper examined; nil to start over.
 	sweepCursor []byte
+	// emptyLists leans positive while the lists read or appended to without
+	// a remembered end have mostly been empty, negative while they have
+	// mostly held elements; see listStore.probing.
+	emptyLists int8
 }
 
 // New opens a new database in opts.Dir.

@@ -34,11 +34,10 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	switch {
 	case known && end <= pointReadMax:
 		return l.getByPoint(p, end)
-	case !known && l.s.spec.TTL == nil:
-		// Without TTL no sweep leaves gaps: the elements are sequences 0
-		// to n-1, and the first missing one ends the list.
+	case !known && l.probing():
 		var done bool
 		if cells, done, err = l.probe(p); err != nil || done {
+			l.sawList(len(cells) == 0)
 			return cells, err
 		}
 	}
@@ -65,15 +64,36 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
+	if !known {
+		l.sawList(len(cells) == 0)
+	}
 	l.s.b.listEnds.set(p, end)
 	return cells, nil
 }
 
+// probing tells whether a list without a remembered end is read by point
+// lookups (probe) rather than by an iterator. Without TTL no sweep leaves
+// gaps, so the elements are sequences 0 to n-1 and the first missing one
+// ends the list. One lookup settles a new list, the most common one read
+// without its end remembered, where an iterator seeks every level of the
+// database and first spills the cache; but a list that holds elements costs
+// a lookup per element, so the state probes only while most such lists
+// have been empty.
+func (l listStore) probing() bool { return l.s.spec.TTL == nil && l.s.emptyLists >= 0 }
+
+// sawList counts a list read without a remembered end as empty or not.
+func (l listStore) sawList(empty bool) {
+	switch s := l.s; {
+	case empty && s.emptyLists < 8:
+		s.emptyLists++
+	case !empty && s.emptyLists > -8:
+		s.emptyLists--
+	}
+}
+
 // probe reads a gapless list by point lookups of sequences 0, 1, ... until
 // one is missing, which ends the list, or pointReadMax are found, when the
-// rest is for an iterator to read. A new list, the most common one read
-// without its end remembered, costs one lookup, where an iterator would
-// seek every level of the database.
+// rest is for an iterator to read.
 func (l listStore) probe(p []byte) (cells []state.Cell, done bool, err error) {
 	b := l.s.b
 	for seq := range uint64(pointReadMax) {
@@ -184,6 +204,17 @@ func (l listStore) Append(ns []byte, cells ...state.Cell) error {
 		return err
 	}
 	next, known := l.s.b.listEnds.of(p)
+	if !known && l.probing() {
+		// A missing first element settles where a new list starts.
+		b := l.s.b
+		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), 0)
+		found, err := b.get(b.kbuf, func([]byte) error { return nil })
+		if err != nil {
+			return err
+		}
+		known = !found
+		l.sawList(!found)
+	}
 	if !known {
 		last, ok, err := l.lastSeq(p)
 		if err != nil {

@@ -264,7 +264,8 @@ func TestListReadByPoint(t *testing.T) {
 // TestListProbe reads lists of a state without TTL whose ends are not
 // remembered, which go by point lookups up to pointReadMax elements and by an
 // iterator after that, with elements in the database, the write batch and
-// the cache at once; an append then continues after the last element.
+// the cache at once; an append to a list whose end is not remembered, by
+// probe or by seek, then continues after the last element.
 func TestListProbe(t *testing.T) {
 	b := newTestBackend(t, 128, keygroup.All(128))
 	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
@@ -295,7 +296,12 @@ func TestListProbe(t *testing.T) {
 		}
 	}
 	b.listEnds.clear()
+	ls := l.(listStore)
 	for i, n := range lens {
+		ls.s.emptyLists = 0
+		if !ls.probing() {
+			t.Fatal("a state without TTL does not probe")
+		}
 		if got := listValues(t, l, ns(i)); !slices.Equal(got, want[i]) {
 			t.Fatalf("list of %d is %v, want %v", n, got, want[i])
 		}
@@ -304,11 +310,28 @@ func TestListProbe(t *testing.T) {
 			t.Fatalf("list of %d: end remembered as %d, %v", n, end, ok)
 		}
 	}
+	// Lists that hold elements turn the probing off, empty ones on again.
+	b.listEnds.clear()
+	for i := range lens {
+		listValues(t, l, ns(i))
+	}
+	if ls.probing() {
+		t.Fatalf("probing after reading mostly lists with elements (%d)", ls.s.emptyLists)
+	}
+	for i := range 20 {
+		listValues(t, l, []byte{0xE0, byte(i)})
+	}
+	if !ls.probing() {
+		t.Fatalf("not probing after reading empty lists (%d)", ls.s.emptyLists)
+	}
 	b.listEnds.clear()
 	for i, n := range lens {
+		ls.s.emptyLists = 0
 		if got := listValues(t, l, ns(i)); !slices.Equal(got, want[i]) {
 			t.Fatalf("list of %d is %v, want %v", n, got, want[i])
 		}
+		b.listEnds.clear()
+		ls.s.emptyLists = int8(i%2) - 1
 		if err := l.Append(ns(i), cellsOf(-1)...); err != nil {
 			t.Fatal(err)
 		}
