@@ -103,7 +103,7 @@ func (b *Backend) cachedWrite(k, v []byte, present bool) error {
 // one the old.
 func (b *Backend) rotate() error {
 	c := &b.cache
-	if err := b.spill(c.old); err != nil {
+	if err := b.spill(&c.old); err != nil {
 		return err
 	}
 	c.old, c.young = c.young, c.old
@@ -118,10 +118,10 @@ func (b *Backend) spillAll() error {
 	if c.empty() {
 		return nil
 	}
-	if err := b.spill(c.old); err != nil {
+	if err := b.spill(&c.old); err != nil {
 		return err
 	}
-	if err := b.spill(c.young); err != nil {
+	if err := b.spill(&c.young); err != nil {
 		return err
 	}
 	c.youngBytes = 0
@@ -131,7 +131,11 @@ func (b *Backend) spillAll() error {
 // spill writes one generation into the write batch, committing it whenever it
 // is full and no iterator is open, and empties the generation. It must not
 // commit through commitWrites, which spills.
-func (b *Backend) spill(gen map[string]cached) error {
+func (b *Backend) spill(genp *map[string]cached) error {
+	gen := *genp
+	if len(gen) == 0 {
+		return nil
+	}
 	for k, e := range gen {
 		b.spillKey = append(b.spillKey[:0], k...)
 		var err error
@@ -148,6 +152,17 @@ func (b *Backend) spill(gen map[string]cached) error {
 			return err
 		}
 	}
-	clear(gen)
+	// A map keeps its size when cleared, and ranging over it costs that
+	// size even when it holds little, as it does when the spills come
+	// from iterators opened a few writes apart: a large one is made anew.
+	if len(gen) > spillReuseMax {
+		*genp = make(map[string]cached)
+	} else {
+		clear(gen)
+	}
 	return nil
 }
+
+// spillReuseMax is the most entries a spilled generation may have held for
+// its map to be kept.
+const spillReuseMax = 256
