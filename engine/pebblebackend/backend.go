@@ -45,7 +45,9 @@ type Options struct {
 // package documentation for its key layout.
 type Backend struct {
 	db *pebble.DB
-	// wb holds the writes not yet committed; every read goes through it.
+	// cache holds the latest writes; wb the older ones not yet committed.
+	// Every read goes through both.
+	cache    writeCache
 	wb       *pebble.Batch
 	commitAt int
 	// openIters counts the open iterators over wb, which a commit must not
@@ -75,6 +77,9 @@ type Backend struct {
 	// scratch for building keys and values; a Backend is used by one
 	// goroutine at a time and Pebble copies what it is given.
 	kbuf, vbuf, mkbuf []byte
+	// spillKey is the scratch of spill, which runs inside writes that hold
+	// kbuf.
+	spillKey []byte
 }
 
 var (
@@ -89,6 +94,10 @@ type stateInfo struct {
 	spec *state.Spec
 	// sweepCursor is the last key the sweeper examined; nil to start over.
 	sweepCursor []byte
+	// emptyLists leans positive while the lists read or appended to without
+	// a remembered end have mostly been empty, negative while they have
+	// mostly held elements; see listStore.probing.
+	emptyLists int8
 }
 
 // New opens a new database in opts.Dir.
@@ -285,6 +294,7 @@ func (b *Backend) Close() error {
 	}
 	// Uncommitted writes are dropped with the database.
 	b.dropKept()
+	b.cache = writeCache{}
 	err := b.wb.Close()
 	if cerr := b.db.Close(); err == nil {
 		err = cerr
@@ -293,9 +303,16 @@ func (b *Backend) Close() error {
 	return err
 }
 
-// get reads the value stored at key; the returned bytes are valid until the
-// closer is closed.
+// get calls fn with the value stored at key, which is valid only during the
+// call, and reports whether there is one. A key found nowhere is noted in the
+// cache, for the write that often follows.
 func (b *Backend) get(key []byte, fn func(v []byte) error) (bool, error) {
+	if e, ok := b.cache.lookup(key); ok {
+		if !e.present {
+			return false, nil
+		}
+		return true, fn(e.val)
+	}
 	// Reading through an empty batch would only add its cost.
 	r := pebble.Reader(b.wb)
 	if b.wb.Empty() {
@@ -303,6 +320,9 @@ func (b *Backend) get(key []byte, fn func(v []byte) error) (bool, error) {
 	}
 	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
+		if b.cache.noteAbsent(key) {
+			return false, b.rotate()
+		}
 		return false, nil
 	}
 	if err != nil {
@@ -320,8 +340,8 @@ func (b *Backend) iter(prefix []byte) (*pebble.Iterator, error) {
 }
 
 // iterRange opens an iterator over [lower, upper), which sees the writes
-// made so far, not those made while it is open. It is closed with
-// b.closeIter.
+// made so far, not those made while it is open: it spills the cache into
+// the write batch first. It is closed with b.closeIter.
 //
 // Making an iterator costs more than most of the reads it serves, so one
 // is kept between calls and given new bounds, which also brings its view
@@ -330,6 +350,15 @@ func (b *Backend) iter(prefix []byte) (*pebble.Iterator, error) {
 // else writes to the database. A second iterator, opened while the kept
 // one is in use, is made anew.
 func (b *Backend) iterRange(lower, upper []byte) (*pebble.Iterator, error) {
+	if err := b.spillAll(); err != nil {
+		return nil, err
+	}
+	return b.timerIter(lower, upper)
+}
+
+// timerIter is iterRange without the spill, for iterators that read only
+// timer keys, which never sit in the cache.
+func (b *Backend) timerIter(lower, upper []byte) (*pebble.Iterator, error) {
 	opts := pebble.IterOptions{LowerBound: lower, UpperBound: upper}
 	if b.kept != nil && !b.keptInUse {
 		b.kept.SetOptions(&opts)

@@ -19,17 +19,25 @@ const batchLimit = 1 << 20
 // Commits of this size already cost little per write.
 const writeBatchLimit = 64 << 10
 
-// The state writes of records go to the backend's write batch, an indexed
-// batch that reads see through, and reach the database when it holds
-// commitAt (writeBatchLimit) bytes or at the next snapshot, checkpoint or restore: a commit
-// per write costs more than the write itself. Nothing is lost by holding
-// them back, since state after a failure comes from a snapshot, which
-// commits first.
+// The state writes of records go to the write cache (cache.go) and from
+// there to the backend's write batch, an indexed batch that reads see
+// through, which reaches the database when it holds commitAt
+// (writeBatchLimit) bytes or at the next snapshot, checkpoint or restore: a
+// commit per write costs more than the write itself. Nothing is lost by
+// holding them back, since state after a failure comes from a snapshot,
+// which commits first.
 
-// set and del add a write to the write batch; the caller commits when it
-// is full with commitIfFull, once no iterator over the batch is open.
-func (b *Backend) set(k, v []byte) error { return b.wb.Set(k, v, nil) }
-func (b *Backend) del(k []byte) error    { return b.wb.Delete(k, nil) }
+// set and del record a write; the caller then calls commitIfFull.
+func (b *Backend) set(k, v []byte) error { return b.cachedWrite(k, v, true) }
+func (b *Backend) del(k []byte) error    { return b.cachedWrite(k, nil, false) }
+
+// setTimer and delTimer write timer keys straight to the write batch. The
+// cache never holds them, so the iterators of the timer services, which
+// read nothing but timer keys, open without spilling it: they run whenever
+// a key group's held timers run out, and a spill each time would leave
+// the cache little to absorb.
+func (b *Backend) setTimer(k []byte) error { return b.wb.Set(k, nil, nil) }
+func (b *Backend) delTimer(k []byte) error { return b.wb.Delete(k, nil) }
 
 // full reports whether the write batch has reached its bound.
 func (b *Backend) full() bool { return b.wb.Len() >= b.commitAt }
@@ -41,14 +49,23 @@ func (b *Backend) commitIfFull() error {
 	if !b.full() || b.openIters > 0 {
 		return nil
 	}
-	return b.commitWrites()
+	return b.commitBatch()
 }
 
-// commitWrites applies the write batch to the database and empties it.
+// commitWrites applies every write held, in the cache and in the write
+// batch, to the database.
 func (b *Backend) commitWrites() error {
 	if b.openIters > 0 {
 		return fmt.Errorf("pebblebackend: commit with %d iterators open", b.openIters)
 	}
+	if err := b.spillAll(); err != nil {
+		return err
+	}
+	return b.commitBatch()
+}
+
+// commitBatch applies the write batch to the database and empties it.
+func (b *Backend) commitBatch() error {
 	// Dropped even with nothing to commit: a flush or compaction may come
 	// next, and the kept iterator would pin the files they replace.
 	b.dropKept()

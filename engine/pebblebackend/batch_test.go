@@ -51,8 +51,8 @@ func TestClearLargerThanWriteBatch(t *testing.T) {
 }
 
 // TestWritesVisibleBeforeAndAfterCommit reads a value back while it sits
-// in the write batch, after the batch is committed, and after a delete in
-// the batch shadows the committed value.
+// in the cache, once spilled into the write batch, after the batch is
+// committed, and after a delete in the cache shadows the committed value.
 func TestWritesVisibleBeforeAndAfterCommit(t *testing.T) {
 	b := newTestBackend(t, 128, keygroup.All(128))
 	v, err := state.GetValue(b, nil, state.NewValue("v", serializers.Int64()))
@@ -70,8 +70,15 @@ func TestWritesVisibleBeforeAndAfterCommit(t *testing.T) {
 	if err := v.Update(7); err != nil {
 		t.Fatal(err)
 	}
-	if b.wb.Empty() {
-		t.Fatal("the write went past the write batch")
+	if b.cache.empty() || !b.wb.Empty() {
+		t.Fatal("the write went past the cache")
+	}
+	want("in the cache", 7, true)
+	if err := b.spillAll(); err != nil {
+		t.Fatal(err)
+	}
+	if !b.cache.empty() || b.wb.Empty() {
+		t.Fatal("the spill did not move the write into the batch")
 	}
 	want("in the batch", 7, true)
 	if err := b.commitWrites(); err != nil {
@@ -84,16 +91,20 @@ func TestWritesVisibleBeforeAndAfterCommit(t *testing.T) {
 	if err := v.Clear(); err != nil {
 		t.Fatal(err)
 	}
-	want("deleted in the batch", 0, false)
+	want("deleted in the cache", 0, false)
 	if err := b.commitWrites(); err != nil {
 		t.Fatal(err)
 	}
 	want("delete committed", 0, false)
+	if got := dbKeys(t, b, nil); len(got) != 0 {
+		t.Fatalf("%d keys left, first %x", len(got), got[0])
+	}
 }
 
-// TestWritesInRangeCallback writes more than the write batch holds from
-// inside a map's Range callback, while Range's iterator is open: the batch
-// must not be committed (and reset) under it, and every write must land.
+// TestWritesInRangeCallback writes more than the cache and the write batch
+// hold from inside a map's Range callback, while Range's iterator is open:
+// the cache spills into the batch, the batch must not be committed (and
+// reset) under it, and every write must land.
 func TestWritesInRangeCallback(t *testing.T) {
 	b := newTestBackend(t, 128, keygroup.All(128))
 	m, err := b.RegisterMap(state.NewMap("m", serializers.Int64(), serializers.Int64()).Spec())
@@ -105,7 +116,10 @@ func TestWritesInRangeCallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	setKey(t, b, "k")
-	const n = 100
+	const n = 300
+	if n*8<<10 < 2*cacheGenLimit {
+		t.Fatalf("%d writes of 8 KiB do not spill the cache", n)
+	}
 	for i := range n {
 		if err := m.Put(nil, int64(i), state.Cell{Value: int64(i)}); err != nil {
 			t.Fatal(err)

@@ -32,7 +32,10 @@
 // sequence with a reverse seek instead of reading the list, or without one
 // when the list is one of the 4096 read or written last, whose ends are
 // remembered; such a list of up to 8 elements is also read by point
-// lookups of its sequences rather than by an iterator.
+// lookups of its sequences rather than by an iterator. Only the TTL sweep
+// leaves gaps in a list, so a list of a state without TTL whose end is not
+// remembered is read by point lookups too, up to its first missing
+// sequence.
 //
 // # Snapshots and restore
 //
@@ -58,10 +61,17 @@
 // New refuses a directory that already holds one. For the same reason the
 // database's files are never synced.
 //
-// For the same reason state writes are not committed one by one: they
-// collect in an indexed batch that every read sees through, committed when
-// it reaches 64 KiB and before every snapshot, checkpoint and restore, so a
-// snapshot holds every write made before it. One iterator is kept between
+// For the same reason state writes are not committed one by one. They
+// first collect in a write-back cache of two generations of up to 1 MiB
+// each, in Go maps, so that state that lives briefly (written, read and
+// deleted within about a generation) never reaches Pebble, and a key a
+// read found absent and that is deleted again is not even written as a
+// deletion. The older generation spills into an indexed batch that every
+// read sees through, committed when it reaches 64 KiB; timers go to that
+// batch directly. Everything is spilled before an iterator over state is
+// opened and committed before every
+// snapshot, checkpoint and restore, so a snapshot holds every write made
+// before it. One iterator is kept between
 // reads and dropped at each commit, and up to 16 first timers per key group
 // are held in memory, with a note of whether they are all the key group
 // has, since a seek costs more than most reads it serves.

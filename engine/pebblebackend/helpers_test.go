@@ -19,10 +19,13 @@ func newTestBackend(t testing.TB, maxP int, kgs keygroup.Range) *Backend {
 	return b
 }
 
-// dbKeys returns every key in the database that starts with prefix, in
-// order.
+// dbKeys returns every key that starts with prefix, in order, as the
+// database holds them once the cache is spilled.
 func dbKeys(t testing.TB, b *Backend, prefix []byte) [][]byte {
 	t.Helper()
+	if err := b.spillAll(); err != nil {
+		t.Fatal(err)
+	}
 	it, err := b.wb.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)

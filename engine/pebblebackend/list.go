@@ -30,15 +30,27 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if end, ok := l.s.b.listEnds.of(p); ok && end <= pointReadMax {
+	end, known := l.s.b.listEnds.of(p)
+	switch {
+	case known && end <= pointReadMax:
 		return l.getByPoint(p, end)
+	case !known && l.probing():
+		var done bool
+		if cells, done, err = l.probe(p); err != nil || done {
+			l.sawList(len(cells) == 0)
+			return cells, err
+		}
 	}
-	it, err := l.s.b.iter(p)
+	lower := p
+	if len(cells) > 0 {
+		lower = binary.BigEndian.AppendUint64(bytes.Clone(p), uint64(len(cells)))
+	}
+	it, err := l.s.b.iterRange(lower, prefixEnd(p))
 	if err != nil {
 		return nil, err
 	}
 	defer l.s.b.closeIter(it, &err)
-	end := uint64(0)
+	end = uint64(len(cells))
 	for it.First(); it.Valid(); it.Next() {
 		c, err := l.s.decodeCell(it.Value())
 		if err != nil {
@@ -52,8 +64,54 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	if err := it.Error(); err != nil {
 		return nil, err
 	}
+	if !known {
+		l.sawList(len(cells) == 0)
+	}
 	l.s.b.listEnds.set(p, end)
 	return cells, nil
+}
+
+// probing tells whether a list without a remembered end is read by point
+// lookups (probe) rather than by an iterator. Without TTL no sweep leaves
+// gaps, so the elements are sequences 0 to n-1 and the first missing one
+// ends the list. One lookup settles a new list, the most common one read
+// without its end remembered, where an iterator seeks every level of the
+// database and first spills the cache; but a list that holds elements costs
+// a lookup per element, so the state probes only while most such lists
+// have been empty.
+func (l listStore) probing() bool { return l.s.spec.TTL == nil && l.s.emptyLists >= 0 }
+
+// sawList counts a list read without a remembered end as empty or not.
+func (l listStore) sawList(empty bool) {
+	switch s := l.s; {
+	case empty && s.emptyLists < 8:
+		s.emptyLists++
+	case !empty && s.emptyLists > -8:
+		s.emptyLists--
+	}
+}
+
+// probe reads a gapless list by point lookups of sequences 0, 1, ... until
+// one is missing, which ends the list, or pointReadMax are found, when the
+// rest is for an iterator to read.
+func (l listStore) probe(p []byte) (cells []state.Cell, done bool, err error) {
+	b := l.s.b
+	for seq := range uint64(pointReadMax) {
+		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), seq)
+		found, err := b.get(b.kbuf, func(v []byte) error {
+			c, err := l.s.decodeCell(v)
+			cells = append(cells, c)
+			return err
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if !found {
+			b.listEnds.set(p, seq)
+			return cells, true, nil
+		}
+	}
+	return cells, false, nil
 }
 
 // pointReadMax is the longest remembered list read by point lookups, one
@@ -146,6 +204,17 @@ func (l listStore) Append(ns []byte, cells ...state.Cell) error {
 		return err
 	}
 	next, known := l.s.b.listEnds.of(p)
+	if !known && l.probing() {
+		// A missing first element settles where a new list starts.
+		b := l.s.b
+		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), 0)
+		found, err := b.get(b.kbuf, func([]byte) error { return nil })
+		if err != nil {
+			return err
+		}
+		known = !found
+		l.sawList(!found)
+	}
 	if !known {
 		last, ok, err := l.lastSeq(p)
 		if err != nil {

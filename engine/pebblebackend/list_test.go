@@ -88,10 +88,10 @@ func TestListAppendAndReplace(t *testing.T) {
 
 // TestListAppendFindsLastAfterGap checks that an append continues after the
 // last element, not after the element count, when an element in the middle
-// is gone (as the sweeper leaves it).
+// of a TTL state's list is gone (as the sweeper leaves it).
 func TestListAppendFindsLastAfterGap(t *testing.T) {
 	b := newTestBackend(t, 128, keygroup.All(128))
-	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64(), sweepTTL(1000)).Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +209,13 @@ func TestListAfterGet(t *testing.T) {
 	}
 }
 
-// TestListReadByPoint reads remembered lists by point lookups: one with a
-// gap the sweeper left at its front, one emptied, one that never existed
+// TestListReadByPoint reads remembered lists of a TTL state by point
+// lookups: one with a gap the sweeper left at its front, one emptied, one that never existed
 // but whose end a read remembered, and a list written behind the memo
 // that a full memo forgot.
 func TestListReadByPoint(t *testing.T) {
 	b := newTestBackend(t, 128, keygroup.All(128))
-	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64(), sweepTTL(1000)).Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,5 +258,86 @@ func TestListReadByPoint(t *testing.T) {
 	}
 	if got, want := listValues(t, l, []byte("never")), []int64{5}; !slices.Equal(got, want) {
 		t.Fatalf("list never is %v after the memo filled, want %v", got, want)
+	}
+}
+
+// TestListProbe reads lists of a state without TTL whose ends are not
+// remembered, which go by point lookups up to pointReadMax elements and by an
+// iterator after that, with elements in the database, the write batch and
+// the cache at once; an append to a list whose end is not remembered, by
+// probe or by seek, then continues after the last element.
+func TestListProbe(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, b, "k")
+	lens := []int{0, 1, pointReadMax - 1, pointReadMax, pointReadMax + 1, 3 * pointReadMax}
+	want := make([][]int64, len(lens))
+	ns := func(i int) []byte { return []byte{byte(i)} }
+	for i, n := range lens {
+		for j := range n {
+			v := int64(100*i + j)
+			want[i] = append(want[i], v)
+			if err := l.Append(ns(i), cellsOf(v)...); err != nil {
+				t.Fatal(err)
+			}
+			switch j {
+			case n / 3:
+				if err := b.commitWrites(); err != nil {
+					t.Fatal(err)
+				}
+			case 2 * n / 3:
+				if err := b.spillAll(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	b.listEnds.clear()
+	ls := l.(listStore)
+	for i, n := range lens {
+		ls.s.emptyLists = 0
+		if !ls.probing() {
+			t.Fatal("a state without TTL does not probe")
+		}
+		if got := listValues(t, l, ns(i)); !slices.Equal(got, want[i]) {
+			t.Fatalf("list of %d is %v, want %v", n, got, want[i])
+		}
+		p, _ := l.(listStore).prefix(ns(i))
+		if end, ok := b.listEnds.of(p); !ok || end != uint64(n) {
+			t.Fatalf("list of %d: end remembered as %d, %v", n, end, ok)
+		}
+	}
+	// Lists that hold elements turn the probing off, empty ones on again.
+	b.listEnds.clear()
+	for i := range lens {
+		listValues(t, l, ns(i))
+	}
+	if ls.probing() {
+		t.Fatalf("probing after reading mostly lists with elements (%d)", ls.s.emptyLists)
+	}
+	for i := range 20 {
+		listValues(t, l, []byte{0xE0, byte(i)})
+	}
+	if !ls.probing() {
+		t.Fatalf("not probing after reading empty lists (%d)", ls.s.emptyLists)
+	}
+	b.listEnds.clear()
+	for i, n := range lens {
+		ls.s.emptyLists = 0
+		if got := listValues(t, l, ns(i)); !slices.Equal(got, want[i]) {
+			t.Fatalf("list of %d is %v, want %v", n, got, want[i])
+		}
+		b.listEnds.clear()
+		ls.s.emptyLists = int8(i%2) - 1
+		if err := l.Append(ns(i), cellsOf(-1)...); err != nil {
+			t.Fatal(err)
+		}
+		seqs := listSeqs(t, b, l, ns(i))
+		if len(seqs) != n+1 || seqs[n] != uint64(n) {
+			t.Fatalf("list of %d has sequences %v after an append", n, seqs)
+		}
 	}
 }

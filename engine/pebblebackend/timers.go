@@ -73,7 +73,7 @@ func (t *timerService) Register(ns []byte, ts int64) error {
 	if err != nil {
 		return err
 	}
-	if err := t.b.set(k, nil); err != nil {
+	if err := t.b.setTimer(k); err != nil {
 		return err
 	}
 	kg := t.b.kg
@@ -109,7 +109,7 @@ func (t *timerService) Delete(ns []byte, ts int64) error {
 	if err != nil {
 		return err
 	}
-	if err := t.b.del(k); err != nil {
+	if err := t.b.delTimer(k); err != nil {
 		return err
 	}
 	if err := t.removed(t.b.kg, k); err != nil {
@@ -165,7 +165,7 @@ func (t *timerService) Pop(upTo int64) (state.Timer, bool, error) {
 	}
 	k := append(appendPrefix(t.b.kbuf[:0], kg, t.id), head...)
 	t.b.kbuf = k
-	if err := t.b.del(k); err != nil {
+	if err := t.b.delTimer(k); err != nil {
 		return state.Timer{}, false, err
 	}
 	if err := t.removed(kg, k); err != nil {
@@ -206,7 +206,7 @@ func parseTimer(suffix []byte) (state.Timer, error) {
 // or was deleted before, which the memtable keeps until it is flushed.
 func (t *timerService) reload(kg int, removed []byte) (err error) {
 	p := appendPrefix(nil, kg, t.id)
-	it, err := t.b.iterRange(bytes.Clone(removed), prefixEnd(p))
+	it, err := t.b.timerIter(bytes.Clone(removed), prefixEnd(p))
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (t *timerService) reload(kg int, removed []byte) (err error) {
 // reloadAll reads the first timer of every owned key group, after a
 // restore, with one iterator.
 func (t *timerService) reloadAll() (err error) {
-	it, err := t.b.iterRange(keyGroupStart(t.b.kgs.Start), keyGroupStart(t.b.kgs.End+1))
+	it, err := t.b.timerIter(keyGroupStart(t.b.kgs.Start), keyGroupStart(t.b.kgs.End+1))
 	if err != nil {
 		return err
 	}

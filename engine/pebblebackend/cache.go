@@ -1,0 +1,168 @@
+package pebblebackend
+
+// writeCache holds the latest state writes in Go maps in front of the write
+// batch. Most state of a stream job lives briefly: a request open until it
+// completes, the records pending until the watermark passes their time, a
+// timer until it fires. Held here, a write that a later write of the same key
+// overwrites or deletes never reaches the batch or the memtable, and a read
+// of it costs a map lookup instead of a seek through the batch's and the
+// memtable's skiplists.
+//
+// It has two generations. Writes go into the young one, taking their key out
+// of the old one; when the young one reaches cacheGenLimit bytes the old one
+// is spilled into the write batch and the young one becomes the old, so every
+// write stays at least one generation before it is spilled and memory stays
+// below two generations. Everything is spilled before an iterator is opened,
+// since iterators read the batch and the database, and before every commit
+// that a snapshot, checkpoint or restore needs. Timers bypass the cache (see
+// setTimer), so that the timer services' iterators need no spill.
+//
+// An entry also knows when nothing below it (the old generation, the batch,
+// the database) holds its key: after a read found nothing there, or when the
+// entry it replaced in the old generation knew it. A deletion of such a key
+// is then spilled as nothing at all, which is exact: whatever writes below
+// the cache around it (a restore, a sweep, a range deletion) runs after
+// everything has been spilled, when the cache is empty.
+type writeCache struct {
+	young, old map[string]cached
+	youngBytes int
+}
+
+type cached struct {
+	val []byte
+	// present says that the key holds val; otherwise it holds nothing.
+	present bool
+	// absentBelow says that nothing below this generation holds the key.
+	absentBelow bool
+}
+
+// cacheGenLimit bounds the bytes of one generation, counting keys, values
+// and cachedOverhead per entry. A larger generation absorbs writes that live
+// longer, but spills in larger bursts.
+const cacheGenLimit = 1 << 20
+
+// cachedOverhead approximates what the map spends per entry besides the
+// key's and the value's bytes.
+const cachedOverhead = 64
+
+// lookup finds the cached state of key k.
+func (c *writeCache) lookup(k []byte) (cached, bool) {
+	if e, ok := c.young[string(k)]; ok {
+		return e, true
+	}
+	e, ok := c.old[string(k)]
+	return e, ok
+}
+
+// put records a write of k: v when present, a deletion otherwise. It reports
+// whether the young generation is full.
+func (c *writeCache) put(k, v []byte, present bool) bool {
+	if c.young == nil {
+		c.young, c.old = make(map[string]cached), make(map[string]cached)
+	}
+	if e, ok := c.young[string(k)]; ok {
+		c.youngBytes += len(v) - len(e.val)
+		e.val, e.present = append(e.val[:0], v...), present
+		c.young[string(k)] = e
+		return c.youngBytes >= cacheGenLimit
+	}
+	e := cached{present: present}
+	if o, ok := c.old[string(k)]; ok {
+		delete(c.old, string(k))
+		e.absentBelow, e.val = o.absentBelow, o.val[:0]
+	}
+	e.val = append(e.val, v...)
+	c.young[string(k)] = e
+	c.youngBytes += len(k) + len(v) + cachedOverhead
+	return c.youngBytes >= cacheGenLimit
+}
+
+// noteAbsent records that nothing below the cache holds k, which a read has
+// just found. It reports whether the young generation is full.
+func (c *writeCache) noteAbsent(k []byte) bool {
+	if c.young == nil {
+		c.young, c.old = make(map[string]cached), make(map[string]cached)
+	}
+	c.young[string(k)] = cached{absentBelow: true}
+	c.youngBytes += len(k) + cachedOverhead
+	return c.youngBytes >= cacheGenLimit
+}
+
+func (c *writeCache) empty() bool { return len(c.young) == 0 && len(c.old) == 0 }
+
+// cachedWrite puts a write into the cache and rotates its generations when
+// the young one is full.
+func (b *Backend) cachedWrite(k, v []byte, present bool) error {
+	if b.cache.put(k, v, present) {
+		return b.rotate()
+	}
+	return nil
+}
+
+// rotate spills the old generation into the write batch and makes the young
+// one the old.
+func (b *Backend) rotate() error {
+	c := &b.cache
+	if err := b.spill(&c.old); err != nil {
+		return err
+	}
+	c.old, c.young = c.young, c.old
+	c.youngBytes = 0
+	return nil
+}
+
+// spillAll empties the cache into the write batch, the old generation first,
+// so that the batch and the database hold every write.
+func (b *Backend) spillAll() error {
+	c := &b.cache
+	if c.empty() {
+		return nil
+	}
+	if err := b.spill(&c.old); err != nil {
+		return err
+	}
+	if err := b.spill(&c.young); err != nil {
+		return err
+	}
+	c.youngBytes = 0
+	return nil
+}
+
+// spill writes one generation into the write batch, committing it whenever it
+// is full and no iterator is open, and empties the generation. It must not
+// commit through commitWrites, which spills.
+func (b *Backend) spill(genp *map[string]cached) error {
+	gen := *genp
+	if len(gen) == 0 {
+		return nil
+	}
+	for k, e := range gen {
+		b.spillKey = append(b.spillKey[:0], k...)
+		var err error
+		switch {
+		case e.present:
+			err = b.wb.Set(b.spillKey, e.val, nil)
+		case !e.absentBelow:
+			err = b.wb.Delete(b.spillKey, nil)
+		}
+		if err == nil && b.full() && b.openIters == 0 {
+			err = b.commitBatch()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// A map keeps its size when cleared, and ranging over it costs that
+	// size even when it holds little, as it does when the spills come
+	// from iterators opened a few writes apart: a large one is made anew.
+	if len(gen) > spillReuseMax {
+		*genp = make(map[string]cached)
+	} else {
+		clear(gen)
+	}
+	return nil
+}
+
+// spillReuseMax is the most entries a spilled generation may have held for
+// its map to be kept.
+const spillReuseMax = 256
