@@ -79,12 +79,12 @@ func readAll[T any](t *testing.T, s *Source[T]) []T {
 // empty files.
 func TestEverySplitSizeReadsEachLineOnce(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
-		"a.jsonl": `{"id":1,"name":"a","ts":10}` + "\n" + `{"id":2,"name":"bb","ts":20}` + "\r\n\n" + `{"id":3,"name":"ccc","ts":30}` + "\n",
-		"b.jsonl": "",
-		"c.jsonl": `{"id":4,"name":"d","ts":40}` + "\r\n" + `{"id":5,"name":"","ts":50}`,
-		"d.csv":   "ts,id,name\r\n60,6,\"f, \"\"quoted\"\"\"\r\n70,7,g\n\n80,8,h",
-		"e.csv":   "id,ts,name\n",
-		".hidden": "not read",
+		"a.jsonl":  `{"id":1,"name":"a","ts":10}` + "\n" + `{"id":2,"name":"bb","ts":20}` + "\r\n\n" + `{"id":3,"name":"ccc","ts":30}` + "\n",
+		"b.jsonl":  "",
+		"c.jsonl":  `{"id":4,"name":"d","ts":40}` + "\r\n" + `{"id":5,"name":"","ts":50}`,
+		"d.csv":    "ts,id,name\r\n60,6,\"f, \"\"quoted\"\"\"\r\n70,7,g\n\n80,8,h",
+		"e.csv":    "id,ts,name\n",
+		".hidden":  "not read",
 		"_SUCCESS": "",
 	})
 	var want []string
@@ -191,7 +191,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"unknown extension", map[string]string{"a.txt": "x\n"}, Options[row]{}, "a.txt: neither .csv nor .jsonl"},
 		{"line too long", map[string]string{"a.jsonl": strings.Repeat(" ", 100) + "{}\n"}, Options[row]{MaxLineBytes: 64}, "a.jsonl at byte 0: line too long: more than 64 bytes"},
-		{"csv into a non-struct", map[string]string{"a.csv": "x\n1\n"}, Options[row]{}, ""},
+		{"a CSV column no field takes", map[string]string{"a.csv": "x\n1\n"}, Options[row]{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeFiles(t, tc.files)
