@@ -2,6 +2,9 @@
 // generated clickstream: for example,
 //
 //	go run ./examples/sessionfeatures -users 100000 -parallelism 4 -backend pebble -savepoint DIR
+//
+// With -events 0 the input has no end: the job runs until SIGTERM or
+// SIGINT stop it with a savepoint, whose directory it prints.
 package main
 
 import (
@@ -16,15 +19,24 @@ import (
 func main() { os.Exit(command().Main(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func command() jobrun.Command {
-	var users int64
+	var users, events int64
 	return jobrun.Command{
 		Name: "sessionfeatures",
 		Usage: "Runs SessionFeatures over a seeded clickstream of about 32 clicks per user.\n" +
 			"With -out, session summaries go to files under OUT.",
 		Flags: func(fs *flag.FlagSet) {
-			fs.Int64Var(&users, "users", 100_000, "users in the input")
+			fs.Int64Var(&users, "users", 100_000, "users in the input (0: no end, as -events 0)")
+			fs.Int64Var(&events, "events", -1, "clicks in the input, -users times 32 if not set (0: no end; SIGTERM or SIGINT stop the job with a savepoint)")
 		},
 		Build: func(c *jobrun.Common) (*engine.Job, int64, error) {
+			switch {
+			case events == 0:
+				users = 0
+			case events > 0 && events%sessions.ClicksPerUser != 0:
+				return nil, 0, jobrun.Usagef("-events %d: the input has %d clicks per user; give a multiple of it, or -users", events, sessions.ClicksPerUser)
+			case events > 0:
+				users = events / sessions.ClicksPerUser
+			}
 			cfg := sessions.Config{Seed: c.Seed, Users: users, Parallelism: c.Parallelism, MaxParallelism: c.MaxParallelism}
 			if err := cfg.Check(); err != nil {
 				return nil, 0, jobrun.Usagef("%v", err)
