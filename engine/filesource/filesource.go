@@ -44,8 +44,8 @@ type Options[T any] struct {
 	// splits; an empty file has none.
 	SplitBytes int64
 	// MaxLineBytes bounds a line, so that a file without line breaks
-	// cannot take all memory; a longer line fails the read. 0 means
-	// DefaultMaxLineBytes.
+	// cannot take all memory; a longer line fails the read, whether or
+	// not OnMalformed is set. 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
 	// Decode turns a JSON line into a record; nil means encoding/json into
 	// T. The line is only valid during the call.
