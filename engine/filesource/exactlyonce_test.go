@@ -144,7 +144,9 @@ func (c *countEvents) ProcessElement(ctx *engine.Context[string, string], e even
 
 func fileJob(src engine.Source[event], p int, out string, processed *atomic.Int64, failAt int64) *engine.Job {
 	j := engine.NewJob("file-count", engine.DefaultParallelism(p))
-	events := engine.FromSource(j, src, engine.Watermarks{Every: 16}, engine.UID("files"))
+	// Held splits go idle, so that under DeterministicTime they do not
+	// hold back the savepoint's barrier.
+	events := engine.FromSource(j, src, engine.Watermarks{Every: 16, IdleTimeout: 20 * time.Millisecond}, engine.UID("files"))
 	keyed := engine.KeyBy(events, func(e event) string { return e.Key }, serializers.String())
 	counted := engine.Process(keyed, func() engine.KeyedProcessFunction[string, event, string] {
 		return &countEvents{processed: processed, failAt: failAt}
@@ -246,8 +248,14 @@ func TestStopMidFileRestoreElsewhere(t *testing.T) {
 	for _, tc := range []struct {
 		from, to engine.BackendKind
 		p, q     int
-	}{{engine.Heap, engine.Pebble, 3, 2}, {engine.Pebble, engine.Heap, 2, 4}} {
-		t.Run(fmt.Sprintf("%s-%d-to-%s-%d", tc.from, tc.p, tc.to, tc.q), func(t *testing.T) {
+		pt       engine.ProcessingTimeMode
+	}{
+		{engine.Heap, engine.Pebble, 3, 2, engine.WallClock}, {engine.Pebble, engine.Heap, 2, 4, engine.WallClock},
+		// Under DeterministicTime a subtask reads a record of each split
+		// ahead before its first watermark.
+		{engine.Heap, engine.Pebble, 2, 3, engine.DeterministicTime},
+	} {
+		t.Run(fmt.Sprintf("%s-%d-to-%s-%d-%s", tc.from, tc.p, tc.to, tc.q, tc.pt), func(t *testing.T) {
 			tmp := t.TempDir()
 			src := newPaced(t, dir)
 			src.hold.Store(int64(len(want) * 2 / 5))
@@ -255,7 +263,7 @@ func TestStopMidFileRestoreElsewhere(t *testing.T) {
 			// The restored job commits what the savepoint left pending, in the
 			// same directory.
 			out, sp := filepath.Join(tmp, "out"), filepath.Join(tmp, "sp")
-			h, err := engine.Start(context.Background(), fileJob(src, tc.p, out, &processed, -1), engine.RunOptions{Backend: tc.from})
+			h, err := engine.Start(context.Background(), fileJob(src, tc.p, out, &processed, -1), engine.RunOptions{Backend: tc.from, ProcessingTime: tc.pt})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,11 +284,14 @@ func TestStopMidFileRestoreElsewhere(t *testing.T) {
 			}
 
 			rest := newPaced(t, dir)
-			if _, err := engine.Run(context.Background(), fileJob(rest, tc.q, out, &processed, -1), engine.RunOptions{Backend: tc.to, RestoreFrom: sp}); err != nil {
+			if _, err := engine.Run(context.Background(), fileJob(rest, tc.q, out, &processed, -1), engine.RunOptions{Backend: tc.to, ProcessingTime: tc.pt, RestoreFrom: sp}); err != nil {
 				t.Fatal(err)
 			}
-			if n := rest.read.Load(); n != int64(len(want))-src.read.Load() {
-				t.Fatalf("the restored job read %d records, want the %d the first did not", n, int64(len(want))-src.read.Load())
+			// Under DeterministicTime the savepoint cuts a subtask's splits
+			// where its watermark reached the savepoint's epoch, so the
+			// restored job reads again what the first read after that.
+			if n, left := rest.read.Load(), int64(len(want))-src.read.Load(); n != left && (tc.pt == engine.WallClock || n < left) {
+				t.Fatalf("the restored job read %d records, want the %d the first did not", n, left)
 			}
 			checkOutput(t, want, counts, out)
 		})
