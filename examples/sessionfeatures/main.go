@@ -15,7 +15,7 @@ import (
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/engine/filesource"
-	"github.com/stateproc/stateproc/examples/jobrun"
+	"github.com/stateproc/stateproc/examples/internal/jobrun"
 	"github.com/stateproc/stateproc/examples/sessionfeatures/sessions"
 )
 
