@@ -37,6 +37,26 @@ type SplitReader[T any] interface {
 	Next(ctx context.Context) (v T, eventTime int64, ok bool, err error)
 }
 
+// PositionReader is a SplitReader whose position in its split is not a
+// count of records, as a file reader's byte offset. After each record the
+// source reads, it keeps Position, the position right after that record,
+// as the split's offset; a checkpoint saves it and a restore passes it to
+// Source.Open. A split it has not read from yet has offset 0. For such a
+// split, Watermarks.Every and RunOptions.StopAfter count the records read
+// since the split was opened, not since its start.
+type PositionReader interface {
+	Position() int64
+}
+
+// SplitIdentifier is implemented by a source whose splits can change
+// between runs while their number stays the same, as a file source's,
+// whose files can be replaced. The identity of every split is saved with
+// the positions, and a restore whose source names another identity for a
+// saved split fails, instead of resuming one input at another's position.
+type SplitIdentifier interface {
+	SplitIdentity(split int) string
+}
+
 // ErrNothingAvailable is returned by SplitReader.Next when the split has
 // no record yet, as Flink's InputStatus.NOTHING_AVAILABLE.
 var ErrNothingAvailable = errors.New("engine: no record available yet")
@@ -124,6 +144,21 @@ const sourceStateName = "splits"
 
 var splitPositionSerializer = mustAvro[splitPosition](splitPositionSchema)
 
+// splitIdentitySchema is the Avro schema of the operator state that a
+// SplitIdentifier source keeps besides the positions: one element per split.
+const splitIdentitySchema = `{"type":"record","name":"SplitIdentity","namespace":"stateproc.engine","fields":[
+ {"name":"split","type":"int"},
+ {"name":"identity","type":"string"}]}`
+
+type splitIdentity struct {
+	Split    int32  `avro:"split"`
+	Identity string `avro:"identity"`
+}
+
+const splitIdentityStateName = "split-identities"
+
+var splitIdentitySerializer = mustAvro[splitIdentity](splitIdentitySchema)
+
 // mustAvro gives the serializer of a built-in schema, parsed on first use:
 // these serializers are package variables, and parsing them at package
 // init would slow the start of every program that links the engine,
@@ -161,6 +196,13 @@ func FromSource[T any](j *Job, src Source[T], wm Watermarks, opts ...OperatorOpt
 		distribution: savepoint.Union,
 		element:      splitPositionSerializer,
 	})
+	if _, ok := src.(SplitIdentifier); ok {
+		n.opState = append(n.opState, operatorStateSpec{
+			name:         splitIdentityStateName,
+			distribution: savepoint.Union,
+			element:      splitIdentitySerializer,
+		})
+	}
 	if wm.Every == 0 {
 		wm.Every = 256
 	}
@@ -173,8 +215,13 @@ func FromSource[T any](j *Job, src Source[T], wm Watermarks, opts ...OperatorOpt
 type splitCursor[T any] struct {
 	pos    splitPosition
 	reader SplitReader[T]
-	// limit is the offset at which the split pauses (the stop position);
-	// -1 when it runs to its end.
+	// positioned is the reader when it reports its own position; read
+	// counts the split's records, from its start or, when positioned, from
+	// where it was opened.
+	positioned PositionReader
+	read       int64
+	// limit is the count of records at which the split pauses (the stop
+	// position); -1 when it runs to its end.
 	limit int64
 	ended bool
 	// held is the split's first record, read ahead under DeterministicTime
@@ -190,9 +237,11 @@ type splitCursor[T any] struct {
 type heldRecord[T any] struct {
 	v  T
 	ts int64
+	// pos is the reader's position right after the record.
+	pos int64
 }
 
-func (c *splitCursor[T]) paused() bool { return c.limit >= 0 && c.pos.Offset >= c.limit }
+func (c *splitCursor[T]) paused() bool { return c.limit >= 0 && c.read >= c.limit }
 
 // observe moves the split's progress to the event time ts, by at most
 // maxAdvance when that is positive.

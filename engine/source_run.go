@@ -125,6 +125,9 @@ var errStopped = errors.New("engine: stopped")
 // (whatever distribution a savepoint names), or at their start.
 func (r *sourceRunner[T]) open() error {
 	t := r.t
+	if err := r.checkIdentities(); err != nil {
+		return err
+	}
 	saved := map[int32]splitPosition{}
 	if elems, ok := t.restoredOp[sourceStateName]; ok {
 		for _, e := range elems {
@@ -162,7 +165,38 @@ func (r *sourceRunner[T]) open() error {
 			return t.errorf("open split %d at %d: %w", p.Split, p.Offset, err)
 		}
 		c.reader = rd
+		if c.positioned, _ = rd.(PositionReader); c.positioned == nil {
+			c.read = p.Offset
+		}
 		r.cursors = append(r.cursors, c)
+	}
+	return nil
+}
+
+// checkIdentities compares the split identities the restored operator
+// state holds with the source's, when it has them.
+func (r *sourceRunner[T]) checkIdentities() error {
+	t := r.t
+	ider, ok := r.src.(SplitIdentifier)
+	elems, saved := t.restoredOp[splitIdentityStateName]
+	if !ok || !saved {
+		return nil
+	}
+	for _, e := range elems {
+		id, err := splitIdentitySerializer.Decode(e)
+		if err != nil {
+			return permanent(t.errorf("restored split identity: %w", err))
+		}
+		s := int(id.Split)
+		if s < 0 || s >= r.src.Splits() {
+			return permanent(t.errorf("restored split %d (%s), but the source has %d splits: its input changed since the snapshot", s, id.Identity, r.src.Splits()))
+		}
+		if now := ider.SplitIdentity(s); now != id.Identity {
+			return permanent(t.errorf("restored split %d was %s, but is now %s: the source's input changed since the snapshot", s, id.Identity, now))
+		}
+	}
+	if len(elems) != r.src.Splits() {
+		return permanent(t.errorf("restored %d split identities, but the source has %d splits: its input changed since the snapshot", len(elems), r.src.Splits()))
 	}
 	return nil
 }
@@ -216,8 +250,9 @@ func (r *sourceRunner[T]) step() error {
 	}
 	var v T
 	var ts int64
+	pos := c.pos.Offset + 1
 	if h := c.held; h != nil {
-		v, ts, c.held = h.v, h.ts, nil
+		v, ts, pos, c.held = h.v, h.ts, h.pos, nil
 	} else {
 		var ok bool
 		var err error
@@ -234,6 +269,9 @@ func (r *sourceRunner[T]) step() error {
 			c.ended = true
 			return r.emitWatermark()
 		}
+		if c.positioned != nil {
+			pos = c.positioned.Position()
+		}
 		c.observe(ts, r.wm.MaxAdvance.Milliseconds())
 		c.since, c.retry = time.Time{}, time.Time{}
 		if c.idle {
@@ -243,18 +281,19 @@ func (r *sourceRunner[T]) step() error {
 			}
 		}
 		if r.priming {
-			c.held = &heldRecord[T]{v: v, ts: ts}
+			c.held = &heldRecord[T]{v: v, ts: ts, pos: pos}
 			if r.priming = r.unread(); !r.priming {
 				return r.emitWatermark()
 			}
 			return nil
 		}
 	}
-	c.pos.Offset++
+	c.pos.Offset = pos
+	c.read++
 	if err := r.out.emit(v, ts); err != nil {
 		return err
 	}
-	if c.pos.Offset%int64(r.wm.Every) == 0 || c.paused() {
+	if c.read%int64(r.wm.Every) == 0 || c.paused() {
 		return r.emitWatermark()
 	}
 	return nil
@@ -529,5 +568,17 @@ func (r *sourceRunner[T]) snapshotState(*checkpoint) (map[string][][]byte, error
 		}
 		list = append(list, b)
 	}
-	return map[string][][]byte{sourceStateName: list}, nil
+	states := map[string][][]byte{sourceStateName: list}
+	if ider, ok := r.src.(SplitIdentifier); ok {
+		var ids [][]byte
+		for _, p := range ps {
+			b, err := splitIdentitySerializer.Append(nil, splitIdentity{Split: p.Split, Identity: ider.SplitIdentity(int(p.Split))})
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, b)
+		}
+		states[splitIdentityStateName] = ids
+	}
+	return states, nil
 }

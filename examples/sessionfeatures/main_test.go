@@ -88,6 +88,7 @@ func TestRunWithOutput(t *testing.T) {
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-users", "3"},
+		{"-events", "33"},
 		{"-backend", "rocksdb"},
 		{"-max-parallelism", "100000"},
 		{"-checkpoints", "x", "-checkpoint-interval", "0s"},

@@ -7,7 +7,8 @@ import (
 
 // Config is a SessionFeatures job and its input.
 type Config struct {
-	// Seed and Users determine the input.
+	// Seed and Users determine the input; Users 0 means an input without
+	// end.
 	Seed  int64
 	Users int64
 	// Parallelism of every operator.
@@ -23,7 +24,7 @@ const MinUsers = Splits
 // Check reports a configuration the job cannot run.
 func (c Config) Check() error {
 	switch {
-	case c.Users < MinUsers:
+	case c.Users != 0 && c.Users < MinUsers:
 		return fmt.Errorf("sessions: %d users: at least %d are needed", c.Users, MinUsers)
 	case c.Parallelism < 1:
 		return fmt.Errorf("sessions: parallelism %d", c.Parallelism)

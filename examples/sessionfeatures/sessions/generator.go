@@ -107,8 +107,11 @@ func (s *Source) firstClick(split int, k int64) user {
 	u := int64(split) + k*Splits
 	c := s.clicksOf(split, k)
 	n := min(MinSessions+int64(detgen.Below(s.seed, uint64(u), fieldSessions, MaxSessions-MinSessions+1)), c)
-	return user{u: u, clicks: int32(c), sessions: int32(n),
-		ts: Epoch + int64(detgen.Below(s.seed, uint64(u), fieldFirstClick, firstClickWindow))}
+	first := Epoch + int64(detgen.Below(s.seed, uint64(u), fieldFirstClick, firstClickWindow))
+	if s.users == 0 {
+		first = Epoch + k*unboundedArrival + int64(detgen.Below(s.seed, uint64(u), fieldFirstClick, unboundedArrival))
+	}
+	return user{u: u, clicks: int32(c), sessions: int32(n), ts: first}
 }
 
 // sessionLen is the number of clicks of session q: the clicks dealt evenly.

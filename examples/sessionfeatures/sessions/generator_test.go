@@ -125,3 +125,61 @@ func TestOpenAtOffsetContinuesTheSplit(t *testing.T) {
 		t.Fatal("opening beyond the end of a split succeeded")
 	}
 }
+
+// An input without end reads each split in event-time order, and every
+// user whose clicks have all come by then has exactly the clicks the
+// generator gives that user; a split opened at an offset goes on from
+// there.
+func TestUnboundedSplitsAreTheUsersClicksInOrder(t *testing.T) {
+	src, err := NewSource(Config{Seed: 4, Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Clicks() != 0 || src.Users() != 0 {
+		t.Fatalf("clicks %d, users %d: an input without end has no count", src.Clicks(), src.Users())
+	}
+	const n = 50_000
+	for _, split := range []int{0, 5} {
+		r, err := src.Open(context.Background(), split, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byUser := map[string][]Click{}
+		var all []Click
+		for range n {
+			c, _, ok, err := r.Next(context.Background())
+			if err != nil || !ok {
+				t.Fatalf("split %d after %d clicks: ok %v, %v", split, len(all), ok, err)
+			}
+			if len(all) > 0 && c.TS < all[len(all)-1].TS {
+				t.Fatalf("split %d: click %d at %d before %d", split, len(all), c.TS, all[len(all)-1].TS)
+			}
+			all = append(all, c)
+			byUser[c.UserID] = append(byUser[c.UserID], c)
+		}
+		last, complete := all[n-1].TS, 0
+		for k := int64(0); ; k++ {
+			u := int64(split) + k*Splits
+			want := src.UserClicks(u)
+			if want[0].TS > last {
+				break
+			}
+			if got := byUser[userID(u)]; want[len(want)-1].TS < last {
+				if len(got) != len(want) || got[0] != want[0] || got[len(got)-1] != want[len(want)-1] {
+					t.Fatalf("split %d, user %d: %d clicks, want %d", split, u, len(got), len(want))
+				}
+				complete++
+			}
+		}
+		if complete == 0 {
+			t.Fatalf("split %d: no user complete in %d clicks", split, n)
+		}
+		rest, err := src.Open(context.Background(), split, n/2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _, _, err := rest.Next(context.Background()); err != nil || c != all[n/2] {
+			t.Fatalf("split %d opened at %d: %+v, %v; want %+v", split, n/2, c, err, all[n/2])
+		}
+	}
+}

@@ -2,11 +2,11 @@ package sessions
 
 // Click is one click of a user on a product of a category. Clicks travel
 // between operators as Go values and are never stored, so they have no
-// schema.
+// schema; the tags name the fields of a click in files the job reads.
 type Click struct {
-	UserID   string
-	Category string
-	TS       int64
+	UserID   string `json:"user_id" csv:"user_id"`
+	Category string `json:"category" csv:"category"`
+	TS       int64  `json:"ts" csv:"ts"`
 }
 
 // SessionAgg is a user's open session: the value of `session`.

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/examples/internal/detgen"
@@ -16,11 +17,20 @@ import (
 // holds exactly detgen.Share(Clicks(), s, Splits) clicks, so that stopping
 // the job after Clicks() records is the end of the input with every split
 // paused on its last click.
+//
+// With no number of users the input has no end: user k of a split makes
+// its first click in the k-th minute, so that a split holds the users
+// whose clicks it has begun and not ended, a few days' worth, and its
+// reader starts the next user when its first click comes.
 type Source struct {
 	seed  int64
 	users int64
 	plans [Splits]plan
 }
+
+// unboundedArrival is the time between two users' first clicks in a split
+// of an input without end.
+const unboundedArrival = 60_000
 
 // NewSource plans the input of cfg.
 func NewSource(cfg Config) (*Source, error) {
@@ -28,6 +38,12 @@ func NewSource(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{seed: cfg.Seed, users: cfg.Users}
+	if cfg.Users == 0 {
+		for split := range s.plans {
+			s.plans[split] = plan{users: math.MaxInt64, lastClicks: ClicksPerUser}
+		}
+		return s, nil
+	}
 	for split := range s.plans {
 		p := plan{users: detgen.Share(cfg.Users, split, Splits)}
 		p.lastClicks = detgen.Share(s.Clicks(), split, Splits) - (p.users-1)*ClicksPerUser
@@ -42,10 +58,10 @@ func NewSource(cfg Config) (*Source, error) {
 // Splits is the number of splits.
 func (s *Source) Splits() int { return Splits }
 
-// Users is the number of users.
+// Users is the number of users, 0 when the input has no end.
 func (s *Source) Users() int64 { return s.users }
 
-// Clicks is the number of clicks in the input.
+// Clicks is the number of clicks in the input, 0 when it has no end.
 func (s *Source) Clicks() int64 { return s.users * ClicksPerUser }
 
 // Open returns a reader of split positioned after offset clicks. It replays
@@ -56,11 +72,19 @@ func (s *Source) Open(ctx context.Context, split int, offset int64) (engine.Spli
 		return nil, fmt.Errorf("sessions: split %d of %d", split, Splits)
 	}
 	p := &s.plans[split]
-	r := &splitReader{src: s, heap: detgen.NewHeap(int(p.users), func(a, b user) bool {
+	size := p.users
+	if s.users == 0 {
+		size = 1024
+	}
+	r := &splitReader{src: s, split: split, heap: detgen.NewHeap(int(size), func(a, b user) bool {
 		return a.ts < b.ts || a.ts == b.ts && a.u < b.u
 	})}
-	for k := int64(0); k < p.users; k++ {
-		r.heap.Push(s.firstClick(split, k))
+	if s.users == 0 {
+		r.next = s.firstClick(split, 0)
+	} else {
+		for k := int64(0); k < p.users; k++ {
+			r.heap.Push(s.firstClick(split, k))
+		}
 	}
 	for n := int64(0); n < offset; n++ {
 		if _, ok := r.step(); !ok {
@@ -71,12 +95,20 @@ func (s *Source) Open(ctx context.Context, split int, offset int64) (engine.Spli
 }
 
 type splitReader struct {
-	src  *Source
-	heap *detgen.Heap[user]
+	src   *Source
+	split int
+	heap  *detgen.Heap[user]
+	// next is, in an input without end, the first click of the user the
+	// split starts next: first clicks come in user order there.
+	next user
 }
 
 // step takes the earliest next click of any user of the split.
 func (r *splitReader) step() (user, bool) {
+	if r.src.users == 0 && (r.heap.Len() == 0 || r.next.ts < r.heap.Min().ts) {
+		r.heap.Push(r.next)
+		r.next = r.src.firstClick(r.split, r.next.u/Splits+1)
+	}
 	if r.heap.Len() == 0 {
 		return user{}, false
 	}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stateproc/stateproc/examples/sessionfeatures/sessions"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+)
+
+// childArgs, when set in the environment, makes the test binary run the
+// command with these arguments (one a line) instead of the tests: the
+// child process a test signals.
+const childArgs = "SESSIONFEATURES_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(childArgs); ok {
+		os.Exit(command().Main(strings.Split(args, "\n"), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// SessionFeatures over an input without end (-events 0) stops with a
+// savepoint on SIGTERM, prints where it went and exits 0, as flink stop
+// does. Restored at another parallelism on the other backend and run to a
+// position past the stop, it writes what a run that was never stopped
+// writes up to that position, and ends with the same keyed state. Both
+// drain there, as GatewayMeter's test does, so that no session is left
+// open at a point that depends on the steps the watermark moved in.
+func TestSIGTERMStopsWithASavepointThatResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the job three times, one of them in a child process")
+	}
+	dir := t.TempDir()
+	out, clean, chk := filepath.Join(dir, "out"), filepath.Join(dir, "clean"), filepath.Join(dir, "chk")
+	args := []string{"-events", "0", "-parallelism", "2", "-backend", "pebble", "-out", out, "-checkpoints", chk, "-checkpoint-interval", "50ms"}
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	// Without -savepoint the savepoint goes under the temporary directory.
+	child.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\n"), "TMPDIR="+dir)
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := child.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	running := make(chan struct{})
+	errDone := make(chan string)
+	go func() {
+		var b strings.Builder
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "running until SIGTERM") {
+				close(running)
+			}
+		}
+		errDone <- b.String()
+	}()
+	select {
+	case <-running:
+	case <-time.After(time.Minute):
+		child.Process.Kill()
+		t.Fatal("the child did not start running within a minute")
+	}
+	// Let it read until it has completed checkpoints: the stop then cuts
+	// the input past its start, whatever the machine's speed.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if ids, _ := filepath.Glob(filepath.Join(chk, "chk-*")); len(ids) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("the child completed no checkpoints within two minutes")
+		}
+	}
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	printed, _ := io.ReadAll(stdout)
+	errOut := <-errDone
+	if err := child.Wait(); err != nil {
+		t.Fatalf("stopped child: %v; stderr:\n%s", err, errOut)
+	}
+	line := strings.TrimSpace(string(printed))
+	sp, ok := strings.CutPrefix(line, "savepoint ")
+	if !ok || filepath.Dir(sp) != dir {
+		t.Fatalf("the child printed %q, want the savepoint's directory under %s", line, dir)
+	}
+	read := clicksRead(t, sp)
+	if read == 0 {
+		t.Fatal("the savepoint holds the clicks source at its start: the job read nothing before the stop")
+	}
+	end := strconv.FormatInt(read+read/2+1000, 10)
+
+	restored := filepath.Join(dir, "restored-sp")
+	if code, _, errOut := runCommand(t, "-events", "0", "-parallelism", "3", "-backend", "heap", "-restore", sp, "-stop-after", end,
+		"-drain", "-savepoint", restored, "-out", out); code != 0 {
+		t.Fatalf("restored run: exit %d: %s", code, errOut)
+	}
+	uninterrupted := filepath.Join(dir, "clean-sp")
+	if code, _, errOut := runCommand(t, "-events", "0", "-parallelism", "2", "-backend", "pebble", "-stop-after", end,
+		"-drain", "-savepoint", uninterrupted, "-out", clean); code != 0 {
+		t.Fatalf("uninterrupted run: exit %d: %s", code, errOut)
+	}
+	want, got := readLines(t, clean), readLines(t, out)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("%d session summaries after the stop and restore, %d uninterrupted", len(got), len(want))
+	}
+	a, b := sptest.Open(t, uninterrupted), sptest.Open(t, restored)
+	if !slices.EqualFunc(sptest.Entries(t, a, sessions.FeaturesUID, sessions.SessionState), sptest.Entries(t, b, sessions.FeaturesUID, sessions.SessionState), sameEntry) {
+		t.Error("the session state differs")
+	}
+	// A count's TTL stamp is the processing time of its last update,
+	// which under DeterministicTime follows the watermark, which moves in
+	// other steps at another parallelism: the counts compare without it.
+	ca, cb := sptest.Entries(t, a, sessions.FeaturesUID, sessions.CountsState), sptest.Entries(t, b, sessions.FeaturesUID, sessions.CountsState)
+	if len(ca) == 0 {
+		t.Fatal("the uninterrupted run ended without category counts: comparing the states would check nothing")
+	}
+	if !slices.EqualFunc(ca, cb, func(x, y savepoint.Entry) bool {
+		x.Value, y.Value = x.Value[ttlStampBytes:], y.Value[ttlStampBytes:]
+		return sameEntry(x, y)
+	}) {
+		t.Errorf("the category counts differ: %d entries after the stop and restore, %d uninterrupted", len(cb), len(ca))
+	}
+	t.Logf("stopped %d clicks in; resumed to %s", read, end)
+}
+
+// ttlStampBytes is the last-modified time that precedes a TTL'd value.
+const ttlStampBytes = 8
+
+func sameEntry(x, y savepoint.Entry) bool {
+	return x.KeyGroup == y.KeyGroup && bytes.Equal(x.Key, y.Key) && bytes.Equal(x.Namespace, y.Namespace) &&
+		bytes.Equal(x.MapKey, y.MapKey) && bytes.Equal(x.Value, y.Value) && x.Timestamp == y.Timestamp
+}
+
+// clicksRead sums the positions of the clicks source's splits.
+func clicksRead(t *testing.T, sp string) int64 {
+	t.Helper()
+	op, ok := sptest.Open(t, sp).Metadata().Operator(sessions.ClicksUID)
+	if !ok {
+		t.Fatal("no clicks operator")
+	}
+	var read int64
+	for _, s := range op.OperatorStates {
+		ser, err := serializers.Restore(s.Element)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sub := range s.Subtasks {
+			for _, e := range sub {
+				v, err := ser.DecodeAny(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				read += v.(map[string]any)["offset"].(int64)
+			}
+		}
+	}
+	return read
+}
+
+// readLines returns the lines of every committed part file under dir,
+// sorted, and fails on a file left uncommitted.
+func readLines(t *testing.T, dir string) []string {
+	t.Helper()
+	var lines []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "part-") {
+			t.Errorf("%s: %s left uncommitted", dir, e.Name())
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Fields(string(b))...)
+	}
+	slices.Sort(lines)
+	return lines
+}
