@@ -177,7 +177,7 @@ func checkWalk(t *testing.T, b []byte, src savepoint.Source) {
 	if err != nil {
 		t.Fatalf("the second Open fails where the first did not: %v", err)
 	}
-	got, _, err := walk(ctx, again, 2)
+	got, _, err := walk(ctx, again, 2, false)
 	switch {
 	case (err != nil) != (wantErr != nil):
 		t.Fatalf("WalkSegments: %v; AllSegments: %v", err, wantErr)

@@ -507,23 +507,56 @@ func (w *segmentWalk) start(e *flinkfmt.Entry) {
 }
 
 func (w *segmentWalk) Next() bool {
-	if w.done {
+	fe := w.advance()
+	if fe == nil {
 		return false
+	}
+	convert(&w.e, fe, w.c.o.mapKind[w.state], &w.buf)
+	return true
+}
+
+// NextValues gives the sizes of the values as Next gives them without
+// building the entries; Flink records no TTL, so lastModified is never
+// filled.
+func (w *segmentWalk) NextValues(sizes []int, _ []int64) int {
+	mapKind := w.c.o.mapKind[w.state]
+	n := 0
+	for n < len(sizes) {
+		fe := w.advance()
+		if fe == nil {
+			break
+		}
+		switch {
+		case !mapKind:
+			sizes[n] = len(fe.Value)
+		case fe.Null:
+			sizes[n] = 1
+		default:
+			sizes[n] = 1 + len(fe.Value)
+		}
+		n++
+	}
+	return n
+}
+
+// advance counts and returns the segment's next entry, nil at its end.
+func (w *segmentWalk) advance() *flinkfmt.Entry {
+	if w.done {
+		return nil
 	}
 	if w.first {
 		w.first = false
 	} else if !w.it.Next() {
 		w.done = true
-		return false
+		return nil
 	}
 	fe := w.it.Entry()
 	if fe.KeyGroup != w.kg || fe.State != w.state {
 		w.done, w.pending = true, true
-		return false
+		return nil
 	}
 	w.c.add(fe)
-	convert(&w.e, fe, w.c.o.mapKind[w.state], &w.buf)
-	return true
+	return fe
 }
 
 func (w *segmentWalk) Entry() *savepoint.Entry { return &w.e }

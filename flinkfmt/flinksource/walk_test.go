@@ -22,12 +22,17 @@ func segName(m *savepoint.Metadata, ref savepoint.StateRef, kg int) string {
 	return fmt.Sprintf("%s kg %d", m.Describe(ref), kg)
 }
 
-func render(e *savepoint.Entry) string {
+func render(e *savepoint.Entry, sizes bool) string {
+	if sizes {
+		return fmt.Sprintf("value of %d bytes", len(e.Value))
+	}
 	return fmt.Sprintf("%x/%x/%x/%x/%d/%d", e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp, e.KeyGroup)
 }
 
-// walk runs WalkSegments on n workers and gathers what visit was given.
-func walk(ctx context.Context, src *flinksource.Source, n int) ([]savepoint.Segment, walked, error) {
+// walk runs WalkSegments on n workers and gathers what visit was given:
+// with sizes, only the sizes of the values of keyed states, read in
+// batches as a scan reads them.
+func walk(ctx context.Context, src *flinksource.Source, n int, sizes bool) ([]savepoint.Segment, walked, error) {
 	m := src.Metadata()
 	var mu sync.Mutex
 	got := walked{}
@@ -36,6 +41,26 @@ func walk(ctx context.Context, src *flinksource.Source, n int) ([]savepoint.Segm
 			return fmt.Errorf("worker %d of %d", w, n)
 		}
 		var es []string
+		if sizes && !ref.Timer {
+			batch := make([]int, 3)
+			for {
+				k := savepoint.NextValues(it, false, batch, make([]int64, 3))
+				for _, n := range batch[:k] {
+					es = append(es, fmt.Sprintf("value of %d bytes", n))
+				}
+				if k < len(batch) {
+					break
+				}
+			}
+			if len(es) == 0 {
+				return fmt.Errorf("%s: a segment without entries", m.Describe(ref))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			name := m.Describe(ref)
+			got[name] = append(got[name], es...)
+			return it.Err()
+		}
 		kg := -1
 		for it.Next() {
 			e := it.Entry()
@@ -43,7 +68,7 @@ func walk(ctx context.Context, src *flinksource.Source, n int) ([]savepoint.Segm
 				return fmt.Errorf("%s: key groups %d and %d in one segment", m.Describe(ref), kg, e.KeyGroup)
 			}
 			kg = e.KeyGroup
-			es = append(es, render(e))
+			es = append(es, render(e, false))
 		}
 		if err := it.Err(); err != nil {
 			return err
@@ -61,15 +86,20 @@ func walk(ctx context.Context, src *flinksource.Source, n int) ([]savepoint.Segm
 }
 
 // readAll reads every segment as a scan did before WalkSegments: the
-// segments, then each segment's entries.
-func readAll(ctx context.Context, src savepoint.Source, segs []savepoint.Segment) (walked, error) {
+// segments, then each segment's entries; with sizes, as walk gives them.
+func readAll(ctx context.Context, src savepoint.Source, segs []savepoint.Segment, sizes bool) (walked, error) {
 	m := src.Metadata()
 	out := walked{}
 	for _, seg := range segs {
 		it := savepoint.SegmentEntries(ctx, src, seg)
 		name := segName(m, seg.Ref, seg.KeyGroup)
+		sized := sizes && !seg.Ref.Timer
+		if sized {
+			// The key groups of a state are visited in any order.
+			name = m.Describe(seg.Ref)
+		}
 		for it.Next() {
-			out[name] = append(out[name], render(it.Entry()))
+			out[name] = append(out[name], render(it.Entry(), sized))
 		}
 		err := it.Err()
 		it.Close()
@@ -82,8 +112,9 @@ func readAll(ctx context.Context, src savepoint.Source, segs []savepoint.Segment
 
 // One read of every fixture through WalkSegments gives the segments that
 // AllSegments counts, in its order, and the entries that reading each
-// segment gives, in their order; so it does for an operator counted before
-// the walk, which it reads segment by segment.
+// segment gives, in their order, or their values' sizes in batches; so it
+// does for an operator counted before the walk, which it reads segment by
+// segment.
 func TestWalkSegmentsIsAllSegments(t *testing.T) {
 	ctx := context.Background()
 	var segments, entries, fixtures0 int
@@ -103,9 +134,16 @@ func TestWalkSegmentsIsAllSegments(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		wantEntries, err := readAll(ctx, ref, want)
+		wantEntries, err := readAll(ctx, ref, want, false)
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
+		}
+		wantSizes, err := readAll(ctx, ref, want, true)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, es := range wantSizes {
+			slices.Sort(es)
 		}
 		fixtures0++
 		for _, counted := range []bool{false, true} {
@@ -115,9 +153,19 @@ func TestWalkSegmentsIsAllSegments(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			segs, got, err := walk(ctx, src, 3)
+			segs, got, err := walk(ctx, src, 3, false)
 			if err != nil {
 				t.Fatalf("%s (counted before: %v): %v", dir, counted, err)
+			}
+			_, gotSizes, err := walk(ctx, open(), 3, true)
+			if err != nil {
+				t.Fatalf("%s: sizes: %v", dir, err)
+			}
+			for _, es := range gotSizes {
+				slices.Sort(es)
+			}
+			if !reflect.DeepEqual(gotSizes, wantSizes) {
+				t.Errorf("%s: the walk's value sizes differ from the values' sizes", dir)
 			}
 			if !reflect.DeepEqual(segs, want) {
 				t.Errorf("%s (counted before: %v): WalkSegments gives\n%v\nAllSegments\n%v", dir, counted, segs, want)
