@@ -1,6 +1,7 @@
 package flinkfmt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -294,7 +295,7 @@ func (it *EntryIterator) startCanonical(sk *subtaskKeyed, i, kg int) error {
 	if d == nil {
 		return nil
 	}
-	it.parser = kgParser{k: k, sk: sk, kg: kg, state: it.state, prefix: prefixLen(k.Operator.MaxParallelism), kr: it.parser.kr}
+	it.parser = kgParser{k: k, sk: sk, kg: kg, state: it.state, prefix: prefixLen(k.Operator.MaxParallelism), kr: it.parser.kr, lastKey: it.parser.lastKey[:0]}
 	c := &it.cursor
 	c.reset(&it.parser, d, i)
 	if part != nil {
@@ -379,6 +380,10 @@ type kgParser struct {
 	lenOf     *StateMeta
 	nsLen     int
 	ambiguous bool
+	// lastKey is the key the last composite key began with, when the key
+	// serializer is prefix-free: the entries of a key lie together, and a
+	// composite key that starts with the same bytes holds the same key.
+	lastKey []byte
 }
 
 func (p *kgParser) meta(sid int) (*StateMeta, int, error) {
@@ -775,7 +780,10 @@ func (p *kgParser) splitKey(m *StateMeta, b []byte) (key, ns, user []byte, err e
 	ambiguous := p.ambiguous
 	r := &p.kr
 	r.Reset(b, 0)
-	if err := keySer.Skip(r); err != nil {
+	reused := len(p.lastKey) > 0 && bytes.HasPrefix(b, p.lastKey)
+	if reused {
+		r.Seek(len(p.lastKey))
+	} else if err := keySer.Skip(r); err != nil {
 		if !errors.Is(err, typeser.ErrUnframed) || ambiguous || m.Kind == Map {
 			return nil, nil, nil, err
 		}
@@ -788,6 +796,9 @@ func (p *kgParser) splitKey(m *StateMeta, b []byte) (key, ns, user []byte, err e
 		return b[:len(b)-n], b[len(b)-n:], nil, nil
 	}
 	key = b[:r.Pos()]
+	if !reused && keySer.PrefixFree() {
+		p.lastKey = append(p.lastKey[:0], key...)
+	}
 	if ambiguous {
 		skipVariableInt(r, len(key))
 	}

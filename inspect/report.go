@@ -240,6 +240,16 @@ type HotKey struct {
 // segments, and, with opts.Scan or opts.Top, from reading every entry on
 // every core.
 func Inspect(ctx context.Context, src savepoint.Source, opts Options) (*Report, error) {
+	if w, ok := src.(segmentWalker); ok && (opts.Scan || opts.Top > 0) && src.Metadata().CheckRead(-1) == nil {
+		segs, res, err := walkScan(ctx, src, w, opts)
+		if err != nil {
+			return nil, err
+		}
+		rep := index(src, segs, opts.Now)
+		rep.addScan(src.Metadata(), res)
+		rep.Warnings = Warnings(src)
+		return rep, nil
+	}
 	segs, err := savepoint.AllSegments(ctx, src)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,8 @@
 //     operator, ranges of key groups on every core, and Entries streamed
 //     key group by key group (after the count, one state's entries are
 //     read from its own bytes only; value sizes come in batches without
-//     building entries);
+//     building entries); WalkSegments, for a tool that reads every entry
+//     anyway, gives each segment's entries from the read that counts them;
 //   - what cannot be read in Operator.Unread (the changelog layout, channel
 //     state), what is not read in Notes, and the bytes a heap key group
 //     cannot be walked past in Warnings.

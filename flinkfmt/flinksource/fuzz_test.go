@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/stateproc/stateproc/flinkfmt"
@@ -61,6 +62,7 @@ func FuzzSource(f *testing.F) {
 			return
 		}
 		m := src.Metadata()
+		checkWalk(t, b, src)
 		for i := range m.Operators {
 			op := &m.Operators[i]
 			for _, ref := range m.Refs(i) {
@@ -159,5 +161,29 @@ func decode(t *testing.T, snap serializers.Snapshot, b []byte) {
 	}
 	if _, err := json.Marshal(jsonvalue.For(snap)(v)); err != nil {
 		t.Fatalf("%s: %v: %v", snap, v, err)
+	}
+}
+
+// checkWalk reads what src opened once more through WalkSegments, which
+// must fail where AllSegments fails and give its segments where it does
+// not.
+func checkWalk(t *testing.T, b []byte, src savepoint.Source) {
+	ctx := context.Background()
+	if src.Metadata().CheckRead(-1) != nil {
+		return
+	}
+	want, wantErr := savepoint.AllSegments(ctx, src)
+	again, err := flinksource.Open(ctx, memDir{b}, flinkfmt.Options{MaxKeyGroupBytes: 1 << 20})
+	if err != nil {
+		t.Fatalf("the second Open fails where the first did not: %v", err)
+	}
+	got, _, err := walk(ctx, again, 2, false)
+	switch {
+	case (err != nil) != (wantErr != nil):
+		t.Fatalf("WalkSegments: %v; AllSegments: %v", err, wantErr)
+	case err != nil:
+		checkBad(t, err)
+	case !reflect.DeepEqual(got, want):
+		t.Fatalf("WalkSegments gives %v, AllSegments %v", got, want)
 	}
 }

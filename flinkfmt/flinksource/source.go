@@ -390,7 +390,7 @@ func (s *Source) Segments(ctx context.Context, ref savepoint.StateRef, kgs keygr
 	if err != nil {
 		return nil, err
 	}
-	o.once.Do(func() { o.segs, o.err = s.count(ctx, o) })
+	o.once.Do(func() { o.segs, o.err = s.count(ctx, o, 0, nil, nil) })
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -403,22 +403,195 @@ func (s *Source) Segments(ctx context.Context, ref savepoint.StateRef, kgs keygr
 	return out, nil
 }
 
+// visitFunc is given the entries of one segment (a state in a key group),
+// on worker w; the calls of one worker come one after another.
+type visitFunc = func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error
+
+// WalkSegments reads the keyed state of every operator once, on n workers
+// (0 for the default), and returns every segment with its figures, as
+// savepoint.AllSegments would: a tool that reads every entry anyway, as a
+// scan does, gets them from the read that counts them, since Flink keeps no
+// index. visit is given each segment's entries as they are counted; its
+// iterator's Err is always nil, since an unreadable key group is reported,
+// as Segments reports it, by WalkSegments. progress, when set, is told of
+// the stored bytes read so far and in all (in all as far as it is known
+// before the read: native RocksDB handles do not give their key groups'
+// sizes). An operator whose segments were
+// counted before is read segment by segment.
+func (s *Source) WalkSegments(ctx context.Context, n int, visit func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error, progress func(done, total int64)) ([]savepoint.Segment, error) {
+	var total int64
+	for _, o := range s.ops {
+		for _, sp := range o.spans {
+			total += sp.Length
+		}
+	}
+	var mu sync.Mutex
+	var done int64
+	tell := func(n int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		done += n
+		progress(done, max(done, total))
+	}
+	if progress == nil {
+		tell = nil
+	}
+	var out []savepoint.Segment
+	for op := range s.meta.Operators {
+		refs := s.meta.Refs(op)
+		if len(refs) == 0 {
+			continue
+		}
+		o, _, err := s.keyedOf(refs[0])
+		if err != nil {
+			return nil, err
+		}
+		walked := false
+		o.once.Do(func() {
+			walked = true
+			o.segs, o.err = s.count(ctx, o, n, visit, tell)
+		})
+		if o.err != nil {
+			return nil, o.err
+		}
+		var segs []savepoint.Segment
+		for _, ref := range refs {
+			segs = append(segs, o.segs[ref]...)
+		}
+		if !walked {
+			if err := s.visitEach(ctx, segs, n, visit, tell); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, segs...)
+	}
+	return out, nil
+}
+
+// visitEach gives visit the entries of segments counted before.
+func (s *Source) visitEach(ctx context.Context, segs []savepoint.Segment, n int, visit visitFunc, progress func(int64)) error {
+	return workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
+		it := savepoint.SegmentEntries(ctx, s, segs[i])
+		defer it.Close()
+		if err := visit(w, segs[i].Ref, it); err != nil {
+			return err
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(segs[i].Length)
+		}
+		return nil
+	})
+}
+
+// segmentWalk is the iterator visit gets: the entries of the counter's
+// iterator while they are of one state in one key group, each counted as
+// it is read.
+type segmentWalk struct {
+	c         *counter
+	it        *flinkfmt.EntryIterator
+	kg, state int
+	// first is set until the entry the segment starts with is given;
+	// done once the segment ends, and then pending says whether the
+	// iterator holds the first entry of the next one.
+	first, done, pending bool
+	e                    savepoint.Entry
+	buf                  []byte
+}
+
+func (w *segmentWalk) start(e *flinkfmt.Entry) {
+	w.kg, w.state = e.KeyGroup, e.State
+	w.first, w.done, w.pending = true, false, false
+}
+
+func (w *segmentWalk) Next() bool {
+	fe := w.advance()
+	if fe == nil {
+		return false
+	}
+	convert(&w.e, fe, w.c.o.mapKind[w.state], &w.buf)
+	return true
+}
+
+// NextValues gives the sizes of the values as Next gives them without
+// building the entries; Flink records no TTL, so lastModified is never
+// filled.
+func (w *segmentWalk) NextValues(sizes []int, _ []int64) int {
+	mapKind := w.c.o.mapKind[w.state]
+	n := 0
+	for n < len(sizes) {
+		fe := w.advance()
+		if fe == nil {
+			break
+		}
+		switch {
+		case !mapKind:
+			sizes[n] = len(fe.Value)
+		case fe.Null:
+			sizes[n] = 1
+		default:
+			sizes[n] = 1 + len(fe.Value)
+		}
+		n++
+	}
+	return n
+}
+
+// advance counts and returns the segment's next entry, nil at its end.
+func (w *segmentWalk) advance() *flinkfmt.Entry {
+	if w.done {
+		return nil
+	}
+	if w.first {
+		w.first = false
+	} else if !w.it.Next() {
+		w.done = true
+		return nil
+	}
+	fe := w.it.Entry()
+	if fe.KeyGroup != w.kg || fe.State != w.state {
+		w.done, w.pending = true, true
+		return nil
+	}
+	w.c.add(fe)
+	return fe
+}
+
+func (w *segmentWalk) Entry() *savepoint.Entry { return &w.e }
+
+func (w *segmentWalk) Err() error { return nil }
+
+func (w *segmentWalk) Close() error { return nil }
+
 // count reads every entry of o's keyed state once and sums them per state
 // and key group; a key group's stored bytes go to its first segment, since
-// all its states lie in one span. Ranges of key groups are counted on the
-// worker pool and joined in key-group order, so the figures, the warnings
-// and which error is reported do not depend on the workers' timing.
-func (s *Source) count(ctx context.Context, o *operator) (map[savepoint.StateRef][]savepoint.Segment, error) {
+// all its states lie in one span. Ranges of key groups are counted on n
+// workers (0 for the default) and joined in key-group order, so the
+// figures, the warnings and which error is reported do not depend on the
+// workers' timing. visit, when set, is given each segment's entries as
+// they are counted (see WalkSegments), and progress each key group's
+// stored bytes once it is read.
+func (s *Source) count(ctx context.Context, o *operator, n int, visit visitFunc, progress func(int64)) (map[savepoint.StateRef][]savepoint.Segment, error) {
 	spans := map[int][]flinkfmt.Span{}
 	for _, sp := range o.spans {
 		spans[sp.KeyGroup] = append(spans[sp.KeyGroup], sp)
 	}
-	ranges := splitRange(o.keyed.Operator.MaxParallelism, countChunks*workers.Default())
+	if n <= 0 {
+		n = workers.Default()
+	}
+	ranges := splitRange(o.keyed.Operator.MaxParallelism, countChunks*n)
 	res := make([]counted, len(ranges))
-	_ = workers.Run(ctx, len(ranges), 0, func(ctx context.Context, _, i int) error {
-		res[i] = countRange(ctx, o, ranges[i], spans)
-		return nil
+	err := workers.Run(ctx, len(ranges), n, func(ctx context.Context, w, i int) error {
+		c := &counter{o: o, spans: spans, cur: make([]cell, len(o.refs)), curKG: -1, progress: progress}
+		var visitErr error
+		res[i], visitErr = c.run(ctx, ranges[i], w, visit)
+		return visitErr
 	})
+	if err != nil {
+		return nil, err
+	}
 	out := map[savepoint.StateRef][]savepoint.Segment{}
 	for _, r := range res {
 		for _, w := range r.warnings {
@@ -458,85 +631,120 @@ type counted struct {
 	err      error
 }
 
-func countRange(ctx context.Context, o *operator, kgs keygroup.Range, spans map[int][]flinkfmt.Span) counted {
-	// cell is one state's figures in the current key group. A key's
-	// entries lie together in both canonical orders, so the set of keys is
-	// consulted only when the key changes.
-	type cell struct {
-		seg  savepoint.Segment
-		used bool
-		last []byte
-		keys map[string]struct{}
-	}
-	var res counted
-	cur := make([]cell, len(o.refs))
-	curKG := -1
-	flush := func() {
-		first := true
-		for i := range cur {
-			c := &cur[i]
-			if !c.used {
-				continue
-			}
-			for _, sp := range spans[curKG] {
-				if c.seg.File == "" {
-					c.seg.File, c.seg.Offset = sp.File, sp.Offset
-				}
-				if first {
-					c.seg.Length += sp.Length
-				}
-			}
-			if c.seg.File == "" {
-				c.seg.Offset, c.seg.Length = 0, int64(c.seg.Bytes)
-			}
-			first = false
-			res.segs = append(res.segs, c.seg)
-			c.used = false
-			clear(c.keys)
-		}
-	}
-	it := o.keyed.Entries(ctx, -1, kgs)
+// cell is one state's figures in the current key group. A key's entries
+// lie together in both canonical orders, so the set of keys is consulted
+// only when the key changes.
+type cell struct {
+	seg  savepoint.Segment
+	used bool
+	last []byte
+	keys map[string]struct{}
+}
+
+// counter sums the entries of a range of key groups into segments.
+type counter struct {
+	o        *operator
+	spans    map[int][]flinkfmt.Span
+	cur      []cell
+	curKG    int
+	res      counted
+	progress func(int64)
+}
+
+// run counts the entries of kgs; with visit set, it gives visit each
+// segment's entries, on worker w, and returns what visit returned.
+func (c *counter) run(ctx context.Context, kgs keygroup.Range, w int, visit visitFunc) (counted, error) {
+	it := c.o.keyed.Entries(ctx, -1, kgs)
 	defer it.Close()
-	for it.Next() {
-		e := it.Entry()
-		if e.KeyGroup != curKG {
-			flush()
-			curKG = e.KeyGroup
+	var visitErr error
+	if visit == nil {
+		for it.Next() {
+			c.add(it.Entry())
 		}
-		c := &cur[e.State]
-		if !c.used {
-			c.seg = savepoint.Segment{Ref: o.refs[e.State], Stats: savepoint.Stats{KeyGroup: e.KeyGroup}}
-			c.used = true
-			if c.keys == nil {
-				c.keys = map[string]struct{}{}
-			}
-		}
-		if c.seg.Entries == 0 || !bytes.Equal(e.Key, c.last) {
-			if _, seen := c.keys[string(e.Key)]; !seen {
-				c.keys[string(e.Key)] = struct{}{}
-				c.seg.Keys++
-			}
-			c.last = append(c.last[:0], e.Key...)
-		}
-		c.seg.Entries++
-		c.seg.Bytes += uint64(len(e.Key) + len(e.Namespace) + len(e.MapKey) + len(e.Value))
-		if o.mapKind[e.State] {
-			c.seg.Bytes++
-		}
-		if o.refs[e.State].Timer {
-			// Flink stores a timer's time with its key.
-			c.seg.Bytes += 8
-			if c.seg.Entries == 1 || e.Timestamp < c.seg.MinTimestamp {
-				c.seg.MinTimestamp = e.Timestamp
-			}
-			if c.seg.Entries == 1 || e.Timestamp > c.seg.MaxTimestamp {
-				c.seg.MaxTimestamp = e.Timestamp
+	} else {
+		seg := &segmentWalk{c: c, it: it}
+		for more := it.Next(); more && visitErr == nil; more = seg.pending {
+			e := it.Entry()
+			seg.start(e)
+			if visitErr = visit(w, c.o.refs[e.State], seg); visitErr == nil {
+				// An entry visit left unread still counts.
+				for seg.Next() {
+				}
 			}
 		}
 	}
-	flush()
-	res.warnings, res.err = it.Warnings(), it.Err()
-	return res
+	if visitErr != nil {
+		return counted{}, visitErr
+	}
+	c.flush()
+	c.res.warnings, c.res.err = it.Warnings(), it.Err()
+	return c.res, nil
+}
+
+func (c *counter) flush() {
+	first := true
+	for i := range c.cur {
+		cl := &c.cur[i]
+		if !cl.used {
+			continue
+		}
+		for _, sp := range c.spans[c.curKG] {
+			if cl.seg.File == "" {
+				cl.seg.File, cl.seg.Offset = sp.File, sp.Offset
+			}
+			if first {
+				cl.seg.Length += sp.Length
+			}
+		}
+		if cl.seg.File == "" {
+			cl.seg.Offset, cl.seg.Length = 0, int64(cl.seg.Bytes)
+		}
+		if c.progress != nil {
+			c.progress(cl.seg.Length)
+		}
+		first = false
+		c.res.segs = append(c.res.segs, cl.seg)
+		cl.used = false
+		clear(cl.keys)
+	}
+}
+
+func (c *counter) add(e *flinkfmt.Entry) {
+	o := c.o
+	if e.KeyGroup != c.curKG {
+		c.flush()
+		c.curKG = e.KeyGroup
+	}
+	cl := &c.cur[e.State]
+	if !cl.used {
+		cl.seg = savepoint.Segment{Ref: o.refs[e.State], Stats: savepoint.Stats{KeyGroup: e.KeyGroup}}
+		cl.used = true
+		if cl.keys == nil {
+			cl.keys = map[string]struct{}{}
+		}
+	}
+	if cl.seg.Entries == 0 || !bytes.Equal(e.Key, cl.last) {
+		if _, seen := cl.keys[string(e.Key)]; !seen {
+			cl.keys[string(e.Key)] = struct{}{}
+			cl.seg.Keys++
+		}
+		cl.last = append(cl.last[:0], e.Key...)
+	}
+	cl.seg.Entries++
+	cl.seg.Bytes += uint64(len(e.Key) + len(e.Namespace) + len(e.MapKey) + len(e.Value))
+	if o.mapKind[e.State] {
+		cl.seg.Bytes++
+	}
+	if o.refs[e.State].Timer {
+		// Flink stores a timer's time with its key.
+		cl.seg.Bytes += 8
+		if cl.seg.Entries == 1 || e.Timestamp < cl.seg.MinTimestamp {
+			cl.seg.MinTimestamp = e.Timestamp
+		}
+		if cl.seg.Entries == 1 || e.Timestamp > cl.seg.MaxTimestamp {
+			cl.seg.MaxTimestamp = e.Timestamp
+		}
+	}
 }
 
 // Entries iterates the entries of ref in kgs, key group by key group.
@@ -568,18 +776,24 @@ func (it *entries) Next() bool {
 		it.finish()
 		return false
 	}
-	fe := it.it.Entry()
-	it.e = fe.Entry
-	if it.nullFlag {
-		it.buf = it.buf[:0]
-		if fe.Null {
-			it.buf = append(it.buf, 1)
-		} else {
-			it.buf = append(append(it.buf, 0), fe.Value...)
-		}
-		it.e.Value = it.buf
-	}
+	convert(&it.e, it.it.Entry(), it.nullFlag, &it.buf)
 	return true
+}
+
+// convert sets e to fe as the seam gives it: with nullFlag, the value with
+// its null flag back, built in *buf.
+func convert(e *savepoint.Entry, fe *flinkfmt.Entry, nullFlag bool, buf *[]byte) {
+	*e = fe.Entry
+	if nullFlag {
+		b := (*buf)[:0]
+		if fe.Null {
+			b = append(b, 1)
+		} else {
+			b = append(append(b, 0), fe.Value...)
+		}
+		*buf = b
+		e.Value = b
+	}
 }
 
 // NextValues gives the sizes of values as Entry gives them (a map value

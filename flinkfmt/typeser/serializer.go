@@ -115,6 +115,18 @@ func skipWith(c codec, r *wire.Buf, last bool) {
 	c.read(r, last)
 }
 
+// PrefixFree reports that Skip finds where a value ends from the value's
+// own bytes alone, so that bytes starting with a value Skip stepped over
+// hold that same value there, and Skip would step over it again alike: a
+// parser walking composite keys that repeat their key needs to skip it
+// only once. It holds for strings, a length then that many units; a codec
+// whose value may take the rest of its frame, or whose checks look at the
+// bytes that follow, does not qualify.
+func (s *Serializer) PrefixFree() bool {
+	_, ok := s.c.(stringCodec)
+	return ok
+}
+
 // FixedLen returns the length of every value, or -1 when values differ in
 // length. Flink's composite keys depend on it.
 func (s *Serializer) FixedLen() int {

@@ -245,3 +245,36 @@ func TestWindowsAndNamespaces(t *testing.T) {
 		t.Errorf("timer %v", v)
 	}
 }
+
+// PrefixFree's promise for strings: Skip over bytes that start with a
+// string's encoding steps over exactly that string, whatever follows, so a
+// string's encoding is never a prefix of another's; the int serializer
+// makes no such promise.
+func TestStringsArePrefixFree(t *testing.T) {
+	s := restore(t, stringSnap)
+	if !s.PrefixFree() || restore(t, intSnap).PrefixFree() {
+		t.Fatalf("PrefixFree: string %v, int %v; want true, false", s.PrefixFree(), restore(t, intSnap).PrefixFree())
+	}
+	vals := []buf{
+		buf{0}, buf(nil).ascii(""), buf(nil).ascii("a"), buf(nil).ascii("ab"), buf(nil).ascii(strings.Repeat("a", 130)),
+		buf(nil).str('a', 0xE9), buf(nil).str('a', 0xE9, 'b'), buf(nil).str(0xD83D, 0xDE00),
+	}
+	tails := []buf{nil, {0}, {1, 'x'}, {0x80, 0x80}, buf(nil).ascii("zz")}
+	for i, a := range vals {
+		for j, b := range vals {
+			for _, tail := range tails {
+				in := append(append(buf(nil), b...), tail...)
+				r := wire.New(in, 0)
+				if err := s.Skip(r); err != nil {
+					t.Fatalf("% x: %v", in, err)
+				}
+				if r.Pos() != len(b) {
+					t.Fatalf("% x: Skip stepped over %d bytes, the string is %d", in, r.Pos(), len(b))
+				}
+				if i != j && strings.HasPrefix(string(in), string(a)) {
+					t.Errorf("% x starts with % x, the encoding of another string", in, a)
+				}
+			}
+		}
+	}
+}

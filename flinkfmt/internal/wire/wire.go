@@ -172,6 +172,16 @@ func (r *Buf) count(what, suffix string, minSize int) int {
 
 // Sized reads an int32 length and that many bytes.
 func (r *Buf) Sized(what string) []byte {
+	// Every key and value of a canonical key group is read here: a length
+	// that fits is taken at once, anything else goes the checked way,
+	// which reports it.
+	if r.err == nil && len(r.b)-r.off >= 4 {
+		n := int(int32(binary.BigEndian.Uint32(r.b[r.off:])))
+		if start := r.off + 4; n >= 0 && n <= len(r.b)-start {
+			r.off = start + n
+			return r.b[start:r.off]
+		}
+	}
 	n := r.count(what, " length", 1)
 	return r.take(n, what)
 }

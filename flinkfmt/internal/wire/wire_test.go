@@ -76,3 +76,38 @@ func TestSkipStringValue(t *testing.T) {
 		}
 	}
 }
+
+// Sized takes a length and its bytes; a negative length, or one past what
+// remains, fails at the length's offset and leaves nothing read.
+func TestSized(t *testing.T) {
+	r := New([]byte{0, 0, 0, 2, 'a', 'b', 0, 0, 0, 0, 0, 0, 0, 3, 'c'}, 100)
+	if got := r.Sized("key"); string(got) != "ab" {
+		t.Fatalf("first: %q", got)
+	}
+	if got := r.Sized("value"); got == nil || len(got) != 0 {
+		t.Fatalf("empty: %v", got)
+	}
+	if got := r.Sized("key"); got != nil {
+		t.Fatalf("past the end: %q", got)
+	}
+	var we *Error
+	if !errors.As(r.Err(), &we) || !errors.Is(we, ErrShort) || we.Offset != 110 || we.What != "key length" {
+		t.Fatalf("past the end: %v", r.Err())
+	}
+	if got := r.Sized("value"); got != nil || r.Err() != we {
+		t.Fatalf("after the error: %q, %v", got, r.Err())
+	}
+	for _, c := range []struct {
+		in   []byte
+		kind error
+	}{
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 'x'}, ErrMalformed},
+		{[]byte{0, 0, 1}, ErrShort},
+		{[]byte{0, 0, 0, 1}, ErrShort},
+	} {
+		r := New(c.in, 7)
+		if got := r.Sized("value"); got != nil || !errors.As(r.Err(), &we) || !errors.Is(we, c.kind) || we.Offset != 7 {
+			t.Errorf("% x: %q, %v; want %v at offset 7", c.in, got, r.Err(), c.kind)
+		}
+	}
+}
