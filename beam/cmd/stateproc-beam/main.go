@@ -34,7 +34,7 @@ import (
 // The flags of every command, in the one flag set Beam's flags live in:
 // a worker re-runs this binary with Beam's flags alone.
 var (
-	out         = flag.String("out", "", "the target: a directory or bucket URL (export: a local directory)")
+	out         = flag.String("out", "", "the target: a directory or bucket URL")
 	force       = flag.Bool("force", false, "replace --out if it exists")
 	now         = flag.String("now", "", "time at which TTL entries are judged, RFC 3339 or epoch ms (default: the savepoint's creation time)")
 	shards      = flag.Int("shards", 0, "cut the work into this many shards (default: from --shard-bytes)")
