@@ -21,7 +21,7 @@ import (
 // BenchmarkInspectScan runs inspect --scan over a savepoint shaped like the
 // brief's sessions-large, scaled down: users with 20 TTL map entries each
 // and a timer. The whole-command benchmark against cat is
-// /work/shared/bench/ratio over the generated sessions-large.
+// bench/ratio over the generated sessions-large.
 func BenchmarkInspectScan(b *testing.B) {
 	const users = 50_000
 	dir := filepath.Join(b.TempDir(), "sp")
