@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/stateproc/stateproc/savepoint"
@@ -123,13 +124,29 @@ const sourceStateName = "splits"
 
 var splitPositionSerializer = mustAvro[splitPosition](splitPositionSchema)
 
+// mustAvro gives the serializer of a built-in schema, parsed on first use:
+// these serializers are package variables, and parsing them at package
+// init would slow the start of every program that links the engine,
+// stateproc's commands included.
 func mustAvro[T any](schema string) serializers.Of[T] {
-	s, err := serializers.Avro[T](schema)
-	if err != nil {
-		panic(fmt.Sprintf("engine: built-in schema: %v", err))
-	}
-	return s
+	return lazyAvro[T](sync.OnceValue(func() serializers.Of[T] {
+		s, err := serializers.Avro[T](schema)
+		if err != nil {
+			panic(fmt.Sprintf("engine: built-in schema: %v", err))
+		}
+		return s
+	}))
 }
+
+type lazyAvro[T any] func() serializers.Of[T]
+
+func (l lazyAvro[T]) Snapshot() serializers.Snapshot { return l().Snapshot() }
+func (l lazyAvro[T]) AppendAny(dst []byte, v any) ([]byte, error) {
+	return l().AppendAny(dst, v)
+}
+func (l lazyAvro[T]) DecodeAny(src []byte) (any, error)      { return l().DecodeAny(src) }
+func (l lazyAvro[T]) Append(dst []byte, v T) ([]byte, error) { return l().Append(dst, v) }
+func (l lazyAvro[T]) Decode(src []byte) (T, error)           { return l().Decode(src) }
 
 // FromSource adds a source to the job. Its operator state is the position
 // in every split, a union: on restore every subtask takes the splits a fresh

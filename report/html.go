@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/sizing"
@@ -17,11 +18,15 @@ import (
 //go:embed page.html
 var pageHTML string
 
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"count": countText, "bytes": bytesText, "float": floatText, "time": timeText, "pct": pctText,
-	"raw": raw, "rawf": rawFloat, "key": keyText, "bf": bytesFloat, "brange": rangeText,
-	"bf1": func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) },
-}).Parse(pageHTML))
+// pageTemplate is parsed on first use rather than at package init, which
+// every command of the binary would pay for, not only report.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"count": countText, "bytes": bytesText, "float": floatText, "time": timeText, "pct": pctText,
+		"raw": raw, "rawf": rawFloat, "key": keyText, "bf": bytesFloat, "brange": rangeText,
+		"bf1": func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) },
+	}).Parse(pageHTML))
+})
 
 // Write renders r as one HTML page, charts inlined, and returns how many
 // charts it drew.
@@ -30,7 +35,7 @@ func Write(w io.Writer, r *Report) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := pageTemplate.Execute(w, v); err != nil {
+	if err := pageTemplate().Execute(w, v); err != nil {
 		return 0, fmt.Errorf("report: %w", err)
 	}
 	return v.charts, nil

@@ -13,27 +13,22 @@
 // contributing old key group. The rewrite works in two phases:
 //
 //  1. Partition. Workers stream the old segments (each segment read once,
-//     in any order) and append each entry, framed in a small spill encoding
-//     that carries its new key group and state, to the spill file of its
-//     bucket: a bucket is a range of new key groups within one new
+//     in any order) and spill each group (the entries of one key group,
+//     state, key and namespace, kept together so list order and map-key
+//     order need no comparison; or one timer) as one internal/extsort
+//     record whose class is its new key group and state, to the spill file
+//     of its bucket: a bucket is a range of new key groups within one new
 //     subtask, sized from the index to fit a sort chunk (there are at most
 //     256, so beyond a few gigabytes a bucket takes several chunks), and
-//     each worker has its own file per bucket, so the entries of one (key,
-//     namespace) stay contiguous and in order.
+//     each worker has its own file per bucket.
 //  2. Sort and write. For each new subtask, one data file in the engine's
-//     layout, its buckets are taken in order; a bucket's entries are read
-//     in chunks that fit the memory budget, and each chunk's groups (the
-//     entries of one key group, state, key and namespace, kept together so
-//     list order and map-key order need no comparison) are put in order by
-//     (key group, state, key, namespace), or (key group, timer service,
-//     time, key, namespace) for timers: a counting sort by key group and
-//     state, then a merge of the ascending runs each (key group, state)
-//     already consists of, one per contributing input segment. A bucket
-//     that fits in one chunk is written straight from memory; a larger one
-//     is written as sorted runs that a k-way merge (in several passes when
-//     there are more runs than its fan-in) combines, breaking ties by run
-//     order, which keeps the pieces of a group split between chunks in
-//     order.
+//     layout, its buckets are taken in order and sorted by internal/extsort
+//     by (key group, state, key, namespace), or (key group, timer service,
+//     time, key, namespace) for timers: a counting sort by class, then a
+//     merge of the ascending runs each class already consists of, one per
+//     contributing input segment; a bucket larger than the memory budget
+//     is written as sorted runs that a k-way merge combines. The sorted
+//     groups' items are appended to the output as the input framed them.
 //
 // The output is what the engine would have written at the new max
 // parallelism: the same data files, byte for byte, when the input came

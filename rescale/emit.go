@@ -3,22 +3,25 @@ package rescale
 import (
 	"fmt"
 
+	"github.com/stateproc/stateproc/internal/extsort"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 )
 
-// segmentSink writes sorted groups as segments of one output data file: a
-// new segment at every change of (key group, ref), which the sort order
-// makes ascending, as the format and the engine's layout want.
+// segmentSink writes sorted spill records as segments of one output data
+// file: a new segment at every change of (key group, ref), which the sort
+// order makes ascending, as the format and the engine's layout want.
 type segmentSink struct {
 	f      *rewrite.DataFile
 	shapes []refShape
-	sw     *rewrite.SegmentWriter
-	kg     int
-	ref    int
-	e      savepoint.Entry
-	// newRecord is set by a state group's header until its first item.
-	newRecord bool
+	// kgs is the bucket being written: a record of another key group is
+	// refused.
+	kgs keygroup.Range
+	sw  *rewrite.SegmentWriter
+	kg  int
+	ref int
+	e   savepoint.Entry
 	// entries counts what was written, by ref.
 	entries []uint64
 }
@@ -27,40 +30,52 @@ func newSegmentSink(f *rewrite.DataFile, shapes []refShape) *segmentSink {
 	return &segmentSink{f: f, shapes: shapes, entries: make([]uint64, len(shapes))}
 }
 
-func (s *segmentSink) group(h *header) error {
-	if s.sw == nil || h.kg != s.kg || h.ref != s.ref {
+// record writes the entries of one spill record. A state's items are
+// appended as the input framed them: the sort has put the records in
+// order, and a record's items are in the order the input savepoint's
+// reader checked, so only a record's first item has its key compared
+// (the pieces of one long group compare equal and continue it).
+func (s *segmentSink) record(r *extsort.Record) error {
+	kg, ref := int(r.Class)/len(s.shapes), int(r.Class)%len(s.shapes)
+	if !s.kgs.Contains(kg) {
+		return fmt.Errorf("rescale: spill record of key group %d outside the bucket's %v", kg, s.kgs)
+	}
+	if s.sw == nil || kg != s.kg || ref != s.ref {
 		if err := s.close(); err != nil {
 			return err
 		}
-		sw, err := s.f.Segment(s.shapes[h.ref].ref, h.kg)
+		sw, err := s.f.Segment(s.shapes[ref].ref, kg)
 		if err != nil {
 			return err
 		}
-		s.sw, s.kg, s.ref = sw, h.kg, h.ref
+		s.sw, s.kg, s.ref = sw, kg, ref
 	}
-	s.e = savepoint.Entry{KeyGroup: h.kg, Key: h.key, Namespace: h.ns}
-	if !s.shapes[h.ref].timer {
-		s.newRecord = true
+	shape := &s.shapes[ref]
+	if shape.timer {
+		t, key, err := splitTimerKey(r.Key)
+		if err != nil {
+			return err
+		}
+		s.e = savepoint.Entry{KeyGroup: kg, Key: key, Namespace: r.Sub, Timestamp: t}
+		if err := s.sw.Add(&s.e); err != nil {
+			return fmt.Errorf("rescale: %w", err)
+		}
+		s.entries[ref]++
 		return nil
 	}
-	s.e.Timestamp = h.time
-	if err := s.sw.Add(&s.e); err != nil {
-		return fmt.Errorf("rescale: %w", err)
+	items, n := r.Value, uint64(0)
+	for newRecord := true; len(items) > 0; newRecord = false {
+		framed, v, rest, err := nextItem(items, shape.isMap)
+		if err != nil {
+			return err
+		}
+		if err := s.sw.AppendFramed(newRecord, r.Key, r.Sub, framed, v); err != nil {
+			return fmt.Errorf("rescale: %w", err)
+		}
+		items = rest
+		n++
 	}
-	s.entries[s.ref]++
-	return nil
-}
-
-// item appends the item as it was framed in the input: the sort has put
-// the groups in order, and a group's items are in the order the input
-// savepoint's reader checked, so only a group's first item has its key
-// compared.
-func (s *segmentSink) item(framed, v []byte) error {
-	if err := s.sw.AppendFramed(s.newRecord, s.e.Key, s.e.Namespace, framed, v); err != nil {
-		return fmt.Errorf("rescale: %w", err)
-	}
-	s.newRecord = false
-	s.entries[s.ref]++
+	s.entries[ref] += n
 	return nil
 }
 

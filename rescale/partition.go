@@ -1,44 +1,36 @@
 package rescale
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
+	"github.com/stateproc/stateproc/internal/extsort"
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 )
 
-// spillFile is one file of the partition phase.
-type spillFile struct {
-	path string
-	size int64
-}
-
 // spillFiles are the files of the partition phase: per worker, per bucket,
 // a file, or one without a path where the worker wrote nothing into the
 // bucket.
-type spillFiles [][]spillFile
+type spillFiles [][]extsort.Spill
 
-// ofBucket returns the paths of the files of bucket b and their total size.
-func (s spillFiles) ofBucket(b int) ([]string, int64) {
-	var paths []string
+// ofBucket returns the files of bucket b and their total size.
+func (s spillFiles) ofBucket(b int) ([]extsort.Spill, int64) {
+	var files []extsort.Spill
 	var size int64
 	for _, w := range s {
-		if w[b].path != "" {
-			paths = append(paths, w[b].path)
-			size += w[b].size
+		if w[b].Path != "" {
+			files = append(files, w[b])
+			size += w[b].Size
 		}
 	}
-	return paths, size
+	return files, size
 }
 
 // partition streams every segment of operator op into spill files under
@@ -55,8 +47,8 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	pws := make([]*partitioner, n)
 	for w := range pws {
 		pws[w] = &partitioner{
-			dir: dir, id: w, hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk,
-			shapes: sh, bufSize: bufSize, files: make([]*spillWriter, len(bk.buckets)),
+			hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk, shapes: sh,
+			sp: extsort.NewSpiller(dir, fmt.Sprintf("w%02d", w), len(bk.buckets), bufSize),
 		}
 	}
 	err := workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
@@ -70,70 +62,52 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	files := make(spillFiles, n)
 	errs := []error{err}
 	for w, pw := range pws {
-		written, cerr := pw.close()
+		written, cerr := pw.sp.Close()
 		files[w] = written
 		errs = append(errs, cerr)
 	}
-	return files, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("rescale: %w", err)
+	}
+	return files, nil
 }
 
 // partitioner is one worker of the partition phase.
 type partitioner struct {
-	dir     string
-	id      int
-	hash    keygroup.Hash
-	maxP    uint32
-	bk      *bucketing
-	shapes  []refShape
-	bufSize int
-	files   []*spillWriter
+	hash   keygroup.Hash
+	maxP   uint32
+	bk     *bucketing
+	shapes []refShape
+	sp     *extsort.Spiller
 	// to, when set, takes each new key group's spill records instead of
 	// the bucket files: the map stage of a shuffle (see Shuffle.Blocks).
-	to func(kg int) spillOut
-	// The current group, and the encoding scratch.
-	h       header
-	scratch []byte
+	to func(kg int) *memOut
+	// The current group: its new key group, key, namespace and items.
+	kg       int
+	key, ns  []byte
+	items    []byte
+	class    uint32
+	timerKey []byte
 }
 
-// spillOut takes spill records in order.
-type spillOut interface {
-	write(b []byte) error
-}
-
-func (sw *spillWriter) write(b []byte) error {
-	if _, err := sw.w.Write(b); err != nil {
-		return fmt.Errorf("rescale: spilling: %w", err)
-	}
-	sw.size += int64(len(b))
-	return nil
-}
-
-// out returns where the records of new key group kg go.
-func (pw *partitioner) out(kg int) (spillOut, error) {
+// spill writes one record of new key group kg.
+func (pw *partitioner) spill(kg int, class uint32, key, ns, items []byte) error {
 	if pw.to != nil {
-		return pw.to(kg), nil
+		m := pw.to(kg)
+		m.b = extsort.AppendRecord(m.b, class, key, ns, items)
+		return nil
 	}
-	return pw.writer(int(pw.bk.of[kg]))
+	return pw.sp.AddSub(int(pw.bk.of[kg]), class, key, ns, items)
 }
 
-type spillWriter struct {
-	spillFile
-	f *os.File
-	w *bufio.Writer
-}
-
-func (pw *partitioner) writer(b int) (*spillWriter, error) {
-	if sw := pw.files[b]; sw != nil {
-		return sw, nil
+// flush spills the items of the current group, if any.
+func (pw *partitioner) flush() error {
+	if len(pw.items) == 0 {
+		return nil
 	}
-	path := filepath.Join(pw.dir, fmt.Sprintf("w%02d-b%05d.spill", pw.id, b))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	sw := &spillWriter{spillFile: spillFile{path: path}, f: f, w: bufio.NewWriterSize(f, pw.bufSize)}
-	pw.files[b] = sw
-	return sw, nil
+	err := pw.spill(pw.kg, pw.class, pw.key, pw.ns, pw.items)
+	pw.items = pw.items[:0]
+	return err
 }
 
 // segment spills the entries of one input segment. A group starts at every
@@ -147,55 +121,39 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 	}
 	shape := pw.shapes[ref]
 	first := true
-	var w spillOut
+	pw.items = pw.items[:0]
 	for it.Next() {
 		e := it.Entry()
-		b := pw.scratch[:0]
-		newKey := first || shape.timer || !bytes.Equal(e.Key, pw.h.key)
-		if newKey || !bytes.Equal(e.Namespace, pw.h.ns) {
+		newKey := first || !bytes.Equal(e.Key, pw.key)
+		if newKey || !bytes.Equal(e.Namespace, pw.ns) || len(pw.items) >= pieceLimit {
+			if err := pw.flush(); err != nil {
+				return err
+			}
 			if newKey {
 				h, err := pw.hash.Sum(e.Key)
 				if err != nil {
 					return err
 				}
-				pw.h.kg = int(h % pw.maxP)
-				pw.h.key = append(pw.h.key[:0], e.Key...)
-				var werr error
-				if w, werr = pw.out(pw.h.kg); werr != nil {
-					return werr
-				}
+				pw.kg = int(h % pw.maxP)
+				pw.class = spillClass(pw.shapes, pw.kg, ref)
+				pw.key = append(pw.key[:0], e.Key...)
 			}
-			pw.h.ref, pw.h.time = ref, e.Timestamp
-			pw.h.ns = append(pw.h.ns[:0], e.Namespace...)
-			b = appendHeader(b, &pw.h, shape.timer)
+			pw.ns = append(pw.ns[:0], e.Namespace...)
 			first = false
 		}
-		if !shape.timer {
-			b = appendItem(b, shape.isMap, e.MapKey, e.Value)
-		}
-		pw.scratch = b
-		if err := w.write(b); err != nil {
-			return err
-		}
-	}
-	return it.Err()
-}
-
-// close flushes and closes every spill file and returns them by bucket.
-func (pw *partitioner) close() ([]spillFile, error) {
-	written := make([]spillFile, len(pw.files))
-	var errs []error
-	for b, sw := range pw.files {
-		if sw == nil {
+		if shape.timer {
+			pw.timerKey = appendTimerKey(pw.timerKey[:0], e.Timestamp, e.Key)
+			if err := pw.spill(pw.kg, pw.class, pw.timerKey, e.Namespace, nil); err != nil {
+				return err
+			}
 			continue
 		}
-		written[b] = sw.spillFile
-		errs = append(errs, sw.w.Flush(), sw.f.Close())
+		pw.items = appendItem(pw.items, shape.isMap, e.MapKey, e.Value)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("rescale: spilling: %w", err)
+	if err := it.Err(); err != nil {
+		return err
 	}
-	return written, nil
+	return pw.flush()
 }
 
 // segmentEntries sums the index's entry counts of an operator's segments

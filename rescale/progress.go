@@ -33,7 +33,7 @@ func newSecondPass(m *rewrite.Meter, owed int64, spills spillFiles) *secondPass 
 	s := &secondPass{m: m, owed: uint64(owed)}
 	for _, w := range spills {
 		for _, f := range w {
-			s.spilled += uint64(f.size)
+			s.spilled += uint64(f.Size)
 		}
 	}
 	if s.spilled == 0 {

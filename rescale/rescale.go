@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/stateproc/stateproc/internal/extsort"
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
@@ -141,6 +142,9 @@ func spillDir(o *rewrite.Output, under string) (string, error) {
 	return os.MkdirTemp(under, storage.TempPrefix+"rescale-")
 }
 
+// minSortBudget is the least memory a sorter works with.
+const minSortBudget = 64 << 10
+
 // rebucket moves every entry of one operator to its new key group and
 // writes the operator's new data files, one per new subtask.
 func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadata, o *rewrite.Output, p *opPlan, names []string, dir string, n, memory int,
@@ -164,9 +168,9 @@ func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadat
 	}
 	second := newSecondPass(m, owed, spills)
 	written := make([][]uint64, writers)
-	sorters := make([]*sorter, writers)
+	sorters := make([]*extsort.Sorter, writers)
 	for wk := range writers {
-		sorters[wk] = newSorter(sh, sortBudget, dir, fmt.Sprintf("sort%02d", wk))
+		sorters[wk] = extsort.NewSorter(sortBudget, dir, fmt.Sprintf("sort%02d", wk))
 		written[wk] = make([]uint64, len(sh))
 	}
 	err = workers.Run(ctx, p.parallelism, writers, func(ctx context.Context, wk, s int) error {
@@ -196,7 +200,7 @@ func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadat
 
 // writeSubtask writes the data file of one new subtask from its buckets,
 // removing each bucket's spill files once they are written.
-func writeSubtask(ctx context.Context, o *rewrite.Output, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srt *sorter,
+func writeSubtask(ctx context.Context, o *rewrite.Output, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srt *extsort.Sorter,
 	second *secondPass) ([]uint64, error) {
 	f, err := o.CreateFile(ctx, name)
 	if err != nil {
@@ -204,10 +208,11 @@ func writeSubtask(ctx context.Context, o *rewrite.Output, sh []refShape, name st
 	}
 	sink := newSegmentSink(f, sh)
 	for _, b := range bk.ofSubtask(s) {
-		paths, size := spills.ofBucket(b)
-		err = srt.sortBucket(ctx, paths, size, bk.buckets[b].kgs, sink)
-		for _, p := range paths {
-			os.Remove(p)
+		files, size := spills.ofBucket(b)
+		sink.kgs = bk.buckets[b].kgs
+		err = srt.SortRecords(ctx, files, sink.record)
+		for _, f := range files {
+			os.Remove(f.Path)
 		}
 		if err != nil {
 			break

@@ -101,8 +101,8 @@ func TestRescaleMovesEveryEntry(t *testing.T) {
 
 // The output does not depend on the number of workers or on the memory
 // budget, which sets how the new key groups are split into buckets and how
-// large the sort chunks are (TestSorterChunksAndMerges covers buckets larger
-// than a chunk).
+// large the sort chunks are (TestSpillRecordsSortIntoOutputOrder covers
+// buckets larger than a chunk).
 func TestRescaleIsDeterministic(t *testing.T) {
 	in := generate(t, spgen.Config{Seed: 2, Users: 12000, Accounts: 1000, Parallelism: 2, MaxParallelism: 128, Now: now, Pad: 40})
 	dir := t.TempDir()
@@ -115,6 +115,37 @@ func TestRescaleIsDeterministic(t *testing.T) {
 	}
 	if got, want := sptest.Contents(t, sptest.Open(t, b)), sptest.Contents(t, sptest.Open(t, in)); !maps.EqualFunc(got, want, slices.Equal) {
 		t.Fatal("entries differ")
+	}
+}
+
+// A group spilled in pieces (a list or map whose items pass the piece
+// limit) is written as the one record it was: cut after every item, the
+// output is byte for byte the same.
+func TestGroupsSpilledInPieces(t *testing.T) {
+	in := generate(t, spgen.Config{Seed: 4, Users: 3000, Accounts: 200, Parallelism: 2, MaxParallelism: 128, Now: now})
+	src := sptest.Open(t, in)
+	// Groups of several items, by state kind: what the cut applies to.
+	several := map[bool]int{}
+	for _, es := range sptest.KeyedState(t, src) {
+		for i := 1; i < len(es); i++ {
+			if bytes.Equal(es[i].Key, es[i-1].Key) && bytes.Equal(es[i].Namespace, es[i-1].Namespace) {
+				several[es[i].MapKey != nil]++
+			}
+		}
+	}
+	if several[false] == 0 || several[true] == 0 {
+		t.Fatalf("no list or map groups of several items to cut: %v", several)
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	run(t, in, rescale.Options{MaxParallelism: 720}, a)
+	// Cut after every item, with chunks small enough that the pieces of a
+	// group land in different sorted runs too.
+	restore := rescale.SetPieceLimit(1)
+	run(t, in, rescale.Options{MaxParallelism: 720, Workers: 1, Memory: 64 << 10}, b)
+	restore()
+	if fa, fb := sptest.Files(t, a), sptest.Files(t, b); !maps.EqualFunc(fa, fb, bytes.Equal) {
+		t.Fatal("the output depends on how groups were cut into pieces")
 	}
 }
 

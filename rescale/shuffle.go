@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stateproc/stateproc/internal/extsort"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
@@ -111,7 +112,7 @@ func (sh *Shuffle) Blocks(ctx context.Context, src savepoint.Source, seg savepoi
 	var order []int
 	bufs := map[int]*memOut{}
 	pw := &partitioner{hash: p.from.KeyHash, maxP: uint32(p.maxP), shapes: sh.shapes[p.index],
-		to: func(kg int) spillOut {
+		to: func(kg int) *memOut {
 			b, ok := bufs[kg]
 			if !ok {
 				b = &memOut{}
@@ -132,8 +133,6 @@ func (sh *Shuffle) Blocks(ctx context.Context, src savepoint.Source, seg savepoi
 }
 
 type memOut struct{ b []byte }
-
-func (m *memOut) write(b []byte) error { m.b = append(m.b, b...); return nil }
 
 // WriteKept copies plans, a share of Kept (see shard.Files), into a part
 // at out.Out, as Run copies the kept files.
@@ -203,8 +202,9 @@ func (sh *Shuffle) WriteKeyGroup(ctx context.Context, d Destination, blocks iter
 		return err
 	}
 	sink := newSegmentSink(df, sh.shapes[d.Operator])
-	srt := newSorter(sh.shapes[d.Operator], max(minSortBudget, memory), dir, "sort")
-	err = srt.sortBucket(ctx, []string{path}, size, keygroup.Range{Start: d.KeyGroup, End: d.KeyGroup}, sink)
+	sink.kgs = keygroup.Range{Start: d.KeyGroup, End: d.KeyGroup}
+	srt := extsort.NewSorter(max(minSortBudget, memory), dir, "sort")
+	err = srt.SortRecords(ctx, []extsort.Spill{{Path: path, Size: size}}, sink.record)
 	if cerr := sink.close(); err == nil {
 		err = cerr
 	}

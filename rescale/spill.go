@@ -8,25 +8,29 @@ import (
 	"github.com/stateproc/stateproc/savepoint"
 )
 
-// The spill encoding, private to one rescale and never kept: a file is a
-// sequence of records, each a group header or an item.
+// The partition phase spills its entries as internal/extsort records, one
+// per group: the entries of one (key, namespace) of one state in one new
+// key group, or one timer.
 //
-//	group := 0x00 u16 key group; uvarint ref; [u64 time]; bytes key; bytes namespace
-//	item  := 0x01 [bytes map key] bytes value
+//	class  = new key group × the operator's refs + ref
+//	key    = [u64 time] key
+//	subkey = namespace
+//	value  = the group's items, each framed as the format frames it:
+//	         [bytes map key] bytes value
 //
-// A key group is below 32768, so it takes two bytes, big-endian, which is
-// cheaper to read than a varint. The time (a timer's, sign bit flipped as in
-// the format) is present for
-// timer services only, the map key for map states only. A group is the
-// header followed by its items: the entries of one (key, namespace) of one
-// state in one key group, or one timer (a header alone). Keeping the key
-// out of the items keeps spill files close to the input's size.
-const (
-	tagGroup byte = 0
-	tagItem  byte = 1
-)
-
+// The time (a timer's, sign bit flipped as in the format, so that bytes
+// order as times do) leads the key of a timer only: it is fixed-width, so
+// the sorter's order by key bytes is the order by time, then key, that
+// timers take. A long group is spilled as several records, pieces of at
+// most pieceLimit bytes of items: they sort equal and the sorter keeps
+// their order. Keeping the key out of the items keeps spill files close to
+// the input's size.
 const timerTimeBits = 1 << 63
+
+// pieceLimit bounds the items of one spill record, so that a list of
+// millions of elements needs no buffer of its size. A variable so that a
+// test can cut every group into pieces.
+var pieceLimit = 256 << 10
 
 // refShape is what the records of one state or timer service look like. A
 // spill ref is an index into the shapes of an operator, in the order of
@@ -56,12 +60,23 @@ func spillRef(shapes []refShape, ref savepoint.StateRef) int {
 	return -1
 }
 
-// header is a decoded group header. Its slices alias whatever it was
-// decoded from.
-type header struct {
-	kg, ref int
-	time    int64
-	key, ns []byte
+// spillClass is the class of the records of ref in new key group kg.
+func spillClass(shapes []refShape, kg, ref int) uint32 {
+	return uint32(kg*len(shapes) + ref)
+}
+
+// appendTimerKey appends a timer's spill key.
+func appendTimerKey(b []byte, time int64, key []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(time)^timerTimeBits)
+	return append(b, key...)
+}
+
+// splitTimerKey undoes appendTimerKey.
+func splitTimerKey(k []byte) (time int64, key []byte, err error) {
+	if len(k) < 8 {
+		return 0, nil, errors.New("rescale: spill record: a timer's key without its time")
+	}
+	return int64(binary.BigEndian.Uint64(k) ^ timerTimeBits), k[8:], nil
 }
 
 func appendBytes(b, p []byte) []byte {
@@ -69,131 +84,45 @@ func appendBytes(b, p []byte) []byte {
 	return append(b, p...)
 }
 
-func appendHeader(b []byte, h *header, timer bool) []byte {
-	b = append(b, tagGroup)
-	b = binary.BigEndian.AppendUint16(b, uint16(h.kg))
-	b = binary.AppendUvarint(b, uint64(h.ref))
-	if timer {
-		b = binary.BigEndian.AppendUint64(b, uint64(h.time)^timerTimeBits)
-	}
-	b = appendBytes(b, h.key)
-	return appendBytes(b, h.ns)
-}
-
+// appendItem appends a state entry's item as the format frames it.
 func appendItem(b []byte, isMap bool, mk, v []byte) []byte {
-	b = append(b, tagItem)
 	if isMap {
 		b = appendBytes(b, mk)
 	}
 	return appendBytes(b, v)
 }
 
-// errShort means a record continues beyond the bytes at hand.
-var errShort = errors.New("rescale: record continues beyond the buffer")
-
-// spillDecoder decodes records from a buffer.
-type spillDecoder struct {
-	buf    []byte
-	off    int
-	shapes []refShape
-}
-
-func (d *spillDecoder) uvarint() (uint64, error) {
-	v, n := binary.Uvarint(d.buf[d.off:])
-	switch {
-	case n == 0:
-		return 0, errShort
-	case n < 0:
-		return 0, errors.New("rescale: spill file: bad varint")
-	}
-	d.off += n
-	return v, nil
-}
-
-func (d *spillDecoder) bytes() ([]byte, error) {
-	n, err := d.uvarint()
-	if err != nil {
-		return nil, err
-	}
-	if n > uint64(len(d.buf)-d.off) {
-		return nil, errShort
-	}
-	b := d.buf[d.off : d.off+int(n) : d.off+int(n)]
-	d.off += int(n)
-	return b, nil
-}
-
-// short reads a byte string in the common case, a one-byte length that
-// fits in what remains, and is small enough to inline into the loops that
-// call it for every entry; otherwise it reads nothing and returns false,
-// and the caller calls bytes.
-func (d *spillDecoder) short() ([]byte, bool) {
-	off := d.off
-	if off >= len(d.buf) {
-		return nil, false
-	}
-	n := int(d.buf[off])
-	if n >= 0x80 || n >= len(d.buf)-off {
-		return nil, false
-	}
-	d.off = off + 1 + n
-	return d.buf[off+1 : off+1+n : off+1+n], true
-}
-
-// header decodes a group header after its tag.
-func (d *spillDecoder) header(h *header) error {
-	if len(d.buf)-d.off < 3 {
-		return errShort
-	}
-	kg := binary.BigEndian.Uint16(d.buf[d.off:])
-	d.off += 2
-	// A ref takes one byte unless an operator has over 127 states.
-	ref := uint64(d.buf[d.off])
-	if ref < 0x80 {
-		d.off++
-	} else {
-		var err error
-		if ref, err = d.uvarint(); err != nil {
-			return err
-		}
-	}
-	if ref >= uint64(len(d.shapes)) {
-		return fmt.Errorf("rescale: spill file: ref %d out of range", ref)
-	}
-	h.kg, h.ref, h.time = int(kg), int(ref), 0
-	if d.shapes[ref].timer {
-		if len(d.buf)-d.off < 8 {
-			return errShort
-		}
-		h.time = int64(binary.BigEndian.Uint64(d.buf[d.off:]) ^ timerTimeBits)
-		d.off += 8
-	}
-	var ok bool
-	var err error
-	if h.key, ok = d.short(); !ok {
-		if h.key, err = d.bytes(); err != nil {
-			return err
-		}
-	}
-	if h.ns, ok = d.short(); !ok {
-		h.ns, err = d.bytes()
-	}
-	return err
-}
-
-// item decodes an item after its tag; mk is nil unless isMap.
-func (d *spillDecoder) item(isMap bool) (mk, v []byte, err error) {
+// nextItem splits the first framed item off items: the item, the value
+// within it, and the items after it.
+func nextItem(items []byte, isMap bool) (framed, v, rest []byte, err error) {
+	off := 0
 	if isMap {
-		var ok bool
-		if mk, ok = d.short(); !ok {
-			if mk, err = d.bytes(); err != nil {
-				return nil, nil, err
-			}
+		if _, off, err = skipBytes(items, 0); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	if v, ok := d.short(); ok {
-		return mk, v, nil
+	start, end, err := skipBytes(items, off)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	v, err = d.bytes()
-	return mk, v, err
+	return items[:end:end], items[start:end:end], items[end:], nil
+}
+
+// skipBytes reads the length at b[off:] and returns where the bytes after
+// it start and end.
+func skipBytes(b []byte, off int) (start, end int, err error) {
+	var n uint64
+	if off < len(b) && b[off] < 0x80 {
+		n, off = uint64(b[off]), off+1
+	} else {
+		l, w := binary.Uvarint(b[off:])
+		if w <= 0 {
+			return 0, 0, fmt.Errorf("rescale: spill record: bad item length")
+		}
+		n, off = l, off+w
+	}
+	if n > uint64(len(b)-off) {
+		return 0, 0, fmt.Errorf("rescale: spill record: an item of %d bytes beyond the record's %d", n, len(b)-off)
+	}
+	return off, off + int(n), nil
 }

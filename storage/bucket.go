@@ -12,14 +12,12 @@ import (
 	"strings"
 	"time"
 
-	gcs "cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob:// locations
-	_ "gocloud.dev/blob/gcsblob"   // gs:// locations
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 
@@ -41,9 +39,12 @@ func openBucketStore(ctx context.Context, loc Location, opts Options) (*bucketSt
 		st.c = new(Counters)
 	}
 	var err error
-	if loc.Scheme == "s3" {
+	switch loc.Scheme {
+	case "s3":
 		st.b, st.s3, err = openS3(ctx, loc, st.policy, st.c)
-	} else {
+	case "gs":
+		st.b, err = openGCS(ctx, loc, st.policy, st.c)
+	default:
 		u := url.URL{Scheme: loc.Scheme, Host: loc.Bucket, RawQuery: loc.Query.Encode()}
 		st.b, err = blob.OpenBucket(ctx, u.String())
 	}
@@ -149,9 +150,9 @@ func (d *bucketDir) Open(ctx context.Context, name string) (File, error) {
 		return nil, fmt.Errorf("storage: %s: %w", d.where(name), err)
 	}
 	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: attrs.Size, etag: attrs.ETag, modTime: attrs.ModTime}
-	var oa gcs.ObjectAttrs
-	if attrs.As(&oa) {
-		f.generation = oa.Generation
+	var ga gcsAttrs
+	if attrs.As(&ga) {
+		f.generation = ga.Generation
 	}
 	return f, nil
 }
@@ -317,9 +318,9 @@ func (f *bucketFile) ifMatch(as func(any) bool) error {
 	if f.etag != "" && as(&in) {
 		in.IfMatch = aws.String(f.etag)
 	}
-	var h **gcs.ObjectHandle
-	if f.generation != 0 && as(&h) {
-		*h = (*h).Generation(f.generation)
+	var c *gcsConditions
+	if f.generation != 0 && as(&c) {
+		c.Generation = f.generation
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	gcs "cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	azblobblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -72,9 +71,9 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 		return nil, fmt.Errorf("%w: %s holds a finished output: its %s exists (use --force to replace it)", ErrExists, loc, marker)
 	case err == nil:
 		t.oldETag = attrs.ETag
-		var oa gcs.ObjectAttrs
-		if attrs.As(&oa) {
-			t.oldGeneration = oa.Generation
+		var ga gcsAttrs
+		if attrs.As(&ga) {
+			t.oldGeneration = ga.Generation
 		}
 	case gcerrors.Code(err) != gcerrors.NotFound:
 		st.Close()
@@ -291,8 +290,8 @@ func (t *bucketTarget) Copy(ctx context.Context, src Dir, srcName, name string) 
 const maxCopyObject = 5 << 30
 
 // copyKey copies srcKey of src to dstKey of t on the server. createOnly
-// refuses an existing destination; on S3 by condition, elsewhere by a
-// check that a writer racing this one can slip past. On S3 a srcETag
+// refuses an existing destination; on S3 and GCS by condition, on Azure by
+// a check that a writer racing this one can slip past. On S3 a srcETag
 // binds the copy to the version of the source that was read: a replaced
 // source fails it with ErrChanged.
 func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, srcETag, dstKey string, size int64, createOnly bool) error {
@@ -305,7 +304,16 @@ func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, sr
 				return fmt.Errorf("%w: %s exists", ErrConflict, dstKey)
 			}
 		}
-		if err := t.b.Copy(ctx, dstKey, srcKey, nil); err != nil {
+		// GCS checks the condition itself too (its emulator does not).
+		opts := &blob.CopyOptions{BeforeCopy: func(as func(any) bool) error {
+			var c *gcsConditions
+			if createOnly && as(&c) {
+				zero := int64(0)
+				c.IfGenerationMatch = &zero
+			}
+			return nil
+		}}
+		if err := t.b.Copy(ctx, dstKey, srcKey, opts); err != nil {
 			return err
 		}
 		t.c.BytesCopied.Add(size)
@@ -496,9 +504,9 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 			if as(&in) {
 				in.IfMatch = aws.String(t.oldETag)
 			}
-			var h **gcs.ObjectHandle
-			if t.oldGeneration != 0 && as(&h) {
-				*h = (*h).If(gcs.Conditions{GenerationMatch: t.oldGeneration})
+			var c *gcsConditions
+			if t.oldGeneration != 0 && as(&c) {
+				c.IfGenerationMatch = &t.oldGeneration
 			}
 			var az *azblob.UploadStreamOptions
 			if as(&az) {

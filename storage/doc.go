@@ -12,10 +12,14 @@
 // (environment, shared config, instance roles), plus the URL parameters
 // gocloud accepts, such as ?endpoint=…&region=…&use_path_style=true for an
 // S3-compatible server, or ?domain=…&protocol=http&localemu=true for
-// Azurite. The S3 client is built here so that its retries follow a
-// RetryPolicy: exponential backoff with jitter, a fixed number of attempts,
-// and only for throttling (503 SlowDown, 429), other 5xx and broken
-// connections.
+// Azurite. GCS is reached through a small client of this package over
+// GCS's JSON API (gcs.go), a gocloud driver: Application Default
+// Credentials, STORAGE_EMULATOR_HOST for an emulator, ?anonymous=true for a
+// public bucket; Google's SDK would link gRPC and telemetry packages whose
+// initialisation every command would pay. The S3 client is built here so
+// that its retries follow a RetryPolicy: exponential backoff with jitter, a
+// fixed number of attempts, and only for throttling (503 SlowDown, 429),
+// other 5xx and broken connections; the GCS client holds to the same.
 //
 // # Local directories
 //

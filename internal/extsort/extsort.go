@@ -42,8 +42,13 @@ func NewSpiller(dir, name string, buckets, bufSize int) *Spiller {
 	return &Spiller{dir: dir, name: name, bufSize: bufSize, files: make([]*spillFile, buckets)}
 }
 
-// Add appends a record to bucket's file.
+// Add appends a record without a subkey to bucket's file.
 func (s *Spiller) Add(bucket int, class uint32, key, value []byte) error {
+	return s.AddSub(bucket, class, key, nil, value)
+}
+
+// AddSub appends a record to bucket's file.
+func (s *Spiller) AddSub(bucket int, class uint32, key, sub, value []byte) error {
 	f := s.files[bucket]
 	if f == nil {
 		path := filepath.Join(s.dir, fmt.Sprintf("%s-b%05d.spill", s.name, bucket))
@@ -54,7 +59,7 @@ func (s *Spiller) Add(bucket int, class uint32, key, value []byte) error {
 		f = &spillFile{Spill: Spill{Path: path}, f: fh, w: bufio.NewWriterSize(fh, s.bufSize)}
 		s.files[bucket] = f
 	}
-	s.scratch = appendRecord(s.scratch[:0], class, key, value)
+	s.scratch = AppendRecord(s.scratch[:0], class, key, sub, value)
 	n, err := f.w.Write(s.scratch)
 	f.Size += int64(n)
 	if err != nil {
@@ -80,14 +85,27 @@ func (s *Spiller) Close() ([]Spill, error) {
 	return out, nil
 }
 
-// A record in a spill or run file: uvarint class, then key and value,
-// each after its uvarint length.
-func appendRecord(b []byte, class uint32, key, value []byte) []byte {
+// Record is one record as the sorter emits it. Its slices are valid only
+// during the call that gets it.
+type Record struct {
+	Class           uint32
+	Key, Sub, Value []byte
+}
+
+// AppendRecord appends a record as spill and run files hold it, for a
+// caller that builds spill files itself (a file of such records, one after
+// another, is a Spill): uvarint class, then key, subkey and value, each
+// after its uvarint length.
+func AppendRecord(b []byte, class uint32, key, sub, value []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(class))
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	b = binary.AppendUvarint(b, uint64(len(value)))
-	return append(b, value...)
+	b = appendBytes(b, key)
+	b = appendBytes(b, sub)
+	return appendBytes(b, value)
+}
+
+func appendBytes(b, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
 }
 
 // errShort means a record continues beyond the bytes at hand.
@@ -97,42 +115,48 @@ var errShort = errors.New("extsort: record continues beyond the buffer")
 // offsets.
 const maxLen = 1 << 31
 
-// parseRecord decodes the record at b[off:]; it returns the offsets of its
-// key and value and where it ends.
-func parseRecord(b []byte, off int) (class uint32, koff, klen, voff, vlen, end int, err error) {
+// parseRecord decodes the record at b[off:] into r, with the offsets of
+// its parts, and returns where it ends.
+func parseRecord(b []byte, off int, r *rec) (end int, err error) {
 	c, n := binary.Uvarint(b[off:])
 	if n <= 0 {
-		return 0, 0, 0, 0, 0, 0, short(n)
+		return 0, short(n)
 	}
 	if c > 0xFFFFFFFF {
-		return 0, 0, 0, 0, 0, 0, errors.New("extsort: class out of range")
+		return 0, errors.New("extsort: class out of range")
 	}
+	r.class = uint32(c)
 	off += n
-	kl, n := binary.Uvarint(b[off:])
-	if n <= 0 {
-		return 0, 0, 0, 0, 0, 0, short(n)
+	if r.koff, r.klen, off, err = parseBytes(b, off); err != nil {
+		return 0, err
 	}
-	off += n
-	if kl >= maxLen {
-		return 0, 0, 0, 0, 0, 0, errors.New("extsort: key length out of range")
+	if r.soff, r.slen, off, err = parseBytes(b, off); err != nil {
+		return 0, err
 	}
-	if uint64(len(b)-off) < kl {
-		return 0, 0, 0, 0, 0, 0, errShort
+	if r.voff, r.vlen, off, err = parseBytes(b, off); err != nil {
+		return 0, err
 	}
-	koff, klen = off, int(kl)
-	off += klen
-	vl, n := binary.Uvarint(b[off:])
-	if n <= 0 {
-		return 0, 0, 0, 0, 0, 0, short(n)
+	return off, nil
+}
+
+// parseBytes decodes a length and the bytes after it at b[off:].
+func parseBytes(b []byte, off int) (at, n uint32, end int, err error) {
+	var l uint64
+	var w int
+	// Most lengths take one byte.
+	if off < len(b) && b[off] < 0x80 {
+		l, w = uint64(b[off]), 1
+	} else if l, w = binary.Uvarint(b[off:]); w <= 0 {
+		return 0, 0, 0, short(w)
 	}
-	off += n
-	if vl >= maxLen {
-		return 0, 0, 0, 0, 0, 0, errors.New("extsort: value length out of range")
+	off += w
+	if l >= maxLen {
+		return 0, 0, 0, errors.New("extsort: length out of range")
 	}
-	if uint64(len(b)-off) < vl {
-		return 0, 0, 0, 0, 0, 0, errShort
+	if uint64(len(b)-off) < l {
+		return 0, 0, 0, errShort
 	}
-	return uint32(c), koff, klen, off, int(vl), off + int(vl), nil
+	return uint32(off), uint32(l), off + int(l), nil
 }
 
 func short(n int) error {
@@ -149,10 +173,11 @@ type rec struct {
 	prefix     uint64 // 8 bytes; recSize in all
 	class      uint32
 	koff, klen uint32
+	soff, slen uint32
 	voff, vlen uint32
 }
 
-const recSize = 32
+const recSize = 40
 
 // minChunk is the smallest chunk buffer, so that filling one always makes
 // progress.
@@ -168,6 +193,11 @@ type Sorter struct {
 	fanIn  int
 	buf    []byte
 	recs   []rec
+	// Scratch space of sortChunk.
+	tmp    []rec
+	counts []int
+	starts []int
+	r      Record
 }
 
 // NewSorter returns a sorter that holds about budget bytes and writes its
@@ -177,9 +207,15 @@ func NewSorter(budget int, dir, name string) *Sorter {
 }
 
 // Sort reads the records of spills, one bucket's files in order, and
-// passes them to emit sorted. The slices emit gets are valid only during
-// the call.
+// passes them to emit sorted, without their subkeys. The slices emit gets
+// are valid only during the call.
 func (s *Sorter) Sort(ctx context.Context, spills []Spill, emit func(class uint32, key, value []byte) error) error {
+	return s.SortRecords(ctx, spills, func(r *Record) error { return emit(r.Class, r.Key, r.Value) })
+}
+
+// SortRecords reads the records of spills, one bucket's files in order, and
+// passes them to emit sorted by class, key and subkey; emit must not keep r.
+func (s *Sorter) SortRecords(ctx context.Context, spills []Spill, emit func(r *Record) error) error {
 	in := &concatReader{}
 	var size int64
 	for _, sp := range spills {
@@ -200,7 +236,8 @@ func (s *Sorter) Sort(ctx context.Context, spills []Spill, emit func(class uint3
 	if want := max(minChunk, int(min(int64(dataCap), size+1))); cap(s.buf) < want {
 		s.buf = make([]byte, 0, want)
 	}
-	maxRecs := max(1, s.budget/2/recSize)
+	// The index takes a scratch copy of itself when sorted.
+	maxRecs := max(1, s.budget/2/(2*recSize))
 	s.buf = s.buf[:0]
 	for {
 		if err := ctx.Err(); err != nil {
@@ -251,48 +288,171 @@ func (s *Sorter) Sort(ctx context.Context, spills []Spill, emit func(class uint3
 func (s *Sorter) index(maxRecs int) (int, error) {
 	s.recs = s.recs[:0]
 	off := 0
+	var r rec
 	for off < len(s.buf) && len(s.recs) < maxRecs {
-		class, koff, klen, voff, vlen, end, err := parseRecord(s.buf, off)
+		end, err := parseRecord(s.buf, off, &r)
 		if errors.Is(err, errShort) {
 			break
 		}
 		if err != nil {
 			return 0, err
 		}
-		s.recs = append(s.recs, rec{prefix: prefixOf(s.buf[koff : koff+klen]), class: class,
-			koff: uint32(koff), klen: uint32(klen), voff: uint32(voff), vlen: uint32(vlen)})
+		r.prefix = prefixOf(s.buf[r.koff : r.koff+r.klen])
+		s.recs = append(s.recs, r)
 		off = end
 	}
 	return off, nil
 }
 
 func prefixOf(key []byte) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
+	}
 	var b [8]byte
 	copy(b[:], key)
 	return binary.BigEndian.Uint64(b[:])
 }
 
-// sortChunk orders the records of the chunk; records with equal class and
-// key keep their order, which is that of their offsets.
+// denseClasses bounds the classes a counting sort takes, relative to the
+// records of a chunk: beyond it, clearing the counts would cost more than
+// comparing.
+const denseClasses = 1024
+
+// sortChunk orders the records of the chunk; records with equal class, key
+// and subkey keep their order, which is that of their offsets. When the
+// chunk's classes span a small range, as a caller that numbers its key
+// groups and states densely gives, a counting sort by class comes first,
+// which is linear, and the records of each class are then sorted by
+// merging the ascending runs they arrive in: a caller whose records come
+// from sorted inputs pays n log(runs) comparisons rather than n log n.
 func (s *Sorter) sortChunk() {
-	buf := s.buf
-	slices.SortFunc(s.recs, func(a, b rec) int {
-		if c := cmp.Compare(a.class, b.class); c != 0 {
-			return c
+	if len(s.recs) < 2 {
+		return
+	}
+	lo, hi := s.recs[0].class, s.recs[0].class
+	for i := range s.recs {
+		lo, hi = min(lo, s.recs[i].class), max(hi, s.recs[i].class)
+	}
+	n := int(hi-lo) + 1
+	if n > len(s.recs)+denseClasses {
+		buf := s.buf
+		slices.SortFunc(s.recs, func(a, b rec) int {
+			if c := cmp.Compare(a.class, b.class); c != 0 {
+				return c
+			}
+			if c := compareKeys(buf, &a, &b); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.koff, b.koff)
+		})
+		return
+	}
+	s.counts = grown(s.counts, n+1)
+	clear(s.counts)
+	for i := range s.recs {
+		s.counts[s.recs[i].class-lo+1]++
+	}
+	for c := 1; c <= n; c++ {
+		s.counts[c] += s.counts[c-1]
+	}
+	s.tmp = grown(s.tmp, len(s.recs))
+	// counts[c] is where the next record of class c goes; once all are
+	// placed, it is where class c+1 starts.
+	for i := range s.recs {
+		c := s.recs[i].class - lo
+		s.tmp[s.counts[c]] = s.recs[i]
+		s.counts[c]++
+	}
+	start := 0
+	for c := range n {
+		end := s.counts[c]
+		if end-start > 1 {
+			if sorted := s.mergeRuns(s.tmp[start:end], s.recs[start:end]); &sorted[0] != &s.tmp[start] {
+				copy(s.tmp[start:end], sorted)
+			}
 		}
-		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
-			return c
-		}
-		if c := bytes.Compare(buf[a.koff:a.koff+a.klen], buf[b.koff:b.koff+b.klen]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.koff, b.koff)
-	})
+		start = end
+	}
+	s.recs, s.tmp = s.tmp, s.recs
 }
 
-func (s *Sorter) emitChunk(emit func(uint32, []byte, []byte) error) error {
-	for _, r := range s.recs {
-		if err := emit(r.class, s.buf[r.koff:r.koff+r.klen], s.buf[r.voff:r.voff+r.vlen]); err != nil {
+// compareKeys orders two records of one chunk by key, then subkey.
+func compareKeys(buf []byte, a, b *rec) int {
+	if a.prefix != b.prefix {
+		return cmp.Compare(a.prefix, b.prefix)
+	}
+	if c := bytes.Compare(buf[a.koff:a.koff+a.klen], buf[b.koff:b.koff+b.klen]); c != 0 {
+		return c
+	}
+	return bytes.Compare(buf[a.soff:a.soff+a.slen], buf[b.soff:b.soff+b.slen])
+}
+
+// mergeRuns sorts a, records of one class, by merging its ascending runs
+// pairwise, pass after pass, between a and scratch (of the same length); it
+// returns whichever holds the result. Merging takes the left record on
+// ties, so it is stable.
+func (s *Sorter) mergeRuns(a, scratch []rec) []rec {
+	buf := s.buf
+	starts := append(s.starts[:0], 0)
+	for i := 1; i < len(a); i++ {
+		if compareKeys(buf, &a[i-1], &a[i]) > 0 {
+			starts = append(starts, i)
+		}
+	}
+	for len(starts) > 1 {
+		merged := starts[:0]
+		for r := 0; r < len(starts); r += 2 {
+			lo := starts[r]
+			merged = append(merged, lo)
+			if r+1 == len(starts) {
+				copy(scratch[lo:], a[lo:])
+				break
+			}
+			mid, hi := starts[r+1], len(a)
+			if r+2 < len(starts) {
+				hi = starts[r+2]
+			}
+			mergeTwo(buf, a[lo:mid], a[mid:hi], scratch[lo:hi])
+		}
+		starts = merged
+		a, scratch = scratch, a
+	}
+	s.starts = starts
+	return a
+}
+
+// mergeTwo merges the sorted x and y into out.
+func mergeTwo(buf []byte, x, y, out []rec) {
+	i, j, k := 0, 0, 0
+	for i < len(x) && j < len(y) {
+		if compareKeys(buf, &y[j], &x[i]) < 0 {
+			out[k] = y[j]
+			j++
+		} else {
+			out[k] = x[i]
+			i++
+		}
+		k++
+	}
+	k += copy(out[k:], x[i:])
+	copy(out[k:], y[j:])
+}
+
+// grown returns s with length n, reusing its array when it is large enough.
+func grown[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+func (s *Sorter) emitChunk(emit func(*Record) error) error {
+	buf := s.buf
+	for i := range s.recs {
+		r := &s.recs[i]
+		s.r = Record{Class: r.class, Key: buf[r.koff : r.koff+r.klen : r.koff+r.klen],
+			Sub: buf[r.soff : r.soff+r.slen : r.soff+r.slen], Value: buf[r.voff : r.voff+r.vlen : r.voff+r.vlen]}
+		if err := emit(&s.r); err != nil {
 			return err
 		}
 	}
@@ -340,8 +500,8 @@ func newRunWriter(path string) (*runWriter, error) {
 	return &runWriter{path: path, f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
 }
 
-func (rw *runWriter) add(class uint32, key, value []byte) error {
-	rw.scratch = appendRecord(rw.scratch[:0], class, key, value)
+func (rw *runWriter) add(r *Record) error {
+	rw.scratch = AppendRecord(rw.scratch[:0], r.Class, r.Key, r.Sub, r.Value)
 	_, err := rw.w.Write(rw.scratch)
 	return err
 }
@@ -356,7 +516,7 @@ func (rw *runWriter) close() error {
 // merge combines sorted runs into emit; with more runs than the fan-in,
 // consecutive runs are first merged into longer ones, which keeps the
 // order of equal records.
-func (s *Sorter) merge(ctx context.Context, runs []string, emit func(uint32, []byte, []byte) error) error {
+func (s *Sorter) merge(ctx context.Context, runs []string, emit func(*Record) error) error {
 	for len(runs) > s.fanIn {
 		var next []string
 		for i := 0; i < len(runs); i += s.fanIn {
@@ -391,7 +551,7 @@ func (s *Sorter) merge(ctx context.Context, runs []string, emit func(uint32, []b
 	return err
 }
 
-func (s *Sorter) mergeInto(ctx context.Context, runs []string, emit func(uint32, []byte, []byte) error) error {
+func (s *Sorter) mergeInto(ctx context.Context, runs []string, emit func(*Record) error) error {
 	bufSize := max(4<<10, s.budget/(2*len(runs)))
 	var h cursorHeap
 	defer func() {
@@ -422,7 +582,7 @@ func (s *Sorter) mergeInto(ctx context.Context, runs []string, emit func(uint32,
 			}
 		}
 		c := h[0]
-		if err := emit(c.class, c.key, c.value); err != nil {
+		if err := emit(&c.Record); err != nil {
 			return err
 		}
 		ok, err := c.next()
@@ -441,11 +601,10 @@ func (s *Sorter) mergeInto(ctx context.Context, runs []string, emit func(uint32,
 
 // cursor reads the records of one run.
 type cursor struct {
-	f          *os.File
-	r          *bufio.Reader
-	run        int
-	class      uint32
-	key, value []byte
+	f   *os.File
+	r   *bufio.Reader
+	run int
+	Record
 }
 
 func (c *cursor) next() (bool, error) {
@@ -456,11 +615,14 @@ func (c *cursor) next() (bool, error) {
 	if err != nil || class > 0xFFFFFFFF {
 		return false, runErr(err)
 	}
-	c.class = uint32(class)
-	if c.key, err = c.bytes(c.key); err != nil {
+	c.Class = uint32(class)
+	if c.Key, err = c.bytes(c.Key); err != nil {
 		return false, err
 	}
-	c.value, err = c.bytes(c.value)
+	if c.Sub, err = c.bytes(c.Sub); err != nil {
+		return false, err
+	}
+	c.Value, err = c.bytes(c.Value)
 	return err == nil, err
 }
 
@@ -484,7 +646,7 @@ func runErr(err error) error {
 }
 
 func (c *cursor) less(o *cursor) bool {
-	if r := cmp.Or(cmp.Compare(c.class, o.class), bytes.Compare(c.key, o.key)); r != 0 {
+	if r := cmp.Or(cmp.Compare(c.Class, o.Class), bytes.Compare(c.Key, o.Key), bytes.Compare(c.Sub, o.Sub)); r != 0 {
 		return r < 0
 	}
 	return c.run < o.run

@@ -12,8 +12,8 @@ import (
 )
 
 type record struct {
-	class      uint32
-	key, value []byte
+	class           uint32
+	key, sub, value []byte
 }
 
 // sortAll spills recs round-robin over spillers into buckets by class and
@@ -26,7 +26,7 @@ func sortAll(t *testing.T, recs []record, spillers, buckets, budget, fanIn int) 
 		sp[i] = NewSpiller(dir, fmt.Sprintf("w%d", i), buckets, 4096)
 	}
 	for i, r := range recs {
-		if err := sp[i%spillers].Add(int(r.class)%buckets, r.class, r.key, r.value); err != nil {
+		if err := sp[i%spillers].AddSub(int(r.class)%buckets, r.class, r.key, r.sub, r.value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,8 +45,8 @@ func sortAll(t *testing.T, recs []record, spillers, buckets, budget, fanIn int) 
 		for i := range files {
 			spills = append(spills, files[i][b])
 		}
-		err := srt.Sort(context.Background(), spills, func(class uint32, key, value []byte) error {
-			out = append(out, record{class, bytes.Clone(key), bytes.Clone(value)})
+		err := srt.SortRecords(context.Background(), spills, func(r *Record) error {
+			out = append(out, record{r.Class, bytes.Clone(r.Key), bytes.Clone(r.Sub), bytes.Clone(r.Value)})
 			return nil
 		})
 		if err != nil {
@@ -76,7 +76,7 @@ func want(recs []record, spillers, buckets int) []record {
 	}
 	slices.SortStableFunc(all, func(a, b keyed) int {
 		return cmp.Or(cmp.Compare(int(a.class)%buckets, int(b.class)%buckets), cmp.Compare(a.class, b.class),
-			bytes.Compare(a.key, b.key), cmp.Compare(a.spiller, b.spiller), cmp.Compare(a.seq, b.seq))
+			bytes.Compare(a.key, b.key), bytes.Compare(a.sub, b.sub), cmp.Compare(a.spiller, b.spiller), cmp.Compare(a.seq, b.seq))
 	})
 	out := make([]record, len(all))
 	for i := range all {
@@ -85,31 +85,64 @@ func want(recs []record, spillers, buckets int) []record {
 	return out
 }
 
-func randomRecords(rng *rand.Rand, n int) []record {
+// randomRecords makes n records of classes below classes times spread:
+// spread 1 gives dense classes, which the sorter counts, a larger one
+// sparse classes, which it compares.
+func randomRecords(rng *rand.Rand, n int, spread uint32) []record {
 	recs := make([]record, n)
 	for i := range recs {
 		key := make([]byte, rng.IntN(20))
 		for j := range key {
 			key[j] = byte(rng.IntN(4)) // few distinct bytes: many equal prefixes and keys
 		}
-		recs[i] = record{class: uint32(rng.IntN(6)), key: key, value: fmt.Appendf(nil, "v%d", i)}
+		var sub []byte
+		if rng.IntN(2) == 0 {
+			sub = []byte{byte(rng.IntN(3))}
+		}
+		recs[i] = record{class: uint32(rng.IntN(6)) * spread, key: key, sub: sub, value: fmt.Appendf(nil, "v%d", i)}
 	}
 	return recs
 }
 
+// Records that arrive as ascending runs, as a rescale's do (each input
+// segment sorted), sort as any others.
+func TestSortAscendingRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	recs := randomRecords(rng, 20000, 1)
+	for start := 0; start < len(recs); start += 500 {
+		run := recs[start:min(start+500, len(recs))]
+		slices.SortStableFunc(run, func(a, b record) int {
+			return cmp.Or(bytes.Compare(a.key, b.key), bytes.Compare(a.sub, b.sub))
+		})
+	}
+	for _, budget := range []int{64 << 20, 2 * minChunk} {
+		got, _ := sortAll(t, recs, 2, 3, budget, 64)
+		w := want(recs, 2, 3)
+		for i := range w {
+			if got[i].class != w[i].class || !bytes.Equal(got[i].key, w[i].key) || !bytes.Equal(got[i].value, w[i].value) {
+				t.Fatalf("budget %d: record %d: %v, want %v", budget, i, got[i], w[i])
+			}
+		}
+	}
+}
+
 func TestSortInMemoryAndWithRuns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	recs := randomRecords(rng, 20000)
 	for _, c := range []struct {
 		name          string
 		budget, fanIn int
 		// runs is the least number of sorted runs the sort writes.
 		runs int
+		// spread 1 makes the classes dense.
+		spread uint32
 	}{
-		{"one chunk", 64 << 20, 64, 0},
-		{"runs", 2 * minChunk, 64, 8},
-		{"merge passes", 2 * minChunk, 2, 14},
+		{"one chunk", 64 << 20, 64, 0, 1},
+		{"runs", 2 * minChunk, 64, 8, 1},
+		{"merge passes", 2 * minChunk, 2, 14, 1},
+		{"sparse classes, one chunk", 64 << 20, 64, 0, 1 << 16},
+		{"sparse classes, merge passes", 2 * minChunk, 2, 14, 1 << 16},
 	} {
+		recs := randomRecords(rng, 20000, c.spread)
 		got, runs := sortAll(t, recs, 3, 2, c.budget, c.fanIn)
 		if runs < c.runs || c.runs == 0 && runs != 0 {
 			t.Errorf("%s: %d sorted runs, want at least %d", c.name, runs, c.runs)
@@ -119,7 +152,7 @@ func TestSortInMemoryAndWithRuns(t *testing.T) {
 			t.Fatalf("%s: %d records, want %d", c.name, len(got), len(w))
 		}
 		for i := range w {
-			if got[i].class != w[i].class || !bytes.Equal(got[i].key, w[i].key) || !bytes.Equal(got[i].value, w[i].value) {
+			if got[i].class != w[i].class || !bytes.Equal(got[i].key, w[i].key) || !bytes.Equal(got[i].sub, w[i].sub) || !bytes.Equal(got[i].value, w[i].value) {
 				t.Fatalf("%s: record %d: %v, want %v", c.name, i, got[i], w[i])
 			}
 		}
@@ -129,7 +162,7 @@ func TestSortInMemoryAndWithRuns(t *testing.T) {
 // A record larger than a chunk grows the chunk rather than failing.
 func TestSortLargeRecord(t *testing.T) {
 	big := bytes.Repeat([]byte{7}, 3*minChunk)
-	recs := []record{{1, []byte("b"), []byte("small")}, {1, []byte("a"), big}, {0, []byte("z"), nil}}
+	recs := []record{{1, []byte("b"), nil, []byte("small")}, {1, []byte("a"), nil, big}, {0, []byte("z"), nil, nil}}
 	got, _ := sortAll(t, recs, 1, 1, 2*minChunk, 64)
 	if len(got) != 3 || got[0].class != 0 || !bytes.Equal(got[1].value, big) || string(got[2].key) != "b" {
 		t.Fatalf("%d records: %v", len(got), got[0])

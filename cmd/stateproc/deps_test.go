@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// heavy are packages that once came into the binary with Google's GCS SDK
+// and cost every command start-up time in package initialisation, though
+// no command needs them: gRPC's xDS balancer with the envoy control-plane
+// protos, Cloud Monitoring and the telemetry exporters around them. gRPC
+// itself stays for now: arrow-go's Parquet writer and gocloud link it.
+var heavy = []string{
+	"cloud.google.com/go/storage",
+	"cloud.google.com/go/monitoring",
+	"gocloud.dev/blob/gcsblob",
+	"google.golang.org/grpc/xds",
+	"github.com/envoyproxy/",
+	"github.com/cncf/xds/",
+	"github.com/GoogleCloudPlatform/opentelemetry-operations-go/",
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/",
+}
+
+// TestNoHeavyDependencies fails when one of the heavy packages comes back
+// into the binary, through any import.
+func TestNoHeavyDependencies(t *testing.T) {
+	gobin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			t.Skip("no go command to list the binary's dependencies")
+		}
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 100 {
+		t.Fatalf("go list -deps lists %d packages; the binary has hundreds", len(deps))
+	}
+	for _, d := range deps {
+		for _, h := range heavy {
+			if d == h || strings.HasPrefix(d, h) || strings.HasPrefix(d, h+"/") {
+				t.Errorf("the binary links %s (of %s): find the import that brings it with go list -deps -json", d, h)
+			}
+		}
+	}
+}
