@@ -34,14 +34,18 @@ copied and checked block by block, so the result is byte for byte the
 savepoint a single run writes; _metadata is written last, as by every
 rewrite (in a bucket: content-named data files first, then _metadata,
 create-only). With --export, DST is the export directory, each dataset's
-files numbered in shard order, staged beside DST and renamed into place.
+files numbered in shard order, staged beside DST and renamed into place; in a
+bucket, where each part is an export finished by its _SUCCESS, the files are
+copied on the store's side, named after their bytes, and DST/_SUCCESS is
+written last, create-only, listing them.
 
-Local parts are removed once DST is published; parts in a bucket stay, for
-verify --remove-orphans or the bucket's lifecycle rules. A target that exists
-is refused (exit 2) unless --force.`,
+The parts are removed once DST is published, in a bucket as on disk (a bucket
+part's _metadata or _SUCCESS first). A target that exists is refused (exit 2)
+unless --force.`,
 		Example: `  for i in 0 1 2 3; do stateproc prune-ttl ./sp-42 --out ./pruned --shard $i/4; done
   stateproc commit --out ./pruned --shards 4
-  stateproc commit --export --out ./sp-42-parquet --shards 4`,
+  stateproc commit --export --out ./sp-42-parquet --shards 4
+  stateproc commit --export --out 's3://prod-state/exports/sp-42' --shards 8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCommit(cmd.Context(), o, cmd.OutOrStdout())
@@ -68,13 +72,11 @@ func runCommit(ctx context.Context, o commitOptions, out io.Writer) error {
 	}
 	files := 0
 	var err error
+	if _, perr := storage.ParseLocation(o.out); perr != nil {
+		return usagef("--out: %v", perr)
+	}
 	if o.export {
-		if loc, perr := storage.ParseLocation(o.out); perr != nil {
-			return usagef("--out: %v", perr)
-		} else if loc.IsBucket() {
-			return usagef("--out %s: export writes its datasets to a local directory", loc)
-		}
-		files, err = shard.CommitExport(ctx, o.out, o.shards, o.force)
+		files, err = shard.CommitExport(ctx, o.out, o.shards, o.force, storage.Options{Counters: transfersOf(ctx)})
 	} else {
 		err = shard.Commit(ctx, o.out, o.shards, rewrite.Options{Force: o.force, Counters: transfersOf(ctx)}, storage.Options{Counters: transfersOf(ctx)})
 	}

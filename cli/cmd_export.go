@@ -78,7 +78,8 @@ and broadcast state, which belong to no key group.
 
 --shard I/N exports shard I (from 0) of N only: a run of key groups of about
 equal bytes (shard 0 also takes operator and broadcast state), into a part
-beside DIR named DIR.shard-0000I-of-0000N; once every shard is done,
+beside DIR named DIR.shard-0000I-of-0000N (in a bucket, an export of its own,
+finished by its _SUCCESS); once every shard is done,
 "stateproc commit --export --out DIR --shards N" puts the parts together into
 DIR, each dataset's files numbered in shard order.`,
 		Example: `  stateproc export ./sp-42 --out ./sp-42-parquet
@@ -129,9 +130,6 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 	}
 	target := o.out
 	if o.shard.set() {
-		if loc.IsBucket() {
-			return usagef("--out %s: a --shard run writes its part to a local directory beside --out; give a local --out", loc)
-		}
 		if target, err = o.cutShard(ctx, src, &opts); err != nil {
 			return err
 		}
@@ -142,7 +140,7 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 		if err := rewrite.CheckTarget(args[0], o.out, true); err != nil {
 			return rewriteError(err)
 		}
-		t, err := storage.OpenTarget(ctx, o.out, storage.TargetOptions{Force: o.force, Marker: export.Marker})
+		t, err := storage.OpenTarget(ctx, target, storage.TargetOptions{Force: o.force, Marker: export.Marker})
 		if err != nil {
 			return err
 		}

@@ -95,13 +95,20 @@ type MarkerFile struct {
 // writeMarker writes the marker of an export into a bucket; the target
 // holds it back until it is published.
 func (x *exporter) writeMarker(ctx context.Context, s *Summary) error {
-	files := slices.Clone(x.files)
-	slices.SortFunc(files, func(a, b MarkerFile) int { return strings.Compare(a.Name, b.Name) })
-	b, err := json.MarshalIndent(MarkerContent{Summary: s, Files: files}, "", "  ")
+	return WriteMarker(ctx, x.out, MarkerContent{Summary: s, Files: x.files})
+}
+
+// WriteMarker writes c, its files sorted by name, as the Marker of out: the
+// last file of an export into a bucket, which the target holds back until
+// it is published. The commit of an export run in shards writes its own.
+func WriteMarker(ctx context.Context, out storage.Staging, c MarkerContent) error {
+	c.Files = slices.Clone(c.Files)
+	slices.SortFunc(c.Files, func(a, b MarkerFile) int { return strings.Compare(a.Name, b.Name) })
+	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
-	w, err := x.out.Create(ctx, Marker)
+	w, err := out.Create(ctx, Marker)
 	if err != nil {
 		return fmt.Errorf("export: %s: %w", Marker, err)
 	}

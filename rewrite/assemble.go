@@ -26,7 +26,8 @@ func Assemble(ctx context.Context, input string, parts []savepoint.Source, opts 
 	}
 	readers := make([]*snapshotfmt.Reader, len(parts))
 	for i, p := range parts {
-		r, ok := p.(*snapshotfmt.Reader)
+		// A part in a bucket is read through a wrapper of the reader.
+		r, ok := canonical(p)
 		if !ok {
 			return refusef("part %d is a %s, not a part a shard wrote", i, p.Layout())
 		}

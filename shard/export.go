@@ -2,17 +2,20 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -114,6 +117,104 @@ func AssembleExport(ctx context.Context, parts []string, out storage.Staging) (f
 		}
 	}
 	return files, nil
+}
+
+// partFile is the name of an export's file in a bucket: its number in its
+// dataset, then the first 16 hex digits of the SHA-256 of its bytes.
+var partFile = regexp.MustCompile(`^part-[0-9]{5,}-([0-9a-f]{16})(\.[a-z0-9.]+)$`)
+
+// maxMarker bounds the marker of a part read into memory: it lists the
+// part's files, some hundred bytes each.
+const maxMarker = 64 << 20
+
+// AssembleBucketExport is AssembleExport for parts and an out in a bucket:
+// each part an export into a bucket, whose marker lists its files. The
+// files are copied on the store's side, renumbered as AssembleExport does
+// and named after their bytes as every export into a bucket is, and out's
+// marker, written last when out is published, lists them with the parts'
+// summaries added up. A part without its marker, or whose files are not
+// what its marker says, is refused before out is published.
+func AssembleBucketExport(ctx context.Context, parts []storage.DirCloser, out storage.Target) (files int, err error) {
+	next := map[string]int{}
+	var whole export.Summary
+	dataset := map[string]int{}
+	var written []export.MarkerFile
+	// Every part is checked finished before anything is copied.
+	markers := make([]*export.MarkerContent, len(parts))
+	for i, d := range parts {
+		mc, err := readMarker(ctx, d)
+		if err != nil {
+			return files, rewrite.Refusef("shard %d of %d has no finished export part at %s: %v", i, len(parts), d.Location(), err)
+		}
+		if mc.Summary == nil {
+			return files, fmt.Errorf("shard: part %d (%s): its %s has no summary", i, d.Location(), export.Marker)
+		}
+		markers[i] = mc
+	}
+	for i, d := range parts {
+		mc := markers[i]
+		for _, ds := range mc.Summary.Datasets {
+			j, ok := dataset[ds.Dir]
+			if !ok {
+				j = len(whole.Datasets)
+				dataset[ds.Dir] = j
+				whole.Datasets = append(whole.Datasets, export.DatasetSummary{Operator: ds.Operator, State: ds.State, Kind: ds.Kind, Dir: ds.Dir})
+			}
+			w := &whole.Datasets[j]
+			w.Rows, w.Files, w.Bytes = w.Rows+ds.Rows, w.Files+ds.Files, w.Bytes+ds.Bytes
+			whole.Rows, whole.Files, whole.Bytes = whole.Rows+ds.Rows, whole.Files+ds.Files, whole.Bytes+ds.Bytes
+		}
+		// The marker lists the files by name, so each dataset's in their
+		// order.
+		for _, mf := range mc.Files {
+			if err := ctx.Err(); err != nil {
+				return files, err
+			}
+			dir, base := path.Split(mf.Name)
+			m := partFile.FindStringSubmatch(base)
+			if dir == "" || m == nil {
+				return files, fmt.Errorf("shard: part %d (%s): %s is no file of an export's dataset", i, d.Location(), mf.Name)
+			}
+			f, err := d.Open(ctx, mf.Name)
+			if err != nil {
+				return files, fmt.Errorf("shard: part %d: %w", i, err)
+			}
+			if f.Size() != mf.Bytes {
+				f.Close()
+				return files, fmt.Errorf("shard: part %d (%s): %s holds %d bytes, its %s says %d", i, d.Location(), mf.Name, f.Size(), export.Marker, mf.Bytes)
+			}
+			name := fmt.Sprintf("%spart-%05d-%s%s", dir, next[dir], m[1], m[2])
+			next[dir]++
+			err = out.CopyNamed(ctx, f, name)
+			f.Close()
+			if err != nil {
+				return files, fmt.Errorf("shard: part %d: %w", i, err)
+			}
+			written = append(written, export.MarkerFile{Name: name, Bytes: mf.Bytes})
+			files++
+		}
+	}
+	return files, export.WriteMarker(ctx, out, export.MarkerContent{Summary: &whole, Files: written})
+}
+
+func readMarker(ctx context.Context, d storage.Dir) (*export.MarkerContent, error) {
+	f, err := d.Open(ctx, export.Marker)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if f.Size() > maxMarker {
+		return nil, fmt.Errorf("its %s holds %d bytes, more than a marker does (%d)", export.Marker, f.Size(), maxMarker)
+	}
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()))
+	if err != nil {
+		return nil, err
+	}
+	var mc export.MarkerContent
+	if err := json.Unmarshal(b, &mc); err != nil {
+		return nil, fmt.Errorf("%s: %w", export.Marker, err)
+	}
+	return &mc, nil
 }
 
 func copyFile(ctx context.Context, from string, out storage.Staging, name string) error {

@@ -54,8 +54,15 @@ func (s Spec) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 // Part is where the part of a writing command's shard lies: beside the
 // target, named after it and the shard, so that the commit step finds
 // every part from the target and N alone.
+// A bucket URL's parameters (?endpoint=...) stay at its end.
 func (s Spec) Part(target string) string {
-	return fmt.Sprintf("%s.shard-%05d-of-%05d", strings.TrimRight(target, "/"), s.Index, s.Count)
+	query := ""
+	if strings.Contains(target, "://") {
+		if i := strings.IndexByte(target, '?'); i >= 0 {
+			target, query = target[:i], target[i:]
+		}
+	}
+	return fmt.Sprintf("%s.shard-%05d-of-%05d%s", strings.TrimRight(target, "/"), s.Index, s.Count, query)
 }
 
 // Parts lists the parts of every shard of n, in shard order.

@@ -21,6 +21,9 @@ func TestParse(t *testing.T) {
 	if got := (Spec{2, 7}).Part("s3://b/out/"); got != "s3://b/out.shard-00002-of-00007" {
 		t.Errorf("Part: %s", got)
 	}
+	if got := (Spec{0, 3}).Part("s3://b/out?endpoint=http://h:1&use_path_style=true"); got != "s3://b/out.shard-00000-of-00003?endpoint=http://h:1&use_path_style=true" {
+		t.Errorf("Part of a URL with parameters: %s", got)
+	}
 }
 
 // Of cuts contiguously, every shard gets about its share, and sums that

@@ -1,5 +1,5 @@
-// Package pipelines runs stateproc's export, prune-ttl, verify and rescale
-// as Apache Beam pipelines, for savepoints that outgrow one machine: on
+// Package pipelines runs stateproc's export, prune-ttl, verify, inspect
+// --scan and rescale as Apache Beam pipelines, for savepoints that outgrow one machine: on
 // Dataflow, on Flink or Spark through the portable runners, and on Prism
 // locally and in the tests.
 //
@@ -17,5 +17,7 @@
 //     numbers each dataset's files in shard order.
 //   - PruneTTL: map only, one part per shard, then the commit.
 //   - Verify: map, then a combine of the shards' figures.
+//   - Inspect: map (inspect.ScanShard), then a combine of the shards'
+//     scan parts (inspect.ScanPart.Merge) into the CLI's report.
 //   - Rescale: the one shuffle; see Rescale.
 package pipelines

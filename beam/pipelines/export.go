@@ -9,12 +9,14 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/stateproc/stateproc/export"
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/shard"
 	"github.com/stateproc/stateproc/storage"
 )
 
 // ExportConfig is stateproc export's flags.
 type ExportConfig struct {
+	// Out is a local directory or a bucket URL, as export --out's.
 	Input, Out string
 	Force      bool
 	// Options are export's; KeyGroups must be unset (the shards cut key
@@ -40,7 +42,11 @@ func Export(ctx context.Context, s beam.Scope, c ExportConfig) (int, error) {
 	if loc, err := storage.ParseLocation(c.Out); err != nil {
 		return 0, err
 	} else if loc.IsBucket() {
-		return 0, fmt.Errorf("export: --out %s: export writes its datasets to a local directory", loc)
+		// The bucket target refuses a finished export without Force, at
+		// the commit.
+		if err := rewrite.CheckTarget(c.Input, c.Out, true); err != nil {
+			return 0, err
+		}
 	}
 	if c.Options.Operator != "" {
 		m := src.Metadata()
@@ -90,10 +96,11 @@ func (f *exportShardFn) ProcessElement(ctx context.Context, i int) (int, error) 
 		return 0, err
 	}
 	// A retried shard replaces its part from the first attempt.
-	out, err := export.Stage(f.Input, sp.Part(f.Out), true)
+	out, err := exportPart(ctx, f.Input, sp.Part(f.Out))
 	if err != nil {
 		return 0, err
 	}
+	defer out.Close()
 	if _, err := export.Run(ctx, src, out, o); err != nil {
 		out.Abort()
 		return 0, fmt.Errorf("export shard %s: %w", sp, err)
@@ -104,6 +111,31 @@ func (f *exportShardFn) ProcessElement(ctx context.Context, i int) (int, error) 
 	}
 	return i, nil
 }
+
+// exportPart opens a shard's part for writing: a directory staged beside
+// it, or in a bucket, an export target finished by its marker, as export
+// --out writes one.
+func exportPart(ctx context.Context, input, part string) (interface {
+	storage.Staging
+	Close() error
+}, error) {
+	loc, err := storage.ParseLocation(part)
+	if err != nil {
+		return nil, err
+	}
+	if loc.IsBucket() {
+		return storage.OpenTarget(ctx, part, storage.TargetOptions{Force: true, Marker: export.Marker})
+	}
+	st, err := export.Stage(input, part, true)
+	if err != nil {
+		return nil, err
+	}
+	return nopClose{st}, nil
+}
+
+type nopClose struct{ storage.Staging }
+
+func (nopClose) Close() error { return nil }
 
 func init() {
 	register.DoFn2x2[context.Context, int, int, error](&exportShardFn{})

@@ -367,3 +367,63 @@ func flipped(t *testing.T, in string) (string, string) {
 	}
 	return dir, fmt.Sprintf("%s: key group %d: ", big.File, big.KeyGroup)
 }
+
+// The inspect --scan pipeline's report is the CLI's inspect --scan --top
+// -o json, byte for byte, and of a savepoint with a byte flipped it fails
+// with the CLI's file and key group.
+func TestInspectScanMatchesCLI(t *testing.T) {
+	in := checkedIn(t, "sessions-p2-heap")
+	const nowText = "2026-01-06T00:00:00Z"
+	now := time.Date(2026, 1, 6, 0, 0, 0, 0, time.UTC).UnixMilli()
+	want := stateproc(t, "inspect", "--scan", "--top", "3", "--now", nowText, "-o", "json", in)
+	var rep struct {
+		Scanned bool `json:"scanned"`
+		States  []struct {
+			Ages *struct {
+				Expired uint64 `json:"expired"`
+			} `json:"ttl_ages"`
+		} `json:"states"`
+		TopKeys struct {
+			ByEntries []any `json:"by_entries"`
+		} `json:"top_keys"`
+	}
+	if err := json.Unmarshal([]byte(want), &rep); err != nil {
+		t.Fatal(err)
+	}
+	withAges := 0
+	for _, s := range rep.States {
+		if s.Ages != nil {
+			withAges++
+		}
+	}
+	if !rep.Scanned || withAges == 0 || len(rep.TopKeys.ByEntries) != 3 {
+		t.Fatalf("the CLI's report has too little to compare: %s", want)
+	}
+	for _, n := range []int{1, 5} {
+		summary := filepath.Join(t.TempDir(), "report.json")
+		err := run(t, func(ctx context.Context, s beam.Scope) (int, error) {
+			return Inspect(ctx, s, InspectConfig{Input: in, Now: &now, Top: 3, Summary: summary, Sharding: Sharding{Shards: n}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(summary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Errorf("%d shards: report\n%s\nwant the CLI's\n%s", n, got, want)
+		}
+	}
+
+	bad, where := flipped(t, in)
+	if code, _, stderr := stateprocExit("inspect", "--scan", bad); code != 4 || !strings.Contains(stderr, where) {
+		t.Fatalf("the CLI's inspect --scan of the flipped savepoint: exit %d, %q; want exit 4 naming %q", code, stderr, where)
+	}
+	err := run(t, func(ctx context.Context, s beam.Scope) (int, error) {
+		return Inspect(ctx, s, InspectConfig{Input: bad, Sharding: Sharding{Shards: 3}})
+	})
+	if err == nil || !strings.Contains(err.Error(), where) {
+		t.Fatalf("the pipeline: %v; want an error naming %q", err, where)
+	}
+}

@@ -102,7 +102,7 @@ func (f *commitFn) ProcessElement(ctx context.Context, done int) error {
 		return fmt.Errorf("commit: %d of %d shards done", done, f.Shards)
 	}
 	if f.Export {
-		_, err := shard.CommitExport(ctx, f.Out, f.Shards, f.Force)
+		_, err := shard.CommitExport(ctx, f.Out, f.Shards, f.Force, storage.Options{})
 		return err
 	}
 	return shard.Commit(ctx, f.Out, f.Shards, rewrite.Options{Force: f.Force}, storage.Options{})

@@ -1,5 +1,5 @@
-// Command stateproc-beam runs stateproc's export, prune-ttl, verify and
-// rescale as Apache Beam pipelines (package pipelines). Its flags are the
+// Command stateproc-beam runs stateproc's export, prune-ttl, verify,
+// inspect --scan and rescale as Apache Beam pipelines (package pipelines). Its flags are the
 // stateproc command's, plus --shards or --shard-bytes for the cut and
 // Beam's own flags (--runner, --endpoint, --project, --region,
 // --staging_location, --environment_type, ...), which select and
@@ -8,6 +8,7 @@
 //	stateproc-beam prune-ttl --out DST [--now T] [--ttl UID/STATE=D]... SAVEPOINT
 //	stateproc-beam export --out DIR [--now T] [--operator U] [--state S] SAVEPOINT
 //	stateproc-beam verify [--deep] [--summary FILE] SAVEPOINT
+//	stateproc-beam inspect [--scan] [--top N] [--now T] [--summary FILE] SAVEPOINT
 //	stateproc-beam rescale --out DST --max-parallelism N [--rescale-parallelism P] [--operator U] SAVEPOINT
 //
 // Exit codes are stateproc's where they apply: 0 ok, 1 failure, 2 usage.
@@ -33,7 +34,7 @@ import (
 // The flags of every command, in the one flag set Beam's flags live in:
 // a worker re-runs this binary with Beam's flags alone.
 var (
-	out         = flag.String("out", "", "the target: a directory or bucket URL (export: a local directory)")
+	out         = flag.String("out", "", "the target: a directory or bucket URL")
 	force       = flag.Bool("force", false, "replace --out if it exists")
 	now         = flag.String("now", "", "time at which TTL entries are judged, RFC 3339 or epoch ms (default: the savepoint's creation time)")
 	shards      = flag.Int("shards", 0, "cut the work into this many shards (default: from --shard-bytes)")
@@ -45,7 +46,9 @@ var (
 	maxRows     = flag.Int64("max-rows-per-file", export.DefaultMaxRowsPerFile, "export: split states into files of at most N rows (0: no limit)")
 	rowGroup    = flag.Int("row-group-rows", export.DefaultRowGroupRows, "export: rows per Parquet row group")
 	deep        = flag.Bool("deep", false, "verify: also decode every key, namespace, map key and value")
-	summary     = flag.String("summary", "", "verify: write the figures as JSON to this local file")
+	summary     = flag.String("summary", "", "verify, inspect: write the figures (inspect: the report) as JSON to this local file")
+	_           = flag.Bool("scan", true, "inspect: scan every entry, as stateproc inspect --scan (the pipeline always does)")
+	top         = flag.Int("top", 0, "inspect: also list the N heaviest keys by entries and by bytes")
 	maxP        = flag.Int("max-parallelism", 0, "rescale: the new max parallelism")
 	parallelism = flag.Int("rescale-parallelism", 0, "rescale: the new parallelism, stateproc rescale's --parallelism, which Beam's --parallelism (the Flink runner's) takes (default: each operator keeps its own)")
 	ttls        ttlFlag
@@ -126,7 +129,7 @@ func main() {
 
 func run(ctx context.Context, command string, args []string) error {
 	if len(args) != 1 {
-		return usageError{fmt.Errorf("usage: stateproc-beam export|prune-ttl|verify|rescale [flags] SAVEPOINT")}
+		return usageError{fmt.Errorf("usage: stateproc-beam export|prune-ttl|verify|inspect|rescale [flags] SAVEPOINT")}
 	}
 	input := args[0]
 	sharding := pipelines.Sharding{Shards: *shards, ShardBytes: *shardBytes}
@@ -138,7 +141,7 @@ func run(ctx context.Context, command string, args []string) error {
 		}
 		nowMs = &ms
 	}
-	if command != "verify" && *out == "" {
+	if command != "verify" && command != "inspect" && *out == "" {
 		return usageError{errors.New("--out is required")}
 	}
 	p, s := beam.NewPipelineWithRoot()
@@ -157,11 +160,13 @@ func run(ctx context.Context, command string, args []string) error {
 		n, err = pipelines.Export(ctx, s, pipelines.ExportConfig{Input: input, Out: *out, Force: *force, Options: o, Sharding: sharding})
 	case "verify":
 		n, err = pipelines.Verify(ctx, s, pipelines.VerifyConfig{Input: input, Deep: *deep, Summary: *summary, Sharding: sharding})
+	case "inspect":
+		n, err = pipelines.Inspect(ctx, s, pipelines.InspectConfig{Input: input, Now: nowMs, Top: *top, Summary: *summary, Sharding: sharding})
 	case "rescale":
 		n, err = pipelines.Rescale(ctx, s, pipelines.RescaleConfig{Input: input, Out: *out, Force: *force,
 			MaxParallelism: *maxP, Parallelism: *parallelism, Operator: *operator, Sharding: sharding})
 	default:
-		return usageError{fmt.Errorf("unknown command %q: export, prune-ttl, verify or rescale", command)}
+		return usageError{fmt.Errorf("unknown command %q: export, prune-ttl, verify, inspect or rescale", command)}
 	}
 	if err != nil {
 		return err
