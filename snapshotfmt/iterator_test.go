@@ -295,7 +295,12 @@ func TestNextValuesInTheMiddleOfABlock(t *testing.T) {
 	long := append(ts(9), bytes.Repeat([]byte{'x'}, 300)...)
 	mk := func(s string) []byte { return []byte(s) }
 	longKey := bytes.Repeat([]byte{'m'}, 200)
-	stats := savepoint.Stats{Keys: 3, Entries: 8, MinTimestamp: 3, MaxTimestamp: 9}
+	// Entries last modified at the savepoint's creation are live under
+	// its week's TTL, the others long expired: both sides of the
+	// last-modified histogram.
+	live := meta.CreatedAt
+	week := meta.Operators[0].States[mapState].TTL.Millis() // live-week+1 expires a millisecond after
+	stats := savepoint.Stats{Keys: 3, Entries: 8, MinTimestamp: 3, MaxTimestamp: live + 1}
 	for _, tc := range []struct {
 		name    string
 		payload []byte
@@ -304,7 +309,7 @@ func TestNextValuesInTheMiddleOfABlock(t *testing.T) {
 		{"good records of short and long fields", slices.Concat(
 			mapRecord(k[0], mk("a"), v(3), mk("b"), long, mk("c"), v(4)),
 			mapRecord(k[1], mk("a"), v(5), longKey, v(6), mk("n"), v(7)),
-			mapRecord(k[2], mk("a"), v(8), mk("b"), v(9))), ""},
+			mapRecord(k[2], mk("a"), v(live-week+1), mk("b"), v(live+1))), ""},
 		{"map keys out of order", mapRecord(k[0], mk("a"), v(3), mk("c"), v(4), mk("b"), v(5)), "map keys not strictly increasing"},
 		{"map key repeats", mapRecord(k[0], mk("a"), v(3), mk("b"), v(4), mk("b"), v(5)), "map keys not strictly increasing"},
 		{"short TTL value", mapRecord(k[0], mk("a"), v(3), mk("b"), []byte{1, 2, 3}), "shorter than its 8-byte timestamp"},

@@ -480,6 +480,12 @@ func (rr *recordReader) values(sizes []int, times []int64) int {
 	minTS, maxTS := rr.minTS, rr.maxTS
 	runBucket, run := -1, uint64(0)
 	bMin, bMax := int64(math.MaxInt64), int64(math.MinInt64)
+	// live is the bucket of expiry offset 1, the first of the entries
+	// live at the anchor: offset x > 0 takes live + SizeBucket(x - 1).
+	live := savepoint.ModifiedBucket(1)
+	if ttl {
+		times = times[:len(sizes)]
+	}
 	n := 0
 	for ; n < len(sizes); n++ {
 		if left == 0 {
@@ -502,7 +508,8 @@ func (rr *recordReader) values(sizes []int, times []int64) int {
 			}
 			mk = buf[o+1 : o+1+l : o+1+l]
 			p = prefix8(buf, o+1, l)
-			if haveMK && !after(mk, lastMK, p, lastP) {
+			// after's first test, inline: the prefixes mostly differ.
+			if haveMK && (p < lastP || p == lastP && !after(mk, lastMK, p, lastP)) {
 				break
 			}
 			o += 1 + l
@@ -528,7 +535,14 @@ func (rr *recordReader) values(sizes []int, times []int64) int {
 				// buckets touched is set once, from the batch's least and
 				// greatest times, rather than per item.
 				bMin, bMax = min(bMin, t), max(bMax, t)
-				h.modifiedA[savepoint.ModifiedBucket(savepoint.ExpiryOffset(t, h.ttlMillis, h.anchor))]++
+				b := 0
+				if x := savepoint.ExpiryOffset(t, h.ttlMillis, h.anchor); x > 0 {
+					// ModifiedBucket of a live entry, inline.
+					b = live + savepoint.SizeBucket(uint64(x-1))
+				} else {
+					b = savepoint.ModifiedBucket(x)
+				}
+				h.modifiedA[b]++
 			}
 		}
 		if h != nil {
