@@ -161,7 +161,7 @@ func checkReportTarget(path string, force bool) error {
 // writeReportFile writes the page beside path, syncs it and renames it into
 // place, so that path holds a whole page or what it held before.
 func writeReportFile(path string, rep *report.Report) (int64, int, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), storage.TempPrefix+"report-*.html")
+	f, err := storage.CreateTemp(filepath.Dir(path), storage.TempPrefix+"report-")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -179,9 +179,6 @@ func writeReportFile(path string, rep *report.Report) (int64, int, error) {
 		err = errors.Join(serr, cerr)
 	}
 	if err != nil {
-		return 0, 0, err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
 		return 0, 0, err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {

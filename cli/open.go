@@ -103,8 +103,6 @@ func findState(m *savepoint.Metadata, opIdx int, name string) (stateRef, error) 
 	return stateRef{}, usagef("operator %q has no state %q (states: %v)", op.UID, name, names)
 }
 
-// shown is a location as messages show it: a bucket URL without its
-// parameters, whose endpoint may carry credentials.
 // readWorkers is how many segments a command reads at once from location:
 // one per core on disk (0); from a bucket, where a segment of a few MiB is
 // one request and its worker waits for it, three per core (up to 16), so
@@ -119,6 +117,8 @@ func readWorkers(location string) int {
 	return 0
 }
 
+// shown is a location as messages show it: a bucket URL without its
+// parameters, whose endpoint may carry credentials.
 func shown(location string) string {
 	if loc, err := storage.ParseLocation(location); err == nil && loc.IsBucket() {
 		return loc.String()

@@ -12,7 +12,6 @@ import (
 	"github.com/stateproc/stateproc/diff"
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/evolve"
-	"github.com/stateproc/stateproc/examples/detgen"
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway"
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway/gatewaytest"
 	"github.com/stateproc/stateproc/rewrite"
@@ -116,7 +115,7 @@ func TestPositions(t *testing.T) {
 		p := position{dir: filepath.Join(dir, fmt.Sprintf("at-%d-%v", n, clock == engine.WallClock)), totals: map[string]int64{}}
 		totals, records := engine.NewCollectSink[gateway.TenantTotal](), engine.NewCollectSink[gateway.RequestRecord]()
 		gatewaytest.Run(t, cfg, gateway.Sinks{Totals: totals, Records: records}, engine.RunOptions{Backend: engine.Heap, ProcessingTime: clock, StopAfter: n, SavepointDir: p.dir})
-		p.open = started(t, src, n)
+		p.open = gatewaytest.Started(t, src, n)
 		for _, r := range records.Values() {
 			delete(p.open, r.RequestID)
 		}
@@ -200,29 +199,6 @@ func TestPositions(t *testing.T) {
 		}
 	}
 	t.Logf("open: %+v; usd_total: %+v", *open.Keys, *usd.Keys)
-}
-
-// started replays the source as far as a stop after n records takes it,
-// and lists the requests it has started.
-func started(t *testing.T, src *gateway.Source, n int64) map[string]bool {
-	t.Helper()
-	out := map[string]bool{}
-	for split := range src.Splits() {
-		r, err := src.Open(context.Background(), split, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range detgen.Share(n, split, src.Splits()) {
-			e, _, ok, err := r.Next(context.Background())
-			if err != nil || !ok {
-				t.Fatalf("split %d ends early: %v", split, err)
-			}
-			if e.Kind == gateway.RequestStarted {
-				out[e.RequestID] = true
-			}
-		}
-	}
-	return out
 }
 
 // jsonFields renders a decoded record as its JSON members.

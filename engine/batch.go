@@ -1,16 +1,16 @@
 package engine
 
 import (
-	"fmt"
-	"math"
+	"github.com/stateproc/stateproc/engine/internal/coord"
+	"github.com/stateproc/stateproc/engine/internal/flow"
 )
 
 // MaxWatermark is the watermark of a finished input: every event-time timer
 // fires at it.
-const MaxWatermark = math.MaxInt64
+const MaxWatermark = flow.MaxWatermark
 
 // MinWatermark is the watermark before any was received.
-const MinWatermark = math.MinInt64
+const MinWatermark = flow.MinWatermark
 
 // record is one element in flight with its event time. For a keyed edge the
 // sender has already serialized the key; key points into its batch's arena.
@@ -20,57 +20,18 @@ type record[T any] struct {
 	key []byte
 }
 
-type controlKind uint8
-
-const (
-	noControl controlKind = iota
-	watermarkControl
-	barrierControl
-	endControl
-	statusControl
+// The gates, barriers and alignment groups of this engine's subtasks, and
+// their coordinator.
+type (
+	gate             = flow.Gate[*checkpoint]
+	control          = flow.Control[*checkpoint]
+	alignGroup       = flow.AlignGroup[*task]
+	checkpoint       = coord.Checkpoint
+	coordinator      = coord.Coordinator[*task]
+	message          = coord.Message[*task]
+	sourceCmd        = coord.Command
+	savepointRequest = coord.Request
 )
-
-// control is an event that flows in order with the records: a watermark, a
-// checkpoint barrier, a change of the channel's status, or the end of the
-// channel.
-type control struct {
-	kind controlKind
-	// watermark carries the watermark's time.
-	watermark int64
-	// barrier carries the checkpoint for barrierControl.
-	barrier *checkpoint
-	// status carries the channel's new status for statusControl.
-	status channelStatus
-}
-
-// channelStatus says whether a channel is expected to carry records.
-type channelStatus uint8
-
-const (
-	// active: records may come at any time.
-	active channelStatus = iota
-	// stopped: the sender has reached its stop position or the end of its
-	// input and sends no record until the job finishes; its watermark
-	// still holds the receiver's back, since the records after the stop
-	// position come later, after a restore.
-	stopped
-	// idle: the sender has no record to send for now (Watermarks.
-	// IdleTimeout); its watermark holds nothing back until records come
-	// again.
-	idle
-)
-
-func (s channelStatus) String() string {
-	switch s {
-	case active:
-		return "active"
-	case stopped:
-		return "stopped"
-	case idle:
-		return "idle"
-	}
-	return fmt.Sprintf("status(%d)", uint8(s))
-}
 
 // batch is what travels on a channel: records, then at most one control
 // event. Batching amortizes channel operations over many records.

@@ -110,14 +110,14 @@ type injectAt struct {
 }
 
 func (f *injectAt) inject(p faultPoint, _ *task, cp *checkpoint) error {
-	if p != f.p || cp != nil && cp.id < f.id || cp != nil && cp.savepoint {
+	if p != f.p || cp != nil && cp.ID < f.id || cp != nil && cp.Savepoint {
 		return nil
 	}
 	if f.fired.Swap(true) {
 		return nil
 	}
 	if cp != nil {
-		f.failedAt.Store(cp.id)
+		f.failedAt.Store(cp.ID)
 	}
 	return errInjected
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/stateproc/stateproc/engine/internal/coord"
 )
 
 // Handle is a job that Start has started: it takes savepoints while the
@@ -25,17 +27,7 @@ var ErrCancelled = errors.New("engine: job cancelled")
 
 // ErrJobEnded is returned for a savepoint asked of a job that ended, or
 // failed past its restarts, before it could take it.
-var ErrJobEnded = errors.New("engine: the job has ended")
-
-// savepointRequest asks the coordinator of the running attempt for a
-// savepoint into dir; stop ends the job at it, after draining the
-// event-time timers if drain is set.
-type savepointRequest struct {
-	dir         string
-	stop, drain bool
-	// reply receives the outcome once, from the coordinator.
-	reply chan error
-}
+var ErrJobEnded = coord.ErrJobEnded
 
 // Start validates the job and the options and starts the job in the
 // background. It runs, restarting from its latest checkpoint after a
@@ -92,7 +84,7 @@ func (h *Handle) noteCheckpoint(dir string) {
 // what they wrote before it, as at a checkpoint. If ctx is done first, the
 // savepoint may still complete.
 func (h *Handle) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
-	return h.request(ctx, &savepointRequest{dir: dir})
+	return h.request(ctx, &savepointRequest{Dir: dir})
 }
 
 // StopWithSavepoint stops the job with a savepoint into dir, as Flink's
@@ -104,7 +96,7 @@ func (h *Handle) TriggerSavepoint(ctx context.Context, dir string) (string, erro
 // is committed, and then the barrier. A stop that fails leaves the job
 // running (restarting it if the failure was the job's).
 func (h *Handle) StopWithSavepoint(ctx context.Context, dir string, drain bool) (string, error) {
-	if _, err := h.request(ctx, &savepointRequest{dir: dir, stop: true, drain: drain}); err != nil {
+	if _, err := h.request(ctx, &savepointRequest{Dir: dir, Stop: true, Drain: drain}); err != nil {
 		return "", err
 	}
 	select {
@@ -119,13 +111,13 @@ func (h *Handle) StopWithSavepoint(ctx context.Context, dir string, drain bool) 
 }
 
 func (h *Handle) request(ctx context.Context, r *savepointRequest) (string, error) {
-	if r.dir == "" {
+	if r.Dir == "" {
 		return "", fmt.Errorf("engine: savepoint without a target directory")
 	}
-	if err := freeTarget(ctx, r.dir); err != nil {
+	if err := coord.FreeTarget(ctx, r.Dir); err != nil {
 		return "", err
 	}
-	r.reply = make(chan error, 1)
+	r.Reply = make(chan error, 1)
 	select {
 	case h.requests <- r:
 	case <-h.done:
@@ -134,11 +126,11 @@ func (h *Handle) request(ctx context.Context, r *savepointRequest) (string, erro
 		return "", context.Cause(ctx)
 	}
 	select {
-	case err := <-r.reply:
+	case err := <-r.Reply:
 		if err != nil {
 			return "", err
 		}
-		return r.dir, nil
+		return r.Dir, nil
 	case <-ctx.Done():
 		return "", context.Cause(ctx)
 	}

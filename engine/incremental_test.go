@@ -239,7 +239,11 @@ func readSavepointState(t *testing.T, dir string) map[string]string {
 	if !ok {
 		t.Fatal("no upsert operator in the savepoint")
 	}
-	ref, ok := state.Ref(operatorIndex(r.Metadata(), "upsert"), op, upsertState.Spec().Name)
+	opIndex, err := r.Metadata().FindOperator("upsert")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := state.Ref(opIndex, op, upsertState.Spec().Name)
 	if !ok {
 		t.Fatal("no value state in the savepoint")
 	}
@@ -361,56 +365,6 @@ func TestRetentionKeepsReferencedSharedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameState(t, readSavepointState(t, sp), applied(phases[:5]...))
-}
-
-// TestRetentionDeletesWhatNoCheckpointReferences checks retention on a
-// root laid out by hand: shared files that only deleted checkpoints
-// referenced go, the others stay.
-func TestRetentionDeletesWhatNoCheckpointReferences(t *testing.T) {
-	root := t.TempDir()
-	refs := map[uint64][]string{1: {"a", "b"}, 2: {"b", "c"}, 3: {"c", "d"}, 4: {"d", "e"}}
-	for id, names := range refs {
-		db := chkdir.DB{Operator: "op"}
-		for _, n := range names {
-			db.Files = append(db.Files, chkdir.File{Name: n + ".sst", Path: chkdir.SharedDir + "/" + n, Size: 1})
-		}
-		b, err := chkdir.Encode(&chkdir.Manifest{Version: chkdir.Version, Databases: []chkdir.DB{db}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(chkdir.Path(root, id), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(chkdir.Path(root, id), chkdir.ManifestName), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := newCheckpointStore(&RunOptions{CheckpointDir: root}, t.TempDir())
-	if err := os.MkdirAll(filepath.Join(root, chkdir.SharedDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"a", "b", "c", "d", "e", "orphan"} {
-		if err := os.WriteFile(filepath.Join(root, chkdir.SharedDir, n), []byte{1}, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s.published[chkdir.SharedDir+"/"+n] = chkdir.File{}
-	}
-	if err := s.retain(context.Background(), 2); err != nil {
-		t.Fatal(err)
-	}
-	ids, err := chkdir.List(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(ids, []uint64{3, 4}) {
-		t.Fatalf("checkpoints %v remain, want [3 4]", ids)
-	}
-	if checkSharedFiles(t, root) != 3 {
-		t.Fatal("want c, d and e kept")
-	}
-	if _, ok := s.published[chkdir.SharedDir+"/a"]; ok {
-		t.Fatal("a deleted shared file is still known as published: a later checkpoint would reference it")
-	}
 }
 
 // TestRestoreFromDamagedCheckpoint checks that a missing, truncated or

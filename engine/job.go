@@ -89,6 +89,8 @@ type node struct {
 	timerNS serializers.Serializer
 	// sides are the side outputs that downstream operators read, by tag.
 	sides map[string]*sideSpec
+	// checks are the operator's own checks of its settings (Check).
+	checks []func() error
 }
 
 func (n *node) label() string {
@@ -158,6 +160,13 @@ func WithState(ds ...state.Descriptor) OperatorOption {
 	return func(n *node) { n.states = append(n.states, ds...) }
 }
 
+// Check adds a check of the operator's settings that Validate runs, so that
+// a library building operators on the engine (windows, for instance)
+// refuses bad settings when the job is built, not when it first opens.
+func Check(check func() error) OperatorOption {
+	return func(n *node) { n.checks = append(n.checks, check) }
+}
+
 // Stream is a stream of records of type T.
 type Stream[T any] struct {
 	job  *Job
@@ -205,8 +214,9 @@ func keyEncoder[K, T any](ks KeyedStream[K, T]) func(dst []byte, v T) ([]byte, e
 }
 
 // Validate checks the whole graph: uids present on stateful operators and
-// unique, parallelism within bounds, descriptor names unique per operator
-// and operator list states declared only on process operators.
+// unique, parallelism within bounds, descriptor names unique per operator,
+// operator list states declared only on process operators, and each
+// operator's own checks (Check).
 func (j *Job) Validate() error {
 	uids := map[string]*node{}
 	for _, n := range j.nodes {
@@ -268,6 +278,11 @@ func (j *Job) Validate() error {
 		}
 		if err := n.validateSides(); err != nil {
 			return err
+		}
+		for _, check := range n.checks {
+			if err := check(); err != nil {
+				return fmt.Errorf("%w: operator %s: %v", ErrBuild, n.label(), err)
+			}
 		}
 		for _, e := range n.outputs {
 			if e.kind == forwardEdge && e.to.parallelism != n.parallelism {

@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/serializers"
 )
@@ -58,37 +59,37 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 		addInputs[B](t, g, 1)
 	}
 	if t.att.opts.ProcessingTime.deterministic() {
-		g.order(t.att.coord.pendingCheckpoint)
+		g.Order(t.att.coord.Pending)
 	}
-	g.restoredAt(t.watermark)
-	t.watermark = g.watermark
+	g.RestoredAt(t.watermark)
+	t.watermark = g.Watermark()
 	if t.clock.ticks() {
 		// A clock that moves by itself brings processing-time timers due
 		// while the input is idle too. A deterministic clock moves only
 		// with the watermark, when they are checked anyway.
 		tick := time.NewTicker(processingTimeTick)
 		defer tick.Stop()
-		g.setTick(tick.C)
+		g.SetTick(tick.C)
 	}
-	status := active
+	status := flow.Active
 	for {
-		ch, v, err := g.next()
+		ch, v, err := g.Next()
 		if err != nil {
 			return err
 		}
-		if ch == tickChannel {
+		if ch == flow.TickChannel {
 			t.clock.sample()
 			if err := k.firePending(); err != nil {
 				return err
 			}
 			continue
 		}
-		if ch == notifyChannel {
+		if ch == flow.NotifyChannel {
 			continue
 		}
 		t.clock.sample()
 		var ctl control
-		if g.chans[ch].input == 0 {
+		if g.Input(ch) == 0 {
 			b := v.(*batch[IN])
 			if err := k.records(b.recs); err != nil {
 				return err
@@ -106,31 +107,31 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 				return err
 			}
 		}
-		if ctl.kind == noControl {
+		if ctl.Kind == flow.NoControl {
 			continue
 		}
-		r := g.onControl(ch, ctl)
-		if r.watermarkAdvanced {
-			if err := k.advance(g.watermark); err != nil {
+		r := g.OnControl(ch, ctl)
+		if r.WatermarkAdvanced {
+			if err := k.advance(g.Watermark()); err != nil {
 				return err
 			}
 		}
-		if s := g.outputStatus(); s != status && !r.ended {
+		if s := g.OutputStatus(); s != status && !r.Ended {
 			status = s
-			if err := k.out.control(control{kind: statusControl, status: s}); err != nil {
+			if err := k.out.control(control{Kind: flow.StatusControl, Status: s}); err != nil {
 				return err
 			}
 		}
-		if r.aligned != nil {
-			if err := t.snapshot(r.aligned); err != nil {
+		if r.Aligned != nil {
+			if err := t.snapshot(r.Aligned); err != nil {
 				return err
 			}
-			if err := k.out.control(control{kind: barrierControl, barrier: r.aligned}); err != nil {
+			if err := k.out.control(control{Kind: flow.BarrierControl, Barrier: r.Aligned}); err != nil {
 				return err
 			}
 		}
-		if r.ended {
-			return k.out.control(control{kind: endControl})
+		if r.Ended {
+			return k.out.control(control{Kind: flow.EndControl})
 		}
 	}
 }
@@ -147,7 +148,7 @@ func (k *keyedRunner[K, IN, B, OUT]) advance(w int64) error {
 	if err := k.firePending(); err != nil {
 		return err
 	}
-	return k.out.control(control{kind: watermarkControl, watermark: w})
+	return k.out.control(control{Kind: flow.WatermarkControl, Watermark: w})
 }
 
 func (k *keyedRunner[K, IN, B, OUT]) records(recs []record[IN]) error {
@@ -230,6 +231,6 @@ func addInputs[T any](t *task, g *gate, input int) {
 		if e.kind == forwardEdge && from != t.subtask {
 			continue
 		}
-		g.add(input, chans[from][t.subtask], t.att.restoredWatermark(e.from))
+		g.Add(input, chans[from][t.subtask], t.att.restoredWatermark(e.from))
 	}
 }

@@ -167,19 +167,40 @@ func (c *Context[K, OUT]) CurrentProcessingTime() int64 { return c.t.clock.Now()
 // RegisterEventTimeTimer sets a timer for the current key that fires once
 // the watermark reaches ts. Registering the same time twice sets one timer.
 // Timers fire as the watermark advances: one at or behind the current
-// watermark fires at the next advance.
-func (c *Context[K, OUT]) RegisterEventTimeTimer(ts int64) error { return c.et.Register(nil, ts) }
+// watermark fires at the next advance. An operator with a TimerNamespace
+// refuses the timer methods without a namespace: use those ending in In.
+func (c *Context[K, OUT]) RegisterEventTimeTimer(ts int64) error {
+	if err := c.voidNamespace(); err != nil {
+		return err
+	}
+	return c.et.Register(nil, ts)
+}
 
 // DeleteEventTimeTimer removes a timer of the current key.
-func (c *Context[K, OUT]) DeleteEventTimeTimer(ts int64) error { return c.et.Delete(nil, ts) }
+func (c *Context[K, OUT]) DeleteEventTimeTimer(ts int64) error {
+	if err := c.voidNamespace(); err != nil {
+		return err
+	}
+	return c.et.Delete(nil, ts)
+}
 
 // RegisterProcessingTimeTimer sets a timer for the current key that fires
 // once processing time reaches ts.
-func (c *Context[K, OUT]) RegisterProcessingTimeTimer(ts int64) error { return c.pt.Register(nil, ts) }
+func (c *Context[K, OUT]) RegisterProcessingTimeTimer(ts int64) error {
+	if err := c.voidNamespace(); err != nil {
+		return err
+	}
+	return c.pt.Register(nil, ts)
+}
 
 // DeleteProcessingTimeTimer removes a processing-time timer of the current
 // key.
-func (c *Context[K, OUT]) DeleteProcessingTimeTimer(ts int64) error { return c.pt.Delete(nil, ts) }
+func (c *Context[K, OUT]) DeleteProcessingTimeTimer(ts int64) error {
+	if err := c.voidNamespace(); err != nil {
+		return err
+	}
+	return c.pt.Delete(nil, ts)
+}
 
 // Process applies a keyed process function to a keyed stream. newFn builds
 // the function once per subtask. The operator declares its keyed states with

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/engine/internal/chkstore"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -61,7 +62,7 @@ var ErrRestore = fmt.Errorf("engine: cannot restore")
 
 func openRestore(ctx context.Context, a *attempt, dir string) (_ *restoreSource, err error) {
 	rs := &restoreSource{ops: map[*node]int{}}
-	if rs.src, rs.release, rs.close, err = openSource(ctx, dir, filepath.Join(a.dir(), "restore")); err != nil {
+	if rs.src, rs.release, rs.close, err = chkstore.Open(ctx, dir, filepath.Join(a.dir(), "restore")); err != nil {
 		return nil, err
 	}
 	defer func() {

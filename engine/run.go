@@ -12,6 +12,9 @@ import (
 
 	"github.com/stateproc/stateproc/engine/heapbackend"
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
+	"github.com/stateproc/stateproc/engine/internal/chkstore"
+	"github.com/stateproc/stateproc/engine/internal/coord"
+	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
@@ -187,20 +190,9 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 		opts.ChannelCapacity = 4
 	}
 	if opts.SavepointDir != "" {
-		if err := freeTarget(ctx, opts.SavepointDir); err != nil {
+		if err := coord.FreeTarget(ctx, opts.SavepointDir); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// freeTarget refuses a savepoint target that exists, a directory or a
-// bucket prefix with a _metadata: a savepoint never replaces anything.
-func freeTarget(ctx context.Context, dir string) error {
-	if exists, err := savepointExists(ctx, dir); err != nil {
-		return fmt.Errorf("engine: savepoint target: %w", err)
-	} else if exists {
-		return fmt.Errorf("engine: savepoint target %s already exists", dir)
 	}
 	return nil
 }
@@ -226,8 +218,8 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (*Result, err
 			// The subtasks stopped quietly because the job was cancelled.
 			err = context.Cause(ctx)
 		}
-		if att.coord != nil && att.coord.final != "" {
-			res.Savepoint = att.coord.final
+		if att.coord != nil && att.coord.Final() != "" {
+			res.Savepoint = att.coord.Final()
 		}
 		// Not latest: after a final savepoint, that is the savepoint, and
 		// the checkpoints before it have replaced the earlier attempts'.
@@ -304,7 +296,7 @@ type attempt struct {
 	tasks   []*task
 	coord   *coordinator
 	restore *restoreSource
-	store   *checkpointStore
+	store   *chkstore.Store
 	// ops lists the operators that savepoints hold, in job order.
 	ops []*node
 	// times holds where the restored keyed operators' subtasks start.
@@ -313,9 +305,6 @@ type attempt struct {
 	// frontier, under DeterministicTime, every source subtask.
 	groups   map[string]*alignGroup
 	frontier *alignGroup
-	// upstream holds, for every keyed operator, the sources it reads from,
-	// directly or through other operators.
-	upstream map[*node]map[*node]bool
 }
 
 // lastCheckpoint returns the directory of the attempt's latest completed
@@ -324,27 +313,27 @@ func (a *attempt) lastCheckpoint() string {
 	if a.coord == nil {
 		return ""
 	}
-	a.coord.mu.Lock()
-	defer a.coord.mu.Unlock()
-	return a.coord.checkpoint.path
+	return a.coord.LastCheckpoint()
 }
 
 func (a *attempt) completedCount() int {
 	if a.coord == nil {
 		return 0
 	}
-	a.coord.mu.Lock()
-	defer a.coord.mu.Unlock()
-	return a.coord.count
+	n, _ := a.coord.Completed()
+	return n
 }
 
 func (a *attempt) checkpointStats() []CheckpointStats {
 	if a.coord == nil {
 		return nil
 	}
-	a.coord.mu.Lock()
-	defer a.coord.mu.Unlock()
-	return a.coord.stats
+	_, stats := a.coord.Completed()
+	var out []CheckpointStats
+	for _, s := range stats {
+		out = append(out, CheckpointStats(s))
+	}
+	return out
 }
 
 func (a *attempt) run(ctx context.Context, restoreFrom string) error {
@@ -367,12 +356,10 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 		}
 	}
 	a.groups = alignGroups(a.job.nodes)
-	a.upstream = upstreamSources(a.job.nodes)
 	if a.opts.ProcessingTime.deterministic() {
-		a.frontier = newAlignGroup()
+		a.frontier = flow.NewAlignGroup[*task]()
 	}
-	a.store = newCheckpointStore(a.opts, a.dir())
-	a.coord = newCoordinator(a, firstID)
+	a.store = chkstore.NewStore(a.opts.CheckpointDir, a.dir(), a.opts.Compression)
 	a.chans = map[*edge]any{}
 	for _, n := range a.job.nodes {
 		for _, e := range n.outputs {
@@ -381,6 +368,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	var backends []state.Backend
+	var sources []*task
 	defer func() {
 		for _, b := range backends {
 			b.Close()
@@ -398,12 +386,12 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 				opLists: map[string]operatorList{}}
 			if n.kind == sourceNode {
 				t.control = make(chan sourceCmd, 4)
-				a.coord.sources = append(a.coord.sources, t)
+				sources = append(sources, t)
 				if g := a.groups[n.watermarks.AlignmentGroup]; g != nil {
-					g.join(t)
+					g.Join(t)
 				}
 				if a.frontier != nil {
-					a.frontier.join(t)
+					a.frontier.Join(t)
 				}
 			}
 			if n.kind == keyedNode {
@@ -423,13 +411,38 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 			a.tasks = append(a.tasks, t)
 		}
 	}
-	g.Go(func() error { return a.coord.run(gctx) })
+	a.coord = a.newCoordinator(sources, firstID)
+	g.Go(func() error { return a.coord.Run(gctx) })
 	for _, t := range a.tasks {
 		g.Go(func() error { return t.n.run(t) })
 	}
 	err := g.Wait()
-	a.coord.abort(err)
-	return errors.Join(err, a.store.close())
+	a.coord.Abort(err)
+	return errors.Join(err, a.store.Close())
+}
+
+// newCoordinator returns the coordinator of the attempt's checkpoints, whose
+// first is firstID, over its subtasks.
+func (a *attempt) newCoordinator(sources []*task, firstID uint64) *coordinator {
+	var upstream []map[*task]bool
+	for _, of := range upstreamSources(a.job.nodes) {
+		m := map[*task]bool{}
+		for _, t := range sources {
+			if of[t.n] {
+				m[t] = true
+			}
+		}
+		upstream = append(upstream, m)
+	}
+	o := a.opts
+	cfg := coord.Config[*task]{
+		CheckpointDir: o.CheckpointDir, Interval: o.CheckpointInterval, Now: o.checkpointNow, Retain: o.RetainCheckpoints,
+		Incremental: o.Backend == Pebble, StopAfter: o.StopAfter, StopAtWatermark: o.StopAtWatermark, Drain: o.Drain, SavepointDir: o.SavepointDir,
+		Sources: sources, Tasks: len(a.tasks), Upstream: upstream,
+		Store: a.store, Requests: a.handle.requests, Metadata: a.metadata, Completed: a.handle.noteCheckpoint,
+		BeforePublish: func(cp *checkpoint) error { return a.fault(faultComplete, nil, cp) },
+	}
+	return coord.New(cfg, firstID)
 }
 
 // upstreamSources maps every keyed operator to the sources it reads from.
@@ -459,6 +472,22 @@ func upstreamSources(nodes []*node) map[*node]map[*node]bool {
 		}
 	}
 	return up
+}
+
+// alignGroups makes the groups the job's sources name, each with every
+// subtask of its sources as a member at MinWatermark.
+func alignGroups(nodes []*node) map[string]*alignGroup {
+	groups := map[string]*alignGroup{}
+	for _, n := range nodes {
+		name := n.watermarks.AlignmentGroup
+		if n.kind != sourceNode || name == "" {
+			continue
+		}
+		if groups[name] == nil {
+			groups[name] = flow.NewAlignGroup[*task]()
+		}
+	}
+	return groups
 }
 
 // dir is the attempt's directory in the work directory: its databases,

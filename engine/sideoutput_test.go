@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stateproc/stateproc/serializers"
@@ -105,5 +106,30 @@ func TestSideOutputBuildErrors(t *testing.T) {
 	ToSink(SideOutput(out, NewOutputTag[int64]("odd")), NewCollectSink[int64](), UID("s2"))
 	if err := j.Validate(); !errors.Is(err, ErrBuild) {
 		t.Fatalf("one tag id read as two types: err = %v, want ErrBuild", err)
+	}
+}
+
+// voidTimers registers a timer without a namespace on an operator whose
+// timers have one.
+type voidTimers struct{ NoOpen }
+
+func (voidTimers) ProcessElement(ctx *Context[string, testEvent], e testEvent) error {
+	return ctx.RegisterEventTimeTimer(e.TS + 1)
+}
+
+func (voidTimers) OnTimer(*Context[string, testEvent], TimerInfo) error { return nil }
+
+// A timer without a namespace on an operator with a TimerNamespace fails
+// the job instead of storing a timer that no restore could decode.
+func TestVoidTimerOnANamespacedOperatorFails(t *testing.T) {
+	j := NewJob("void-timers", DefaultParallelism(2))
+	events := FromSource(j, testSource{splits: 2, n: 10, keys: 3}, Watermarks{Every: 16}, UID("events"))
+	keyed := KeyBy(events, func(e testEvent) string { return e.Key }, serializers.String())
+	out := Process(keyed, func() KeyedProcessFunction[string, testEvent, testEvent] { return voidTimers{} },
+		UID("windowish"), TimerNamespace(serializers.Window()))
+	ToSink(out, NewCollectSink[testEvent](), UID("sink"))
+	_, err := Run(context.Background(), j, RunOptions{})
+	if err == nil || !strings.Contains(err.Error(), `"windowish"`) || !strings.Contains(err.Error(), "TimerNamespace") {
+		t.Fatalf("Run: %v, want a failure naming the operator and its TimerNamespace", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/savepoint"
 )
 
@@ -103,7 +104,7 @@ func runSink[T any](t *task, sink Sink[T]) error {
 		if err != nil {
 			return nil, err
 		}
-		pending = append(pending, pendingTxn{Checkpoint: int64(cp.id), Txn: txn})
+		pending = append(pending, pendingTxn{Checkpoint: int64(cp.ID), Txn: txn})
 		var list [][]byte
 		for _, p := range pending {
 			b, err := pendingTxnSerializer.Append(nil, p)
@@ -128,19 +129,19 @@ func runSink[T any](t *task, sink Sink[T]) error {
 		pending = kept
 		return nil
 	}
-	latest, changed := t.att.coord.lastCompleted()
-	g := newGate(t.ctx, changed)
+	latest, changed := t.att.coord.LastCompleted()
+	g := flow.NewGate[*checkpoint](t.ctx, changed)
 	addInputs[T](t, g, 0)
 	var final uint64
 	for {
-		ch, v, err := g.next()
+		ch, v, err := g.Next()
 		if err != nil {
 			return err
 		}
-		if ch == notifyChannel {
-			latest, changed = t.att.coord.lastCompleted()
-			g.setNotify(changed)
-			if err := commitUpTo(latest.id); err != nil {
+		if ch == flow.NotifyChannel {
+			latest, changed = t.att.coord.LastCompleted()
+			g.SetNotify(changed)
+			if err := commitUpTo(latest); err != nil {
 				return err
 			}
 			continue
@@ -151,19 +152,19 @@ func runSink[T any](t *task, sink Sink[T]) error {
 				return t.errorf("write: %w", err)
 			}
 		}
-		if b.ctl.kind == noControl {
+		if b.ctl.Kind == flow.NoControl {
 			continue
 		}
-		r := g.onControl(ch, b.ctl)
-		if r.aligned != nil {
-			if err := t.snapshot(r.aligned); err != nil {
+		r := g.OnControl(ch, b.ctl)
+		if r.Aligned != nil {
+			if err := t.snapshot(r.Aligned); err != nil {
 				return err
 			}
-			if r.aligned.final {
-				final = r.aligned.id
+			if r.Aligned.Final {
+				final = r.Aligned.ID
 			}
 		}
-		if r.ended {
+		if r.Ended {
 			if final == 0 {
 				// A bounded job that ends without a savepoint commits
 				// everything it wrote.
@@ -174,15 +175,15 @@ func runSink[T any](t *task, sink Sink[T]) error {
 				pending = append(pending, pendingTxn{Txn: txn})
 				return commitUpTo(^uint64(0))
 			}
-			for latest.id < final {
+			for latest < final {
 				select {
 				case <-changed:
-					latest, changed = t.att.coord.lastCompleted()
+					latest, changed = t.att.coord.LastCompleted()
 				case <-t.ctx.Done():
 					return nil
 				}
 			}
-			return commitUpTo(latest.id)
+			return commitUpTo(latest)
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stateproc/stateproc/engine/internal/coord"
+	"github.com/stateproc/stateproc/engine/internal/flow"
 )
 
 // sourceRunner runs one source subtask: it reads its splits, lowest
@@ -19,7 +22,7 @@ type sourceRunner[T any] struct {
 	// watermark has gone out, which there comes before any record.
 	ordered, priming bool
 	group            *alignGroup
-	status           channelStatus
+	status           flow.Status
 	atEnd            bool
 
 	// cuts holds, under DeterministicTime, where the subtask stood right
@@ -77,7 +80,7 @@ func runSource[T any](t *task, src Source[T], wm Watermarks) error {
 		default:
 		}
 		if r.stopped {
-			return r.out.control(control{kind: endControl})
+			return r.out.control(control{Kind: flow.EndControl})
 		}
 		if r.finish != nil {
 			return r.finishUp(*r.finish)
@@ -100,7 +103,7 @@ func runSource[T any](t *task, src Source[T], wm Watermarks) error {
 		case r.awaiting != 0 || r.atEnd:
 			err = r.waitFor(nil, nil)
 		case r.mustAlign():
-			_, changed := r.group.lowest()
+			_, changed := r.group.Lowest()
 			err = r.waitFor(changed, nil)
 		default:
 			err = r.step()
@@ -293,7 +296,7 @@ func (r *sourceRunner[T]) emitWatermark() error {
 	}
 	t.watermark = w
 	t.clock.follow(w)
-	if err := r.out.control(control{kind: watermarkControl, watermark: w}); err != nil {
+	if err := r.out.control(control{Kind: flow.WatermarkControl, Watermark: w}); err != nil {
 		return err
 	}
 	r.publish()
@@ -301,7 +304,7 @@ func (r *sourceRunner[T]) emitWatermark() error {
 		r.cuts = append(r.cuts, cutPoint{watermark: w, positions: r.positions()})
 		r.pruneCuts()
 	}
-	if r.ordered && r.barrier != nil && w >= r.barrier.epoch {
+	if r.ordered && r.barrier != nil && w >= r.barrier.Epoch() {
 		if err := r.sendBarrier(); err != nil {
 			return err
 		}
@@ -315,12 +318,12 @@ func (r *sourceRunner[T]) emitWatermark() error {
 // publish tells the alignment group, and the job's frontier, where the
 // subtask stands.
 func (r *sourceRunner[T]) publish() {
-	out := r.atEnd || r.status == idle
+	out := r.atEnd || r.status == flow.Idle
 	if r.group != nil {
-		r.group.update(r.t, r.t.watermark, out)
+		r.group.Update(r.t, r.t.watermark, out)
 	}
 	if r.frontier != nil {
-		r.frontier.update(r.t, r.t.watermark, out)
+		r.frontier.Update(r.t, r.t.watermark, out)
 	}
 }
 
@@ -348,7 +351,7 @@ func (r *sourceRunner[T]) pruneCuts() {
 		// watermark stood when it started, not where it stands now.
 		return
 	}
-	lowest, _ := r.frontier.lowest()
+	lowest, _ := r.frontier.Lowest()
 	i := 0
 	for i < len(r.cuts) && r.cuts[i].watermark <= lowest {
 		i++
@@ -363,7 +366,7 @@ func (r *sourceRunner[T]) pruneCuts() {
 // as it reads no more: the cut is where it stands.
 func (r *sourceRunner[T]) cutFor(cp *checkpoint) []splitPosition {
 	for i, c := range r.cuts {
-		if c.watermark >= cp.epoch {
+		if c.watermark >= cp.Epoch() {
 			// The next checkpoint's epoch is higher, and may still be at
 			// or below this watermark.
 			r.cuts = r.cuts[i:]
@@ -377,10 +380,10 @@ func (r *sourceRunner[T]) cutFor(cp *checkpoint) []splitPosition {
 // mustAlign reports whether the subtask is too far ahead of its alignment
 // group to read on.
 func (r *sourceRunner[T]) mustAlign() bool {
-	if r.group == nil || r.t.watermark == MinWatermark || r.status == idle {
+	if r.group == nil || r.t.watermark == MinWatermark || r.status == flow.Idle {
 		return false
 	}
-	lowest, _ := r.group.lowest()
+	lowest, _ := r.group.Lowest()
 	return r.t.watermark > addSat(lowest, r.wm.MaxDrift.Milliseconds())
 }
 
@@ -390,24 +393,24 @@ func (r *sourceRunner[T]) idleChanged() error {
 	if err := r.emitWatermark(); err != nil {
 		return err
 	}
-	s := active
+	s := flow.Active
 	if !r.atEnd {
-		s = idle
+		s = flow.Idle
 		for _, c := range r.cursors {
 			if !c.ended && !c.paused() && !c.idle {
-				s = active
+				s = flow.Active
 			}
 		}
 	}
 	return r.setStatus(s)
 }
 
-func (r *sourceRunner[T]) setStatus(s channelStatus) error {
+func (r *sourceRunner[T]) setStatus(s flow.Status) error {
 	if s == r.status {
 		return nil
 	}
 	r.status = s
-	if err := r.out.control(control{kind: statusControl, status: s}); err != nil {
+	if err := r.out.control(control{Kind: flow.StatusControl, Status: s}); err != nil {
 		return err
 	}
 	r.publish()
@@ -420,7 +423,7 @@ func (r *sourceRunner[T]) reachEnd() error {
 		return err
 	}
 	r.atEnd = true
-	if err := r.setStatus(stopped); err != nil {
+	if err := r.setStatus(flow.Stopped); err != nil {
 		return err
 	}
 	r.publish()
@@ -432,7 +435,7 @@ func (r *sourceRunner[T]) reachEnd() error {
 			return nil
 		}
 	}
-	return r.t.att.coord.send(r.t.ctx, message{kind: atEndMsg, task: r.t})
+	return r.t.att.coord.Send(r.t.ctx, message{Kind: coord.AtEndMsg, Task: r.t})
 }
 
 // waitFor waits for a command, for the channel wake, or for the timer to
@@ -454,21 +457,21 @@ func (r *sourceRunner[T]) waitFor(wake <-chan struct{}, timer <-chan time.Time) 
 // subtask waits to send, so it sends nothing downstream itself.
 func (r *sourceRunner[T]) command(cmd sourceCmd) error {
 	t := r.t
-	switch cmd.kind {
-	case prepareCmd:
-		r.awaiting = cmd.id
-		return t.att.coord.send(t.ctx, message{kind: preparedMsg, task: t, id: cmd.id, watermark: t.watermark, atEnd: r.atEnd || r.status == idle})
-	case goCmd:
-		if cmd.cp.id != r.awaiting {
-			return t.errorf("checkpoint %d: go-ahead while preparing %d", cmd.cp.id, r.awaiting)
+	switch cmd.Kind {
+	case coord.PrepareCmd:
+		r.awaiting = cmd.ID
+		return t.att.coord.Send(t.ctx, message{Kind: coord.PreparedMsg, Task: t, ID: cmd.ID, Watermark: t.watermark, AtEnd: r.atEnd || r.status == flow.Idle})
+	case coord.GoCmd:
+		if cmd.Checkpoint.ID != r.awaiting {
+			return t.errorf("checkpoint %d: go-ahead while preparing %d", cmd.Checkpoint.ID, r.awaiting)
 		}
-		r.awaiting, r.barrier = 0, cmd.cp
+		r.awaiting, r.barrier = 0, cmd.Checkpoint
 		return nil
-	case finishCmd:
+	case coord.FinishCmd:
 		r.finish = &cmd
 		return nil
 	}
-	return fmt.Errorf("engine: source got unexpected command %d", cmd.kind)
+	return fmt.Errorf("engine: source got unexpected command %d", cmd.Kind)
 }
 
 // barrierDue reports whether the pending barrier goes out now. Under
@@ -476,7 +479,7 @@ func (r *sourceRunner[T]) command(cmd sourceCmd) error {
 // the first watermark at or above the checkpoint's epoch, or at once when
 // that watermark has gone out already or the subtask reads nothing more.
 func (r *sourceRunner[T]) barrierDue() bool {
-	return !r.ordered || r.atEnd || r.status == idle || r.t.watermark >= r.barrier.epoch
+	return !r.ordered || r.atEnd || r.status == flow.Idle || r.t.watermark >= r.barrier.Epoch()
 }
 
 func (r *sourceRunner[T]) sendBarrier() error {
@@ -490,27 +493,27 @@ func (r *sourceRunner[T]) sendBarrier() error {
 	if err != nil {
 		return err
 	}
-	r.stopped = cp.final
-	return r.out.control(control{kind: barrierControl, barrier: cp})
+	r.stopped = cp.Final
+	return r.out.control(control{Kind: flow.BarrierControl, Barrier: cp})
 }
 
 // finishUp ends the subtask: the input is over, so a drain lets every
 // event-time timer downstream fire; then the final savepoint's barrier,
 // if any, and the end.
 func (r *sourceRunner[T]) finishUp(cmd sourceCmd) error {
-	if cmd.drain && r.t.watermark != MaxWatermark {
+	if cmd.Drain && r.t.watermark != MaxWatermark {
 		r.t.watermark = MaxWatermark
-		if err := r.out.control(control{kind: watermarkControl, watermark: MaxWatermark}); err != nil {
+		if err := r.out.control(control{Kind: flow.WatermarkControl, Watermark: MaxWatermark}); err != nil {
 			return err
 		}
 	}
-	if cmd.cp != nil {
-		r.barrier = cmd.cp
+	if cmd.Checkpoint != nil {
+		r.barrier = cmd.Checkpoint
 		if err := r.sendBarrier(); err != nil {
 			return err
 		}
 	}
-	return r.out.control(control{kind: endControl})
+	return r.out.control(control{Kind: flow.EndControl})
 }
 
 func (r *sourceRunner[T]) snapshotState(*checkpoint) (map[string][][]byte, error) {

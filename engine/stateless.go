@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+
+	"github.com/stateproc/stateproc/engine/internal/flow"
+)
 
 // Map applies fn to every record of s; the result keeps the record's event
 // time. The operator holds no state, so it needs no UID; its subtasks
@@ -62,11 +66,11 @@ func runStateless[T, U any](t *task, inputs int, apply func(context.Context, T, 
 		addInputs[T](t, g, i)
 	}
 	if t.att.opts.ProcessingTime.deterministic() {
-		g.order(t.att.coord.pendingCheckpoint)
+		g.Order(t.att.coord.Pending)
 	}
-	status := active
+	status := flow.Active
 	for {
-		ch, v, err := g.next()
+		ch, v, err := g.Next()
 		if err != nil {
 			return err
 		}
@@ -76,33 +80,33 @@ func runStateless[T, U any](t *task, inputs int, apply func(context.Context, T, 
 				return t.errorf("%s: %w", t.n.name, err)
 			}
 		}
-		if b.ctl.kind == noControl {
+		if b.ctl.Kind == flow.NoControl {
 			continue
 		}
-		r := g.onControl(ch, b.ctl)
-		if r.watermarkAdvanced {
-			t.watermark = g.watermark
-			t.clock.follow(g.watermark)
-			if err := out.control(control{kind: watermarkControl, watermark: g.watermark}); err != nil {
+		r := g.OnControl(ch, b.ctl)
+		if r.WatermarkAdvanced {
+			t.watermark = g.Watermark()
+			t.clock.follow(g.Watermark())
+			if err := out.control(control{Kind: flow.WatermarkControl, Watermark: g.Watermark()}); err != nil {
 				return err
 			}
 		}
-		if s := g.outputStatus(); s != status && !r.ended {
+		if s := g.OutputStatus(); s != status && !r.Ended {
 			status = s
-			if err := out.control(control{kind: statusControl, status: s}); err != nil {
+			if err := out.control(control{Kind: flow.StatusControl, Status: s}); err != nil {
 				return err
 			}
 		}
-		if r.aligned != nil {
-			if err := t.snapshot(r.aligned); err != nil {
+		if r.Aligned != nil {
+			if err := t.snapshot(r.Aligned); err != nil {
 				return err
 			}
-			if err := out.control(control{kind: barrierControl, barrier: r.aligned}); err != nil {
+			if err := out.control(control{Kind: flow.BarrierControl, Barrier: r.Aligned}); err != nil {
 				return err
 			}
 		}
-		if r.ended {
-			return out.control(control{kind: endControl})
+		if r.Ended {
+			return out.control(control{Kind: flow.EndControl})
 		}
 	}
 }

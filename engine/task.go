@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/engine/internal/coord"
+	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/savepoint"
@@ -42,12 +44,28 @@ type task struct {
 	snapshotOp func(cp *checkpoint) (map[string][][]byte, error)
 }
 
+// Role is what the subtask is to the coordinator.
+func (t *task) Role() coord.Role {
+	switch t.n.kind {
+	case sourceNode:
+		return coord.SourceRole
+	case keyedNode:
+		return coord.KeyedRole
+	case sinkNode:
+		return coord.SinkRole
+	}
+	return coord.OtherRole
+}
+
+// Commands is where a source subtask receives the coordinator's commands.
+func (t *task) Commands() chan<- coord.Command { return t.control }
+
 func (t *task) errorf(format string, args ...any) error {
 	return fmt.Errorf("engine: operator %s subtask %d: %w", t.n.label(), t.subtask, fmt.Errorf(format, args...))
 }
 
 func (t *task) newGate() *gate {
-	return newGate(t.ctx, nil)
+	return flow.NewGate[*checkpoint](t.ctx, nil)
 }
 
 // restoreKeyed registers the declared states that Open did not ask for
@@ -115,29 +133,29 @@ func (t *task) snapshot(cp *checkpoint) error {
 	t.clock.sample()
 	if t.backend != nil {
 		if err := t.att.fault(faultSnapshot, t, cp); err != nil {
-			return t.errorf("checkpoint %d: %w", cp.id, err)
+			return t.errorf("checkpoint %d: %w", cp.ID, err)
 		}
 	}
 	if t.op >= 0 {
 		if t.backend != nil {
 			if err := t.snapshotKeyed(cp); err != nil {
-				return t.errorf("checkpoint %d: %w", cp.id, err)
+				return t.errorf("checkpoint %d: %w", cp.ID, err)
 			}
 		}
 		if err := t.snapshotOperatorState(cp); err != nil {
-			return t.errorf("checkpoint %d: %w", cp.id, err)
+			return t.errorf("checkpoint %d: %w", cp.ID, err)
 		}
 	}
-	return t.att.coord.send(t.ctx, message{kind: ackMsg, task: t, id: cp.id, watermark: t.watermark, now: t.clock.Now()})
+	return t.att.coord.Send(t.ctx, message{Kind: coord.AckMsg, Task: t, ID: cp.ID, Watermark: t.watermark, Now: t.clock.Now()})
 }
 
 // snapshotKeyed writes the keyed state: natively into an incremental
 // checkpoint, into a canonical data file otherwise.
 func (t *task) snapshotKeyed(cp *checkpoint) error {
-	if b, ok := t.backend.(*pebblebackend.Backend); ok && cp.incremental {
-		return t.snapshotNative(cp, b)
+	if b, ok := t.backend.(*pebblebackend.Backend); ok && cp.Incremental {
+		return t.att.store.SnapshotNative(t.ctx, cp.Files, t.n.uid, t.op, t.subtask, b)
 	}
-	f, err := cp.writer.CreateDataFile(t.ctx, dataFileName(t.op, t.subtask))
+	f, err := cp.Files.Writer.CreateDataFile(t.ctx, dataFileName(t.op, t.subtask))
 	if err != nil {
 		return err
 	}
@@ -147,7 +165,7 @@ func (t *task) snapshotKeyed(cp *checkpoint) error {
 	// only once every subtask has acknowledged it.
 	now := t.clock.Now()
 	f.AnchorAt(now)
-	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.meta.Operators[t.op], now); err != nil {
+	if err := t.backend.Snapshot(t.ctx, f, t.op, &cp.Meta.Operators[t.op], now); err != nil {
 		return err
 	}
 	return f.Close()
@@ -173,26 +191,11 @@ func (t *task) snapshotOperatorState(cp *checkpoint) error {
 			bcast = append(bcast, bs)
 		}
 	}
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	if len(t.n.opState) > 0 {
-		subs := cp.opSubs[t.op]
-		if subs == nil {
-			subs = map[string][][][]byte{}
-			cp.opSubs[t.op] = subs
-		}
-		for _, spec := range t.n.opState {
-			s := subs[spec.name]
-			if s == nil {
-				s = make([][][]byte, t.n.parallelism)
-				subs[spec.name] = s
-			}
-			s[t.subtask] = lists[spec.name]
-		}
+	var names []string
+	for _, spec := range t.n.opState {
+		names = append(names, spec.name)
 	}
-	if bcast != nil {
-		cp.bcast[t.op] = bcast
-	}
+	cp.PutOperatorState(t.op, t.n.parallelism, t.subtask, names, lists, bcast)
 	return nil
 }
 

@@ -8,9 +8,9 @@ import (
 // ns, as Flink's window operator keys its timers by (key, window): both
 // timer services of the operator then carry them, the savepoint records ns
 // as their namespace serializer, and the function registers its timers
-// with the *In methods of Context (the methods without a namespace would
-// store timers that ns cannot read back). Without it timers are in the
-// void namespace.
+// with the *In methods of Context (the methods without a namespace fail:
+// they would store timers that ns cannot read back). Without it timers are
+// in the void namespace.
 func TimerNamespace(ns serializers.Serializer) OperatorOption {
 	return func(n *node) { n.timerNS = ns }
 }
@@ -28,6 +28,15 @@ func (n *node) timerNamespaceOf(ns []byte) (any, error) {
 		return nil, nil
 	}
 	return n.timerNS.DecodeAny(ns)
+}
+
+// voidNamespace fails the timer methods without a namespace on an operator
+// whose timers have one.
+func (c *Context[K, OUT]) voidNamespace() error {
+	if c.t.n.timerNS != nil {
+		return c.t.errorf("its timers have namespaces (TimerNamespace): register and delete them with the methods ending in In")
+	}
+	return nil
 }
 
 func (c *Context[K, OUT]) timerNamespace(ns any) ([]byte, error) {

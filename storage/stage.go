@@ -48,6 +48,25 @@ type localStaging struct {
 	published   bool
 }
 
+// CreateTemp creates a new file in dir named prefix and decimal digits, as
+// os.CreateTemp names them, but with the permissions the umask gives a new
+// file rather than 0600: a file staged under a temporary name and renamed
+// into place (a savepoint's data file, a report) is then readable as the
+// files beside it are.
+func CreateTemp(dir, prefix string) (*os.File, error) {
+	for range 10000 {
+		p := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("storage: no free temporary file name for %s in %s", prefix, dir)
+}
+
 func (s *localStaging) Create(_ context.Context, name string) (io.WriteCloser, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err

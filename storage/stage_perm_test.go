@@ -36,3 +36,46 @@ func TestStagedDirectoryFollowsTheUmask(t *testing.T) {
 		t.Errorf("published savepoint has mode %v, want 0755 under umask 022", got)
 	}
 }
+
+// A data file named by its content, staged before its name is known, has
+// the permissions the umask gives a new file, as _metadata has, not the
+// 0600 of a private temporary file.
+func TestNamedFileFollowsTheUmask(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	ctx := context.Background()
+	target := filepath.Join(t.TempDir(), "sp")
+	tg, err := OpenTarget(ctx, target, TargetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tg.CreateNamed(ctx, "op001-00000", ".data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("bytes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tg.Create(ctx, "_metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{w.Name(), "_metadata"} {
+		fi, err := os.Stat(filepath.Join(target, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o644 {
+			t.Errorf("published %s has mode %v, want 0644 under umask 022", name, got)
+		}
+	}
+}

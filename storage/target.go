@@ -136,7 +136,7 @@ func (t *localTarget) CreateNamed(_ context.Context, stem, ext string) (NamedWri
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, TempPrefix)
+	f, err := CreateTemp(dir, TempPrefix)
 	if err != nil {
 		return nil, err
 	}

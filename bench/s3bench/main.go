@@ -2,7 +2,7 @@
 // it starts, as the object-storage benchmark defines it:
 //
 //	go run ./bench/gensavepoints -out /tmp/bench
-//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR]
+//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX]
 //
 // It uploads the savepoint, then runs N times, in turn:
 //
@@ -80,6 +80,7 @@ func run(ctx context.Context) error {
 	savepoint := flag.String("savepoint", "", "the savepoint `directory` to upload (sessions-large)")
 	runs := flag.Int("runs", 3, "timed runs of each pair")
 	work := flag.String("work", "", "`directory` for the server's data (default: a temporary one)")
+	profile := flag.String("cpuprofile", "", "write the CPU profile of each counted run of stateproc to `prefix`-NAME-RUN.prof")
 	flag.Parse()
 	if *savepoint == "" {
 		return errors.New("-savepoint is required")
@@ -128,6 +129,9 @@ func run(ctx context.Context) error {
 			afterBase: func(i int) error { return b.remove(ctx, fmt.Sprintf("copy-%d/", i)) }},
 	}
 	for _, p := range pairs {
+		if *profile != "" {
+			p.command = profiled(p.command, fmt.Sprintf("%s-%s", *profile, strings.Fields(p.name)[0]))
+		}
 		if err := b.measure(ctx, p, *runs); err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -142,6 +146,13 @@ type pair struct {
 	command        func(run int) []string
 	// after and afterBase remove what a run of either side wrote, untimed.
 	after, afterBase func(run int) error
+}
+
+// profiled has command write its CPU profile to prefix-RUN.prof.
+func profiled(command func(int) []string, prefix string) func(int) []string {
+	return func(i int) []string {
+		return append(command(i), "--cpuprofile", fmt.Sprintf("%s-%d.prof", prefix, i))
+	}
 }
 
 // sample is one timed side of one run, with the proxy's byte counts.

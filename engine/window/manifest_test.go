@@ -1,7 +1,9 @@
 package window
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +44,31 @@ func TestManifestListsWindowState(t *testing.T) {
 		return
 	}
 	t.Fatal("no operator windows in the manifest")
+}
+
+// Bad window settings are refused when the job is validated, before any
+// subtask starts, with the operator named.
+func TestBadSettingsRefusedAtBuild(t *testing.T) {
+	for name, c := range map[string]struct {
+		a    Assigner
+		with func(Stream[string, event]) Stream[string, event]
+		want string
+	}{
+		"empty tumbling window": {TumblingEventTime(0), nil, "size"},
+		"negative lateness": {TumblingEventTime(time.Second), func(ws Stream[string, event]) Stream[string, event] {
+			return ws.AllowedLateness(-time.Millisecond)
+		}, "allowed lateness"},
+		"session without gap": {EventTimeSession(0), nil, "gap"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			j := windowJob(source{splits: 1, n: 1, keys: 1}, 2, c.a, aggregateFn, engine.NewCollectSink[result](), c.with)
+			err := j.Validate()
+			if !errors.Is(err, engine.ErrBuild) || !strings.Contains(err.Error(), `"windows"`) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Validate: %v, want ErrBuild naming operator \"windows\" and %q", err, c.want)
+			}
+			if _, err := j.Manifest(); !errors.Is(err, engine.ErrBuild) {
+				t.Errorf("Manifest: %v, want ErrBuild", err)
+			}
+		})
+	}
 }

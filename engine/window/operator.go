@@ -23,9 +23,6 @@ type operator[K, IN, R, OUT any] struct {
 }
 
 func (o *operator[K, IN, R, OUT]) Open(ctx *engine.OpenContext) error {
-	if err := o.ws.validate(); err != nil {
-		return err
-	}
 	if err := o.contents.open(ctx); err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func build[K, T, R, OUT any](s Stream[K, T], c contents[T, R], fn Func[K, R, OUT
 		descs = append(descs, mergingSetDesc)
 	}
 	all := append([]engine.OperatorOption{engine.Name("window")}, opts...)
-	all = append(all, engine.WithState(descs...), engine.TimerNamespace(serializers.Window()))
+	all = append(all, engine.WithState(descs...), engine.TimerNamespace(serializers.Window()), engine.Check(sp.validate))
 	return engine.Process(s.in, func() engine.KeyedProcessFunction[K, T, OUT] {
 		return &operator[K, T, R, OUT]{ws: &sp, contents: c.fresh(), fn: fn}
 	}, all...)

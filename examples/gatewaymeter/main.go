@@ -19,7 +19,7 @@ import (
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway"
-	"github.com/stateproc/stateproc/examples/jobrun"
+	"github.com/stateproc/stateproc/examples/internal/jobrun"
 )
 
 func main() { os.Exit(command().Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway"
-	"github.com/stateproc/stateproc/examples/jobrun"
+	"github.com/stateproc/stateproc/examples/internal/jobrun"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 )

@@ -9,7 +9,7 @@ import (
 	"os"
 
 	"github.com/stateproc/stateproc/engine"
-	"github.com/stateproc/stateproc/examples/jobrun"
+	"github.com/stateproc/stateproc/examples/internal/jobrun"
 	"github.com/stateproc/stateproc/examples/sessionfeatures/sessions"
 )
 

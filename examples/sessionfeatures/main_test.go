@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stateproc/stateproc/examples/jobrun"
+	"github.com/stateproc/stateproc/examples/internal/jobrun"
 	"github.com/stateproc/stateproc/examples/sessionfeatures/sessions"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"

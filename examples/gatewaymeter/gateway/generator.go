@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stateproc/stateproc/examples/detgen"
+	"github.com/stateproc/stateproc/examples/internal/detgen"
 )
 
 // Splits is the number of splits of the event source: fixed, like the

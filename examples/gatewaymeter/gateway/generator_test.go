@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/engine"
-	"github.com/stateproc/stateproc/examples/detgen"
+	"github.com/stateproc/stateproc/examples/internal/detgen"
 	"github.com/stateproc/stateproc/ttl"
 )
 

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/stateproc/stateproc/engine"
-	"github.com/stateproc/stateproc/examples/detgen"
+	"github.com/stateproc/stateproc/examples/internal/detgen"
 )
 
 // Source generates GatewayMeter's events: request i starts at about

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/stateproc/stateproc/examples/detgen"
+	"github.com/stateproc/stateproc/examples/internal/detgen"
 )
 
 // Splits is the number of splits of the click source, fixed so that a

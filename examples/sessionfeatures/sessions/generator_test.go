@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/engine"
-	"github.com/stateproc/stateproc/examples/detgen"
+	"github.com/stateproc/stateproc/examples/internal/detgen"
 )
 
 func readSplit(t *testing.T, src *Source, split int, offset int64) []Click {

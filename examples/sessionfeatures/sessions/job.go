@@ -6,7 +6,7 @@ import (
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/engine/state"
-	"github.com/stateproc/stateproc/examples/discard"
+	"github.com/stateproc/stateproc/examples/internal/discard"
 	"github.com/stateproc/stateproc/serializers"
 )
 

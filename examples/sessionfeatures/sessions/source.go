@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stateproc/stateproc/engine"
-	"github.com/stateproc/stateproc/examples/detgen"
+	"github.com/stateproc/stateproc/examples/internal/detgen"
 )
 
 // Source generates SessionFeatures' clickstream: every user has a few

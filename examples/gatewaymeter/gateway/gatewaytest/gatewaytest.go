@@ -1,7 +1,8 @@
 // Package gatewaytest runs GatewayMeter in the tests of the tools that
-// rewrite its savepoints (prune-ttl, rescale): a run over the generated
-// input, and the outputs of runs in a form that compares across
-// parallelisms and restarts.
+// read and rewrite its savepoints (prune-ttl, rescale, diff): a run over
+// the generated input, the outputs of runs in a form that compares across
+// parallelisms and restarts, and the requests a run stopped after a number
+// of records has started.
 package gatewaytest
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway"
+	"github.com/stateproc/stateproc/examples/internal/detgen"
 )
 
 // Run builds GatewayMeter over its generated input and runs it.
@@ -41,5 +43,28 @@ func Sorted[T any](vs ...[]T) []string {
 		}
 	}
 	slices.SortFunc(out, cmp.Compare)
+	return out
+}
+
+// Started replays the source as far as a stop after n records takes it,
+// and lists the requests it has started.
+func Started(t testing.TB, src *gateway.Source, n int64) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for split := range src.Splits() {
+		r, err := src.Open(context.Background(), split, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range detgen.Share(n, split, src.Splits()) {
+			e, _, ok, err := r.Next(context.Background())
+			if err != nil || !ok {
+				t.Fatalf("split %d ends early: %v", split, err)
+			}
+			if e.Kind == gateway.RequestStarted {
+				out[e.RequestID] = true
+			}
+		}
+	}
 	return out
 }

@@ -1,4 +1,4 @@
-package engine
+package flow
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// gate reads a subtask's input channels. It blocks a channel that has
+// Gate reads a subtask's input channels. It blocks a channel that has
 // delivered the barrier of the checkpoint being aligned, so that the
 // snapshot holds exactly the records before the barrier on every channel,
 // and combines the channels' watermarks into the subtask's watermark.
@@ -19,11 +19,11 @@ import (
 // the scheduling, and only records of one epoch on different channels
 // interleave freely. A checkpoint cuts that order at its epoch: every
 // source's part of it ends with its first watermark at or above the epoch
-// (see sourceRunner), so a channel is aligned once its watermark has
-// reached the epoch, whether or not its barrier has come, and is not read
-// again until the snapshot. A barrier that comes after that belongs to a
+// (see the engine's sourceRunner), so a channel is aligned once its
+// watermark has reached the epoch, whether or not its barrier has come,
+// and is not read again until the snapshot. A barrier that comes after that belongs to a
 // checkpoint already taken and is passed over.
-type gate struct {
+type Gate[B Barrier] struct {
 	ctx    context.Context
 	chans  []gateChan
 	cases  []reflect.SelectCase
@@ -35,7 +35,7 @@ type gate struct {
 	tick <-chan time.Time
 	// watermark is the combined watermark: it never decreases.
 	watermark int64
-	aligning  *checkpoint
+	aligning  B
 
 	// ordered is set for DeterministicTime.
 	ordered bool
@@ -44,7 +44,7 @@ type gate struct {
 	epoch int64
 	// pending returns the checkpoint whose barriers are on their way, if
 	// any; done is the id of the last checkpoint this gate aligned.
-	pending func() *checkpoint
+	pending func() B
 	done    uint64
 }
 
@@ -57,7 +57,7 @@ type gateChan struct {
 	// (MaxWatermark), so that the drain at the end, whose watermarks arrive
 	// in any order, moves the combined watermark in one step.
 	stoppedAt int64
-	status    channelStatus
+	status    Status
 	// behind is set on a channel that came back from idle behind the
 	// combined watermark: it holds nothing back until it catches up.
 	behind  bool
@@ -65,34 +65,38 @@ type gateChan struct {
 	ended   bool
 }
 
+// What Next returns instead of an input channel's index when the
+// notification channel, or the tick, fired.
 const (
-	notifyChannel = -1
-	tickChannel   = -2
+	NotifyChannel = -1
+	TickChannel   = -2
 )
 
-func newGate(ctx context.Context, notify <-chan struct{}) *gate {
-	return &gate{ctx: ctx, notify: notify, watermark: MinWatermark, epoch: MinWatermark, dirty: true}
+// NewGate returns a gate with no channel yet; notify, when not nil, is the
+// notification channel.
+func NewGate[B Barrier](ctx context.Context, notify <-chan struct{}) *Gate[B] {
+	return &Gate[B]{ctx: ctx, notify: notify, watermark: MinWatermark, epoch: MinWatermark, dirty: true}
 }
 
-// order makes the gate read its channels in watermark order; pending tells
+// Order makes the gate read its channels in watermark order; pending tells
 // it which checkpoint's barriers are on their way.
-func (g *gate) order(pending func() *checkpoint) {
+func (g *Gate[B]) Order(pending func() B) {
 	g.ordered, g.pending, g.dirty = true, pending, true
 }
 
-// add registers a typed channel (chan *batch[T]) as belonging to input,
+// Add registers a typed channel (chan *batch[T]) as belonging to input,
 // its watermark starting at from: the watermark its sender had when the
 // checkpoint the run restores was taken, MinWatermark on a fresh start.
-func (g *gate) add(input int, ch any, from int64) {
+func (g *Gate[B]) Add(input int, ch any, from int64) {
 	g.chans = append(g.chans, gateChan{input: input, ch: reflect.ValueOf(ch), watermark: from, stoppedAt: from})
 	g.dirty = true
 }
 
-// restoredAt starts the gate at the watermark w its subtask had when the
+// RestoredAt starts the gate at the watermark w its subtask had when the
 // checkpoint the run restores was taken: every event-time timer up to it
 // has fired, and the records its channels deliver first belong to the
 // epochs from w on.
-func (g *gate) restoredAt(w int64) {
+func (g *Gate[B]) RestoredAt(w int64) {
 	g.watermark, g.epoch = max(g.watermark, w), max(g.epoch, w)
 	g.dirty = true
 }
@@ -100,17 +104,18 @@ func (g *gate) restoredAt(w int64) {
 // nextBarrier returns the checkpoint this gate is to align next, nil if
 // none: the one whose barrier came first, or, in an ordered gate, the one
 // the coordinator has started.
-func (g *gate) nextBarrier() *checkpoint {
-	if g.aligning != nil {
+func (g *Gate[B]) nextBarrier() B {
+	var none B
+	if g.aligning != none {
 		return g.aligning
 	}
 	if g.pending == nil {
-		return nil
+		return none
 	}
-	if cp := g.pending(); cp != nil && cp.id > g.done {
+	if cp := g.pending(); cp != none && cp.CheckpointID() > g.done {
 		return cp
 	}
-	return nil
+	return none
 }
 
 // aligned reports whether c has reached checkpoint cp (nil when none is
@@ -118,15 +123,16 @@ func (g *gate) nextBarrier() *checkpoint {
 // checkpoint at the end of the input (epoch MaxWatermark) cuts nothing:
 // every record comes before every barrier, and channels may have reached
 // the end before the checkpoint started.
-func (g *gate) aligned(c *gateChan, cp *checkpoint) bool {
-	return c.blocked || g.ordered && cp != nil && cp.epoch != MaxWatermark && c.watermark >= cp.epoch
+func (g *Gate[B]) aligned(c *gateChan, cp B) bool {
+	var none B
+	return c.blocked || g.ordered && cp != none && cp.Epoch() != MaxWatermark && c.watermark >= cp.Epoch()
 }
 
-func (g *gate) readable(c *gateChan, cp *checkpoint) bool {
+func (g *Gate[B]) readable(c *gateChan, cp B) bool {
 	if c.ended || g.aligned(c, cp) {
 		return false
 	}
-	if !g.ordered || c.status != active {
+	if !g.ordered || c.status != Active {
 		// A stopped or idle channel sends no record until it changes
 		// status: what it sends can be read at any time.
 		return true
@@ -136,7 +142,7 @@ func (g *gate) readable(c *gateChan, cp *checkpoint) bool {
 
 // advanceEpoch moves the epoch to the lowest watermark of the channels
 // whose records are still to be ordered.
-func (g *gate) advanceEpoch() {
+func (g *Gate[B]) advanceEpoch() {
 	if !g.ordered {
 		return
 	}
@@ -144,7 +150,7 @@ func (g *gate) advanceEpoch() {
 	e, found := int64(MaxWatermark), false
 	for i := range g.chans {
 		c := &g.chans[i]
-		if c.ended || c.status != active || g.aligned(c, cp) {
+		if c.ended || c.status != Active || g.aligned(c, cp) {
 			continue
 		}
 		e, found = min(e, c.watermark), true
@@ -154,7 +160,7 @@ func (g *gate) advanceEpoch() {
 	}
 }
 
-func (g *gate) rebuild() {
+func (g *Gate[B]) rebuild() {
 	g.advanceEpoch()
 	cp := g.nextBarrier()
 	g.cases = g.cases[:0]
@@ -163,11 +169,11 @@ func (g *gate) rebuild() {
 	g.caseCh = append(g.caseCh, 0)
 	if g.notify != nil {
 		g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(g.notify)})
-		g.caseCh = append(g.caseCh, notifyChannel)
+		g.caseCh = append(g.caseCh, NotifyChannel)
 	}
 	if g.tick != nil {
 		g.cases = append(g.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(g.tick)})
-		g.caseCh = append(g.caseCh, tickChannel)
+		g.caseCh = append(g.caseCh, TickChannel)
 	}
 	for i := range g.chans {
 		if g.readable(&g.chans[i], cp) {
@@ -178,21 +184,21 @@ func (g *gate) rebuild() {
 	g.dirty = false
 }
 
-// setNotify replaces the notification channel (it is replaced after every
+// SetNotify replaces the notification channel (it is replaced after every
 // notification, see coordinator.changed).
-func (g *gate) setNotify(n <-chan struct{}) {
+func (g *Gate[B]) SetNotify(n <-chan struct{}) {
 	g.notify = n
 	g.dirty = true
 }
 
-// setTick makes next report tickChannel whenever tick delivers.
-func (g *gate) setTick(tick <-chan time.Time) {
+// SetTick makes Next report TickChannel whenever tick delivers.
+func (g *Gate[B]) SetTick(tick <-chan time.Time) {
 	g.tick = tick
 	g.dirty = true
 }
 
 // allEnded reports whether every channel has ended.
-func (g *gate) allEnded() bool {
+func (g *Gate[B]) allEnded() bool {
 	for _, c := range g.chans {
 		if !c.ended {
 			return false
@@ -201,10 +207,10 @@ func (g *gate) allEnded() bool {
 	return true
 }
 
-// next waits for the next batch and returns its channel index and the batch
-// (a *batch[T] for that channel's T), notifyChannel when the notification
-// channel fired, or tickChannel when the tick did.
-func (g *gate) next() (int, any, error) {
+// Next waits for the next batch and returns its channel index and the batch
+// (of the type the channel carries), NotifyChannel when the notification
+// channel fired, or TickChannel when the tick did.
+func (g *Gate[B]) Next() (int, any, error) {
 	if g.dirty {
 		g.rebuild()
 	}
@@ -213,87 +219,89 @@ func (g *gate) next() (int, any, error) {
 		return 0, nil, context.Cause(g.ctx)
 	}
 	ch := g.caseCh[chosen]
-	if ch == notifyChannel || ch == tickChannel {
+	if ch == NotifyChannel || ch == TickChannel {
 		return ch, nil, nil
 	}
 	return ch, v.Interface(), nil
 }
 
-// gateResult says what a control event changed.
-type gateResult struct {
-	// watermarkAdvanced is set when the combined watermark moved forward.
-	watermarkAdvanced bool
-	// aligned is the checkpoint whose barrier has now arrived on every
+// Result says what a control event changed.
+type Result[B Barrier] struct {
+	// WatermarkAdvanced is set when the combined watermark moved forward.
+	WatermarkAdvanced bool
+	// Aligned is the checkpoint whose barrier has now arrived on every
 	// channel still open.
-	aligned *checkpoint
-	// ended is set when the last channel ended.
-	ended bool
+	Aligned B
+	// Ended is set when the last channel ended.
+	Ended bool
 }
 
-// onControl applies a control event received on channel ch.
-func (g *gate) onControl(ch int, c control) gateResult {
-	var r gateResult
+// OnControl applies a control event received on channel ch.
+func (g *Gate[B]) OnControl(ch int, c Control[B]) Result[B] {
+	var r Result[B]
 	gc := &g.chans[ch]
-	switch c.kind {
-	case watermarkControl:
-		if c.watermark > gc.watermark {
-			gc.watermark = c.watermark
-			if gc.status != stopped {
-				gc.stoppedAt = c.watermark
+	switch c.Kind {
+	case WatermarkControl:
+		if c.Watermark > gc.watermark {
+			gc.watermark = c.Watermark
+			if gc.status != Stopped {
+				gc.stoppedAt = c.Watermark
 			}
-			r.watermarkAdvanced = g.recombine()
+			r.WatermarkAdvanced = g.recombine()
 			if g.ordered {
 				g.dirty = true
-				r.aligned = g.checkAligned()
+				r.Aligned = g.checkAligned()
 			}
 		}
-	case statusControl:
-		if c.status != gc.status {
-			if gc.status == idle && c.status == active {
+	case StatusControl:
+		if c.Status != gc.status {
+			if gc.status == Idle && c.Status == Active {
 				gc.behind = gc.watermark < g.watermark
 			}
-			gc.status = c.status
+			gc.status = c.Status
 			gc.stoppedAt = gc.watermark
 			g.dirty = true
-			r.watermarkAdvanced = g.recombine()
+			r.WatermarkAdvanced = g.recombine()
 		}
-	case barrierControl:
-		if c.barrier.id <= g.done {
+	case BarrierControl:
+		if c.Barrier.CheckpointID() <= g.done {
 			// The channel was aligned by its watermark.
 			break
 		}
-		if g.aligning == nil {
-			g.aligning = c.barrier
+		var none B
+		if g.aligning == none {
+			g.aligning = c.Barrier
 		}
 		gc.blocked = true
 		g.dirty = true
-		r.aligned = g.checkAligned()
-	case endControl:
+		r.Aligned = g.checkAligned()
+	case EndControl:
 		// An end does not move the watermark: the channel's last watermark
 		// stays what it promised, and a stop without draining must leave
 		// the timers beyond it pending.
 		gc.ended = true
 		g.dirty = true
-		r.aligned = g.checkAligned()
-		r.ended = g.allEnded()
+		r.Aligned = g.checkAligned()
+		r.Ended = g.allEnded()
 	}
 	return r
 }
 
 // checkAligned completes the alignment when every open channel is aligned.
 // A channel that ended counts as aligned: nothing more comes from it.
-func (g *gate) checkAligned() *checkpoint {
+func (g *Gate[B]) checkAligned() B {
+	var none B
 	cp := g.nextBarrier()
-	if cp == nil {
-		return nil
+	if cp == none {
+		return none
 	}
 	for i := range g.chans {
 		if c := &g.chans[i]; !c.ended && !g.aligned(c, cp) {
-			return nil
+			return none
 		}
 	}
-	g.aligning = nil
-	g.done = cp.id
+	g.aligning = none
+	g.done = cp.CheckpointID()
 	for i := range g.chans {
 		g.chans[i].blocked = false
 	}
@@ -308,11 +316,11 @@ func (g *gate) checkAligned() *checkpoint {
 // it has reached the end (MaxWatermark); a channel that has ended holds it
 // at its last watermark, which, unless its input was drained, is a
 // promise about records that come after a restore.
-func (g *gate) recombine() bool {
+func (g *Gate[B]) recombine() bool {
 	w, holding, drained := int64(MaxWatermark), false, true
 	for i := range g.chans {
 		c := &g.chans[i]
-		if c.status == idle && !c.ended {
+		if c.status == Idle && !c.ended {
 			continue
 		}
 		if c.behind {
@@ -323,7 +331,7 @@ func (g *gate) recombine() bool {
 		}
 		holding = true
 		cw := c.watermark
-		if c.status == stopped {
+		if c.status == Stopped {
 			cw = c.stoppedAt
 		}
 		drained = drained && c.watermark == MaxWatermark
@@ -342,19 +350,25 @@ func (g *gate) recombine() bool {
 	return true
 }
 
-// outputStatus is the status a subtask's outputs have: active while any
+// OutputStatus is the status a subtask's outputs have: active while any
 // input is, stopped once every input has stopped or ended, idle when the
 // inputs still open are all idle.
-func (g *gate) outputStatus() channelStatus {
-	s := idle
+func (g *Gate[B]) OutputStatus() Status {
+	s := Idle
 	for _, c := range g.chans {
 		switch {
 		case c.ended:
-		case c.status == active:
-			return active
-		case c.status == stopped:
-			s = stopped
+		case c.status == Active:
+			return Active
+		case c.status == Stopped:
+			s = Stopped
 		}
 	}
 	return s
 }
+
+// Watermark is the combined watermark.
+func (g *Gate[B]) Watermark() int64 { return g.watermark }
+
+// Input is the input that channel ch belongs to.
+func (g *Gate[B]) Input(ch int) int { return g.chans[ch].input }

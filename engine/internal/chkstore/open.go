@@ -1,4 +1,4 @@
-package engine
+package chkstore
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// openSource opens the savepoint or checkpoint at dir, a local path or a
+// Open opens the savepoint or checkpoint at dir, a local path or a
 // bucket URL. The native databases of an incremental checkpoint are
 // materialized in work (linked or copied from a local root, downloaded
 // from a bucket); release closes them and removes work, closeAll does that
 // and closes the rest.
-func openSource(ctx context.Context, dir, work string) (src savepoint.Source, release, closeAll func() error, err error) {
+func Open(ctx context.Context, dir, work string) (src savepoint.Source, release, closeAll func() error, err error) {
 	loc, err := storage.ParseLocation(dir)
 	if err != nil {
 		return nil, nil, nil, err
@@ -78,11 +78,11 @@ func rootFetcher(ctx context.Context, root storage.Location) (fetchFunc, func() 
 			info, err := os.Stat(src)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
-				return 0, src, fmt.Errorf("%w: %s is missing", ErrCorruptCheckpoint, src)
+				return 0, src, fmt.Errorf("%w: %s is missing", chkdir.ErrCorrupt, src)
 			case err != nil:
 				return 0, src, err
 			case info.Size() != f.Size:
-				return 0, src, fmt.Errorf("%w: %s is %d bytes, the checkpoint lists %d", ErrCorruptCheckpoint, src, info.Size(), f.Size)
+				return 0, src, fmt.Errorf("%w: %s is %d bytes, the checkpoint lists %d", chkdir.ErrCorrupt, src, info.Size(), f.Size)
 			}
 			crc, err := chkdir.LinkOrCopy(src, dst, false)
 			if err != nil {
@@ -99,16 +99,17 @@ func rootFetcher(ctx context.Context, root storage.Location) (fetchFunc, func() 
 		where := root.Join(f.Path).String()
 		crc, err := b.Download(ctx, f.Path, dst, f.Size)
 		if errors.Is(err, fs.ErrNotExist) {
-			return 0, where, fmt.Errorf("%w: %s is missing", ErrCorruptCheckpoint, where)
+			return 0, where, fmt.Errorf("%w: %s is missing", chkdir.ErrCorrupt, where)
 		}
 		return crc, where, err
 	}, b.Close, nil
 }
 
-// checkpointSource is an incremental checkpoint as a savepoint.Source: the
-// keyed state of the operators that have native databases comes from them,
-// everything else from the canonical part.
-type checkpointSource struct {
+// Reader is an incremental checkpoint as a savepoint.Source: the keyed
+// state of the operators that have native databases comes from them,
+// everything else from the canonical part. Open returns one for a
+// checkpoint with native databases.
+type Reader struct {
 	canonical *snapshotfmt.Reader
 	native    map[int]pebblebackend.CheckpointSet
 	work      string
@@ -118,8 +119,8 @@ type checkpointSource struct {
 // the checkpoint in dir, in a directory of its own under work (the files
 // under their database's names, hard linked from the checkpoint root where
 // possible) after checking each file's size and checksum, and opens them.
-func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manifest, dir, work string, fetch fetchFunc) (_ *checkpointSource, err error) {
-	cs := &checkpointSource{canonical: r, native: map[int]pebblebackend.CheckpointSet{}, work: work}
+func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manifest, dir, work string, fetch fetchFunc) (_ *Reader, err error) {
+	cs := &Reader{canonical: r, native: map[int]pebblebackend.CheckpointSet{}, work: work}
 	readers := map[int][]*pebblebackend.CheckpointReader{}
 	defer func() {
 		if err == nil {
@@ -136,7 +137,7 @@ func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manife
 	for _, db := range m.Databases {
 		op := operatorIndex(meta, db.Operator)
 		if op < 0 {
-			return nil, fmt.Errorf("%w: %s: a database of operator %q, which the metadata does not list", ErrCorruptCheckpoint, dir, db.Operator)
+			return nil, fmt.Errorf("%w: %s: a database of operator %q, which the metadata does not list", chkdir.ErrCorrupt, dir, db.Operator)
 		}
 		dbDir := filepath.Join(work, chkdir.NativeDirName(op, db.Subtask))
 		if err := materialize(ctx, fetch, dbDir, db.Files); err != nil {
@@ -144,7 +145,7 @@ func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manife
 		}
 		rd, err := pebblebackend.OpenCheckpoint(dbDir, db.Keyspace)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: operator %q subtask %d: %v", ErrCorruptCheckpoint, dir, db.Operator, db.Subtask, err)
+			return nil, fmt.Errorf("%w: %s: operator %q subtask %d: %v", chkdir.ErrCorrupt, dir, db.Operator, db.Subtask, err)
 		}
 		readers[op] = append(readers[op], rd)
 	}
@@ -152,12 +153,12 @@ func openCheckpoint(ctx context.Context, r *snapshotfmt.Reader, m *chkdir.Manife
 		o := &meta.Operators[op]
 		set, err := pebblebackend.NewCheckpointSet(rs...)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: operator %q: %v", ErrCorruptCheckpoint, dir, o.UID, err)
+			return nil, fmt.Errorf("%w: %s: operator %q: %v", chkdir.ErrCorrupt, dir, o.UID, err)
 		}
 		delete(readers, op)
 		cs.native[op] = set
 		if set.MaxParallelism() != o.MaxParallelism {
-			return nil, fmt.Errorf("%w: %s: operator %q has max parallelism %d, its databases %d", ErrCorruptCheckpoint, dir, o.UID, o.MaxParallelism, set.MaxParallelism())
+			return nil, fmt.Errorf("%w: %s: operator %q has max parallelism %d, its databases %d", chkdir.ErrCorrupt, dir, o.UID, o.MaxParallelism, set.MaxParallelism())
 		}
 	}
 	return cs, nil
@@ -188,15 +189,15 @@ func materialize(ctx context.Context, fetch fetchFunc, dir string, files []chkdi
 			return err
 		}
 		if crc != f.CRC32C {
-			return fmt.Errorf("%w: %s: checksum mismatch: listed %08x, computed %08x", ErrCorruptCheckpoint, where, f.CRC32C, crc)
+			return fmt.Errorf("%w: %s: checksum mismatch: listed %08x, computed %08x", chkdir.ErrCorrupt, where, f.CRC32C, crc)
 		}
 	}
 	return nil
 }
 
-func (cs *checkpointSource) Metadata() *savepoint.Metadata { return cs.canonical.Metadata() }
+func (cs *Reader) Metadata() *savepoint.Metadata { return cs.canonical.Metadata() }
 
-func (cs *checkpointSource) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+func (cs *Reader) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
 	if cs.native == nil {
 		return savepoint.Failed(errors.New("engine: the checkpoint's databases are closed"))
 	}
@@ -212,11 +213,11 @@ func (cs *checkpointSource) Entries(ctx context.Context, ref savepoint.StateRef,
 
 // Close closes the databases and the canonical part, and removes the
 // materialized files.
-func (cs *checkpointSource) Close() error {
+func (cs *Reader) Close() error {
 	return errors.Join(cs.closeNative(), cs.canonical.Close())
 }
 
-func (cs *checkpointSource) closeNative() error {
+func (cs *Reader) closeNative() error {
 	var errs []error
 	for _, set := range cs.native {
 		errs = append(errs, set.Close())

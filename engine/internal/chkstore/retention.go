@@ -1,4 +1,4 @@
-package engine
+package chkstore
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// retain deletes all but the newest keep checkpoints under the root, then
+// Retain deletes all but the newest keep checkpoints under the root, then
 // the shared files that no remaining checkpoint references: those of the
 // deleted checkpoints that compaction has since replaced, and those that an
 // aborted checkpoint left behind. It runs between checkpoints, when no
 // subtask is adding shared files.
-func (s *checkpointStore) retain(ctx context.Context, keep int) error {
+func (s *Store) Retain(ctx context.Context, keep int) error {
 	if s.bucket != nil {
 		return s.retainBucket(ctx, keep)
 	}
@@ -71,7 +71,7 @@ func addReferences(referenced map[string]bool, m *chkdir.Manifest) {
 	}
 }
 
-func (s *checkpointStore) forget(name string) {
+func (s *Store) forget(name string) {
 	s.mu.Lock()
 	delete(s.published, name)
 	s.mu.Unlock()
@@ -82,7 +82,7 @@ func (s *checkpointStore) forget(name string) {
 // objects of checkpoints that began before the newest complete one and
 // never completed (a dead run's, an aborted one's content-named files) go
 // too.
-func (s *checkpointStore) retainBucket(ctx context.Context, keep int) error {
+func (s *Store) retainBucket(ctx context.Context, keep int) error {
 	b := s.bucket
 	ids, err := b.List(ctx)
 	if err != nil {
@@ -133,15 +133,14 @@ func (s *checkpointStore) retainBucket(ctx context.Context, keep int) error {
 	return nil
 }
 
-// LatestCheckpoint returns the location of the latest checkpoint under the
-// checkpoint root, a local path or a bucket URL: where a job killed while
-// it ran restarts from (RunOptions.RestoreFrom). A checkpoint's directory
+// Latest returns the location of the latest checkpoint under the
+// checkpoint root, a local path or a bucket URL. A checkpoint's directory
 // appears only once the checkpoint is complete; in a bucket, a checkpoint
 // is complete once its _metadata exists.
-func LatestCheckpoint(root string) (string, error) {
+func Latest(root string) (string, error) {
 	var ids []uint64
 	var err error
-	if inBucket(root) {
+	if InBucket(root) {
 		ids, err = latestInBucket(context.Background(), root)
 	} else {
 		ids, err = chkdir.List(root)

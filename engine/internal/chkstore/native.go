@@ -1,4 +1,4 @@
-package engine
+package chkstore
 
 import (
 	"context"
@@ -15,36 +15,35 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// snapshotNative is the part of a Pebble subtask in an incremental
-// checkpoint: a native checkpoint of its database, whose immutable files go
+// SnapshotNative writes the part of a Pebble subtask in an incremental
+// checkpoint, subtask subtask of operator op (uid uid), whose database is b: a native checkpoint of its database, whose immutable files go
 // to shared/ (only those that no earlier checkpoint of the attempt put
 // there) and whose small files go to the checkpoint's directory. The shared
 // files are synced (in a bucket: uploaded, which makes them durable) before
 // the subtask acknowledges, so they are durable before the checkpoint that
 // references them is published.
-func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
-	s := t.att.store
-	tmp := filepath.Join(s.work, fmt.Sprintf("%s-%d.chk-%d", chkdir.Sanitize(t.n.uid), t.subtask, cp.id))
+func (s *Store) SnapshotNative(ctx context.Context, cp *Pending, uid string, op, subtask int, b *pebblebackend.Backend) error {
+	tmp := filepath.Join(s.work, fmt.Sprintf("%s-%d.chk-%d", chkdir.Sanitize(uid), subtask, cp.id))
 	native, err := b.Checkpoint(tmp)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	db := chkdir.DB{Operator: t.n.uid, Subtask: t.subtask, DB: native.DB, Keyspace: native.Keyspace}
-	dir := chkdir.NativeDirName(t.op, t.subtask)
+	db := chkdir.DB{Operator: uid, Subtask: subtask, DB: native.DB, Keyspace: native.Keyspace}
+	dir := chkdir.NativeDirName(op, subtask)
 	var shared, reused int64
 	for _, f := range native.Files {
 		src := filepath.Join(tmp, f.Name)
 		if !f.Immutable {
 			name := path.Join(dir, f.Name)
-			size, crc, err := copyToStaging(t.ctx, cp.staging, src, name)
+			size, crc, err := copyToStaging(ctx, cp.staging, src, name)
 			if err != nil {
 				return err
 			}
 			db.Files = append(db.Files, chkdir.File{Name: f.Name, Path: path.Join(chkdir.Name(cp.id), name), Size: size, CRC32C: crc})
 			continue
 		}
-		nf, added, err := s.share(t.ctx, src, f, chkdir.SharedName(t.n.uid, t.subtask, native.DB, f.Name))
+		nf, added, err := s.share(ctx, src, f, chkdir.SharedName(uid, subtask, native.DB, f.Name))
 		if err != nil {
 			return err
 		}
@@ -71,7 +70,7 @@ func (t *task) snapshotNative(cp *checkpoint, b *pebblebackend.Backend) error {
 // share returns the shared file rel for the immutable file src, writing it
 // unless this attempt already did; added says whether it did. On disk it
 // is linked where it can be; in a bucket it is uploaded.
-func (s *checkpointStore) share(ctx context.Context, src string, f pebblebackend.CheckpointFile, rel string) (nf chkdir.File, added bool, err error) {
+func (s *Store) share(ctx context.Context, src string, f pebblebackend.CheckpointFile, rel string) (nf chkdir.File, added bool, err error) {
 	s.mu.Lock()
 	known, ok := s.published[rel]
 	s.mu.Unlock()
@@ -129,7 +128,7 @@ func copyToStaging(ctx context.Context, st storage.Target, src, name string) (in
 // writeManifest writes the list of an incremental checkpoint's native
 // databases into its directory, in job order; a checkpoint without any
 // gets none.
-func (cp *checkpoint) writeManifest(ctx context.Context) error {
+func (cp *Pending) writeManifest(ctx context.Context) error {
 	if len(cp.native) == 0 {
 		return nil
 	}

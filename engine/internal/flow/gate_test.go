@@ -1,0 +1,124 @@
+package flow
+
+import (
+	"context"
+	"testing"
+)
+
+type testBarrier struct{ id, epoch int64 }
+
+func (b *testBarrier) CheckpointID() uint64 { return uint64(b.id) }
+func (b *testBarrier) Epoch() int64         { return b.epoch }
+
+type testControl = Control[*testBarrier]
+
+func twoChannels(t *testing.T) (*Gate[*testBarrier], []chan string) {
+	t.Helper()
+	g := NewGate[*testBarrier](context.Background(), nil)
+	chans := []chan string{make(chan string, 4), make(chan string, 4)}
+	for i, ch := range chans {
+		g.Add(i, ch, MinWatermark)
+	}
+	return g, chans
+}
+
+// The combined watermark is the lowest of the channels' and moves only
+// when that lowest does.
+func TestGateCombinesWatermarks(t *testing.T) {
+	g, _ := twoChannels(t)
+	if r := g.OnControl(0, testControl{Kind: WatermarkControl, Watermark: 10}); r.WatermarkAdvanced || g.Watermark() != MinWatermark {
+		t.Fatalf("one channel at 10: advanced %v, watermark %d", r.WatermarkAdvanced, g.Watermark())
+	}
+	if r := g.OnControl(1, testControl{Kind: WatermarkControl, Watermark: 7}); !r.WatermarkAdvanced || g.Watermark() != 7 {
+		t.Fatalf("channels at 10 and 7: advanced %v, watermark %d, want 7", r.WatermarkAdvanced, g.Watermark())
+	}
+	if r := g.OnControl(1, testControl{Kind: WatermarkControl, Watermark: 5}); r.WatermarkAdvanced || g.Watermark() != 7 {
+		t.Fatalf("a watermark going back moved the gate's: %d", g.Watermark())
+	}
+	// An idle channel holds nothing back.
+	if r := g.OnControl(1, testControl{Kind: StatusControl, Status: Idle}); !r.WatermarkAdvanced || g.Watermark() != 10 {
+		t.Fatalf("channel 1 idle: watermark %d, want 10", g.Watermark())
+	}
+	if s := g.OutputStatus(); s != Active {
+		t.Fatalf("output status %v with one channel active", s)
+	}
+}
+
+// A channel that delivered the barrier is not read until every channel
+// has; the last barrier completes the alignment.
+func TestGateAlignsBarriers(t *testing.T) {
+	g, chans := twoChannels(t)
+	cp := &testBarrier{id: 1, epoch: MaxWatermark}
+	if r := g.OnControl(0, testControl{Kind: BarrierControl, Barrier: cp}); r.Aligned != nil {
+		t.Fatal("aligned after one of two barriers")
+	}
+	chans[0] <- "after the barrier"
+	chans[1] <- "before the barrier"
+	ch, v, err := g.Next()
+	if err != nil || ch != 1 || v.(string) != "before the barrier" {
+		t.Fatalf("Next = %d %v %v, want channel 1's record while channel 0 is blocked", ch, v, err)
+	}
+	if r := g.OnControl(1, testControl{Kind: BarrierControl, Barrier: cp}); r.Aligned != cp {
+		t.Fatalf("aligned %v after both barriers, want the checkpoint", r.Aligned)
+	}
+	ch, v, err = g.Next()
+	if err != nil || ch != 0 || v.(string) != "after the barrier" {
+		t.Fatalf("Next = %d %v %v, want channel 0's record once aligned", ch, v, err)
+	}
+	// A barrier of a checkpoint already aligned is passed over.
+	if r := g.OnControl(0, testControl{Kind: BarrierControl, Barrier: cp}); r.Aligned != nil {
+		t.Fatal("an old barrier aligned again")
+	}
+	g.OnControl(0, testControl{Kind: EndControl})
+	if r := g.OnControl(1, testControl{Kind: EndControl}); !r.Ended {
+		t.Fatal("both channels ended, the gate not")
+	}
+}
+
+// An ordered gate aligns a channel by its watermark reaching the epoch,
+// and reads no channel ahead of the others.
+func TestOrderedGateAlignsAtEpoch(t *testing.T) {
+	g, chans := twoChannels(t)
+	cp := &testBarrier{id: 1, epoch: 100}
+	var pending *testBarrier
+	g.Order(func() *testBarrier { return pending })
+	g.OnControl(0, testControl{Kind: WatermarkControl, Watermark: 50})
+	g.OnControl(1, testControl{Kind: WatermarkControl, Watermark: 20})
+	chans[0] <- "at 50"
+	chans[1] <- "at 20"
+	if ch, _, _ := g.Next(); ch != 1 {
+		t.Fatalf("read channel %d, want channel 1, the one behind", ch)
+	}
+	pending = cp
+	if r := g.OnControl(0, testControl{Kind: WatermarkControl, Watermark: 100}); r.Aligned != nil {
+		t.Fatal("aligned with channel 1 still below the epoch")
+	}
+	if r := g.OnControl(1, testControl{Kind: WatermarkControl, Watermark: 120}); r.Aligned != cp {
+		t.Fatalf("aligned %v with both channels at the epoch, want the checkpoint", r.Aligned)
+	}
+}
+
+func TestAlignGroupLowest(t *testing.T) {
+	g := NewAlignGroup[string]()
+	g.Join("a")
+	g.Join("b")
+	g.Update("a", 30, false)
+	g.Update("b", 10, false)
+	if w, _ := g.Lowest(); w != 10 {
+		t.Fatalf("lowest %d, want 10", w)
+	}
+	_, changed := g.Lowest()
+	g.Update("b", 10, true)
+	select {
+	case <-changed:
+	default:
+		t.Fatal("an update did not signal a change")
+	}
+	if w, _ := g.Lowest(); w != 30 {
+		t.Fatalf("lowest %d with b out, want 30", w)
+	}
+	g.Update("a", 30, true)
+	if w, _ := g.Lowest(); w != MaxWatermark {
+		t.Fatalf("lowest %d with nobody in, want MaxWatermark", w)
+	}
+}
