@@ -114,3 +114,42 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNextValues is the loop of inspect --scan: the value sizes and
+// last-modified times of every entry, in batches, each segment checked
+// against its index entry and histograms.
+func BenchmarkNextValues(b *testing.B) {
+	meta, data := benchState()
+	ctx := context.Background()
+	d := writeOneFile(b, meta, data, Options{})
+	b.SetBytes(rawBytes(b, d))
+	r, err := Open(ctx, d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	segs := opSegments(r, 0)
+	var sizes [512]int
+	var times [512]int64
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for _, seg := range segs {
+			it := r.iterate(ctx, seg)
+			for {
+				k := it.NextValues(sizes[:], times[:])
+				n += k
+				if k < len(sizes) {
+					break
+				}
+			}
+			if err := it.Err(); err != nil {
+				b.Fatal(err)
+			}
+			it.Close()
+		}
+		if n != 100_000 {
+			b.Fatalf("read %d entries", n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100_000), "ns/entry")
+}

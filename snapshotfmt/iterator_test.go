@@ -1,6 +1,7 @@
 package snapshotfmt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -17,6 +18,11 @@ import (
 // block payloads, stored uncompressed with valid CRCs, so that the
 // iterator's checks below the CRC can be reached.
 func handmade(ref, kg int, stats savepoint.Stats, payloads ...[]byte) *memDir {
+	return handmadeIn(exampleMeta(), ref, kg, stats, payloads...)
+}
+
+// handmadeIn is handmade for the flat state ref of meta's first operator.
+func handmadeIn(meta *savepoint.Metadata, ref, kg int, stats savepoint.Stats, payloads ...[]byte) *memDir {
 	data := appendPreamble(nil, typeData)
 	raw := uint64(0)
 	for _, p := range payloads {
@@ -29,11 +35,13 @@ func handmade(ref, kg int, stats savepoint.Stats, payloads ...[]byte) *memDir {
 	if stats.Bytes == 0 {
 		stats.Bytes = raw
 	}
-	seg := savepoint.Segment{Stats: stats, Ref: flatRef(exampleMeta(), 0, ref), File: "data-000", Offset: preambleLen, Length: int64(len(data) - preambleLen)}
-	idx := &index{files: []dataFile{{"data-000", int64(len(data))}}, segments: [][]savepoint.Segment{{seg}}}
+	seg := savepoint.Segment{Stats: stats, Ref: flatRef(meta, 0, ref), File: "data-000", Offset: preambleLen, Length: int64(len(data) - preambleLen)}
+	segs := make([][]savepoint.Segment, len(meta.Operators))
+	segs[0] = []savepoint.Segment{seg}
+	idx := &index{files: []dataFile{{"data-000", int64(len(data))}}, segments: segs}
 	d := newMemDir()
 	d.files["data-000"] = data
-	d.files[MetadataName] = metadataFile(encodeMetadataBody(exampleMeta(), withHistograms(d, exampleMeta(), idx)))
+	d.files[MetadataName] = metadataFile(encodeMetadataBody(meta, withHistograms(d, meta, idx)))
 	return d
 }
 
@@ -250,6 +258,108 @@ func TestNextValuesReportsWhatNextReports(t *testing.T) {
 			}
 			if want == nil || got == nil || got.Error() != want.Error() {
 				t.Fatalf("NextValues: %v, Next: %v", got, want)
+			}
+		})
+	}
+}
+
+// mapRecord frames a map state's record of the pairs map key, value.
+func mapRecord(key []byte, pairs ...[]byte) []byte {
+	b := appendBytes(nil, key)
+	b = appendBytes(b, nil)
+	b = binary.AppendUvarint(b, uint64(len(pairs)/2))
+	for _, p := range pairs {
+		b = appendBytes(b, p)
+	}
+	return b
+}
+
+// TestNextValuesInTheMiddleOfABlock runs NextValues over map records whose
+// faults lie past the first item of a block, where it reads the bytes in
+// its own loop: the same error at the same place as Next, and on good
+// records of long and short fields the same sizes, times and histograms.
+func TestNextValuesInTheMiddleOfABlock(t *testing.T) {
+	ctx := context.Background()
+	meta := testMeta()
+	const kg, mapState = 5, 2 // category-counts, TTL; max parallelism 16
+	k := keysIn(kg, 3, 16)
+	other := keysIn(kg+1, 4, 16)
+	var wrongGroup []byte // a key of another key group after k[0]
+	for _, o := range other {
+		if bytes.Compare(o, k[0]) > 0 {
+			wrongGroup = o
+			break
+		}
+	}
+	v := func(t int64) []byte { return append(ts(t), 0, 0, 0, 0, 0, 0, 0, 7) }
+	long := append(ts(9), bytes.Repeat([]byte{'x'}, 300)...)
+	mk := func(s string) []byte { return []byte(s) }
+	longKey := bytes.Repeat([]byte{'m'}, 200)
+	// Entries last modified at the savepoint's creation are live under
+	// its week's TTL, the others long expired: both sides of the
+	// last-modified histogram.
+	live := meta.CreatedAt
+	week := meta.Operators[0].States[mapState].TTL.Millis() // live-week+1 expires a millisecond after
+	stats := savepoint.Stats{Keys: 3, Entries: 8, MinTimestamp: 3, MaxTimestamp: live + 1}
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    string // in Next's error; empty for good records
+	}{
+		{"good records of short and long fields", slices.Concat(
+			mapRecord(k[0], mk("a"), v(3), mk("b"), long, mk("c"), v(4)),
+			mapRecord(k[1], mk("a"), v(5), longKey, v(6), mk("n"), v(7)),
+			mapRecord(k[2], mk("a"), v(live-week+1), mk("b"), v(live+1))), ""},
+		{"map keys out of order", mapRecord(k[0], mk("a"), v(3), mk("c"), v(4), mk("b"), v(5)), "map keys not strictly increasing"},
+		{"map key repeats", mapRecord(k[0], mk("a"), v(3), mk("b"), v(4), mk("b"), v(5)), "map keys not strictly increasing"},
+		{"short TTL value", mapRecord(k[0], mk("a"), v(3), mk("b"), []byte{1, 2, 3}), "shorter than its 8-byte timestamp"},
+		{"keys out of order", slices.Concat(mapRecord(k[1], mk("a"), v(3)), mapRecord(k[0], mk("a"), v(3))), "not after the previous one"},
+		{"(key, namespace) repeats", slices.Concat(mapRecord(k[0], mk("a"), v(3)), mapRecord(k[0], mk("b"), v(3))), "repeats within a block"},
+		{"wrong key group", slices.Concat(mapRecord(k[0], mk("a"), v(3)), mapRecord(wrongGroup, mk("a"), v(3))), "not 5"},
+		{"record with no items", slices.Concat(mapRecord(k[0], mk("a"), v(3)), mapRecord(k[1])), "record with no items"},
+		{"truncated item", mapRecord(k[0], mk("a"), v(3), mk("b"), v(4))[:len(k[0])+17], "beyond the"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Open(ctx, handmadeIn(meta, mapState, kg, stats, tc.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seg := opSegments(r, 0)[0]
+			var wantSizes []int
+			var wantTimes []int64
+			it := r.iterate(ctx, seg)
+			for it.Next() {
+				wantTimes = append(wantTimes, int64(binary.BigEndian.Uint64(it.Entry().Value)))
+				wantSizes = append(wantSizes, len(it.Entry().Value)-8)
+			}
+			want := it.Err()
+			it.Close()
+			switch {
+			case tc.want == "" && want != nil:
+				t.Fatalf("Next: %v", want)
+			case tc.want != "" && (want == nil || !strings.Contains(want.Error(), tc.want)):
+				t.Fatalf("Next: %v, want an error saying %q", want, tc.want)
+			}
+			it = r.iterate(ctx, seg)
+			defer it.Close()
+			var gotSizes []int
+			var gotTimes []int64
+			sizes, times := make([]int, 64), make([]int64, 64)
+			for {
+				n := it.NextValues(sizes, times)
+				gotSizes, gotTimes = append(gotSizes, sizes[:n]...), append(gotTimes, times[:n]...)
+				if n < len(sizes) {
+					break
+				}
+			}
+			if got := it.Err(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("NextValues: %v, Next: %v", got, want)
+			}
+			if !slices.Equal(gotSizes, wantSizes) || !slices.Equal(gotTimes, wantTimes) {
+				t.Fatalf("NextValues: sizes %v times %v; Next: %v and %v", gotSizes, gotTimes, wantSizes, wantTimes)
+			}
+			if tc.want == "" && len(gotSizes) != 8 {
+				t.Fatalf("read %d entries, want 8", len(gotSizes))
 			}
 		})
 	}

@@ -387,6 +387,14 @@ func (it *Iterator) NextValues(sizes []int, lastModified []int64) int {
 	ttl := it.rr.ttl
 	n := 0
 	for n < len(sizes) {
+		var times []int64
+		if ttl {
+			times = lastModified[n:]
+		}
+		if k := it.rr.values(sizes[n:], times); k > 0 {
+			n += k
+			continue
+		}
 		_, v, ok := it.rr.item()
 		if !ok {
 			if !it.nextBlock() {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/stateproc/stateproc/internal/uvarint"
@@ -137,13 +138,20 @@ type histSpan struct {
 	lo, hi int // the touched buckets are lo to hi - 1
 }
 
-func (h *histSpan) add(i int) {
+func (h *histSpan) add(i int) { h.addN(i, 1) }
+
+func (h *histSpan) addN(i int, n uint64) {
+	h.touch(i)
+	h.a[i] += n
+}
+
+// touch widens the span to bucket i.
+func (h *histSpan) touch(i int) {
 	if h.lo == h.hi {
 		h.lo, h.hi = i, i+1
 	} else {
 		h.lo, h.hi = min(h.lo, i), max(h.hi, i+1)
 	}
-	h.a[i]++
 }
 
 func (h *histSpan) sparse() savepoint.Histogram {
@@ -192,7 +200,11 @@ func (h *histCounts) item(size int, lastModified int64) {
 }
 
 func (h *histCounts) modifiedOnly(lastModified int64) {
-	h.modified.add(savepoint.ModifiedBucket(savepoint.ExpiryOffset(lastModified, h.ttlMillis, h.anchor)))
+	h.modified.add(h.modifiedBucket(lastModified))
+}
+
+func (h *histCounts) modifiedBucket(lastModified int64) int {
+	return savepoint.ModifiedBucket(savepoint.ExpiryOffset(lastModified, h.ttlMillis, h.anchor))
 }
 
 // fill sets the histograms of s.
@@ -443,6 +455,176 @@ func (rr *recordReader) item() (mk, v []byte, ok bool) {
 	rr.left--
 	rr.entries++
 	return mk, v, true
+}
+
+// values is item over a batch, for NextValues: it reads up to len(sizes)
+// items straight from the block's bytes, with every check and count of
+// item and startRecord, the decoder's state held in locals and runs of one
+// size bucket counted at once, and stores each value's size in sizes and,
+// for a TTL state, its last-modified time in times. It stops at the end of
+// the block and at whatever item looks at more closely (a length of more
+// than one byte, a streamed block's window, the first record of a block,
+// anything that breaks a rule), and returns how many items it read: item
+// takes over from the first byte it did not consume, and reports any
+// error there.
+func (rr *recordReader) values(sizes []int, times []int64) int {
+	d := &rr.d
+	if d.err != nil || d.more > 0 || rr.entries == 0 || rr.firstInBlock || rr.reanchored != nil {
+		// entries > 0 lets the loop take min and max of the times without
+		// a first-time case, and compare each record with the one before.
+		return 0
+	}
+	buf, off, left := d.buf, d.off, rr.left
+	isMap, ttl, h := rr.kind == savepoint.Map, rr.ttl, rr.hist
+	lastMK, lastP, haveMK := rr.lastMapKey, rr.lastMapPrefix, rr.haveMapKey
+	minTS, maxTS := rr.minTS, rr.maxTS
+	runBucket, run := -1, uint64(0)
+	bMin, bMax := int64(math.MaxInt64), int64(math.MinInt64)
+	// live is the bucket of expiry offset 1, the first of the entries
+	// live at the anchor: offset x > 0 takes live + SizeBucket(x - 1).
+	live := savepoint.ModifiedBucket(1)
+	if ttl {
+		times = times[:len(sizes)]
+	}
+	n := 0
+	for ; n < len(sizes); n++ {
+		if left == 0 {
+			o, ok := rr.nextRecord(buf, off)
+			if !ok {
+				break
+			}
+			off, left, haveMK = o, rr.left, false
+		}
+		o := off
+		var mk []byte
+		var p uint64
+		if isMap {
+			if o >= len(buf) {
+				break
+			}
+			l := int(buf[o])
+			if l >= 0x80 || l >= len(buf)-o {
+				break
+			}
+			mk = buf[o+1 : o+1+l : o+1+l]
+			p = prefix8(buf, o+1, l)
+			// after's first test, inline: the prefixes mostly differ.
+			if haveMK && (p < lastP || p == lastP && !after(mk, lastMK, p, lastP)) {
+				break
+			}
+			o += 1 + l
+		}
+		if o >= len(buf) {
+			break
+		}
+		l := int(buf[o])
+		if l >= 0x80 || l >= len(buf)-o {
+			break
+		}
+		size := l
+		if ttl {
+			if l < 8 {
+				break
+			}
+			t := int64(binary.BigEndian.Uint64(buf[o+1:]))
+			minTS, maxTS = min(minTS, t), max(maxTS, t)
+			times[n] = t
+			size -= 8
+			if h != nil {
+				// The bucket rises with the time, so the span of the
+				// buckets touched is set once, from the batch's least and
+				// greatest times, rather than per item.
+				bMin, bMax = min(bMin, t), max(bMax, t)
+				b := 0
+				if x := savepoint.ExpiryOffset(t, h.ttlMillis, h.anchor); x > 0 {
+					// ModifiedBucket of a live entry, inline.
+					b = live + savepoint.SizeBucket(uint64(x-1))
+				} else {
+					b = savepoint.ModifiedBucket(x)
+				}
+				h.modifiedA[b]++
+			}
+		}
+		if h != nil {
+			if b := savepoint.SizeBucket(uint64(size)); b != runBucket {
+				if run > 0 {
+					h.sizes.addN(runBucket, run)
+				}
+				runBucket, run = b, 0
+			}
+			run++
+		}
+		sizes[n] = size
+		if isMap {
+			lastMK, lastP, haveMK = mk, p, true
+		}
+		off = o + 1 + l
+		left--
+	}
+	if run > 0 {
+		h.sizes.addN(runBucket, run)
+	}
+	if bMin <= bMax {
+		h.modified.touch(h.modifiedBucket(bMin))
+		h.modified.touch(h.modifiedBucket(bMax))
+	}
+	d.off = off
+	rr.lastMapKey, rr.lastMapPrefix, rr.haveMapKey = lastMK, lastP, haveMK
+	rr.minTS, rr.maxTS = minTS, maxTS
+	rr.left = left
+	rr.entries += uint64(n)
+	return n
+}
+
+// nextRecord is startRecord for values: it reads the header of the record
+// at buf[off:] when its key, namespace and count take one-byte lengths and
+// the record follows the one before in another (key, namespace), checks it
+// as startRecord does, and returns the offset of its first item. It reads
+// nothing and returns false at the end of the block and in every other
+// case, which startRecord then decodes, and reports when wrong.
+func (rr *recordReader) nextRecord(buf []byte, off int) (int, bool) {
+	o := off
+	if o >= len(buf) {
+		return 0, false
+	}
+	l := int(buf[o])
+	if l >= 0x80 || l >= len(buf)-o {
+		return 0, false
+	}
+	key := buf[o+1 : o+1+l : o+1+l]
+	o += 1 + l
+	if o >= len(buf) {
+		return 0, false
+	}
+	l = int(buf[o])
+	if l >= 0x80 || l >= len(buf)-o {
+		return 0, false
+	}
+	ns := buf[o+1 : o+1+l : o+1+l]
+	o += 1 + l
+	if o >= len(buf) {
+		return 0, false
+	}
+	count := int(buf[o])
+	o++
+	if count == 0 || count >= 0x80 || count > len(buf)-o || rr.kind.SingleValue() && count != 1 {
+		return 0, false
+	}
+	sameKey := bytes.Equal(key, rr.lastKey)
+	if sameKey {
+		if bytes.Compare(ns, rr.lastNs) <= 0 {
+			return 0, false
+		}
+	} else {
+		if bytes.Compare(key, rr.lastKey) < 0 || rr.checkKeyGroup(key) != nil {
+			return 0, false
+		}
+		rr.keys++
+	}
+	rr.left = uint64(count)
+	rr.lastKey, rr.lastNs = key, ns
+	rr.e.Key, rr.e.Namespace = key, ns
+	return o, true
 }
 
 func (rr *recordReader) startRecord() bool {
