@@ -35,6 +35,8 @@ measure "prune-ttl Beam (Prism)" "$work/stateproc-beam" prune-ttl --shards "$sha
 cmp <(cd "$work/p1" && cat $(ls)) <(cd "$work/p2" && cat $(ls)) && echo "  prune-ttl outputs byte-identical"
 measure "verify CLI" "$work/stateproc" verify "$sp"
 measure "verify Beam (Prism)" "$work/stateproc-beam" verify --shards "$shards" "$sp"
+measure "inspect --scan CLI" "$work/stateproc" inspect --scan "$sp"
+measure "inspect --scan Beam (Prism)" "$work/stateproc-beam" inspect --shards "$shards" "$sp"
 measure "export CLI" "$work/stateproc" export "$sp" --out "$work/e1"
 measure "export Beam (Prism)" "$work/stateproc-beam" export --shards "$shards" --out "$work/e2" "$sp"
 measure "rescale CLI (maxP 256)" "$work/stateproc" rescale "$sp" --out "$work/r1" --max-parallelism 256
