@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/stateproc/stateproc/examples/internal/jobruntest"
 	"github.com/stateproc/stateproc/examples/sessionfeatures/sessions"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/savepoint"
@@ -46,63 +42,8 @@ func TestSIGTERMStopsWithASavepointThatResumes(t *testing.T) {
 	dir := t.TempDir()
 	out, clean, chk := filepath.Join(dir, "out"), filepath.Join(dir, "clean"), filepath.Join(dir, "chk")
 	args := []string{"-events", "0", "-parallelism", "2", "-backend", "pebble", "-out", out, "-checkpoints", chk, "-checkpoint-interval", "50ms"}
-	child := exec.Command(os.Args[0], "-test.run=^$")
 	// Without -savepoint the savepoint goes under the temporary directory.
-	child.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\n"), "TMPDIR="+dir)
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := child.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	running := make(chan struct{})
-	errDone := make(chan string)
-	go func() {
-		var b strings.Builder
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			b.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "running until SIGTERM") {
-				close(running)
-			}
-		}
-		errDone <- b.String()
-	}()
-	select {
-	case <-running:
-	case <-time.After(time.Minute):
-		child.Process.Kill()
-		t.Fatal("the child did not start running within a minute")
-	}
-	// Let it read until it has completed checkpoints: the stop then cuts
-	// the input past its start, whatever the machine's speed.
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if ids, _ := filepath.Glob(filepath.Join(chk, "chk-*")); len(ids) >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("the child completed no checkpoints within two minutes")
-		}
-	}
-	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	printed, _ := io.ReadAll(stdout)
-	errOut := <-errDone
-	if err := child.Wait(); err != nil {
-		t.Fatalf("stopped child: %v; stderr:\n%s", err, errOut)
-	}
-	line := strings.TrimSpace(string(printed))
-	sp, ok := strings.CutPrefix(line, "savepoint ")
-	if !ok || filepath.Dir(sp) != dir {
-		t.Fatalf("the child printed %q, want the savepoint's directory under %s", line, dir)
-	}
+	sp := jobruntest.StopWithSIGTERM(t, childArgs, args, dir, chk)
 	read := clicksRead(t, sp)
 	if read == 0 {
 		t.Fatal("the savepoint holds the clicks source at its start: the job read nothing before the stop")
