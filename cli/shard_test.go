@@ -12,9 +12,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/cli"
-	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
+	"github.com/stateproc/stateproc/internal/sptest"
 )
 
 var shardCounts = []int{1, 3, 7}
@@ -185,7 +183,7 @@ func TestVerifyShards(t *testing.T) {
 	if whole.Entries != 15773+18+18 {
 		t.Fatalf("the single run read %d entries, want 15809", whole.Entries)
 	}
-	bad := flipped(t, in)
+	bad, _ := sptest.Flipped(t, in)
 	code, _, wantErr := inProcess("verify", bad)
 	if code != cli.ExitBadInput {
 		t.Fatalf("verify of the flipped savepoint: exit %d, want %d: %s", code, cli.ExitBadInput, wantErr)
@@ -219,39 +217,4 @@ func TestVerifyShards(t *testing.T) {
 			t.Errorf("%d shards: %d failed, want 1", n, failed)
 		}
 	}
-}
-
-// flipped copies the savepoint and flips one byte in the middle of its
-// largest segment.
-func flipped(t *testing.T, in string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "flipped")
-	if err := os.CopyFS(dir, os.DirFS(in)); err != nil {
-		t.Fatal(err)
-	}
-	r, err := snapshotfmt.Open(t.Context(), storage.LocalDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	segs, err := savepoint.AllSegments(t.Context(), r)
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	big := slices.MaxFunc(segs, func(a, b savepoint.Segment) int { return int(a.Length - b.Length) })
-	f, err := os.OpenFile(filepath.Join(dir, big.File), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := []byte{0}
-	at := big.Offset + big.Length/2
-	if _, err := f.ReadAt(b, at); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x40
-	if _, err := f.WriteAt(b, at); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

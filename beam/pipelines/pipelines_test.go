@@ -20,9 +20,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/stateproc/stateproc/export"
-	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
+	"github.com/stateproc/stateproc/internal/sptest"
 )
 
 // stateprocBin is the stateproc command, built from the main module for
@@ -333,41 +331,6 @@ func TestVerifyMatchesCLI(t *testing.T) {
 	}
 }
 
-// flipped copies the savepoint and flips one byte in the middle of its
-// largest segment, and says where a reader finds it: "FILE: key group N".
-func flipped(t *testing.T, in string) (string, string) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "flipped")
-	if err := os.CopyFS(dir, os.DirFS(in)); err != nil {
-		t.Fatal(err)
-	}
-	r, err := snapshotfmt.Open(t.Context(), storage.LocalDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	segs, err := savepoint.AllSegments(t.Context(), r)
-	r.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	big := slices.MaxFunc(segs, func(a, b savepoint.Segment) int { return int(a.Length - b.Length) })
-	f, err := os.OpenFile(filepath.Join(dir, big.File), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := []byte{0}
-	at := big.Offset + big.Length/2
-	if _, err := f.ReadAt(b, at); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x40
-	if _, err := f.WriteAt(b, at); err != nil {
-		t.Fatal(err)
-	}
-	return dir, fmt.Sprintf("%s: key group %d: ", big.File, big.KeyGroup)
-}
-
 // The inspect --scan pipeline's report is the CLI's inspect --scan --top
 // -o json, byte for byte, and of a savepoint with a byte flipped it fails
 // with the CLI's file and key group.
@@ -426,4 +389,12 @@ func TestInspectScanMatchesCLI(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), where) {
 		t.Fatalf("the pipeline: %v; want an error naming %q", err, where)
 	}
+}
+
+// flipped is sptest.Flipped with where a reader finds the flipped byte:
+// "FILE: key group N: ".
+func flipped(t *testing.T, in string) (string, string) {
+	t.Helper()
+	dir, big := sptest.Flipped(t, in)
+	return dir, fmt.Sprintf("%s: key group %d: ", big.File, big.KeyGroup)
 }

@@ -2,10 +2,13 @@ package sptest
 
 import (
 	"bytes"
+	"cmp"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
@@ -64,4 +67,36 @@ func SameFiles(t testing.TB, a, b string) {
 			t.Errorf("%s is in %s but not in %s", name, b, a)
 		}
 	}
+}
+
+// Flipped copies the savepoint in into a temporary directory and flips one
+// byte in the middle of its largest segment, which it returns with the
+// copy's directory: a reader of the copy fails in that segment's file and
+// key group.
+func Flipped(t testing.TB, in string) (string, savepoint.Segment) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "flipped")
+	if err := os.CopyFS(dir, os.DirFS(in)); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := savepoint.AllSegments(t.Context(), Open(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := slices.MaxFunc(segs, func(a, b savepoint.Segment) int { return cmp.Compare(a.Length, b.Length) })
+	f, err := os.OpenFile(filepath.Join(dir, big.File), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := []byte{0}
+	at := big.Offset + big.Length/2
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	return dir, big
 }
