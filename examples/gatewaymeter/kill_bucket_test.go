@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/engine"
+	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway"
+	"github.com/stateproc/stateproc/examples/internal/jobruntest"
 	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
@@ -83,7 +85,7 @@ func TestKilledJobRestoresFromABucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, read := r.Metadata().ID, eventsRead(t, r)
+	id, read := r.Metadata().ID, jobruntest.SourceRead(t, r.Metadata(), gateway.EventsUID)
 	r.Close()
 	d.Close()
 	if total, _ := strconv.ParseInt(events, 10, 64); read == 0 || read >= total {
@@ -94,7 +96,7 @@ func TestKilledJobRestoresFromABucket(t *testing.T) {
 		t.Fatalf("restored run: exit %d: %s", code, errOut)
 	}
 	for _, sink := range []string{"request-records", "tenant-totals"} {
-		want, got := readLines(t, filepath.Join(clean, sink)), readLines(t, filepath.Join(out, sink))
+		want, got := jobruntest.CommittedLines(t, filepath.Join(clean, sink)), jobruntest.CommittedLines(t, filepath.Join(out, sink))
 		if len(want) == 0 || !slices.Equal(got, want) {
 			t.Errorf("%s: %d lines after the kill and restore, %d uninterrupted", sink, len(got), len(want))
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/examples/gatewaymeter/gateway"
-	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/examples/internal/jobruntest"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -29,34 +28,6 @@ func TestMain(m *testing.M) {
 		os.Exit(command().Main(strings.Split(args, "\n"), os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
-}
-
-// readLines returns the lines of every committed part file under dir,
-// sorted, and fails on a file a failure left uncommitted.
-func readLines(t *testing.T, dir string) []string {
-	t.Helper()
-	var lines []string
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "part-") {
-			t.Errorf("%s: %s left uncommitted", dir, e.Name())
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-		}
-		f.Close()
-	}
-	slices.Sort(lines)
-	return lines
 }
 
 // partsOfEpoch counts the committed part files whose transactions a run of
@@ -140,7 +111,7 @@ func TestKilledJobRestoresItsLatestCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := r.Metadata().ID
-	read := eventsRead(t, r)
+	read := jobruntest.SourceRead(t, r.Metadata(), gateway.EventsUID)
 	r.Close()
 	if total, _ := strconv.ParseInt(events, 10, 64); read == 0 || read >= total {
 		t.Fatalf("checkpoint %s holds the events source %d records in, of %d: not a checkpoint taken mid-run", latest, read, total)
@@ -150,7 +121,7 @@ func TestKilledJobRestoresItsLatestCheckpoint(t *testing.T) {
 		t.Fatalf("restored run: exit %d: %s", code, errOut)
 	}
 	for _, sink := range []string{"request-records", "tenant-totals"} {
-		want, got := readLines(t, filepath.Join(clean, sink)), readLines(t, filepath.Join(out, sink))
+		want, got := jobruntest.CommittedLines(t, filepath.Join(clean, sink)), jobruntest.CommittedLines(t, filepath.Join(out, sink))
 		if len(want) == 0 || !slices.Equal(got, want) {
 			t.Errorf("%s: %d lines after the kill and restore, %d uninterrupted", sink, len(got), len(want))
 		}
@@ -160,32 +131,4 @@ func TestKilledJobRestoresItsLatestCheckpoint(t *testing.T) {
 		t.Errorf("the output does not come from both runs: %d files committed before the kill, %d by the run restored from checkpoint %d",
 			killedParts, partsOfEpoch(t, filepath.Join(out, "request-records"), id), id)
 	}
-}
-
-// eventsRead is how many events the events source had read at the
-// checkpoint r, over all its splits, decoded with the serializer the
-// checkpoint's own metadata describes.
-func eventsRead(t *testing.T, r *snapshotfmt.Reader) int64 {
-	t.Helper()
-	op, ok := r.Metadata().Operator(gateway.EventsUID)
-	if !ok {
-		t.Fatal("no events operator")
-	}
-	var read int64
-	for _, s := range op.OperatorStates {
-		ser, err := serializers.Restore(s.Element)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, sub := range s.Subtasks {
-			for _, e := range sub {
-				v, err := ser.DecodeAny(e)
-				if err != nil {
-					t.Fatal(err)
-				}
-				read += v.(map[string]any)["offset"].(int64)
-			}
-		}
-	}
-	return read
 }

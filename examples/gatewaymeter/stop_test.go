@@ -35,7 +35,7 @@ func TestSIGTERMStopsWithASavepointThatResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := eventsRead(t, r)
+	read := jobruntest.SourceRead(t, r.Metadata(), gateway.EventsUID)
 	r.Close()
 	if read == 0 {
 		t.Fatal("the savepoint holds the events source at its start: the job read nothing before the stop")
@@ -53,7 +53,7 @@ func TestSIGTERMStopsWithASavepointThatResumes(t *testing.T) {
 		t.Fatalf("uninterrupted run: exit %d: %s", code, errOut)
 	}
 	for _, sink := range []string{"request-records", "tenant-totals"} {
-		want, got := readLines(t, filepath.Join(clean, sink)), readLines(t, filepath.Join(out, sink))
+		want, got := jobruntest.CommittedLines(t, filepath.Join(clean, sink)), jobruntest.CommittedLines(t, filepath.Join(out, sink))
 		if len(want) == 0 || !slices.Equal(got, want) {
 			t.Errorf("%s: %d lines after the stop and restore, %d uninterrupted", sink, len(got), len(want))
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stateproc/stateproc/examples/internal/jobrun"
+	"github.com/stateproc/stateproc/examples/internal/jobruntest"
 	"github.com/stateproc/stateproc/examples/sessionfeatures/sessions"
 )
 
@@ -67,7 +68,7 @@ func TestInputFilesThroughTheFileSource(t *testing.T) {
 		want = append(want, string(b))
 	}
 	slices.Sort(want)
-	if got := readLines(t, out); !slices.Equal(got, want) {
+	if got := jobruntest.CommittedLines(t, out); !slices.Equal(got, want) {
 		t.Fatalf("%d session summaries, want the generator's %d", len(got), len(want))
 	}
 

@@ -13,7 +13,6 @@ import (
 	"github.com/stateproc/stateproc/examples/sessionfeatures/sessions"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/serializers"
 )
 
 // childArgs, when set in the environment, makes the test binary run the
@@ -44,7 +43,7 @@ func TestSIGTERMStopsWithASavepointThatResumes(t *testing.T) {
 	args := []string{"-events", "0", "-parallelism", "2", "-backend", "pebble", "-out", out, "-checkpoints", chk, "-checkpoint-interval", "50ms"}
 	// Without -savepoint the savepoint goes under the temporary directory.
 	sp := jobruntest.StopWithSIGTERM(t, childArgs, args, dir, chk)
-	read := clicksRead(t, sp)
+	read := jobruntest.SourceRead(t, sptest.Open(t, sp).Metadata(), sessions.ClicksUID)
 	if read == 0 {
 		t.Fatal("the savepoint holds the clicks source at its start: the job read nothing before the stop")
 	}
@@ -60,7 +59,7 @@ func TestSIGTERMStopsWithASavepointThatResumes(t *testing.T) {
 		"-drain", "-savepoint", uninterrupted, "-out", clean); code != 0 {
 		t.Fatalf("uninterrupted run: exit %d: %s", code, errOut)
 	}
-	want, got := readLines(t, clean), readLines(t, out)
+	want, got := jobruntest.CommittedLines(t, clean), jobruntest.CommittedLines(t, out)
 	if len(want) == 0 || !slices.Equal(got, want) {
 		t.Errorf("%d session summaries after the stop and restore, %d uninterrupted", len(got), len(want))
 	}
@@ -90,54 +89,4 @@ const ttlStampBytes = 8
 func sameEntry(x, y savepoint.Entry) bool {
 	return x.KeyGroup == y.KeyGroup && bytes.Equal(x.Key, y.Key) && bytes.Equal(x.Namespace, y.Namespace) &&
 		bytes.Equal(x.MapKey, y.MapKey) && bytes.Equal(x.Value, y.Value) && x.Timestamp == y.Timestamp
-}
-
-// clicksRead sums the positions of the clicks source's splits.
-func clicksRead(t *testing.T, sp string) int64 {
-	t.Helper()
-	op, ok := sptest.Open(t, sp).Metadata().Operator(sessions.ClicksUID)
-	if !ok {
-		t.Fatal("no clicks operator")
-	}
-	var read int64
-	for _, s := range op.OperatorStates {
-		ser, err := serializers.Restore(s.Element)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, sub := range s.Subtasks {
-			for _, e := range sub {
-				v, err := ser.DecodeAny(e)
-				if err != nil {
-					t.Fatal(err)
-				}
-				read += v.(map[string]any)["offset"].(int64)
-			}
-		}
-	}
-	return read
-}
-
-// readLines returns the lines of every committed part file under dir,
-// sorted, and fails on a file left uncommitted.
-func readLines(t *testing.T, dir string) []string {
-	t.Helper()
-	var lines []string
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "part-") {
-			t.Errorf("%s: %s left uncommitted", dir, e.Name())
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, strings.Fields(string(b))...)
-	}
-	slices.Sort(lines)
-	return lines
 }
