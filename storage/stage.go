@@ -54,17 +54,22 @@ type localStaging struct {
 // into place (a savepoint's data file, a report) is then readable as the
 // files beside it are.
 func CreateTemp(dir, prefix string) (*os.File, error) {
+	return freeName(dir, prefix, "temporary file", func(p string) (*os.File, error) {
+		return os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	})
+}
+
+// freeName calls create with paths in dir named prefix and random decimal
+// digits until one does not exist yet.
+func freeName[T any](dir, prefix, what string, create func(path string) (T, error)) (T, error) {
 	for range 10000 {
-		p := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			return f, nil
-		}
+		v, err := create(filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)))
 		if !errors.Is(err, fs.ErrExist) {
-			return nil, err
+			return v, err
 		}
 	}
-	return nil, fmt.Errorf("storage: no free temporary file name for %s in %s", prefix, dir)
+	var zero T
+	return zero, fmt.Errorf("storage: no free %s name for %s in %s", what, prefix, dir)
 }
 
 func (s *localStaging) Create(_ context.Context, name string) (io.WriteCloser, error) {
@@ -229,15 +234,7 @@ func renameChecked(a, b string) error {
 // the savepoint, which others on the machine should read as they read the
 // job's own.
 func mkdirStaging(parent, prefix string) (string, error) {
-	for range 10000 {
-		p := filepath.Join(parent, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
-		err := os.Mkdir(p, 0o777)
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", err
-		}
-	}
-	return "", fmt.Errorf("storage: no free staging directory name for %s in %s", prefix, parent)
+	return freeName(parent, prefix, "staging directory", func(p string) (string, error) {
+		return p, os.Mkdir(p, 0o777)
+	})
 }
