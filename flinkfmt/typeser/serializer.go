@@ -49,8 +49,10 @@ type Serializer struct {
 	// timer's key and namespace, a tuple's fields), in snapshot order.
 	Args []*Serializer
 	c    codec
-	// sk is c's skip, when it has one.
-	sk skipper
+	// sk is c's skip, when it has one; prog is c as a skip program, for
+	// QuickSkip, when it compiles to one.
+	sk   skipper
+	prog []skipOp
 }
 
 // codec reads one value. last reports that the value ends where its frame
@@ -146,6 +148,9 @@ func valueErr(s *Serializer, err error) error {
 func newSerializer(class string, version int, t *Type, c codec) *Serializer {
 	s := &Serializer{Class: class, Version: version, Type: t, c: c}
 	s.sk, _ = c.(skipper)
+	if prog, ok := compileSkip(c, nil, 0); ok {
+		s.prog = prog
+	}
 	return s
 }
 
