@@ -19,6 +19,9 @@ type Figures struct {
 	// Value is the length of the value as the state stores it, as
 	// NextValueSizes gives it.
 	Value int
+	// SameKey says Key is the key of the entry before, the one Next or
+	// NextFigures gave last; false does not say it differs.
+	SameKey bool
 }
 
 // NextFigures stores in dst the figures of the entries that follow the one
@@ -114,6 +117,9 @@ func (c *canonCursor) figures(q *quickState, dst []Figures) int {
 			break
 		}
 		rest := key[p.prefix:]
+		// lastKey is the key of the entry before whenever it is set: the
+		// entries before this one in its state and key group were split by
+		// figures or by splitKey, which both keep it.
 		kn := len(p.lastKey)
 		reused := kn > 0 && bytes.HasPrefix(rest, p.lastKey)
 		if !reused {
@@ -160,7 +166,7 @@ func (c *canonCursor) figures(q *quickState, dst []Figures) int {
 		if !reused && prefixFree {
 			p.lastKey = append(p.lastKey[:0], rest[:kn]...)
 		}
-		f.Key = rest[:kn]
+		f.Key, f.SameKey = rest[:kn], reused
 		dst[n] = f
 		n++
 		pos = vs + vl

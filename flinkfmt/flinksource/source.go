@@ -779,7 +779,7 @@ func (c *counter) addFigures(state int, figs []flinkfmt.Figures) {
 	cl := &c.cur[state]
 	for i := range figs {
 		f := &figs[i]
-		if !bytes.Equal(f.Key, cl.last) {
+		if !f.SameKey && !bytes.Equal(f.Key, cl.last) {
 			cl.newKey(f.Key)
 		}
 		cl.seg.Bytes += uint64(f.Bytes)
