@@ -67,12 +67,14 @@ type quickState struct {
 	// lengths, and so each is followed by its length.
 	ambiguous bool
 	ns        *typeser.Serializer
+	nsWidth   int
 }
 
 func newQuickState(k *Keyed, m *StateMeta) quickState {
 	q := quickState{built: true, ok: m.Kind != List && m.Kind != Timers && m.Namespace != nil && k.Key != nil, isMap: m.Kind == Map, ns: m.Namespace}
 	if q.ok {
 		q.ambiguous = k.Key.FixedLen() < 0 && m.Namespace.FixedLen() < 0
+		q.nsWidth = m.Namespace.QuickWidth()
 	}
 	return q
 }
@@ -134,8 +136,13 @@ func (c *canonCursor) figures(q *quickState, dst []Figures) int {
 				break
 			}
 		}
-		nn, ok := q.ns.QuickSkip(rest[i:])
-		if !ok {
+		nn := q.nsWidth
+		if nn < 0 {
+			var ok bool
+			if nn, ok = q.ns.QuickSkip(rest[i:]); !ok {
+				break
+			}
+		} else if nn > len(rest)-i {
 			break
 		}
 		i += nn
@@ -145,29 +152,30 @@ func (c *canonCursor) figures(q *quickState, dst []Figures) int {
 			}
 		}
 		user := len(rest) - i
-		var f Figures
-		take := true
+		// A map value's size is its null flag and, unless null, the value.
+		size := vl
 		switch {
 		case !q.isMap:
 			// Only a map state's keys hold more than key and namespace.
-			take = user == 0
-			f = Figures{Bytes: kn + nn + vl, Value: vl}
+			if user != 0 {
+				size = -1
+			}
 		case vl == 0:
 			// A map value without its null flag.
-			take = false
+			size = -1
 		case b[vs] != 0:
-			f = Figures{Bytes: kn + nn + user + 1, Value: 1}
-		default:
-			f = Figures{Bytes: kn + nn + user + vl, Value: vl}
+			size = 1
 		}
-		if !take {
+		if size < 0 {
 			break
 		}
 		if !reused && prefixFree {
 			p.lastKey = append(p.lastKey[:0], rest[:kn]...)
 		}
-		f.Key, f.SameKey = rest[:kn], reused
-		dst[n] = f
+		// Field by field: a Figures built aside and copied costs a stall on
+		// every entry.
+		d := &dst[n]
+		d.Key, d.Bytes, d.Value, d.SameKey = rest[:kn], kn+nn+user+size, size, reused
 		n++
 		pos = vs + vl
 	}

@@ -50,6 +50,8 @@ func BenchmarkWalkSegments(b *testing.B) {
 							b.Fatal(err)
 						}
 						var sink [2]uint64
+						var sizes [2][512]int
+						var times [2][512]int64
 						segs, err := src.WalkSegments(ctx, workers, func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
 							if ref.Timer {
 								for it.Next() {
@@ -57,14 +59,12 @@ func BenchmarkWalkSegments(b *testing.B) {
 								}
 								return it.Err()
 							}
-							var sizes [512]int
-							var times [512]int64
 							for {
-								n := savepoint.NextValues(it, false, sizes[:], times[:])
-								for _, s := range sizes[:n] {
+								n := savepoint.NextValues(it, false, sizes[w][:], times[w][:])
+								for _, s := range sizes[w][:n] {
 									sink[w] += uint64(s)
 								}
-								if n < len(sizes) {
+								if n < len(sizes[w]) {
 									return it.Err()
 								}
 							}

@@ -87,10 +87,10 @@ func compileSkip(c codec, ops []skipOp, depth int) ([]skipOp, bool) {
 // and then Skip is the way that tells. It is Skip for a parser that walks
 // a key per entry of a key group.
 func (s *Serializer) QuickSkip(b []byte) (int, bool) {
-	ops := s.prog
-	if len(ops) == 1 && ops[0].kind == opFixed {
-		return ops[0].n, ops[0].n <= len(b)
+	if w := s.width; w >= 0 {
+		return w, w <= len(b)
 	}
+	ops := s.prog
 	i := 0
 	for _, op := range ops {
 		switch op.kind {
@@ -126,3 +126,9 @@ func (s *Serializer) QuickSkip(b []byte) (int, bool) {
 	}
 	return i, len(ops) > 0
 }
+
+// QuickWidth is the number of bytes QuickSkip steps over for every value
+// when that is one fixed width whatever the bytes hold (a VoidNamespace,
+// a Long, a TimeWindow), otherwise -1: a parser checks the width itself
+// where a call per entry would cost more than the check.
+func (s *Serializer) QuickWidth() int { return s.width }

@@ -290,6 +290,7 @@ func TestQuickSkipIsSkip(t *testing.T) {
 	tuple := composite("org.apache.flink.api.java.typeutils.runtime.TupleSerializerSnapshot", buf(nil).utf("org.apache.flink.api.java.tuple.Tuple3"), stringSnap, longSnap, bytesSnap)
 	ttl := composite("org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot", nil, longSnap, stringSnap)
 	timer := composite("org.apache.flink.streaming.api.operators.TimerSerializerSnapshot", nil, stringSnap, window)
+	widths := map[string]int{"long": 8, "void": 1, "window": 16}
 	for _, c := range []struct {
 		name   string
 		snap   buf
@@ -305,6 +306,13 @@ func TestQuickSkipIsSkip(t *testing.T) {
 		{"timer", timer, []buf{buf(nil).i64(5).ascii("k").i64(1).i64(2)}},
 	} {
 		s := restore(t, c.snap)
+		want := -1
+		if w, ok := widths[c.name]; ok {
+			want = w
+		}
+		if s.QuickWidth() != want {
+			t.Errorf("%s: QuickWidth %d, want %d", c.name, s.QuickWidth(), want)
+		}
 		for _, v := range c.values {
 			if n, ok := s.QuickSkip(append(v, 0x80, 0xFF)); !ok || n != len(v) {
 				t.Errorf("%s % x: QuickSkip gives %d, %v; want %d, true", c.name, v, n, ok, len(v))
@@ -325,7 +333,7 @@ func TestQuickSkipIsSkip(t *testing.T) {
 		composite(base+"MapSerializerSnapshot", nil, stringSnap, longSnap),
 	} {
 		s := restore(t, snap)
-		if _, ok := s.QuickSkip(make(buf, 64)); ok {
+		if _, ok := s.QuickSkip(make(buf, 64)); ok || s.QuickWidth() >= 0 {
 			t.Errorf("%s: QuickSkip steps over a value with a flag or a count", s.Type)
 		}
 	}
