@@ -353,12 +353,13 @@ func (b *Backend) iterRange(lower, upper []byte) (*pebble.Iterator, error) {
 	if err := b.spillAll(); err != nil {
 		return nil, err
 	}
-	return b.timerIter(lower, upper)
+	return b.iterBelow(lower, upper)
 }
 
-// timerIter is iterRange without the spill, for iterators that read only
-// timer keys, which never sit in the cache.
-func (b *Backend) timerIter(lower, upper []byte) (*pebble.Iterator, error) {
+// iterBelow is iterRange without the spill: it sees the write batch and the
+// database but not the cache. It serves iterators over keys the cache never
+// holds (timer keys) or whose cached writes they account for.
+func (b *Backend) iterBelow(lower, upper []byte) (*pebble.Iterator, error) {
 	opts := pebble.IterOptions{LowerBound: lower, UpperBound: upper}
 	if b.kept != nil && !b.keptInUse {
 		b.kept.SetOptions(&opts)

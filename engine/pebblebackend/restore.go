@@ -64,7 +64,9 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 		return err
 	}
 	// It writes list elements the list memo does not see.
-	b.listEnds.clear()
+	if err := b.forgetListEnds(); err != nil {
+		return err
+	}
 	w := newBatchWriter(b.db)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for _, u := range units {

@@ -32,7 +32,13 @@ func (b *Backend) Sweep(now int64) (int, error) {
 
 func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 	b := s.b
-	it, err := b.iterRange(keyGroupStart(b.kgs.Start), keyGroupStart(b.kgs.End+1))
+	// Only this state's cached writes need to be below the cache for the
+	// iterator to see them; the rest stay cached, where the short-lived
+	// state of other states keeps dying without reaching Pebble.
+	if err := b.spillState(s.id); err != nil {
+		return 0, err
+	}
+	it, err := b.iterBelow(keyGroupStart(b.kgs.Start), keyGroupStart(b.kgs.End+1))
 	if err != nil {
 		return 0, err
 	}

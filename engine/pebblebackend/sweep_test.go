@@ -155,3 +155,54 @@ func TestSweepCollections(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepKeepsOtherStatesCached checks that a sweep takes out of the write
+// cache only the writes of the state it sweeps, which it must see below the
+// cache, and deletes those expired: another state's writes stay cached.
+func TestSweepKeepsOtherStatesCached(t *testing.T) {
+	b := newTestBackend(t, 16, keygroup.All(16))
+	clock := state.NewManualClock(0)
+	plain, err := state.GetValue(b, clock, state.NewValue("plain", serializers.Int64()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	swept, err := state.GetValue(b, clock, state.NewValue("swept", serializers.Int64(), sweepTTL(10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		setKey(t, b, fmt.Sprintf("key-%d", i))
+		if err := plain.Update(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := swept.Update(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Set(200)
+	if n, err := b.Sweep(clock.Now()); err != nil || n != 5 {
+		t.Fatalf("Sweep = %d, %v; want 5 deleted", n, err)
+	}
+	cachedOf := func(id uint16) (n int) {
+		for _, gen := range []map[string]cached{b.cache.young, b.cache.old} {
+			for k, e := range gen {
+				if binary.BigEndian.Uint16([]byte(k[2:4])) == id && e.present {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if n := cachedOf(0); n != 5 {
+		t.Errorf("%d values of the unswept state cached after the sweep, want 5", n)
+	}
+	if n := cachedOf(1); n != 0 {
+		t.Errorf("%d values of the swept state cached after the sweep, want 0", n)
+	}
+	if got := len(stateKeys(t, b, 1)); got != 0 {
+		t.Errorf("swept state has %d entries left, want 0", got)
+	}
+	if got := len(stateKeys(t, b, 0)); got != 5 {
+		t.Errorf("unswept state has %d entries left, want 5", got)
+	}
+}
