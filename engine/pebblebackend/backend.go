@@ -54,8 +54,11 @@ type Backend struct {
 	// reset from under them; a write in a map's Range callback may come
 	// while one is open.
 	openIters int
-	// listEnds is where recently used lists end.
+	// listEnds is where recently used lists end; lists which lists may
+	// hold elements below the cache, isList which state ids are lists.
 	listEnds listEnds
+	lists    listFilter
+	isList   []bool
 	// kept is the iterator that iterRange reuses, keptInUse whether it is
 	// open now.
 	kept      *pebble.Iterator
@@ -232,6 +235,8 @@ func (b *Backend) register(spec *state.Spec, ok bool, want string) (*stateInfo, 
 	}
 	s := &stateInfo{b: b, id: id, spec: spec}
 	b.states = append(b.states, s)
+	b.isList = append(b.isList, make([]bool, int(id)+1-len(b.isList))...)
+	b.isList[id] = spec.Kind == savepoint.List
 	b.stateByName[spec.Name] = s
 	return s, nil
 }
@@ -307,29 +312,37 @@ func (b *Backend) Close() error {
 // call, and reports whether there is one. A key found nowhere is noted in the
 // cache, for the write that often follows.
 func (b *Backend) get(key []byte, fn func(v []byte) error) (bool, error) {
+	return b.getFrom(key, true, fn)
+}
+
+// getFrom is get, which looks below the cache only when below is set: a
+// caller who knows that nothing below holds the key saves the lookup.
+func (b *Backend) getFrom(key []byte, below bool, fn func(v []byte) error) (bool, error) {
 	if e, ok := b.cache.lookup(key); ok {
 		if !e.present {
 			return false, nil
 		}
 		return true, fn(e.val)
 	}
-	// Reading through an empty batch would only add its cost.
-	r := pebble.Reader(b.wb)
-	if b.wb.Empty() {
-		r = b.db
-	}
-	v, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		if b.cache.noteAbsent(key) {
-			return false, b.rotate()
+	if below {
+		// Reading through an empty batch would only add its cost.
+		r := pebble.Reader(b.wb)
+		if b.wb.Empty() {
+			r = b.db
 		}
-		return false, nil
+		v, closer, err := r.Get(key)
+		if err == nil {
+			defer closer.Close()
+			return true, fn(v)
+		}
+		if !errors.Is(err, pebble.ErrNotFound) {
+			return false, err
+		}
 	}
-	if err != nil {
-		return false, err
+	if b.cache.noteAbsent(key) {
+		return false, b.rotate()
 	}
-	defer closer.Close()
-	return true, fn(v)
+	return false, nil
 }
 
 // iter opens an iterator over the keys that start with prefix. The

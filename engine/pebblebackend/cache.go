@@ -167,6 +167,7 @@ func (b *Backend) spillEntry(k []byte, e cached) error {
 	var err error
 	switch {
 	case e.present:
+		b.noteBelow(k)
 		err = b.wb.Set(k, e.val, nil)
 	case !e.absentBelow:
 		err = b.wb.Delete(k, nil)

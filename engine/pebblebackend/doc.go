@@ -31,11 +31,13 @@
 // sequences start at 0 and grow with each append; an append finds the last
 // sequence with a reverse seek instead of reading the list, or without one
 // when the list is one of the 16384 read or written last, whose ends are
-// remembered; such a list of up to 8 elements is also read by point
-// lookups of its sequences rather than by an iterator. Only the TTL sweep
-// leaves gaps in a list, so a list of a state without TTL whose end is not
-// remembered is read by point lookups too, up to its first missing
-// sequence.
+// remembered; such a list of up to 8 elements is also read element by
+// element from the write cache, and what the cache lacks by one point
+// lookup or one iterator below it. Only the TTL sweep leaves gaps in a
+// list, so a list of a state without TTL whose end is not remembered is
+// read by point lookups too, up to its first missing sequence. A Bloom
+// filter of the lists that may hold elements below the write cache, exact
+// where it says no, lets a read of a new list skip the database.
 //
 // # Snapshots and restore
 //

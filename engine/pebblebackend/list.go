@@ -32,12 +32,20 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 		return nil, err
 	}
 	end, known := l.s.b.listEnds.of(p)
+	below := true
+	if !known {
+		if below, err = l.s.b.listsBelow(p); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case known && end <= pointReadMax:
 		return l.getByPoint(p, end)
-	case !known && l.probing():
+	case !known && (!below || l.probing()):
+		// A list with nothing below the cache is one the cache holds
+		// nothing of either (see listEnds), so the probe finds it empty.
 		var done bool
-		if cells, done, err = l.probe(p); err != nil || done {
+		if cells, done, err = l.probe(p, below); err != nil || done {
 			l.sawList(len(cells) == 0)
 			return cells, err
 		}
@@ -46,7 +54,14 @@ func (l listStore) Get(ns []byte) (cells []state.Cell, err error) {
 	if len(cells) > 0 {
 		lower = binary.BigEndian.AppendUint64(bytes.Clone(p), uint64(len(cells)))
 	}
-	it, err := l.s.b.iterRange(lower, prefixEnd(p))
+	// The cache holds no element of a list whose end is forgotten, nor,
+	// without TTL, a sweeper's deletion of one, so such a list is read
+	// below it without a spill.
+	open := l.s.b.iterRange
+	if !known && l.s.spec.TTL == nil {
+		open = l.s.b.iterBelow
+	}
+	it, err := open(lower, prefixEnd(p))
 	if err != nil {
 		return nil, err
 	}
@@ -94,11 +109,11 @@ func (l listStore) sawList(empty bool) {
 // probe reads a gapless list by point lookups of sequences 0, 1, ... until
 // one is missing, which ends the list, or pointReadMax are found, when the
 // rest is for an iterator to read.
-func (l listStore) probe(p []byte) (cells []state.Cell, done bool, err error) {
+func (l listStore) probe(p []byte, below bool) (cells []state.Cell, done bool, err error) {
 	b := l.s.b
 	for seq := range uint64(pointReadMax) {
 		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), seq)
-		found, err := b.get(b.kbuf, func(v []byte) error {
+		found, err := b.getFrom(b.kbuf, below, func(v []byte) error {
 			c, err := l.s.decodeCell(v)
 			cells = append(cells, c)
 			return err
@@ -113,31 +128,97 @@ func (l listStore) probe(p []byte) (cells []state.Cell, done bool, err error) {
 	return cells, false, nil
 }
 
-// pointReadMax is the longest remembered list read by point lookups, one
-// per sequence, rather than by an iterator: a lookup stops at the first
-// level that holds its key and skips sstables by their bloom filters, where
-// an iterator seeks every level, but a list that ran long costs one lookup
-// per element.
+// pointReadMax is the longest remembered list read element by element
+// rather than by an iterator over the cache and what is below it, which
+// spills the cache first.
 const pointReadMax = 8
 
 // getByPoint reads the list with prefix p, which is known to end before
-// sequence end, by one lookup per sequence; a missing sequence is a gap
-// that the sweeper left.
+// sequence end, without spilling the cache: each sequence from the cache
+// where it holds it, the rest from below it, by a point lookup when one
+// is missing (a lookup stops at the first level that holds its key and
+// skips sstables by their bloom filters) and by an iterator when more are
+// (one seek through every level beats a lookup each). A sequence held
+// nowhere is a gap that the sweeper left.
 func (l listStore) getByPoint(p []byte, end uint64) ([]state.Cell, error) {
-	var cells []state.Cell
 	b := l.s.b
+	below, err := b.listsBelow(p)
+	if err != nil {
+		return nil, err
+	}
+	var slots [pointReadMax]listSlot
+	missing, lastMissing := 0, uint64(0)
 	for seq := range end {
 		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), seq)
-		_, err := b.get(b.kbuf, func(v []byte) error {
-			c, err := l.s.decodeCell(v)
-			cells = append(cells, c)
+		sl := &slots[seq]
+		if e, ok := b.cache.lookup(b.kbuf); ok {
+			sl.known, sl.found = true, e.present
+			if e.present {
+				if sl.c, err = l.s.decodeCell(e.val); err != nil {
+					return nil, err
+				}
+			}
+		} else if !below {
+			sl.known = true
+		} else {
+			missing, lastMissing = missing+1, seq
+		}
+	}
+	switch {
+	case missing == 1:
+		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), lastMissing)
+		sl := &slots[lastMissing]
+		if sl.found, err = b.get(b.kbuf, func(v []byte) (err error) {
+			sl.c, err = l.s.decodeCell(v)
 			return err
-		})
-		if err != nil {
+		}); err != nil {
+			return nil, err
+		}
+	case missing > 1:
+		if err := l.fillBelow(p, end, &slots); err != nil {
 			return nil, err
 		}
 	}
+	var cells []state.Cell
+	for _, sl := range slots[:end] {
+		if sl.found {
+			cells = append(cells, sl.c)
+		}
+	}
 	return cells, nil
+}
+
+// listSlot is one sequence of a list read by getByPoint: its element c when
+// found, and whether that is settled (known) before looking below the cache.
+type listSlot struct {
+	c            state.Cell
+	known, found bool
+}
+
+// fillBelow reads from below the cache the elements of the sequences
+// before end that the cache does not hold.
+func (l listStore) fillBelow(p []byte, end uint64, slots *[pointReadMax]listSlot) (err error) {
+	b := l.s.b
+	it, err := b.iterBelow(p, binary.BigEndian.AppendUint64(bytes.Clone(p), end))
+	if err != nil {
+		return err
+	}
+	defer b.closeIter(it, &err)
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != len(p)+seqLen {
+			return fmt.Errorf("%w: list element key of %d bytes", errKey, len(k))
+		}
+		sl := &slots[binary.BigEndian.Uint64(k[len(p):])]
+		if sl.known {
+			continue
+		}
+		if sl.c, err = l.s.decodeCell(it.Value()); err != nil {
+			return err
+		}
+		sl.found = true
+	}
+	return it.Error()
 }
 
 // listEnds remembers where recently used lists end: per prefix, the
@@ -260,12 +341,18 @@ func (l listStore) Append(ns []byte, cells ...state.Cell) error {
 	if err != nil {
 		return err
 	}
-	next, known := l.s.b.listEnds.of(p)
-	if !known && l.probing() {
+	b := l.s.b
+	next, known := b.listEnds.of(p)
+	below := true
+	if !known {
+		if below, err = b.listsBelow(p); err != nil {
+			return err
+		}
+	}
+	if !known && (!below || l.probing()) {
 		// A missing first element settles where a new list starts.
-		b := l.s.b
 		b.kbuf = binary.BigEndian.AppendUint64(append(b.kbuf[:0], p...), 0)
-		found, err := b.get(b.kbuf, func([]byte) error { return nil })
+		found, err := b.getFrom(b.kbuf, below, func([]byte) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -300,6 +387,13 @@ func (l listStore) Replace(ns []byte, cells []state.Cell) error {
 	}
 	b, n := l.s.b, uint64(len(cells))
 	end, known := b.listEnds.of(p)
+	if !known {
+		below, err := b.listsBelow(p)
+		if err != nil {
+			return err
+		}
+		known = !below
+	}
 	if !known {
 		last, ok, err := l.lastSeq(p)
 		if err != nil {

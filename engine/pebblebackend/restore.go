@@ -166,6 +166,9 @@ func (b *Backend) restoreEntry(u *restoreUnit, e *savepoint.Entry, w *batchWrite
 			u.prevNS = append(u.prevNS[:0], e.Namespace...)
 			u.listStarted = true
 		}
+		if u.seq == 0 {
+			b.lists.add(k)
+		}
 		k = binary.BigEndian.AppendUint64(k, u.seq)
 		u.seq++
 	case savepoint.Map:
