@@ -96,7 +96,10 @@ type stateInfo struct {
 	id   uint16
 	spec *state.Spec
 	// sweepCursor is the last key the sweeper examined; nil to start over.
-	sweepCursor []byte
+	// sweepMidRound says that the sweeper has not reached the end of the
+	// state since it last spilled the state's cached writes.
+	sweepCursor   []byte
+	sweepMidRound bool
 	// emptyLists leans positive while the lists read or appended to without
 	// a remembered end have mostly been empty, negative while they have
 	// mostly held elements; see listStore.probing.
