@@ -54,8 +54,11 @@ type Backend struct {
 	// reset from under them; a write in a map's Range callback may come
 	// while one is open.
 	openIters int
-	// listEnds is where recently used lists end.
+	// listEnds is where recently used lists end; lists which lists may
+	// hold elements below the cache, isList which state ids are lists.
 	listEnds listEnds
+	lists    listFilter
+	isList   []bool
 	// kept is the iterator that iterRange reuses, keptInUse whether it is
 	// open now.
 	kept      *pebble.Iterator
@@ -93,7 +96,10 @@ type stateInfo struct {
 	id   uint16
 	spec *state.Spec
 	// sweepCursor is the last key the sweeper examined; nil to start over.
-	sweepCursor []byte
+	// sweepMidRound says that the sweeper has not reached the end of the
+	// state since it last spilled the state's cached writes.
+	sweepCursor   []byte
+	sweepMidRound bool
 	// emptyLists leans positive while the lists read or appended to without
 	// a remembered end have mostly been empty, negative while they have
 	// mostly held elements; see listStore.probing.
@@ -232,6 +238,8 @@ func (b *Backend) register(spec *state.Spec, ok bool, want string) (*stateInfo, 
 	}
 	s := &stateInfo{b: b, id: id, spec: spec}
 	b.states = append(b.states, s)
+	b.isList = append(b.isList, make([]bool, int(id)+1-len(b.isList))...)
+	b.isList[id] = spec.Kind == savepoint.List
 	b.stateByName[spec.Name] = s
 	return s, nil
 }
@@ -307,29 +315,37 @@ func (b *Backend) Close() error {
 // call, and reports whether there is one. A key found nowhere is noted in the
 // cache, for the write that often follows.
 func (b *Backend) get(key []byte, fn func(v []byte) error) (bool, error) {
+	return b.getFrom(key, true, fn)
+}
+
+// getFrom is get, which looks below the cache only when below is set: a
+// caller who knows that nothing below holds the key saves the lookup.
+func (b *Backend) getFrom(key []byte, below bool, fn func(v []byte) error) (bool, error) {
 	if e, ok := b.cache.lookup(key); ok {
 		if !e.present {
 			return false, nil
 		}
 		return true, fn(e.val)
 	}
-	// Reading through an empty batch would only add its cost.
-	r := pebble.Reader(b.wb)
-	if b.wb.Empty() {
-		r = b.db
-	}
-	v, closer, err := r.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		if b.cache.noteAbsent(key) {
-			return false, b.rotate()
+	if below {
+		// Reading through an empty batch would only add its cost.
+		r := pebble.Reader(b.wb)
+		if b.wb.Empty() {
+			r = b.db
 		}
-		return false, nil
+		v, closer, err := r.Get(key)
+		if err == nil {
+			defer closer.Close()
+			return true, fn(v)
+		}
+		if !errors.Is(err, pebble.ErrNotFound) {
+			return false, err
+		}
 	}
-	if err != nil {
-		return false, err
+	if b.cache.noteAbsent(key) {
+		return false, b.rotate()
 	}
-	defer closer.Close()
-	return true, fn(v)
+	return false, nil
 }
 
 // iter opens an iterator over the keys that start with prefix. The
@@ -353,12 +369,13 @@ func (b *Backend) iterRange(lower, upper []byte) (*pebble.Iterator, error) {
 	if err := b.spillAll(); err != nil {
 		return nil, err
 	}
-	return b.timerIter(lower, upper)
+	return b.iterBelow(lower, upper)
 }
 
-// timerIter is iterRange without the spill, for iterators that read only
-// timer keys, which never sit in the cache.
-func (b *Backend) timerIter(lower, upper []byte) (*pebble.Iterator, error) {
+// iterBelow is iterRange without the spill: it sees the write batch and the
+// database but not the cache. It serves iterators over keys the cache never
+// holds (timer keys) or whose cached writes they account for.
+func (b *Backend) iterBelow(lower, upper []byte) (*pebble.Iterator, error) {
 	opts := pebble.IterOptions{LowerBound: lower, UpperBound: upper}
 	if b.kept != nil && !b.keptInUse {
 		b.kept.SetOptions(&opts)

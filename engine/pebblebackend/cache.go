@@ -1,5 +1,7 @@
 package pebblebackend
 
+import "encoding/binary"
+
 // writeCache holds the latest state writes in Go maps in front of the write
 // batch. Most state of a stream job lives briefly: a request open until it
 // completes, the records pending until the watermark passes their time, a
@@ -12,10 +14,12 @@ package pebblebackend
 // of the old one; when the young one reaches cacheGenLimit bytes the old one
 // is spilled into the write batch and the young one becomes the old, so every
 // write stays at least one generation before it is spilled and memory stays
-// below two generations. Everything is spilled before an iterator is opened,
-// since iterators read the batch and the database, and before every commit
-// that a snapshot, checkpoint or restore needs. Timers bypass the cache (see
-// setTimer), so that the timer services' iterators need no spill.
+// below two generations. Everything is spilled before an iterator over state
+// is opened, since iterators read the batch and the database, and before
+// every commit that a snapshot, checkpoint or restore needs. Timers bypass
+// the cache (see setTimer), so that the timer services' iterators need no
+// spill; the TTL sweep spills only the writes of the state it sweeps, and
+// the reverse seek for a list's end none (see listEnds).
 //
 // An entry also knows when nothing below it (the old generation, the batch,
 // the database) holds its key: after a read found nothing there, or when the
@@ -138,17 +142,7 @@ func (b *Backend) spill(genp *map[string]cached) error {
 	}
 	for k, e := range gen {
 		b.spillKey = append(b.spillKey[:0], k...)
-		var err error
-		switch {
-		case e.present:
-			err = b.wb.Set(b.spillKey, e.val, nil)
-		case !e.absentBelow:
-			err = b.wb.Delete(b.spillKey, nil)
-		}
-		if err == nil && b.full() && b.openIters == 0 {
-			err = b.commitBatch()
-		}
-		if err != nil {
+		if err := b.spillEntry(b.spillKey, e); err != nil {
 			return err
 		}
 	}
@@ -166,3 +160,68 @@ func (b *Backend) spill(genp *map[string]cached) error {
 // spillReuseMax is the most entries a spilled generation may have held for
 // its map to be kept.
 const spillReuseMax = 256
+
+// spillEntry writes the cached state e of key k into the write batch,
+// committing it when it is full and no iterator is open.
+func (b *Backend) spillEntry(k []byte, e cached) error {
+	var err error
+	switch {
+	case e.present:
+		b.noteBelow(k)
+		err = b.wb.Set(k, e.val, nil)
+	case !e.absentBelow:
+		err = b.wb.Delete(k, nil)
+	}
+	if err == nil && b.full() && b.openIters == 0 {
+		err = b.commitBatch()
+	}
+	return err
+}
+
+// spillList moves the elements of the list with prefix p of the sequences
+// written out of the cache into the write batch.
+func (b *Backend) spillList(p string, written seqRange) error {
+	c := &b.cache
+	for seq := written.from; seq < written.to; seq++ {
+		b.spillKey = binary.BigEndian.AppendUint64(append(b.spillKey[:0], p...), seq)
+		if e, ok := c.young[string(b.spillKey)]; ok {
+			delete(c.young, string(b.spillKey))
+			c.youngBytes -= len(b.spillKey) + len(e.val) + cachedOverhead
+			if err := b.spillEntry(b.spillKey, e); err != nil {
+				return err
+			}
+		} else if e, ok := c.old[string(b.spillKey)]; ok {
+			delete(c.old, string(b.spillKey))
+			if err := b.spillEntry(b.spillKey, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// spillState moves the cached writes of the state with id out of the cache
+// into the write batch.
+func (b *Backend) spillState(id uint16) error {
+	c := &b.cache
+	for _, young := range []bool{false, true} {
+		gen := c.old
+		if young {
+			gen = c.young
+		}
+		for k, e := range gen {
+			if len(k) < prefixLen || binary.BigEndian.Uint16([]byte(k[2:prefixLen])) != id {
+				continue
+			}
+			b.spillKey = append(b.spillKey[:0], k...)
+			if err := b.spillEntry(b.spillKey, e); err != nil {
+				return err
+			}
+			delete(gen, k)
+			if young {
+				c.youngBytes -= len(k) + len(e.val) + cachedOverhead
+			}
+		}
+	}
+	return nil
+}

@@ -30,12 +30,14 @@
 // 8-byte big-endian last-modified time. Timer keys have empty values. List
 // sequences start at 0 and grow with each append; an append finds the last
 // sequence with a reverse seek instead of reading the list, or without one
-// when the list is one of the 4096 read or written last, whose ends are
-// remembered; such a list of up to 8 elements is also read by point
-// lookups of its sequences rather than by an iterator. Only the TTL sweep
-// leaves gaps in a list, so a list of a state without TTL whose end is not
-// remembered is read by point lookups too, up to its first missing
-// sequence.
+// when the list is one of the 16384 read or written last, whose ends are
+// remembered; such a list of up to 8 elements is also read element by
+// element from the write cache, and what the cache lacks by one point
+// lookup or one iterator below it. Only the TTL sweep leaves gaps in a
+// list, so a list of a state without TTL whose end is not remembered is
+// read by point lookups too, up to its first missing sequence. A Bloom
+// filter of the lists that may hold elements below the write cache, exact
+// where it says no, lets a read of a new list skip the database.
 //
 // # Snapshots and restore
 //
@@ -69,9 +71,10 @@
 // deletion. The older generation spills into an indexed batch that every
 // read sees through, committed when it reaches 64 KiB; timers go to that
 // batch directly. Everything is spilled before an iterator over state is
-// opened and committed before every
-// snapshot, checkpoint and restore, so a snapshot holds every write made
-// before it. One iterator is kept between
+// opened, except that the TTL sweep spills only the state it sweeps and the
+// reverse seek for a list's end nothing (a list whose end is forgotten has
+// its cached elements spilled then), and committed before every snapshot,
+// checkpoint and restore, so a snapshot holds every write made before it. One iterator is kept between
 // reads and dropped at each commit, and up to 16 first timers per key group
 // are held in memory, with a note of whether they are all the key group
 // has, since a seek costs more than most reads it serves.

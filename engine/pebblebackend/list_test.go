@@ -1,6 +1,7 @@
 package pebblebackend
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 	"testing"
@@ -295,7 +296,9 @@ func TestListProbe(t *testing.T) {
 			}
 		}
 	}
-	b.listEnds.clear()
+	if err := b.forgetListEnds(); err != nil {
+		t.Fatal(err)
+	}
 	ls := l.(listStore)
 	for i, n := range lens {
 		ls.s.emptyLists = 0
@@ -311,7 +314,9 @@ func TestListProbe(t *testing.T) {
 		}
 	}
 	// Lists that hold elements turn the probing off, empty ones on again.
-	b.listEnds.clear()
+	if err := b.forgetListEnds(); err != nil {
+		t.Fatal(err)
+	}
 	for i := range lens {
 		listValues(t, l, ns(i))
 	}
@@ -324,13 +329,17 @@ func TestListProbe(t *testing.T) {
 	if !ls.probing() {
 		t.Fatalf("not probing after reading empty lists (%d)", ls.s.emptyLists)
 	}
-	b.listEnds.clear()
+	if err := b.forgetListEnds(); err != nil {
+		t.Fatal(err)
+	}
 	for i, n := range lens {
 		ls.s.emptyLists = 0
 		if got := listValues(t, l, ns(i)); !slices.Equal(got, want[i]) {
 			t.Fatalf("list of %d is %v, want %v", n, got, want[i])
 		}
-		b.listEnds.clear()
+		if err := b.forgetListEnds(); err != nil {
+			t.Fatal(err)
+		}
 		ls.s.emptyLists = int8(i%2) - 1
 		if err := l.Append(ns(i), cellsOf(-1)...); err != nil {
 			t.Fatal(err)
@@ -340,4 +349,116 @@ func TestListProbe(t *testing.T) {
 			t.Fatalf("list of %d has sequences %v after an append", n, seqs)
 		}
 	}
+}
+
+// TestListForgottenInCache forgets, by filling the memo, lists whose
+// elements and deletions still sit in the write cache, then appends to them
+// and replaces them: an append after the forgetting seeks below the cache,
+// so the forgotten lists' writes must have left it for the seek to find.
+func TestListForgottenInCache(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64()).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := l.(listStore)
+	setKey(t, b, "k")
+	grown, shrunk, replaced := []byte("grown"), []byte("shrunk"), []byte("replaced")
+	for _, ns := range [][]byte{grown, shrunk, replaced} {
+		if err := l.Append(ns, cellsOf(1, 2, 3)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.commitWrites(); err != nil {
+		t.Fatal(err)
+	}
+	// Writes that stay in the cache: two more elements, a list cut to one.
+	if err := l.Append(grown, cellsOf(4, 5)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Replace(shrunk, cellsOf(9)); err != nil {
+		t.Fatal(err)
+	}
+	if b.cache.empty() {
+		t.Fatal("the cache is empty after the writes")
+	}
+	for i := range listMemoSize {
+		listValues(t, l, binary.BigEndian.AppendUint64(nil, uint64(i)))
+	}
+	for _, ns := range [][]byte{grown, shrunk, replaced} {
+		p, _ := ls.prefix(ns)
+		if _, ok := b.listEnds.of(p); ok {
+			t.Fatalf("list %s still remembered", ns)
+		}
+	}
+	// Neither probe: an append finds its end by a seek.
+	ls.s.emptyLists = -8
+	if err := l.Append(grown, cellsOf(6)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(shrunk, cellsOf(10)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Replace(replaced, cellsOf(7)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ns   []byte
+		want []int64
+	}{{grown, []int64{1, 2, 3, 4, 5, 6}}, {shrunk, []int64{9, 10}}, {replaced, []int64{7}}} {
+		if got := listValues(t, l, c.ns); !slices.Equal(got, c.want) {
+			t.Fatalf("list %s is %v, want %v", c.ns, got, c.want)
+		}
+		if seqs := listSeqs(t, b, l, c.ns); len(seqs) != len(c.want) || seqs[len(seqs)-1] != uint64(len(c.want)-1) {
+			t.Fatalf("list %s has sequences %v", c.ns, seqs)
+		}
+	}
+}
+
+// TestListReadMixed reads remembered short lists whose elements lie partly
+// in the write cache and partly below it, with the cache also holding a
+// sweeper's deletion of an element below: by one lookup below when one
+// element is not cached, by an iterator below when more are not.
+func TestListReadMixed(t *testing.T) {
+	b := newTestBackend(t, 128, keygroup.All(128))
+	l, err := b.RegisterList(state.NewList("l", serializers.Int64(), sweepTTL(1000)).Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, b, "k")
+	p, _ := l.(listStore).prefix([]byte("a"))
+	check := func(want ...int64) {
+		t.Helper()
+		if _, ok := b.listEnds.of(p); !ok {
+			t.Fatal("end of list a not remembered")
+		}
+		if got := listValues(t, l, []byte("a")); !slices.Equal(got, want) {
+			t.Fatalf("list a is %v, want %v", got, want)
+		}
+	}
+	if err := l.Append([]byte("a"), cellsOf(1)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.commitWrites(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]byte("a"), cellsOf(2)...); err != nil {
+		t.Fatal(err)
+	}
+	check(1, 2)
+	if err := b.commitWrites(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]byte("a"), cellsOf(3, 4)...); err != nil {
+		t.Fatal(err)
+	}
+	check(1, 2, 3, 4)
+	if err := b.del(binary.BigEndian.AppendUint64(bytes.Clone(p), 1)); err != nil {
+		t.Fatal(err)
+	}
+	check(1, 3, 4)
+	if err := b.commitWrites(); err != nil {
+		t.Fatal(err)
+	}
+	check(1, 3, 4)
 }

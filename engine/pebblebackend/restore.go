@@ -64,7 +64,9 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 		return err
 	}
 	// It writes list elements the list memo does not see.
-	b.listEnds.clear()
+	if err := b.forgetListEnds(); err != nil {
+		return err
+	}
 	w := newBatchWriter(b.db)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for _, u := range units {
@@ -163,6 +165,9 @@ func (b *Backend) restoreEntry(u *restoreUnit, e *savepoint.Entry, w *batchWrite
 			u.prevKey = append(u.prevKey[:0], e.Key...)
 			u.prevNS = append(u.prevNS[:0], e.Namespace...)
 			u.listStarted = true
+		}
+		if u.seq == 0 {
+			b.lists.add(k)
 		}
 		k = binary.BigEndian.AppendUint64(k, u.seq)
 		u.seq++

@@ -11,7 +11,9 @@ import (
 // filter calls for: for each TTL state with a sweep budget it examines up to
 // that many entries, across the owned key groups, resuming after the entry
 // where the previous call stopped and wrapping around at the end, and deletes
-// those expired at now. No entry is examined twice in one call.
+// those expired at now. No entry is examined twice in one call. An entry
+// written only to the write cache is first examined in the round over the
+// state after it was written.
 func (b *Backend) Sweep(now int64) (int, error) {
 	if err := b.check(); err != nil {
 		return 0, err
@@ -32,7 +34,18 @@ func (b *Backend) Sweep(now int64) (int, error) {
 
 func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 	b := s.b
-	it, err := b.iterRange(keyGroupStart(b.kgs.Start), keyGroupStart(b.kgs.End+1))
+	// The iterator reads below the cache. At the start of each round over
+	// the state, this state's cached writes are spilled for it to see;
+	// within a round it reads the cached version of each key it meets.
+	// The rest of the cache stays, where the short-lived state of other
+	// states keeps dying without reaching Pebble.
+	if !s.sweepMidRound {
+		if err := b.spillState(s.id); err != nil {
+			return 0, err
+		}
+		s.sweepMidRound = true
+	}
+	it, err := b.iterBelow(keyGroupStart(b.kgs.Start), keyGroupStart(b.kgs.End+1))
 	if err != nil {
 		return 0, err
 	}
@@ -52,9 +65,10 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 				return deleted, err
 			}
 			if wrapped || start == nil {
+				s.sweepMidRound = false
 				break
 			}
-			wrapped = true
+			wrapped, s.sweepMidRound = true, false
 			valid = s.seek(it, nil)
 			continue
 		}
@@ -62,12 +76,18 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 		if wrapped && bytes.Compare(k, start) > 0 {
 			break
 		}
-		examined++
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return deleted, err
 		}
-		if s.expiredAt(v, now) {
+		e, cached := b.cache.lookup(k)
+		if cached {
+			v = e.val
+		}
+		if !cached || e.present {
+			examined++
+		}
+		if (!cached || e.present) && s.expiredAt(v, now) {
 			if err := b.del(k); err != nil {
 				return deleted, err
 			}

@@ -155,3 +155,124 @@ func TestSweepCollections(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepKeepsOtherStatesCached checks that a sweep takes out of the write
+// cache only the writes of the state it sweeps, which it must see below the
+// cache, and deletes those expired: another state's writes stay cached.
+func TestSweepKeepsOtherStatesCached(t *testing.T) {
+	b := newTestBackend(t, 16, keygroup.All(16))
+	clock := state.NewManualClock(0)
+	plain, err := state.GetValue(b, clock, state.NewValue("plain", serializers.Int64()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	swept, err := state.GetValue(b, clock, state.NewValue("swept", serializers.Int64(), sweepTTL(10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		setKey(t, b, fmt.Sprintf("key-%d", i))
+		if err := plain.Update(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := swept.Update(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Set(200)
+	if n, err := b.Sweep(clock.Now()); err != nil || n != 5 {
+		t.Fatalf("Sweep = %d, %v; want 5 deleted", n, err)
+	}
+	cachedOf := func(id uint16) (n int) {
+		for _, gen := range []map[string]cached{b.cache.young, b.cache.old} {
+			for k, e := range gen {
+				if binary.BigEndian.Uint16([]byte(k[2:4])) == id && e.present {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if n := cachedOf(0); n != 5 {
+		t.Errorf("%d values of the unswept state cached after the sweep, want 5", n)
+	}
+	if n := cachedOf(1); n != 0 {
+		t.Errorf("%d values of the swept state cached after the sweep, want 0", n)
+	}
+	if got := len(stateKeys(t, b, 1)); got != 0 {
+		t.Errorf("swept state has %d entries left, want 0", got)
+	}
+	if got := len(stateKeys(t, b, 0)); got != 5 {
+		t.Errorf("unswept state has %d entries left, want 5", got)
+	}
+}
+
+// TestSweepMidRoundReadsCache follows a round of the sweeper over a state
+// whose entries are rewritten and deleted in the write cache between its
+// calls: it judges each key it meets below the cache by the cached version,
+// skips keys deleted there, and keeps to its budget.
+func TestSweepMidRoundReadsCache(t *testing.T) {
+	b := newTestBackend(t, 16, keygroup.All(16))
+	clock := state.NewManualClock(0)
+	v, err := state.GetValue(b, clock, state.NewValue("swept", serializers.Int64(), sweepTTL(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The keys in database order, so that the test knows the sweep's.
+	byOrder := make(map[string]string)
+	for i := range 5 {
+		k := fmt.Sprintf("key-%d", i)
+		setKey(t, b, k)
+		if err := v.Update(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+		byOrder[string(stateKeyOf(t, b))] = k
+	}
+	var order []string
+	for _, k := range stateKeys(t, b, 0) {
+		order = append(order, byOrder[string(k)])
+	}
+	sweep := func(now int64, want int) {
+		t.Helper()
+		n, err := b.Sweep(now)
+		if err != nil || n != want {
+			t.Fatalf("Sweep(%d) = %d, %v; want %d deleted", now, n, err, want)
+		}
+	}
+	sweep(50, 0) // order[0], order[1]
+	clock.Set(150)
+	setKey(t, b, order[2])
+	if err := v.Update(20); err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, b, order[4])
+	if err := v.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	sweep(200, 1) // order[2] is fresh in the cache, order[3] expired
+	sweep(200, 2) // order[4] deleted in the cache, then order[0], order[1]
+	clock.Set(200)
+	for i, k := range order {
+		setKey(t, b, k)
+		got, ok, err := v.Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i == 2; ok != want || (ok && got != 20) {
+			t.Errorf("%s after the sweeps: %d, %v", k, got, ok)
+		}
+	}
+	if got := len(stateKeys(t, b, 0)); got != 1 {
+		t.Errorf("%d entries left, want 1", got)
+	}
+}
+
+// stateKeyOf is the database key of state 0's value for the current key.
+func stateKeyOf(t *testing.T, b *Backend) []byte {
+	t.Helper()
+	k, err := b.keyPrefix(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return appendEscaped(k, nil)
+}

@@ -206,7 +206,7 @@ func parseTimer(suffix []byte) (state.Timer, error) {
 // or was deleted before, which the memtable keeps until it is flushed.
 func (t *timerService) reload(kg int, removed []byte) (err error) {
 	p := appendPrefix(nil, kg, t.id)
-	it, err := t.b.timerIter(bytes.Clone(removed), prefixEnd(p))
+	it, err := t.b.iterBelow(bytes.Clone(removed), prefixEnd(p))
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (t *timerService) reload(kg int, removed []byte) (err error) {
 // reloadAll reads the first timer of every owned key group, after a
 // restore, with one iterator.
 func (t *timerService) reloadAll() (err error) {
-	it, err := t.b.timerIter(keyGroupStart(t.b.kgs.Start), keyGroupStart(t.b.kgs.End+1))
+	it, err := t.b.iterBelow(keyGroupStart(t.b.kgs.Start), keyGroupStart(t.b.kgs.End+1))
 	if err != nil {
 		return err
 	}
