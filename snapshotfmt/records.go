@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/stateproc/stateproc/internal/uvarint"
@@ -459,30 +458,32 @@ func (rr *recordReader) item() (mk, v []byte, ok bool) {
 
 // values is item over a batch, for NextValues: it reads up to len(sizes)
 // items straight from the block's bytes, with every check and count of
-// item and startRecord, the decoder's state held in locals and runs of one
-// size bucket counted at once, and stores each value's size in sizes and,
-// for a TTL state, its last-modified time in times. It stops at the end of
-// the block and at whatever item looks at more closely (a length of more
-// than one byte, a streamed block's window, the first record of a block,
+// item and startRecord, and stores each value's size in sizes and, for a
+// TTL state, its last-modified time in times. It stops at the end of the
+// block and at whatever item looks at more closely (a length of more than
+// one byte, a streamed block's window, the first record of a block,
 // anything that breaks a rule), and returns how many items it read: item
-// takes over from the first byte it did not consume, and reports any
-// error there.
+// takes over from the first byte it did not consume, and reports any error
+// there.
+//
+// It walks the framing in one loop that only checks and extracts, with the
+// decoder's state in locals, and counts the batch's times and sizes in
+// loops of their own: one loop doing all of it held more values than there
+// are registers, and spilled them on every item.
 func (rr *recordReader) values(sizes []int, times []int64) int {
 	d := &rr.d
 	if d.err != nil || d.more > 0 || rr.entries == 0 || rr.firstInBlock || rr.reanchored != nil {
-		// entries > 0 lets the loop take min and max of the times without
-		// a first-time case, and compare each record with the one before.
+		// entries > 0 lets the counts take min and max of the times
+		// without a first-time case, and compare each record with the one
+		// before.
 		return 0
 	}
 	buf, off, left := d.buf, d.off, rr.left
-	isMap, ttl, h := rr.kind == savepoint.Map, rr.ttl, rr.hist
-	lastMK, lastP, haveMK := rr.lastMapKey, rr.lastMapPrefix, rr.haveMapKey
-	minTS, maxTS := rr.minTS, rr.maxTS
-	runBucket, run := -1, uint64(0)
-	bMin, bMax := int64(math.MaxInt64), int64(math.MinInt64)
-	// live is the bucket of expiry offset 1, the first of the entries
-	// live at the anchor: offset x > 0 takes live + SizeBucket(x - 1).
-	live := savepoint.ModifiedBucket(1)
+	isMap, ttl := rr.kind == savepoint.Map, rr.ttl
+	lastP, haveMK := rr.lastMapPrefix, rr.haveMapKey
+	// The last map key read here is buf[mkAt : mkAt+mkLen]; before the
+	// first, mkAt is -1 and the last is rr.lastMapKey.
+	mkAt, mkLen := -1, 0
 	if ttl {
 		times = times[:len(sizes)]
 	}
@@ -496,8 +497,8 @@ func (rr *recordReader) values(sizes []int, times []int64) int {
 			off, left, haveMK = o, rr.left, false
 		}
 		o := off
-		var mk []byte
 		var p uint64
+		at := 0
 		if isMap {
 			if o >= len(buf) {
 				break
@@ -506,13 +507,19 @@ func (rr *recordReader) values(sizes []int, times []int64) int {
 			if l >= 0x80 || l >= len(buf)-o {
 				break
 			}
-			mk = buf[o+1 : o+1+l : o+1+l]
-			p = prefix8(buf, o+1, l)
+			at = o + 1
+			p = prefix8(buf, at, l)
 			// after's first test, inline: the prefixes mostly differ.
-			if haveMK && (p < lastP || p == lastP && !after(mk, lastMK, p, lastP)) {
-				break
+			if haveMK && p <= lastP {
+				last := rr.lastMapKey
+				if mkAt >= 0 {
+					last = buf[mkAt : mkAt+mkLen]
+				}
+				if p < lastP || !after(buf[at:at+l], last, p, lastP) {
+					break
+				}
 			}
-			o += 1 + l
+			o = at + l
 		}
 		if o >= len(buf) {
 			break
@@ -526,54 +533,103 @@ func (rr *recordReader) values(sizes []int, times []int64) int {
 			if l < 8 {
 				break
 			}
-			t := int64(binary.BigEndian.Uint64(buf[o+1:]))
-			minTS, maxTS = min(minTS, t), max(maxTS, t)
-			times[n] = t
+			times[n] = int64(binary.BigEndian.Uint64(buf[o+1 : o+9]))
 			size -= 8
-			if h != nil {
-				// The bucket rises with the time, so the span of the
-				// buckets touched is set once, from the batch's least and
-				// greatest times, rather than per item.
-				bMin, bMax = min(bMin, t), max(bMax, t)
-				b := 0
-				if x := savepoint.ExpiryOffset(t, h.ttlMillis, h.anchor); x > 0 {
-					// ModifiedBucket of a live entry, inline.
-					b = live + savepoint.SizeBucket(uint64(x-1))
-				} else {
-					b = savepoint.ModifiedBucket(x)
-				}
-				h.modifiedA[b]++
-			}
-		}
-		if h != nil {
-			if b := savepoint.SizeBucket(uint64(size)); b != runBucket {
-				if run > 0 {
-					h.sizes.addN(runBucket, run)
-				}
-				runBucket, run = b, 0
-			}
-			run++
 		}
 		sizes[n] = size
 		if isMap {
-			lastMK, lastP, haveMK = mk, p, true
+			mkAt, mkLen, lastP, haveMK = at, o-at, p, true
 		}
 		off = o + 1 + l
 		left--
 	}
-	if run > 0 {
-		h.sizes.addN(runBucket, run)
+	if n == 0 {
+		return 0
 	}
-	if bMin <= bMax {
-		h.modified.touch(h.modifiedBucket(bMin))
-		h.modified.touch(h.modifiedBucket(bMax))
+	if ttl {
+		rr.countTimes(times[:n])
+	}
+	if rr.hist != nil {
+		rr.hist.sizeRuns(sizes[:n])
 	}
 	d.off = off
-	rr.lastMapKey, rr.lastMapPrefix, rr.haveMapKey = lastMK, lastP, haveMK
-	rr.minTS, rr.maxTS = minTS, maxTS
+	if mkAt >= 0 {
+		rr.lastMapKey = buf[mkAt : mkAt+mkLen : mkAt+mkLen]
+	}
+	rr.lastMapPrefix, rr.haveMapKey = lastP, haveMK
 	rr.left = left
 	rr.entries += uint64(n)
 	return n
+}
+
+// countTimes takes the TTL times of a batch of values into the segment's
+// time bounds and its last-modified histogram.
+func (rr *recordReader) countTimes(times []int64) {
+	lo, hi := rr.minTS, rr.maxTS
+	for _, t := range times {
+		lo, hi = min(lo, t), max(hi, t)
+	}
+	rr.minTS, rr.maxTS = lo, hi
+	if h := rr.hist; h != nil {
+		h.modifiedTimes(times, lo, hi)
+	}
+}
+
+// modifiedTimes counts a batch of last-modified times, all between lo and
+// hi, in the last-modified histogram.
+func (h *histCounts) modifiedTimes(times []int64, lo, hi int64) {
+	// The bucket rises with the time, so the span of the buckets touched
+	// is set once, from the least and greatest times, rather than per
+	// time.
+	h.modified.touch(h.modifiedBucket(lo))
+	h.modified.touch(h.modifiedBucket(hi))
+	a := &h.modifiedA
+	if !offsetsAdd(lo, hi, h.ttlMillis, h.anchor) {
+		for _, t := range times {
+			a[h.modifiedBucket(t)]++
+		}
+		return
+	}
+	// No offset of the batch saturates: each is a sum, and its bucket
+	// ModifiedBucket's without a branch on its sign, which live and
+	// expired entries mixed would mispredict.
+	shift := h.ttlMillis - h.anchor
+	zero := savepoint.ModifiedBucket(0)
+	for _, t := range times {
+		x := t + shift
+		u := uint64(x - 1)
+		if x <= 0 {
+			u = uint64(-x)
+		}
+		sb := savepoint.SizeBucket(u)
+		b := zero + 1 + sb
+		if x <= 0 {
+			b = zero - sb
+		}
+		a[b]++
+	}
+}
+
+// offsetsAdd reports whether ExpiryOffset(t, ttlMillis, anchor) is
+// t + ttlMillis - anchor, saturating nowhere, for every t from lo to hi: it
+// is so when all of them lie within 2^61 of 0, as any real time does.
+func offsetsAdd(lo, hi, ttlMillis, anchor int64) bool {
+	const near = 1 << 61
+	return lo > -near && hi < near && ttlMillis >= 0 && ttlMillis < near && anchor > -near && anchor < near
+}
+
+// sizeRuns counts a batch of value sizes in the size histogram. The values
+// of a state mostly have one size, so it counts each run of one size at
+// once, and takes the bucket of a run, not of every size.
+func (h *histCounts) sizeRuns(sizes []int) {
+	for i := 0; i < len(sizes); {
+		size, j := sizes[i], i+1
+		for j < len(sizes) && sizes[j] == size {
+			j++
+		}
+		h.sizes.addN(savepoint.SizeBucket(uint64(size)), uint64(j-i))
+		i = j
+	}
 }
 
 // nextRecord is startRecord for values: it reads the header of the record
