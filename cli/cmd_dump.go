@@ -274,6 +274,7 @@ type dumpPrinter struct {
 	prevKey, prevNS []byte
 	havePrev        bool
 	index           int
+	fields          fields
 }
 
 // segment prints the entries of one segment, or only those of key when it
@@ -315,7 +316,10 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 			p.prevNS = append(p.prevNS[:0], e.Namespace...)
 		}
 	}
-	var f fields
+	// The line's fields are reused: the sink is done with them when it
+	// returns.
+	f := p.fields[:0]
+	defer func() { p.fields = f[:0] }()
 	if p.raw {
 		f.add("key", hex.EncodeToString(e.Key))
 		if !p.voidNS {
@@ -323,7 +327,7 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 		}
 		switch {
 		case p.state == nil:
-			f.add("timestamp", jsonvalue.Time(e.Timestamp))
+			f.add("timestamp", instant(e.Timestamp))
 		case p.state.Kind == savepoint.Map:
 			f.add("map_key", hex.EncodeToString(e.MapKey))
 		case list:
@@ -332,7 +336,7 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 		if p.state != nil {
 			f.add("value", hex.EncodeToString(e.Value))
 		}
-		return p.sink.line(f)
+		return p.sink.write(f)
 	}
 	d, err := p.dec.Decode(e)
 	if err != nil {
@@ -344,8 +348,8 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 	}
 	switch {
 	case p.state == nil:
-		f.add("timestamp", jsonvalue.Time(d.Timestamp))
-		return p.sink.line(f)
+		f.add("timestamp", instant(d.Timestamp))
+		return p.sink.write(f)
 	case p.state.Kind == savepoint.Map:
 		f.add("map_key", p.mapKey(d.MapKey))
 	case list:
@@ -353,10 +357,10 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 	}
 	f.add("value", p.value(d.Value))
 	if d.HasTTL {
-		f.add("ttl_last_modified", jsonvalue.Time(d.LastModified))
+		f.add("ttl_last_modified", instant(d.LastModified))
 		f.add("expired", p.state.TTL.Expired(d.LastModified, p.now))
 	}
-	return p.sink.line(f)
+	return p.sink.write(f)
 }
 
 func dumpOperatorState(s *savepoint.OperatorState, raw bool, sink *dumpSink) error {
@@ -374,7 +378,7 @@ func dumpOperatorState(s *savepoint.OperatorState, raw bool, sink *dumpSink) err
 				return inspect.MetadataCorrupt(fmt.Sprintf("operator state %q subtask %d element %d", s.Name, sub, i), err)
 			}
 			f.add("value", v)
-			if err := sink.line(f); err != nil {
+			if err := sink.write(f); err != nil {
 				return err
 			}
 		}
@@ -415,7 +419,7 @@ func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) e
 		var f fields
 		f.add("key", k)
 		f.add("value", v)
-		if err := sink.line(f); err != nil {
+		if err := sink.write(f); err != nil {
 			return err
 		}
 	}
