@@ -23,11 +23,19 @@ var errLimit = errors.New("limit reached")
 type field struct {
 	name  string
 	value any
+	// text, when isText, is the value: a string's UTF-8 bytes, which a
+	// line writes without building the string.
+	text   []byte
+	isText bool
 }
 
 type fields []field
 
-func (f *fields) add(name string, v any) { *f = append(*f, field{name, v}) }
+func (f *fields) add(name string, v any) { *f = append(*f, field{name: name, value: v}) }
+
+func (f *fields) addText(name string, b []byte) {
+	*f = append(*f, field{name: name, text: b, isText: true})
+}
 
 // instant is a field's time in epoch milliseconds, which is written as
 // jsonvalue.Time renders it, without building the string.
@@ -72,6 +80,10 @@ func (s *dumpSink) write(f fields) error {
 		}
 		row := make([]any, len(f))
 		for i, c := range f {
+			if c.isText {
+				row[i] = string(c.text)
+				continue
+			}
 			if t, ok := c.value.(instant); ok {
 				row[i] = jsonvalue.Time(int64(t))
 				continue
@@ -88,6 +100,10 @@ func (s *dumpSink) write(f fields) error {
 			b = append(b, ',')
 		}
 		b = append(s.appendString(b, c.name), ':')
+		if c.isText {
+			b = appendText(s, b, c.text)
+			continue
+		}
 		if b, err = s.appendValue(b, c.value); err != nil {
 			return err
 		}
@@ -181,10 +197,12 @@ func (s *dumpSink) appendValue(b []byte, v any) ([]byte, error) {
 
 // appendString writes a string of printable ASCII, which JSON escapes only
 // at quotes and backslashes, itself; encoding/json writes any other.
-func (s *dumpSink) appendString(b []byte, v string) []byte {
+func (s *dumpSink) appendString(b []byte, v string) []byte { return appendText(s, b, v) }
+
+func appendText[T string | []byte](s *dumpSink, b []byte, v T) []byte {
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			b, _ = s.encode(b, v) // a string always encodes
+			b, _ = s.encode(b, string(v)) // a string always encodes
 			return b
 		}
 	}

@@ -2,13 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stateproc/stateproc/internal/jsonvalue"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 // jsonLine is what the dump wrote before it had its own writer: every value
@@ -157,8 +161,66 @@ func TestDumpLinesAsEncodingJSON(t *testing.T) {
 func TestDumpLineErrors(t *testing.T) {
 	s := newDumpSink(&bytes.Buffer{}, outputJSON, 0)
 	for _, v := range []any{math.NaN(), math.Inf(1), []any{1, math.Inf(-1)}, map[string]any{"a": make(chan int)}} {
-		if err := s.write(fields{{"value", v}}); err == nil {
+		if err := s.write(fields{{name: "value", value: v}}); err == nil {
 			t.Errorf("%v: written", v)
 		}
 	}
+}
+
+// TestDumpFromBytesAsDecoded: the lines of states whose parts are written
+// from their bytes are those of the decoded values, over every keyed state
+// and timer service of the checked-in savepoints.
+func TestDumpFromBytesAsDecoded(t *testing.T) {
+	dirs, err := filepath.Glob("../testdata/savepoints/v*/*")
+	if err != nil || len(dirs) < 10 {
+		t.Fatalf("checked-in savepoints: %v, %d found", err, len(dirs))
+	}
+	direct, lines := 0, 0
+	for _, dir := range dirs {
+		src := sptest.Open(t, dir)
+		m := src.Metadata()
+		for i := range m.Operators {
+			op := &m.Operators[i]
+			for _, r := range m.Refs(i) {
+				ref := stateRef{Ref: r, Keyed: m.KeyedState(r)}
+				var dec *savepoint.Decoder
+				if ref.Keyed != nil {
+					dec, err = savepoint.NewDecoder(op, ref.Keyed)
+				} else {
+					ref.Timers = m.TimerService(r)
+					dec, err = savepoint.NewTimerDecoder(op, ref.Timers)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got, want bytes.Buffer
+				fast := newDumpPrinter(op, ref, dec, false, m.CreatedAt, newDumpSink(&got, outputJSON, 0))
+				slow := newDumpPrinter(op, ref, dec, false, m.CreatedAt, newDumpSink(&want, outputJSON, 0))
+				slow.direct = directParts{}
+				if fast.direct.ok {
+					direct++
+				}
+				for _, seg := range sptest.Segments(t, src, r) {
+					for _, p := range []*dumpPrinter{fast, slow} {
+						if err := p.segment(m, savepoint.SegmentEntries(context.Background(), src, seg), seg, nil); err != nil {
+							t.Fatalf("%s %s: %v", dir, m.Describe(r), err)
+						}
+					}
+				}
+				for _, p := range []*dumpPrinter{fast, slow} {
+					if err := p.sink.close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got.String() != want.String() {
+					t.Fatalf("%s %s: written from bytes\n%s\ndecoded\n%s", dir, m.Describe(r), got.String(), want.String())
+				}
+				lines += strings.Count(got.String(), "\n")
+			}
+		}
+	}
+	if direct < 5 || lines < 1000 {
+		t.Errorf("%d states written from bytes, %d lines: too few to compare", direct, lines)
+	}
+	t.Logf("%d lines alike; %d states written from bytes", lines, direct)
 }
