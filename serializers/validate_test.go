@@ -183,3 +183,39 @@ func FuzzValidate(f *testing.F) {
 		sameVerdict(t, sers[int(which)%len(sers)], data)
 	})
 }
+
+// BenchmarkRestored compares decoding a stored value with validating it,
+// as verify --deep did and does, for a string, a map of strings to longs,
+// and a map-heavy Avro record.
+func BenchmarkRestored(b *testing.B) {
+	m := Map(String(), Int64())
+	sess := must[Of[Session]](b)(Avro[Session](sessionSchema))
+	for _, c := range []struct {
+		name string
+		snap Snapshot
+		src  []byte
+	}{
+		{"string", String().Snapshot(), []byte("u-10283")},
+		{"map", m.Snapshot(), must[[]byte](b)(m.Append(nil, map[string]int64{"cat-007": 1, "cat-012": 3, "cat-017": 250}))},
+		{"avro", sess.Snapshot(), must[[]byte](b)(sess.Append(nil, sampleSession()))},
+	} {
+		s := must[Serializer](b)(Restore(c.snap))
+		b.Run(c.name+"/decode", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := s.DecodeAny(c.src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/validate", func(b *testing.B) {
+			validate := Validator(s)
+			b.ReportAllocs()
+			for range b.N {
+				if err := validate(c.src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
