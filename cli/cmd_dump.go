@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -175,13 +176,7 @@ func dumpKeyed(ctx context.Context, src savepoint.Source, ref stateRef, o dumpOp
 			kgs = keygroup.Range{Start: key.keyGroup, End: key.keyGroup}
 		}
 	}
-	p := dumpPrinter{sink: sink, dec: dec, raw: o.raw, now: now, state: ref.Keyed, voidNS: isVoid(ref),
-		key: jsonvalue.For(op.Key)}
-	if ref.Keyed != nil {
-		p.namespace, p.mapKey, p.value = jsonvalue.For(ref.Keyed.Namespace), jsonvalue.For(ref.Keyed.MapKey), jsonvalue.For(ref.Keyed.Value)
-	} else {
-		p.namespace = jsonvalue.For(ref.Timers.Namespace)
-	}
+	p := newDumpPrinter(op, ref, dec, o.raw, now, sink)
 	segs, err := src.Segments(ctx, ref.Ref, kgs)
 	if err != nil {
 		return err
@@ -192,6 +187,18 @@ func dumpKeyed(ctx context.Context, src savepoint.Source, ref stateRef, o dumpOp
 		}
 	}
 	return nil
+}
+
+func newDumpPrinter(op *savepoint.Operator, ref stateRef, dec *savepoint.Decoder, raw bool, now int64, sink *dumpSink) *dumpPrinter {
+	p := &dumpPrinter{sink: sink, dec: dec, raw: raw, now: now, state: ref.Keyed, voidNS: isVoid(ref),
+		key: jsonvalue.For(op.Key)}
+	p.direct = newDirectParts(op, ref, p.voidNS)
+	if ref.Keyed != nil {
+		p.namespace, p.mapKey, p.value = jsonvalue.For(ref.Keyed.Namespace), jsonvalue.For(ref.Keyed.MapKey), jsonvalue.For(ref.Keyed.Value)
+	} else {
+		p.namespace = jsonvalue.For(ref.Timers.Namespace)
+	}
+	return p
 }
 
 // keyMatch is a key given with --key: its bytes, when its serializer
@@ -270,10 +277,12 @@ type dumpPrinter struct {
 	// key, namespace, mapKey and value render the decoded parts in the
 	// JSON conventions.
 	key, namespace, mapKey, value func(any) any
+	direct                        directParts
 	// The previous entry's key and namespace, to number list elements.
 	prevKey, prevNS []byte
 	havePrev        bool
 	index           int
+	fields          fields
 }
 
 // segment prints the entries of one segment, or only those of key when it
@@ -315,7 +324,10 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 			p.prevNS = append(p.prevNS[:0], e.Namespace...)
 		}
 	}
-	var f fields
+	// The line's fields are reused: the sink is done with them when it
+	// returns.
+	p.fields = p.fields[:0]
+	f := &p.fields
 	if p.raw {
 		f.add("key", hex.EncodeToString(e.Key))
 		if !p.voidNS {
@@ -323,7 +335,7 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 		}
 		switch {
 		case p.state == nil:
-			f.add("timestamp", jsonvalue.Time(e.Timestamp))
+			f.add("timestamp", instant(e.Timestamp))
 		case p.state.Kind == savepoint.Map:
 			f.add("map_key", hex.EncodeToString(e.MapKey))
 		case list:
@@ -332,7 +344,10 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 		if p.state != nil {
 			f.add("value", hex.EncodeToString(e.Value))
 		}
-		return p.sink.line(f)
+		return p.sink.write(*f)
+	}
+	if p.direct.ok {
+		return p.fromBytes(e, f, list)
 	}
 	d, err := p.dec.Decode(e)
 	if err != nil {
@@ -344,8 +359,8 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 	}
 	switch {
 	case p.state == nil:
-		f.add("timestamp", jsonvalue.Time(d.Timestamp))
-		return p.sink.line(f)
+		f.add("timestamp", instant(d.Timestamp))
+		return p.sink.write(*f)
 	case p.state.Kind == savepoint.Map:
 		f.add("map_key", p.mapKey(d.MapKey))
 	case list:
@@ -353,10 +368,82 @@ func (p *dumpPrinter) entry(e *savepoint.Entry) error {
 	}
 	f.add("value", p.value(d.Value))
 	if d.HasTTL {
-		f.add("ttl_last_modified", jsonvalue.Time(d.LastModified))
+		f.add("ttl_last_modified", instant(d.LastModified))
 		f.add("expired", p.state.TTL.Expired(d.LastModified, p.now))
 	}
-	return p.sink.line(f)
+	return p.sink.write(*f)
+}
+
+// fromBytes writes the line of an entry whose parts are all of the kinds
+// that directParts writes from their bytes: it validates them, which fails
+// where decoding them fails, with the same error, and builds no values.
+func (p *dumpPrinter) fromBytes(e *savepoint.Entry, f *fields, list bool) error {
+	if err := p.dec.Validate(e); err != nil {
+		return err
+	}
+	d := &p.direct
+	d.key(f, "key", e.Key)
+	if !p.voidNS {
+		d.namespace(f, "namespace", e.Namespace)
+	}
+	switch {
+	case p.state == nil:
+		f.add("timestamp", instant(e.Timestamp))
+		return p.sink.write(*f)
+	case p.state.Kind == savepoint.Map:
+		d.mapKey(f, "map_key", e.MapKey)
+	case list:
+		f.add("index", p.index)
+	}
+	v := e.Value
+	if p.state.TTL != nil {
+		lastModified := int64(binary.BigEndian.Uint64(v))
+		d.value(f, "value", v[8:])
+		f.add("ttl_last_modified", instant(lastModified))
+		f.add("expired", p.state.TTL.Expired(lastModified, p.now))
+		return p.sink.write(*f)
+	}
+	d.value(f, "value", v)
+	return p.sink.write(*f)
+}
+
+// directParts write the parts of an entry straight from their stored
+// bytes, as the values jsonvalue.For renders for them: dumps of states of
+// strings and numbers then build no string or box per entry. ok says
+// whether every part of the state has one.
+type directParts struct {
+	ok                            bool
+	key, namespace, mapKey, value fromBytes
+}
+
+// fromBytes adds the value of valid stored bytes b to a line.
+type fromBytes func(f *fields, name string, b []byte)
+
+func directOf(snap serializers.Snapshot) fromBytes {
+	switch snap.Kind {
+	case serializers.KindString:
+		return func(f *fields, name string, b []byte) { f.addText(name, b) }
+	case serializers.KindInt64:
+		return func(f *fields, name string, b []byte) { f.add(name, int64(binary.BigEndian.Uint64(b))) }
+	case serializers.KindInt32:
+		return func(f *fields, name string, b []byte) { f.add(name, int32(binary.BigEndian.Uint32(b))) }
+	case serializers.KindBool:
+		return func(f *fields, name string, b []byte) { f.add(name, b[0] == 1) }
+	}
+	return nil
+}
+
+func newDirectParts(op *savepoint.Operator, ref stateRef, voidNS bool) directParts {
+	d := directParts{key: directOf(op.Key)}
+	if ref.Keyed == nil {
+		d.namespace = directOf(ref.Timers.Namespace)
+		d.ok = d.key != nil && (voidNS || d.namespace != nil)
+		return d
+	}
+	ks := ref.Keyed
+	d.namespace, d.mapKey, d.value = directOf(ks.Namespace), directOf(ks.MapKey), directOf(ks.Value)
+	d.ok = d.key != nil && (voidNS || d.namespace != nil) && (ks.Kind != savepoint.Map || d.mapKey != nil) && d.value != nil
+	return d
 }
 
 func dumpOperatorState(s *savepoint.OperatorState, raw bool, sink *dumpSink) error {
@@ -374,7 +461,7 @@ func dumpOperatorState(s *savepoint.OperatorState, raw bool, sink *dumpSink) err
 				return inspect.MetadataCorrupt(fmt.Sprintf("operator state %q subtask %d element %d", s.Name, sub, i), err)
 			}
 			f.add("value", v)
-			if err := sink.line(f); err != nil {
+			if err := sink.write(f); err != nil {
 				return err
 			}
 		}
@@ -415,7 +502,7 @@ func dumpBroadcast(s *savepoint.BroadcastState, o dumpOptions, sink *dumpSink) e
 		var f fields
 		f.add("key", k)
 		f.add("value", v)
-		if err := sink.line(f); err != nil {
+		if err := sink.write(f); err != nil {
 			return err
 		}
 	}

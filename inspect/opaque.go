@@ -44,6 +44,24 @@ func (c *opaqueCount) note(snap serializers.Snapshot, v any) {
 	}
 }
 
+// counts says whether entries of ref can hold opaque parts: whether a
+// serializer of its key, namespace, map key or value tells them.
+func (c *opaqueCount) counts(m *savepoint.Metadata, ref savepoint.StateRef) bool {
+	op := &m.Operators[ref.Operator]
+	snaps := []serializers.Snapshot{op.Key}
+	if ks := m.KeyedState(ref); ks != nil {
+		snaps = append(snaps, ks.Namespace, ks.MapKey, ks.Value)
+	} else {
+		snaps = append(snaps, m.TimerService(ref).Namespace)
+	}
+	for _, s := range snaps {
+		if _, ok := s.External.(serializers.Opaquer); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // entry adds the opaque parts of a decoded entry of ref.
 func (c *opaqueCount) entry(m *savepoint.Metadata, ref savepoint.StateRef, d savepoint.Decoded) {
 	op := &m.Operators[ref.Operator]

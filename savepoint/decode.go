@@ -14,6 +14,8 @@ import (
 type Decoder struct {
 	key, namespace, mapKey, value serializers.Serializer
 	ttl                           bool
+	// checks validate key, namespace, map key and value.
+	checks [4]func([]byte) error
 }
 
 // Decoded is an entry as Go values.
@@ -48,6 +50,7 @@ func NewDecoder(op *Operator, s *KeyedState) (*Decoder, error) {
 	if d.value, err = restoreFor(op, s.Name, "value", s.Value); err != nil {
 		return nil, err
 	}
+	d.makeChecks()
 	return d, nil
 }
 
@@ -62,7 +65,16 @@ func NewTimerDecoder(op *Operator, t *TimerService) (*Decoder, error) {
 	if d.namespace, err = restoreFor(op, t.Name, "namespace", t.Namespace); err != nil {
 		return nil, err
 	}
+	d.makeChecks()
 	return d, nil
+}
+
+func (d *Decoder) makeChecks() {
+	for i, s := range []serializers.Serializer{d.key, d.namespace, d.mapKey, d.value} {
+		if s != nil {
+			d.checks[i] = serializers.Validator(s)
+		}
+	}
 }
 
 func restoreFor(op *Operator, state, what string, s serializers.Snapshot) (serializers.Serializer, error) {
@@ -99,14 +111,52 @@ func (d *Decoder) Decode(e *Entry) (Decoded, error) {
 	}
 	v := e.Value
 	if d.ttl {
-		if len(v) < 8 {
-			return out, fmt.Errorf("value: %w: %d bytes, shorter than the 8-byte TTL timestamp", serializers.ErrDecode, len(v))
+		if v, err = splitTTL(v); err != nil {
+			return out, err
 		}
-		out.LastModified, out.HasTTL = int64(binary.BigEndian.Uint64(v)), true
-		v = v[8:]
+		out.LastModified, out.HasTTL = int64(binary.BigEndian.Uint64(e.Value)), true
 	}
 	if out.Value, err = d.value.DecodeAny(v); err != nil {
 		return out, fmt.Errorf("value: %w", err)
 	}
 	return out, nil
+}
+
+// splitTTL returns what follows the TTL timestamp of a stored value.
+func splitTTL(v []byte) ([]byte, error) {
+	if len(v) < 8 {
+		return nil, fmt.Errorf("value: %w: %d bytes, shorter than the 8-byte TTL timestamp", serializers.ErrDecode, len(v))
+	}
+	return v[8:], nil
+}
+
+// Validate returns the error Decode returns for e, or nil, without
+// building the values (see serializers.Validate): it is how a reader checks
+// every entry without paying for values it does not look at.
+func (d *Decoder) Validate(e *Entry) error {
+	if err := d.checks[0](e.Key); err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	if err := d.checks[1](e.Namespace); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	if d.value == nil {
+		return nil
+	}
+	if d.mapKey != nil {
+		if err := d.checks[2](e.MapKey); err != nil {
+			return fmt.Errorf("map key: %w", err)
+		}
+	}
+	v := e.Value
+	if d.ttl {
+		var err error
+		if v, err = splitTTL(v); err != nil {
+			return err
+		}
+	}
+	if err := d.checks[3](v); err != nil {
+		return fmt.Errorf("value: %w", err)
+	}
+	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 // List encodes a slice as a uvarint count followed by each element as a
 // uvarint length and the element's bytes.
-func List[T any](elem Of[T]) Of[[]T] { return listSer[T]{elem} }
+func List[T any](elem Of[T]) Of[[]T] { return listSer[T]{elem, validatorOf(elem)} }
 
 // Map encodes a map as a uvarint count followed by each entry as uvarint key
 // length, key bytes, uvarint value length, value bytes. Entries are sorted by
@@ -21,7 +21,10 @@ func Map[K comparable, V any](key Of[K], val Of[V]) Of[map[K]V] { return mapSer[
 // bytes.
 func Nullable[T any](elem Of[T]) Of[*T] { return nullableSer[T]{elem} }
 
-type listSer[T any] struct{ elem Of[T] }
+type listSer[T any] struct {
+	elem      Of[T]
+	elemCheck validator
+}
 
 func (s listSer[T]) Snapshot() Snapshot {
 	return Snapshot{Kind: KindList, Args: []Snapshot{s.elem.Snapshot()}}

@@ -5,8 +5,9 @@
 // each an Of[T]. Every serializer describes itself with a Snapshot, which the
 // engine writes into savepoints. The toolkit, which does not have the job's
 // code, rebuilds an untyped Serializer from the snapshot alone (Restore),
-// asks whether a new serializer can read old data (Check), and rewrites
-// values for it (Migrator).
+// asks whether a new serializer can read old data (Check), rewrites
+// values for it (Migrator), and checks stored values without building them
+// (Validator).
 //
 // # Encodings
 //

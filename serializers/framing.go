@@ -15,15 +15,17 @@ type frames struct {
 	src  []byte
 }
 
-func (f *frames) uvarint(what string) (uint64, error) {
+// uvarint reads what+part ("key" and " length"): the two halves are joined
+// only in an error, so that reading builds no string.
+func (f *frames) uvarint(what, part string) (uint64, error) {
 	v, n := binary.Uvarint(f.src)
 	switch {
 	case n == 0:
-		return 0, decodeErr("%s: %s truncated", f.kind, what)
+		return 0, decodeErr("%s: %s%s truncated", f.kind, what, part)
 	case n < 0:
-		return 0, decodeErr("%s: %s overflows 64 bits", f.kind, what)
+		return 0, decodeErr("%s: %s%s overflows 64 bits", f.kind, what, part)
 	case n > 1 && f.src[n-1] == 0:
-		return 0, decodeErr("%s: %s is not in its shortest form", f.kind, what)
+		return 0, decodeErr("%s: %s%s is not in its shortest form", f.kind, what, part)
 	}
 	f.src = f.src[n:]
 	return v, nil
@@ -31,7 +33,7 @@ func (f *frames) uvarint(what string) (uint64, error) {
 
 // count reads a number of items that each take at least minBytes bytes.
 func (f *frames) count(minBytes int) (int, error) {
-	n, err := f.uvarint("count")
+	n, err := f.uvarint("count", "")
 	if err != nil {
 		return 0, err
 	}
@@ -42,7 +44,7 @@ func (f *frames) count(minBytes int) (int, error) {
 }
 
 func (f *frames) frame(what string) ([]byte, error) {
-	n, err := f.uvarint(what + " length")
+	n, err := f.uvarint(what, " length")
 	if err != nil {
 		return nil, err
 	}

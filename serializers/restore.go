@@ -67,9 +67,9 @@ func restore(s Snapshot, depth int) (Of[any], error) {
 	case KindList:
 		return asAny(List(args[0])), nil
 	case KindMap:
-		return asAny(entriesSer{key: args[0], val: args[1]}), nil
+		return asAny(entriesSer{key: args[0], val: args[1], keyCheck: validatorOf(args[0]), valCheck: validatorOf(args[1])}), nil
 	case KindNullable:
-		return optionalSer{elem: args[0]}, nil
+		return optionalSer{elem: args[0], elemCheck: validatorOf(args[0])}, nil
 	case KindTTL:
 		return asAny(TTL(args[0])), nil
 	default: // KindTimer: checkShape knows no other kinds.

@@ -33,7 +33,8 @@ func (u untyped) Decode(src []byte) (any, error)           { return u.DecodeAny(
 // entriesSer is the restored map: keys need not be comparable Go values (an
 // Avro record, a byte slice), so entries are a slice.
 type entriesSer struct {
-	key, val Serializer
+	key, val           Serializer
+	keyCheck, valCheck validator
 }
 
 func (s entriesSer) Snapshot() Snapshot {
@@ -85,7 +86,10 @@ func (s entriesSer) AppendAny(dst []byte, v any) ([]byte, error) { return append
 func (s entriesSer) DecodeAny(src []byte) (any, error)           { return decodeAs(s, src) }
 
 // optionalSer is the restored nullable: nil or the element's value.
-type optionalSer struct{ elem Serializer }
+type optionalSer struct {
+	elem      Serializer
+	elemCheck validator
+}
 
 func (s optionalSer) Snapshot() Snapshot {
 	return Snapshot{Kind: KindNullable, Args: []Snapshot{s.elem.Snapshot()}}

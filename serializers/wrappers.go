@@ -27,12 +27,14 @@ type TimeWindow struct{ Start, End int64 }
 
 // TTL prefixes the element's bytes with the 8-byte big-endian last-modified
 // time.
-func TTL[T any](elem Of[T]) Of[TTLValue[T]] { return ttlSer[T]{elem} }
+func TTL[T any](elem Of[T]) Of[TTLValue[T]] { return ttlSer[T]{elem, validatorOf(elem)} }
 
 // Timer encodes a timer as its timestamp with the sign bit flipped (8 bytes,
 // big-endian, so that encodings sort as the timestamps do), the key as a
 // uvarint length and the key's bytes, then the namespace's bytes.
-func Timer[K, N any](key Of[K], ns Of[N]) Of[TimerValue[K, N]] { return timerSer[K, N]{key, ns} }
+func Timer[K, N any](key Of[K], ns Of[N]) Of[TimerValue[K, N]] {
+	return timerSer[K, N]{key, ns, validatorOf(key), validatorOf(ns)}
+}
 
 // Void encodes the void namespace as zero bytes.
 func Void() Of[VoidNamespace] { return voidSer{} }
@@ -41,7 +43,10 @@ func Void() Of[VoidNamespace] { return voidSer{} }
 // big-endian.
 func Window() Of[TimeWindow] { return windowSer{} }
 
-type ttlSer[T any] struct{ elem Of[T] }
+type ttlSer[T any] struct {
+	elem      Of[T]
+	elemCheck validator
+}
 
 func (s ttlSer[T]) Snapshot() Snapshot {
 	return Snapshot{Kind: KindTTL, Args: []Snapshot{s.elem.Snapshot()}}
@@ -70,8 +75,9 @@ func (s ttlSer[T]) AppendAny(dst []byte, v any) ([]byte, error) { return appendA
 func (s ttlSer[T]) DecodeAny(src []byte) (any, error)           { return decodeAs(s, src) }
 
 type timerSer[K, N any] struct {
-	key Of[K]
-	ns  Of[N]
+	key               Of[K]
+	ns                Of[N]
+	keyCheck, nsCheck validator
 }
 
 func (s timerSer[K, N]) Snapshot() Snapshot {
