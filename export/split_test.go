@@ -339,3 +339,25 @@ func fileHashes(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// TestRepeatedKeysAcrossRowGroups: a key repeated for each entry of its map
+// is decoded once and repeated, also into the row group after a cut.
+func TestRepeatedKeysAcrossRowGroups(t *testing.T) {
+	b := newBuilder(savepoint.Operator{
+		UID: "op", Name: "Op", Parallelism: 1, MaxParallelism: 4, KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
+		States: []savepoint.KeyedState{{Name: "counts", Kind: savepoint.Map, Namespace: void, MapKey: snap(serializers.KindInt32), Value: snap(serializers.KindInt64)}},
+	})
+	for u := range 7 {
+		for c := range 5 {
+			b.add(0, 0, savepoint.Entry{Key: fmt.Appendf(nil, "user-%d", u), MapKey: i32(int32(c)), Value: i64(int64(10*u + c))})
+		}
+	}
+	out, s := exportTo(t, b.write(t), export.Options{RowGroupRows: 3})
+	if s.Rows != 35 {
+		t.Fatalf("%d rows, want 35", s.Rows)
+	}
+	got := openDuck(t, out).one("SELECT count(*) FILTER (WHERE key = 'user-' || (value // 10) AND map_key = value % 10) FROM {op/counts}")
+	if got != "35" {
+		t.Errorf("%s of 35 rows have the key and map key of their value", got)
+	}
+}
