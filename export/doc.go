@@ -112,10 +112,13 @@
 // stateproc.now for the expired column; the same goes into the schema
 // metadata of Arrow files. Memory is bounded by a row group per worker
 // (RowGroupRows rows, or 64 MiB of input) and the block being read,
-// whatever the size of the state or of one key's list or map: the files of
-// one key group are written one after another by one worker reading the
-// key group once, so that a key group of many files costs no more than one
-// of few.
+// whatever the size of the state or of one key's list or map. A file that
+// starts inside a key group is written by a worker of its own, which reads
+// that key group from its start and skips what the file before holds; the
+// later files that start in the same key group follow it on the same
+// worker, which reads the key group once, so that a key group of many
+// files costs no more than one of few. Which worker writes a file does not
+// change its bytes.
 //
 // Stage checks the directory an export goes to and stages it beside it,
 // under the rules of a rewrite's output: a target spelled through links is

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -78,7 +79,18 @@ func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoi
 	if err != nil {
 		return nil, err
 	}
-	l.add(colKey, key, func(w *rowWriter, d decoder) { w.key = d })
+	l.fields = append(l.fields, fieldSpec{
+		field: arrow.Field{Name: colKey, Type: key.typ, Nullable: key.nullable},
+		bind: func(w *rowWriter, b array.Builder) {
+			w.key = key.bind(b)
+			switch b := b.(type) {
+			case *array.BinaryBuilder:
+				w.keyBytes = b
+			case *array.StringBuilder:
+				w.keyBytes = b.BinaryBuilder
+			}
+		},
+	})
 	ns := namespaceOf(st, tsvc)
 	switch ns.NamespaceKind() {
 	case serializers.KindVoid:
@@ -181,6 +193,13 @@ type rowWriter struct {
 	voidNamespace, windowedKeys bool
 	voidCheck                   serializers.Serializer
 	voidLen                     int
+	// keyBytes is the key's builder where it holds strings or bytes, and
+	// prevKey and prevValue the last key it was given, encoded and as
+	// appended: a key repeats for each element of its list or map, and
+	// its column repeats the value without decoding the key again.
+	keyBytes             *array.BinaryBuilder
+	prevKey, prevValue   []byte
+	prevKeyNull, hasPrev bool
 }
 
 func (l *layout) bind(rb *array.RecordBuilder) *rowWriter {
@@ -197,7 +216,7 @@ func (l *layout) bind(rb *array.RecordBuilder) *rowWriter {
 // element's position in its list, for list states.
 func (w *rowWriter) keyed(kg int, e *savepoint.Entry, index int32) error {
 	w.keyGroup.Append(int32(kg))
-	if err := w.key.decode(e.Key); err != nil {
+	if err := w.appendKey(e.Key); err != nil {
 		return fmt.Errorf("key: %w", err)
 	}
 	switch {
@@ -249,6 +268,33 @@ func (w *rowWriter) keyed(kg int, e *savepoint.Entry, index int32) error {
 	if err := w.value.decode(v); err != nil {
 		return fmt.Errorf("value: %w", err)
 	}
+	return nil
+}
+
+// appendKey appends the value of key, the one the row before had if the
+// key is the same.
+func (w *rowWriter) appendKey(key []byte) error {
+	b := w.keyBytes
+	switch {
+	case b == nil:
+		return w.key.decode(key)
+	case w.hasPrev && bytes.Equal(key, w.prevKey):
+		if w.prevKeyNull {
+			b.AppendNull()
+		} else {
+			b.Append(w.prevValue)
+		}
+		return nil
+	}
+	w.hasPrev = false
+	if err := w.key.decode(key); err != nil {
+		return err
+	}
+	last := b.Len() - 1
+	w.prevKey = append(w.prevKey[:0], key...)
+	w.prevKeyNull = b.IsNull(last)
+	w.prevValue = append(w.prevValue[:0], b.Value(last)...)
+	w.hasPrev = true
 	return nil
 }
 

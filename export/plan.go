@@ -62,10 +62,13 @@ type part struct {
 
 // run is the parts [seq, seq + parts) of a dataset, which one worker
 // writes in order, each file of a keyed dataset reading on from where the
-// one before stopped. A run starts where a part starts at the start of
-// an index entry (or, for operator and broadcast state, at every part), so
+// one before stopped. A run starts at the first part that starts within
+// an index entry (or, for operator and broadcast state, at every part),
+// skipping the entries of that index entry that the run before holds, so
 // runs are no more than index entries: the parts, which the index's counts
-// decide, are cut as the run is written.
+// decide, are cut as the run is written. Where index entries hold fewer
+// rows than a file, as they do but in a few key groups of many entries,
+// every file starts a run, and the cores share the files of one state.
 type run struct {
 	part
 	parts   int64
@@ -257,8 +260,10 @@ func (ds *dataset) runs(maxRows int64) []*run {
 		out = append(out, newRun(0, 0, 0))
 		var at int64 // the first row of index entry i
 		for i, s := range ds.index {
-			if at%maxRows == 0 && at > 0 && at < ds.rows {
-				out = append(out, newRun(at/maxRows, i, 0))
+			// The first part that starts within entry i, if one does.
+			seq := (at + maxRows - 1) / maxRows
+			if start := seq * maxRows; start > 0 && start < ds.rows && start-at < int64(s.Entries) {
+				out = append(out, newRun(seq, i, uint64(start-at)))
 			}
 			at += int64(s.Entries)
 		}

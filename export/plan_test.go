@@ -34,14 +34,32 @@ func TestRunsAreCutFromTheIndexNotTheCounts(t *testing.T) {
 	if parts != ds.files || rows != ds.rows {
 		t.Errorf("the runs hold %d files and %d rows, want %d and %d", parts, rows, ds.files, ds.rows)
 	}
-	// Files of 4 rows: the second entry starts inside a file, so the
-	// first run goes on into it; the third starts at a file's start
-	// only if 3 + 2^40 is a multiple of 4, which it is not.
+	// Files of 4 rows: the second and third entries each hold a file's
+	// start, one row in, so each starts a run that skips the row the run
+	// before it holds; the second entry's later files stay in its run,
+	// which reads the entry once.
 	runs = ds.runs(4)
-	if len(runs) != 1 || runs[0].parts != ds.files || ds.files != (ds.rows+3)/4 {
-		t.Errorf("files of 4 rows: %d runs, %d files", len(runs), ds.files)
+	if len(runs) != 3 || ds.files != (ds.rows+3)/4 {
+		t.Fatalf("files of 4 rows: %d runs, %d files", len(runs), ds.files)
 	}
-	if p := runs[0].nth(runs[0].parts - 1); p.rows != ds.rows-4*(ds.files-1) || p.seq != int(ds.files-1) {
+	want := []struct {
+		seq, first int
+		skip       uint64
+		parts      int64
+	}{{0, 0, 0, 1}, {1, 1, 1, 1 << 38}, {1<<38 + 1, 2, 1, 1}}
+	parts, rows = 0, 0
+	for i, r := range runs {
+		if w := want[i]; r.seq != w.seq || r.first != w.first || r.skip != w.skip || r.parts != w.parts {
+			t.Errorf("run %d: part %d from index entry %d, entry %d, %d parts; want %+v", i, r.seq, r.first, r.skip, r.parts, w)
+		}
+		parts += r.parts
+		rows += r.allRows
+	}
+	if parts != ds.files || rows != ds.rows {
+		t.Errorf("the runs hold %d files and %d rows, want %d and %d", parts, rows, ds.files, ds.rows)
+	}
+	last := runs[len(runs)-1]
+	if p := last.nth(last.parts - 1); p.rows != ds.rows-4*(ds.files-1) || p.seq != int(ds.files-1) {
 		t.Errorf("last part: %+v", p)
 	}
 }

@@ -2,7 +2,10 @@ package export_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -239,5 +242,122 @@ func TestColumnStatistics(t *testing.T) {
 		if !seen[c] {
 			t.Errorf("no column %s in %v", c, seen)
 		}
+	}
+}
+
+// TestFilesStartWithinKeyGroups: files of 37 rows over key groups of about
+// 60 start inside key groups, and each such file is written by a run of
+// its own, which skips the rows of its key group that the file before it
+// holds. The files are the same bytes whether one worker writes them or
+// three, and hold the rows of one file in order, list indexes running on
+// across files; an export reads no more than each file's first key group
+// once more.
+func TestFilesStartWithinKeyGroups(t *testing.T) {
+	const perFile = 37
+	b := newBuilder(savepoint.Operator{
+		UID: "op", Name: "Op", Parallelism: 1, MaxParallelism: 16, KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
+		States: []savepoint.KeyedState{{Name: "items", Kind: savepoint.List, Namespace: void, Value: snap(serializers.KindInt64)}},
+	})
+	rows := 0
+	for u := range 200 {
+		for i := range u%9 + 1 {
+			b.add(0, 0, savepoint.Entry{Key: fmt.Appendf(nil, "user-%d", u), Value: i64(int64(100*u + i))})
+			rows++
+		}
+	}
+	sp := b.write(t)
+	whole, _ := exportTo(t, sp, export.Options{MaxRowsPerFile: -1})
+	one, _ := exportTo(t, sp, export.Options{MaxRowsPerFile: perFile, Workers: 1})
+
+	ctx := context.Background()
+	r, err := snapshotfmt.Open(ctx, storage.LocalDir(sp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	segs, err := r.Segments(ctx, savepoint.StateRef{}, keygroup.All(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file that starts inside a key group reads that key group from its
+	// start.
+	extra, at := 0, 0
+	for _, s := range segs {
+		if first := (at + perFile - 1) / perFile * perFile; first > 0 && first-at < int(s.Entries) {
+			extra += first - at
+		}
+		at += int(s.Entries)
+	}
+	if extra == 0 {
+		t.Fatal("no file starts inside a key group")
+	}
+	three := filepath.Join(t.TempDir(), "out")
+	staging, err := storage.Stage(three, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Int64
+	s, err := export.Run(ctx, countingSource{r, &read}, staging, export.Options{MaxRowsPerFile: perFile, Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := staging.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Datasets[0]; d.Rows != int64(rows) || d.Files != (rows+perFile-1)/perFile {
+		t.Fatalf("summary %+v, want %d rows in files of %d", d, rows, perFile)
+	}
+	if got := read.Load(); got != int64(rows+extra) {
+		t.Errorf("the export read %d entries for %d rows, want %d more", got, rows, extra)
+	}
+	if a, b := fileHashes(t, one), fileHashes(t, three); !maps.Equal(a, b) {
+		t.Errorf("one worker wrote\n%v\nthree wrote\n%v", a, b)
+	}
+	q := "SELECT key_group, key, index, value FROM read_parquet('%s', filename = true, file_row_number = true) ORDER BY filename, file_row_number"
+	want := openDuck(t, whole).rows(fmt.Sprintf(q, filepath.Join(whole, "op/items/*.parquet")))
+	got := openDuck(t, three).rows(fmt.Sprintf(q, filepath.Join(three, "op/items/*.parquet")))
+	if len(got) != rows || !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("%d rows in files of %d differ from the %d of one file", len(got), perFile, len(want))
+	}
+	for _, r := range got {
+		if want := fmt.Sprint(100*atoi(t, strings.TrimPrefix(r[1], "user-")) + atoi(t, r[2])); r[3] != want {
+			t.Errorf("%v: index does not match the element", r)
+		}
+	}
+}
+
+// fileHashes maps each file under dir to the SHA-256 of its bytes.
+func fileHashes(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range fileNames(t, dir) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	return out
+}
+
+// TestRepeatedKeysAcrossRowGroups: a key repeated for each entry of its map
+// is decoded once and repeated, also into the row group after a cut.
+func TestRepeatedKeysAcrossRowGroups(t *testing.T) {
+	b := newBuilder(savepoint.Operator{
+		UID: "op", Name: "Op", Parallelism: 1, MaxParallelism: 4, KeyHash: keygroup.Murmur3, Key: snap(serializers.KindString),
+		States: []savepoint.KeyedState{{Name: "counts", Kind: savepoint.Map, Namespace: void, MapKey: snap(serializers.KindInt32), Value: snap(serializers.KindInt64)}},
+	})
+	for u := range 7 {
+		for c := range 5 {
+			b.add(0, 0, savepoint.Entry{Key: fmt.Appendf(nil, "user-%d", u), MapKey: i32(int32(c)), Value: i64(int64(10*u + c))})
+		}
+	}
+	out, s := exportTo(t, b.write(t), export.Options{RowGroupRows: 3})
+	if s.Rows != 35 {
+		t.Fatalf("%d rows, want 35", s.Rows)
+	}
+	got := openDuck(t, out).one("SELECT count(*) FILTER (WHERE key = 'user-' || (value // 10) AND map_key = value % 10) FROM {op/counts}")
+	if got != "35" {
+		t.Errorf("%s of 35 rows have the key and map key of their value", got)
 	}
 }

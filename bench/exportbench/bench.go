@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/stateproc/stateproc/bench/internal/measure"
@@ -31,6 +34,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sp := fs.String("savepoint", "", "the savepoint to export (required)")
 	work := fs.String("work", "", "directory for the outputs (default: a new temporary directory, removed at the end)")
 	runs := fs.Int("runs", 3, "runs of each side")
+	bin := fs.String("stateproc", "", "the stateproc binary to measure (default: built into -work from ./cmd/stateproc with -pgo=auto, as it ships)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,6 +49,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer os.RemoveAll(dir)
 		*work = dir
 	}
+	if *bin == "" {
+		*bin = filepath.Join(*work, "stateproc")
+		if err := buildStateproc(ctx, *bin, stderr); err != nil {
+			return err
+		}
+	}
 	// A first export, not counted, warms the page cache and gives DuckDB
 	// its rows; then the two sides take turns, so that both see the same
 	// machine.
@@ -52,7 +62,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.RemoveAll(loaded); err != nil {
 		return err
 	}
-	first, err := exportOnce(ctx, *sp, loaded)
+	first, err := exportOnce(ctx, *bin, *sp, loaded)
 	if err != nil {
 		return err
 	}
@@ -68,7 +78,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := os.RemoveAll(out); err != nil {
 			return err
 		}
-		r, err := exportOnce(ctx, *sp, out)
+		r, err := exportOnce(ctx, *bin, *sp, out)
 		if err != nil {
 			return err
 		}
@@ -84,15 +94,34 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// exportOnce runs this program's export command, which is stateproc's, in
-// a child process.
-func exportOnce(ctx context.Context, sp, out string) (exportRun, error) {
+// buildStateproc builds the stateproc command as it ships, with the
+// profile-guided optimization of its checked-in profile (-pgo=auto takes
+// cmd/stateproc/default.pgo), from the module this program runs in.
+func buildStateproc(ctx context.Context, bin string, stderr io.Writer) error {
+	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	cmd := exec.CommandContext(ctx, "go", "build", "-pgo=auto", "-o", bin, "./cmd/stateproc")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, stderr, stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building stateproc in %s: %w", root, err)
+	}
+	return nil
+}
+
+// exportOnce runs bin export in a grandchild process, under this
+// program's child command, so that its peak RSS is its own: Linux counts
+// in a child's the memory of its parent at the fork, and this process
+// holds DuckDB's tables.
+func exportOnce(ctx context.Context, bin, sp, out string) (exportRun, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return exportRun{}, err
 	}
 	var stdout bytes.Buffer
-	cmd := exec.CommandContext(ctx, self, "export", sp, "--out", out, "-o", "json")
+	cmd := exec.CommandContext(ctx, self, "child", bin, "export", sp, "--out", out, "-o", "json")
 	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	u, err := measure.Child(cmd, out+".rss")
 	if err != nil {
@@ -103,6 +132,28 @@ func exportOnce(ctx context.Context, sp, out string) (exportRun, error) {
 		return exportRun{}, fmt.Errorf("stateproc export printed no summary: %w", err)
 	}
 	return r, nil
+}
+
+// runChild runs argv, the command that exportOnce measures, with this
+// process's output, and writes the peak RSS it reached (its ru_maxrss,
+// which counts this small process at the fork) for exportOnce's parent.
+// It returns the command's exit code.
+func runChild(ctx context.Context, argv []string) (int, error) {
+	if len(argv) == 0 {
+		return 0, fmt.Errorf("child: no command")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return 0, err
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if err := measure.WriteRSS(ru.Maxrss * 1024); err != nil {
+		return 0, err
+	}
+	return cmd.ProcessState.ExitCode(), nil
 }
 
 // duckTables holds the exported rows in in-memory DuckDB tables, one per

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,4 +76,41 @@ func cellText(v any) string {
 		return v.UTC().Format(time.RFC3339Nano)
 	}
 	return strings.TrimSpace(fmt.Sprint(v))
+}
+
+// runRows prints each dataset of the export in dir, in name order, with
+// the rows DuckDB reads from it and their multiset checksum.
+func runRows(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: exportbench rows EXPORT")
+	}
+	files, err := filepath.Glob(filepath.Join(args[0], "*", "*", "*.parquet"))
+	if err != nil {
+		return err
+	}
+	var dirs []string
+	for _, f := range files {
+		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("rows: no Parquet datasets under %s", args[0])
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, d := range dirs {
+		var n int64
+		var sum string
+		q := fmt.Sprintf("SELECT count(*), coalesce(sum(hash(t)), 0)::VARCHAR FROM read_parquet('%s') t", filepath.Join(d, "*.parquet"))
+		if err := db.QueryRowContext(ctx, q).Scan(&n, &sum); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		rel, _ := filepath.Rel(args[0], d)
+		fmt.Fprintf(out, "%s\t%d rows\tchecksum %s\n", filepath.ToSlash(rel), n, sum)
+	}
+	return nil
 }

@@ -52,13 +52,20 @@ func Child(cmd *exec.Cmd, rss string) (Usage, error) {
 // WritePeakRSS writes this process's peak RSS where the parent asked for
 // it, if it did.
 func WritePeakRSS() error {
-	path := os.Getenv(peakRSSEnv)
-	if path == "" {
-		return nil
-	}
 	n, err := PeakRSS()
 	if err != nil {
 		return err
+	}
+	return WriteRSS(n)
+}
+
+// WriteRSS writes n bytes as the peak RSS of the child that Child runs,
+// where the parent asked for it, if it did: for a child that runs the
+// measured program as a process of its own.
+func WriteRSS(n int64) error {
+	path := os.Getenv(peakRSSEnv)
+	if path == "" {
+		return nil
 	}
 	return os.WriteFile(path, []byte(strconv.FormatInt(n, 10)), 0o644)
 }
