@@ -410,6 +410,71 @@ func (s *SegmentWriter) Close() error {
 // copyBatch is how many items CopySegment checks in one batch.
 const copyBatch = 256
 
+// Ahead reads segments of one data file of a savepoint ahead of the
+// CopySegmentAhead calls that copy them, in order, with several reads in
+// flight: from a bucket, a copy that reads one segment at a time, a
+// request after the last, leaves the link idle between them.
+type Ahead struct {
+	src  *Reader
+	pf   *storage.Prefetcher
+	segs []savepoint.Segment
+	next int
+}
+
+// aheadInFlight is how many reads an Ahead keeps in flight: with one file
+// per core being copied, about what a scan of a bucket keeps.
+const aheadInFlight = 3
+
+// ReadAhead starts reading segs, which lie in one data file of r, for
+// CopySegmentAhead. It returns nil where reading ahead is not worth it (a
+// local file, whose reads the page cache serves) or segs is empty. Close
+// it in every case.
+func (r *Reader) ReadAhead(ctx context.Context, segs []savepoint.Segment) (*Ahead, error) {
+	if len(segs) == 0 {
+		return nil, nil
+	}
+	file, err := r.file(segs[0].File)
+	if err != nil {
+		return nil, err
+	}
+	chunk := storage.ReadSize(file)
+	if chunk == 0 {
+		return nil, nil
+	}
+	ranges := make([]storage.Range, len(segs))
+	for i, s := range segs {
+		if s.File != segs[0].File {
+			return nil, fmt.Errorf("snapshotfmt: read ahead of %s and %s: one data file at a time", segs[0].File, s.File)
+		}
+		ranges[i] = storage.Range{File: file, Off: s.Offset, Len: s.Length}
+	}
+	pf := storage.Prefetch(ctx, ranges, storage.PrefetchOptions{InFlight: aheadInFlight, ChunkSize: chunk, Budget: (aheadInFlight + 1) * chunk})
+	return &Ahead{src: r, pf: pf, segs: segs}, nil
+}
+
+// Reads reports whether a reads seg ahead: it lies in a's file. A nil
+// Ahead reads nothing.
+func (a *Ahead) Reads(seg savepoint.Segment) bool {
+	return a != nil && len(a.segs) > 0 && seg.File == a.segs[0].File
+}
+
+// Close stops the reads.
+func (a *Ahead) Close() {
+	if a != nil {
+		a.pf.Close()
+	}
+}
+
+// CopySegmentAhead is CopySegment for the next of the segments a reads
+// ahead, which must be seg.
+func (f *DataFileWriter) CopySegmentAhead(ctx context.Context, a *Ahead, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
+	if a.next >= len(a.segs) || a.segs[a.next].File != seg.File || a.segs[a.next].Offset != seg.Offset || a.segs[a.next].Length != seg.Length {
+		return fmt.Errorf("snapshotfmt: %s offset %d is not the next segment read ahead", seg.File, seg.Offset)
+	}
+	a.next++
+	return f.copySegment(ctx, a.src, a.pf, seg, ref, kg)
+}
+
 // CopySegment copies seg of src into this file as opaque bytes, as the
 // segment of (ref, kg). Each block is checked as a reader checks it before
 // it is written (its CRC and header, and the framing and order of its
@@ -424,6 +489,11 @@ const copyBatch = 256
 // (state kind and TTL, or timer service) and the same key groups: a copy
 // cannot move keys.
 func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
+	return f.copySegment(ctx, src, nil, seg, ref, kg)
+}
+
+// copySegment is CopySegment, reading through ahead when it is set.
+func (f *DataFileWriter) copySegment(ctx context.Context, src *Reader, ahead *storage.Prefetcher, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
 	if err := f.usable(); err != nil {
 		return err
 	}
@@ -457,6 +527,7 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 	// fails the file.
 	start := f.size
 	br := newBlockReader(ctx, file, seg.File, &seg)
+	br.shared = ahead
 	defer br.release()
 	var e savepoint.Entry
 	rr := newRecordReader(srcShape, &e, br)
