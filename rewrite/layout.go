@@ -150,14 +150,19 @@ func WriteFiles(ctx context.Context, src savepoint.Source, out *Output, plans []
 
 func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FilePlan, m *Meter) error {
 	var f *DataFile
+	var ahead *snapshotfmt.Ahead
 	if out != nil {
 		var err error
+		if ahead, err = readAhead(ctx, src, fp); err != nil {
+			return err
+		}
+		defer ahead.Close()
 		if f, err = out.CreateFile(ctx, fp.Name); err != nil {
 			return err
 		}
 	}
 	for i := range fp.Segments {
-		if err := writeSegment(ctx, src, f, &fp.Segments[i]); err != nil {
+		if err := writeSegment(ctx, src, f, ahead, &fp.Segments[i]); err != nil {
 			if f != nil {
 				f.Close()
 			}
@@ -171,15 +176,45 @@ func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FileP
 	return nil
 }
 
-func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *SegmentPlan) error {
+// copied reports whether writeSegment copies p as bytes from r.
+func copied(src savepoint.Source, p *SegmentPlan) (r *snapshotfmt.Reader, ok bool) {
+	if p.Drop || p.Keep != nil || p.Value != nil || p.Src.File == "" {
+		return nil, false
+	}
+	return canonical(src)
+}
+
+// readAhead reads the segments of fp that are copied as bytes ahead of
+// their copies, where their data file lies in a bucket; it returns nil
+// otherwise. The layouts write a file from one input file at most, and
+// any other is copied without reading ahead.
+func readAhead(ctx context.Context, src savepoint.Source, fp *FilePlan) (*snapshotfmt.Ahead, error) {
+	var r *snapshotfmt.Reader
+	var segs []savepoint.Segment
+	for i := range fp.Segments {
+		p := &fp.Segments[i]
+		if pr, ok := copied(src, p); ok && (segs == nil || p.Src.File == segs[0].File) {
+			r, segs = pr, append(segs, p.Src)
+		}
+	}
+	if r == nil {
+		return nil, nil
+	}
+	return r.ReadAhead(ctx, segs)
+}
+
+func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, ahead *snapshotfmt.Ahead, p *SegmentPlan) error {
 	if p.Drop {
 		p.Kept = 0
 		return nil
 	}
-	if r, ok := canonical(src); ok && p.Keep == nil && p.Value == nil && p.Src.File != "" {
+	if r, ok := copied(src, p); ok {
 		p.Kept = p.Src.Entries
-		if f == nil {
+		switch {
+		case f == nil:
 			return nil
+		case ahead.Reads(p.Src):
+			return f.CopySegmentAhead(ctx, ahead, p.Src, p.Dst, p.Src.KeyGroup)
 		}
 		return f.CopySegment(ctx, r, p.Src, p.Dst, p.Src.KeyGroup)
 	}

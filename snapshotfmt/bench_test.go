@@ -153,3 +153,48 @@ func BenchmarkNextValues(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100_000), "ns/entry")
 }
+
+// BenchmarkCopySegment copies every segment of a file as a rewrite that
+// keeps them does (prune-ttl with nothing expired): into a savepoint of the
+// same creation time, whose histograms carry over, and of another, whose
+// last-modified histograms are counted again at the new anchor.
+func BenchmarkCopySegment(b *testing.B) {
+	meta, data := benchState()
+	ctx := context.Background()
+	src := writeOneFile(b, meta, data, Options{})
+	r, err := Open(ctx, src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	segs := opSegments(r, 0)
+	for _, bc := range []struct {
+		name  string
+		shift int64
+	}{{"same-anchor", 0}, {"reanchored", 1000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			dst := *meta
+			dst.CreatedAt += bc.shift
+			b.SetBytes(rawBytes(b, src))
+			b.ReportAllocs()
+			for b.Loop() {
+				w, err := NewWriter(newMemDir(), &dst, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				f, err := w.CreateDataFile(ctx, "data")
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, seg := range segs {
+					if err := f.CopySegment(ctx, r, seg, seg.Ref, seg.KeyGroup); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100_000), "ns/entry")
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -131,9 +132,12 @@ type blockReader struct {
 	winAt int64
 	// ctx and ahead are for reading ahead: the read size, 0 for a local
 	// file; pf is started at the first window.
-	ctx    context.Context
-	ahead  int64
-	pf     *storage.Prefetcher
+	ctx   context.Context
+	ahead int64
+	pf    *storage.Prefetcher
+	// shared, when set, is a prefetcher of several segments of the file
+	// that the caller owns: pf takes its chunks, and is not closed here.
+	shared *storage.Prefetcher
 	cur    []byte // the current block as stored: header, payload, CRC
 	raw    []byte // its decompressed payload, when compressed
 	codec  Codec
@@ -171,10 +175,10 @@ func (br *blockReader) release() {
 	if br.pooledRaw != nil {
 		recycle(&raws, br.pooledRaw, br.raw, pooledRawLimit)
 	}
-	if br.pf != nil {
+	if br.pf != nil && br.pf != br.shared {
 		br.pf.Close()
-		br.pf = nil
 	}
+	br.pf = nil
 	if br.ahead > 0 {
 		// A window read ahead is a prefetched chunk's buffer, or one grown
 		// from it, and nothing else holds it.
@@ -247,8 +251,11 @@ func (br *blockReader) window(n int) ([]byte, error) {
 // follow until it holds n bytes. The first call starts the reads.
 func (br *blockReader) windowAhead(n int) ([]byte, error) {
 	if br.pf == nil {
-		br.pf = storage.Prefetch(br.ctx, []storage.Range{{File: br.f, Off: br.pos, Len: br.end - br.pos}},
-			storage.PrefetchOptions{InFlight: 1, ChunkSize: br.ahead, Budget: 2 * br.ahead})
+		br.pf = br.shared
+		if br.pf == nil {
+			br.pf = storage.Prefetch(br.ctx, []storage.Range{{File: br.f, Off: br.pos, Len: br.end - br.pos}},
+				storage.PrefetchOptions{InFlight: 1, ChunkSize: br.ahead, Budget: 2 * br.ahead})
+		}
 		br.win, br.winAt = br.win[:0], br.pos
 	}
 	// What the window holds from br.pos on moves to its front.
@@ -264,6 +271,10 @@ func (br *blockReader) windowAhead(n int) ([]byte, error) {
 				err = corruptf("truncated: the file ends within the segment")
 			}
 			return nil, br.fail(br.winAt+int64(len(br.win)), err)
+		}
+		if at := br.winAt + int64(len(br.win)); c.Off != at {
+			// A shared prefetcher out of step with the segments read.
+			return nil, br.fail(at, fmt.Errorf("read ahead from offset %d, not %d", c.Off, at))
 		}
 		if len(br.win) == 0 {
 			// The read's own buffer: the prefetcher counts it free once

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,8 +23,8 @@ import (
 
 // copyInto writes the savepoint of r into target as a rewrite that changes
 // nothing but what drop leaves out: every data file under its given name,
-// its segments copied in file order.
-func copyInto(t *testing.T, r *snapshotfmt.Reader, target snapshotfmt.Target, drop func(savepoint.Segment) bool) {
+// its segments copied in file order, read ahead when ahead is set.
+func copyInto(t *testing.T, r *snapshotfmt.Reader, target snapshotfmt.Target, drop func(savepoint.Segment) bool, ahead bool) {
 	t.Helper()
 	ctx := context.Background()
 	w, err := snapshotfmt.NewWriter(target, r.Metadata(), snapshotfmt.Options{})
@@ -41,13 +42,29 @@ func copyInto(t *testing.T, r *snapshotfmt.Reader, target snapshotfmt.Target, dr
 		if err != nil {
 			t.Fatal(err)
 		}
+		var kept []savepoint.Segment
 		for _, s := range segs {
 			if s.File == name && !drop(s) {
-				if err := f.CopySegment(ctx, r, s, s.Ref, s.KeyGroup); err != nil {
-					t.Fatal(err)
-				}
+				kept = append(kept, s)
 			}
 		}
+		var a *snapshotfmt.Ahead
+		if ahead {
+			if a, err = r.ReadAhead(ctx, kept); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range kept {
+			if a != nil {
+				err = f.CopySegmentAhead(ctx, a, s, s.Ref, s.KeyGroup)
+			} else {
+				err = f.CopySegment(ctx, r, s, s.Ref, s.KeyGroup)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.Close()
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -130,10 +147,13 @@ func TestWritesIntoABucket(t *testing.T) {
 		// copies and partCopies are the CopyObject and UploadPartCopy
 		// requests the write must make.
 		copies, partCopies int
+		ahead              bool
 	}{
-		{"unchanged, bucket to bucket", fromBucket, keepAll, len(in.DataFiles()), 0},
-		{"a segment dropped, bucket to bucket", fromBucket, middle, len(in.DataFiles()) - 1, 2},
-		{"local to bucket", in, keepAll, 0, 0},
+		{"unchanged, bucket to bucket", fromBucket, keepAll, len(in.DataFiles()), 0, false},
+		{"unchanged, bucket to bucket, read ahead", fromBucket, keepAll, len(in.DataFiles()), 0, true},
+		{"a segment dropped, bucket to bucket", fromBucket, middle, len(in.DataFiles()) - 1, 2, false},
+		{"a segment dropped, bucket to bucket, read ahead", fromBucket, middle, len(in.DataFiles()) - 1, 2, true},
+		{"local to bucket", in, keepAll, 0, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen = 0
@@ -142,7 +162,7 @@ func TestWritesIntoABucket(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			copyInto(t, in, st, tc.drop)
+			copyInto(t, in, st, tc.drop, false)
 			want := sptest.Open(t, ref)
 
 			seen = 0
@@ -153,8 +173,12 @@ func TestWritesIntoABucket(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tg.Close()
-			copyInto(t, tc.src, tg, tc.drop)
+			served := p.ServedBytes()
+			p.TakeConcurrency("GetObject")
+			copyInto(t, tc.src, tg, tc.drop, tc.ahead)
 			copies, partCopies, sent = p.Ops("CopyObject")-copies, p.Ops("UploadPartCopy")-partCopies, p.BodyBytes()-sent
+			gets, _ := p.TakeConcurrency("GetObject")
+			served = p.ServedBytes() - served
 
 			out, err := storage.OpenDir(ctx, storetest.URL(srv.Endpoint(), "state", prefix), storage.Options{})
 			if err != nil {
@@ -187,8 +211,90 @@ func TestWritesIntoABucket(t *testing.T) {
 			if copied+sent < total || (tc.copies > 0 && sent > total/100) {
 				t.Errorf("%d bytes copied by the server and %d sent, of %d", copied, sent, total)
 			}
-			t.Logf("%d bytes: %d copied by the server, %d sent; %d CopyObject, %d UploadPartCopy", total, copied, sent, copies, partCopies)
+			if tc.src == fromBucket {
+				// Each segment kept is read once, reading ahead or not: the
+				// output's segments are those bytes.
+				var kept int64
+				for _, s := range mustSegments(t, got) {
+					kept += s.Length
+				}
+				if served != kept {
+					t.Errorf("read %d bytes of the source, its segments kept hold %d", served, kept)
+				}
+				// A segment at a time is one read in flight; reading ahead
+				// keeps several.
+				if tc.ahead && gets < 2 || !tc.ahead && gets != 1 {
+					t.Errorf("at most %d GETs in flight", gets)
+				}
+			}
+			t.Logf("%d bytes: %d copied by the server, %d sent, %d read; %d CopyObject, %d UploadPartCopy; at most %d GETs in flight",
+				total, copied, sent, served, copies, partCopies, gets)
 		})
+	}
+}
+
+// TestCopySegmentAheadInOrder: the segments read ahead are copied in the
+// order they were given, or the copy is refused.
+func TestCopySegmentAheadInOrder(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	local := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(local, spgen.Config{Seed: 4, Users: 200, Accounts: 10, Parallelism: 1, MaxParallelism: 128, Now: 1_700_000_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	in := sptest.Open(t, local)
+	for _, name := range append(in.DataFiles(), storage.MetadataName) {
+		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name),
+			Body: bytes.NewReader(mustRead(t, filepath.Join(local, name)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, err := storage.OpenDir(ctx, storetest.URL(srv.Endpoint(), "state", "in"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	r, err := snapshotfmt.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var segs []savepoint.Segment
+	for _, s := range mustSegments(t, r) {
+		if s.File == r.DataFiles()[0] {
+			segs = append(segs, s)
+		}
+	}
+	slices.SortFunc(segs, func(a, b savepoint.Segment) int { return cmp.Compare(a.Offset, b.Offset) })
+	if len(segs) < 2 {
+		t.Fatalf("%d segments in %s, want two at least", len(segs), r.DataFiles()[0])
+	}
+	a, err := r.ReadAhead(ctx, segs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	st, err := storage.Stage(filepath.Join(t.TempDir(), "out"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := snapshotfmt.NewWriter(st, r.Metadata(), snapshotfmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	f, err := w.CreateDataFile(ctx, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.CopySegmentAhead(ctx, a, segs[1], segs[1].Ref, segs[1].KeyGroup); err == nil || !strings.Contains(err.Error(), "not the next segment read ahead") {
+		t.Fatalf("copying the second segment read ahead first = %v", err)
+	}
+	if err := f.CopySegmentAhead(ctx, a, segs[0], segs[0].Ref, segs[0].KeyGroup); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -170,4 +171,126 @@ func decodedSmallOf(t *testing.T, d *memDir) (*memDir, *savepoint.Metadata, *ind
 		t.Fatal(err)
 	}
 	return d, m, idx
+}
+
+// copyAll copies every segment of operator 0 of r into a new savepoint of
+// meta, key group kg into file kg mod 2, and returns it opened.
+func copyAll(t *testing.T, r *Reader, meta *savepoint.Metadata) (*Reader, error) {
+	t.Helper()
+	ctx := context.Background()
+	dst := newMemDir()
+	w, err := NewWriter(dst, meta, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := make([]*DataFileWriter, 2)
+	for i := range files {
+		files[i], _ = w.CreateDataFile(ctx, fmt.Sprintf("data-%03d", i))
+	}
+	for _, seg := range opSegments(r, 0) {
+		if err := files[seg.KeyGroup%2].CopySegment(ctx, r, seg, seg.Ref, seg.KeyGroup); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range files {
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, nil
+}
+
+// TestCopySegmentHistograms: a copy into a savepoint of another creation
+// time, or whose state has another TTL, counts the last-modified histogram
+// again at its own anchor and TTL, so that reading the copy to its end (which
+// checks every histogram against the data) passes; one into the same time and
+// TTL carries the source's over.
+func TestCopySegmentHistograms(t *testing.T) {
+	ctx := context.Background()
+	src := newMemDir()
+	writeSavepoint(t, src, testMeta(), testData(300), Options{BlockSize: 700})
+	r, err := Open(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := testMeta()
+	later.CreatedAt += 36 * 3600 * 1000
+	shorter := testMeta()
+	day := *shorter.Operators[0].States[2].TTL
+	day.TTL /= 7
+	shorter.Operators[0].States[2].TTL = &day
+	for _, tc := range []struct {
+		name    string
+		meta    *savepoint.Metadata
+		carried bool
+	}{{"same anchor and TTL", testMeta(), true}, {"later anchor", later, false}, {"shorter TTL", shorter, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := copyAll(t, r, tc.meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := verify(ctx, out); err != nil {
+				t.Fatalf("reading the copy: %v", err)
+			}
+			in, got := opSegments(r, 0), opSegments(out, 0)
+			differ := 0
+			for i := range in {
+				if in[i].Ref.Timer || tc.meta.Operators[0].States[in[i].Ref.State].TTL == nil {
+					continue
+				}
+				if !slices.Equal(in[i].Sizes, got[i].Sizes) {
+					t.Errorf("key group %d: value sizes %v, the source's %v", in[i].KeyGroup, got[i].Sizes, in[i].Sizes)
+				}
+				if got[i].Anchor != tc.meta.CreatedAt {
+					t.Errorf("key group %d: anchored at %d, want the creation time %d", in[i].KeyGroup, got[i].Anchor, tc.meta.CreatedAt)
+				}
+				if !slices.Equal(in[i].Modified, got[i].Modified) {
+					differ++
+				}
+			}
+			if tc.carried && differ > 0 || !tc.carried && differ == 0 {
+				t.Errorf("%d segments' last-modified histograms differ from the source's", differ)
+			}
+		})
+	}
+}
+
+// TestCopySegmentChecksCarriedHistogram: a last-modified histogram that a
+// copy carries over must span the buckets of the times the copy counts.
+func TestCopySegmentChecksCarriedHistogram(t *testing.T) {
+	ctx := context.Background()
+	d, m, idx := decodedSmall(t)
+	var seg *savepoint.Segment
+	for i := range idx.segments[0] {
+		if s := &idx.segments[0][i]; s.Modified != nil && s.Entries > 1 {
+			seg = s
+			break
+		}
+	}
+	if seg == nil {
+		t.Fatal("no segment of several entries with a last-modified histogram")
+	}
+	last := &seg.Modified[len(seg.Modified)-1]
+	if len(seg.Modified) > 1 {
+		// The highest bucket's items move one bucket up: the counts still
+		// add up to the entries, so only the copy's check can tell.
+		last.Bucket++
+	} else {
+		seg.Modified = savepoint.Histogram{{Bucket: last.Bucket, Count: last.Count - 1}, {Bucket: last.Bucket + 1, Count: 1}}
+	}
+	d = d.clone()
+	d.files[MetadataName] = metadataFile(encodeMetadataBody(m, idx))
+	r, err := Open(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = copyAll(t, r, m)
+	wantCorrupt(t, err, "last-modified histogram spans buckets")
 }

@@ -281,11 +281,36 @@ func (f *DataFileWriter) histCounts(o *savepoint.Operator, ref savepoint.StateRe
 	if f.anchored {
 		anchor = f.anchor
 	}
-	var ttlMillis int64
-	if c := o.States[ref.State].TTL; c != nil {
-		ttlMillis = c.Millis()
+	return newHistCounts(shapeOf(o, ref, 0), ttlMillisOf(o, ref), anchor)
+}
+
+// ttlMillisOf is the TTL of keyed state ref in milliseconds, 0 without
+// TTL or for a timer service.
+func ttlMillisOf(o *savepoint.Operator, ref savepoint.StateRef) int64 {
+	if ref.Timer {
+		return 0
 	}
-	return newHistCounts(shapeOf(o, ref, 0), ttlMillis, anchor)
+	if c := o.States[ref.State].TTL; c != nil {
+		return c.Millis()
+	}
+	return 0
+}
+
+// modifiedSpansTimes checks a last-modified histogram that a copy carries
+// over against the times the copy counted: the bucket rises with the time,
+// so its lowest and highest buckets are those of the least and greatest
+// last-modified times.
+func modifiedSpansTimes(s *savepoint.Stats, ttlMillis int64) error {
+	h := s.Modified
+	if len(h) == 0 {
+		return corruptf("segment's index entry has no last-modified histogram")
+	}
+	lo := savepoint.ModifiedBucket(savepoint.ExpiryOffset(s.MinTimestamp, ttlMillis, s.Anchor))
+	hi := savepoint.ModifiedBucket(savepoint.ExpiryOffset(s.MaxTimestamp, ttlMillis, s.Anchor))
+	if first, last := h[0].Bucket, h[len(h)-1].Bucket; first != lo || last != hi {
+		return corruptf("index's last-modified histogram spans buckets %d to %d, its times %d to %d give %d to %d", first, last, s.MinTimestamp, s.MaxTimestamp, lo, hi)
+	}
+	return nil
 }
 
 // SegmentWriter writes the entries of one segment.
@@ -382,16 +407,93 @@ func (s *SegmentWriter) Close() error {
 	return nil
 }
 
+// copyBatch is how many items CopySegment checks in one batch.
+const copyBatch = 256
+
+// Ahead reads segments of one data file of a savepoint ahead of the
+// CopySegmentAhead calls that copy them, in order, with several reads in
+// flight: from a bucket, a copy that reads one segment at a time, a
+// request after the last, leaves the link idle between them.
+type Ahead struct {
+	src  *Reader
+	pf   *storage.Prefetcher
+	segs []savepoint.Segment
+	next int
+}
+
+// aheadInFlight is how many reads an Ahead keeps in flight: with one file
+// per core being copied, about what a scan of a bucket keeps.
+const aheadInFlight = 3
+
+// ReadAhead starts reading segs, which lie in one data file of r, for
+// CopySegmentAhead. It returns nil where reading ahead is not worth it (a
+// local file, whose reads the page cache serves) or segs is empty. Close
+// it in every case.
+func (r *Reader) ReadAhead(ctx context.Context, segs []savepoint.Segment) (*Ahead, error) {
+	if len(segs) == 0 {
+		return nil, nil
+	}
+	file, err := r.file(segs[0].File)
+	if err != nil {
+		return nil, err
+	}
+	chunk := storage.ReadSize(file)
+	if chunk == 0 {
+		return nil, nil
+	}
+	ranges := make([]storage.Range, len(segs))
+	for i, s := range segs {
+		if s.File != segs[0].File {
+			return nil, fmt.Errorf("snapshotfmt: read ahead of %s and %s: one data file at a time", segs[0].File, s.File)
+		}
+		ranges[i] = storage.Range{File: file, Off: s.Offset, Len: s.Length}
+	}
+	pf := storage.Prefetch(ctx, ranges, storage.PrefetchOptions{InFlight: aheadInFlight, ChunkSize: chunk, Budget: (aheadInFlight + 1) * chunk})
+	return &Ahead{src: r, pf: pf, segs: segs}, nil
+}
+
+// Reads reports whether a reads seg ahead: it lies in a's file. A nil
+// Ahead reads nothing.
+func (a *Ahead) Reads(seg savepoint.Segment) bool {
+	return a != nil && len(a.segs) > 0 && seg.File == a.segs[0].File
+}
+
+// Close stops the reads.
+func (a *Ahead) Close() {
+	if a != nil {
+		a.pf.Close()
+	}
+}
+
+// CopySegmentAhead is CopySegment for the next of the segments a reads
+// ahead, which must be seg.
+func (f *DataFileWriter) CopySegmentAhead(ctx context.Context, a *Ahead, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
+	if a.next >= len(a.segs) || a.segs[a.next].File != seg.File || a.segs[a.next].Offset != seg.Offset || a.segs[a.next].Length != seg.Length {
+		return fmt.Errorf("snapshotfmt: %s offset %d is not the next segment read ahead", seg.File, seg.Offset)
+	}
+	a.next++
+	return f.copySegment(ctx, a.src, a.pf, seg, ref, kg)
+}
+
 // CopySegment copies seg of src into this file as opaque bytes, as the
 // segment of (ref, kg). Each block is checked as a reader checks it before
 // it is written (its CRC and header, and the framing and order of its
 // records, their key group included), and the segment against its index
-// entry at its end, so that a copy never writes what a reader would
+// entry at its end, so that a copy never writes records a reader would
 // refuse; the records are not decoded further, nor rewritten, and the index
-// numbers are taken from seg. The destination must have the same shape
+// numbers are taken from seg. Its histograms are counted again only where
+// the copy's differ (another anchor or TTL, or a source of format version
+// 1); otherwise they are carried over, checked against the least and
+// greatest times counted, and the histograms alone are left to verify to
+// check in full, as on the source. The destination must have the same shape
 // (state kind and TTL, or timer service) and the same key groups: a copy
 // cannot move keys.
 func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
+	return f.copySegment(ctx, src, nil, seg, ref, kg)
+}
+
+// copySegment is CopySegment, reading through ahead when it is set.
+func (f *DataFileWriter) copySegment(ctx context.Context, src *Reader, ahead *storage.Prefetcher, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
 	if err := f.usable(); err != nil {
 		return err
 	}
@@ -425,20 +527,30 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 	// fails the file.
 	start := f.size
 	br := newBlockReader(ctx, file, seg.File, &seg)
+	br.shared = ahead
 	defer br.release()
 	var e savepoint.Entry
 	rr := newRecordReader(srcShape, &e, br)
-	// The histograms are counted as the records are checked: those of a
-	// source that has them are checked, and the copy's are anchored at its
-	// own time, so a source of another creation time or without histograms
-	// (format version 1) still gives the copy correct ones.
+	// The histograms: a segment copied into a savepoint that anchors them
+	// at the same time, under the same TTL, has the ones its index entry
+	// has, which are carried over; they are the one figure a copy takes
+	// without counting it, and are checked against the times it does
+	// count. Otherwise they are counted as the records are checked: those
+	// of a source that has them are checked, and the copy's are counted
+	// at its own anchor and TTL, so that a source of another creation time
+	// or without histograms (format version 1) still gives the copy
+	// correct ones.
 	out := f.histCounts(o, ref)
-	if out != nil && seg.Sizes != nil {
-		rr.hist = newHistCounts(srcShape, out.ttlMillis, seg.Anchor)
-		if out.ttl && seg.Anchor != out.anchor {
-			rr.reanchored = out
-		}
-	} else {
+	srcTTL := ttlMillisOf(so, seg.Ref)
+	carried := out != nil && seg.Sizes != nil && (!out.ttl || seg.Anchor == out.anchor && srcTTL == out.ttlMillis)
+	switch {
+	case carried:
+		out.release()
+		out = nil
+	case out != nil && seg.Sizes != nil:
+		rr.hist = newHistCounts(srcShape, srcTTL, seg.Anchor)
+		rr.reanchored = out
+	default:
 		rr.hist = out
 	}
 	defer func() {
@@ -447,6 +559,8 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 		}
 		out.release()
 	}()
+	var sizes [copyBatch]int
+	var times [copyBatch]int64
 	for {
 		if err := ctx.Err(); err != nil {
 			f.err = err
@@ -467,7 +581,14 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 			return err
 		}
 		rr.startBlock(payload, more)
-		for rr.next() {
+		if srcShape.timers() {
+			for rr.next() {
+			}
+		} else {
+			// The batched loop checks and counts all that next does, and
+			// leaves to next what it does not take on.
+			for rr.values(sizes[:], times[:]) > 0 || rr.next() {
+			}
 		}
 		if off, err := rr.failure(); err != nil {
 			f.err = recordError(br, off, err)
@@ -481,7 +602,11 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 			return err
 		}
 	}
-	if err := rr.check(&seg.Stats); err != nil {
+	err = rr.check(&seg.Stats)
+	if err == nil && carried && srcShape.ttl {
+		err = modifiedSpansTimes(&seg.Stats, srcTTL)
+	}
+	if err != nil {
 		f.err = at(seg.File, seg.KeyGroup, seg.Offset, err)
 		return f.err
 	}

@@ -149,12 +149,26 @@ type localNamed struct {
 	h         hash.Hash
 	stem, ext string
 	name      string
+	// written counts the bytes written, of which the kernel was asked to
+	// start writing those before queued to the device.
+	written, queued int64
 }
+
+// writebackEvery is how many bytes a data file is written between two
+// requests to the kernel to start writing them out, so that the device
+// writes while the file is produced and the fsync at Close waits for the
+// last few MiB, not the whole file.
+const writebackEvery = 8 << 20
 
 func (w *localNamed) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	w.h.Write(p[:n])
 	w.t.c.BytesWritten.Add(int64(n))
+	w.written += int64(n)
+	if w.written-w.queued >= writebackEvery {
+		startWriteback(w.f, w.queued, w.written-w.queued)
+		w.queued = w.written
+	}
 	return n, err
 }
 

@@ -2,7 +2,7 @@
 // it starts, as the object-storage benchmark defines it:
 //
 //	go run ./bench/gensavepoints -out /tmp/bench
-//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX]
+//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX] [-only inspect|prune-ttl]
 //
 // It uploads the savepoint, then runs N times, in turn:
 //
@@ -14,8 +14,9 @@
 //     a server-side CopyObject of every object of the savepoint.
 //
 // Every request of both sides goes through the same counting proxy, which
-// gives the bytes each read from the server and sent to it. It prints the
-// medians, the median of the per-run ratios and the peak RSS.
+// gives the bytes each read from the server and sent to it, and how many
+// GETs it served at once: the most, and on average over the run. It prints
+// the medians, the median of the per-run ratios and the peak RSS.
 package main
 
 import (
@@ -81,6 +82,7 @@ func run(ctx context.Context) error {
 	runs := flag.Int("runs", 3, "timed runs of each pair")
 	work := flag.String("work", "", "`directory` for the server's data (default: a temporary one)")
 	profile := flag.String("cpuprofile", "", "write the CPU profile of each counted run of stateproc to `prefix`-NAME-RUN.prof")
+	only := flag.String("only", "", "run only the pair of this `command` (inspect or prune-ttl)")
 	flag.Parse()
 	if *savepoint == "" {
 		return errors.New("-savepoint is required")
@@ -129,6 +131,9 @@ func run(ctx context.Context) error {
 			afterBase: func(i int) error { return b.remove(ctx, fmt.Sprintf("copy-%d/", i)) }},
 	}
 	for _, p := range pairs {
+		if *only != "" && strings.Fields(p.name)[0] != *only {
+			continue
+		}
 		if *profile != "" {
 			p.command = profiled(p.command, fmt.Sprintf("%s-%s", *profile, strings.Fields(p.name)[0]))
 		}
@@ -160,6 +165,15 @@ type sample struct {
 	wall             time.Duration
 	rss              int64
 	served, received int64
+	// gets is the most GETs served at once, meanGets how many on average.
+	gets     int
+	meanGets float64
+}
+
+// takeGets fills the GET concurrency of s, a side that has just ended.
+func (b *bench) takeGets(s *sample) {
+	peak, busy := b.proxy.TakeConcurrency("GetObject")
+	s.gets, s.meanGets = peak, busy.Seconds()/s.wall.Seconds()
 }
 
 func (b *bench) measure(ctx context.Context, p pair, runs int) error {
@@ -168,6 +182,7 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 	// Run 0 warms both up and is not counted.
 	for i := 0; i <= runs; i++ {
 		served, received := b.proxy.ServedBytes(), b.proxy.BodyBytes()
+		b.proxy.TakeConcurrency("GetObject")
 		cmd := exec.CommandContext(ctx, os.Args[0], append([]string{childFlag}, p.command(i)...)...)
 		cmd.Stdout = io.Discard
 		var stderr strings.Builder
@@ -177,17 +192,20 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 			return fmt.Errorf("stateproc %v: %w: %s", p.command(i), err, stderr.String())
 		}
 		c := sample{wall: u.Wall, rss: u.PeakRSS, served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+		b.takeGets(&c)
 		if p.after != nil {
 			if err := p.after(i); err != nil {
 				return err
 			}
 		}
 		served, received = b.proxy.ServedBytes(), b.proxy.BodyBytes()
+		b.proxy.TakeConcurrency("GetObject")
 		start := time.Now()
 		if err := p.base(ctx, i); err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
 		s := sample{wall: time.Since(start), served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+		b.takeGets(&s)
 		if p.afterBase != nil {
 			if err := p.afterBase(i); err != nil {
 				return err
@@ -197,9 +215,9 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 			continue
 		}
 		cmds, bases = append(cmds, c), append(bases, s)
-		fmt.Printf("  %s run %d: %v (read %d, sent %d bytes, peak RSS %.0f MiB); %s %v (read %d, sent %d); ratio %.2f\n",
-			p.name, i, c.wall.Round(time.Millisecond), c.served, c.received, float64(c.rss)/(1<<20),
-			p.baseline, s.wall.Round(time.Millisecond), s.served, s.received, c.wall.Seconds()/s.wall.Seconds())
+		fmt.Printf("  %s run %d: %v (read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (read %d, sent %d, GETs in flight %.1f, %d); ratio %.2f\n",
+			p.name, i, c.wall.Round(time.Millisecond), c.served, c.received, c.meanGets, c.gets, float64(c.rss)/(1<<20),
+			p.baseline, s.wall.Round(time.Millisecond), s.served, s.received, s.meanGets, s.gets, c.wall.Seconds()/s.wall.Seconds())
 	}
 	var ratios []float64
 	var peak int64

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // MinPart is S3's smallest part but the last of a multipart upload.
@@ -38,7 +39,12 @@ type Proxy struct {
 	// bodyBytes counts the request bytes the client sent in object and
 	// part bodies; servedBytes the object bytes the server sent back.
 	bodyBytes, servedBytes int64
-	srv                    *httptest.Server
+	// inFlight counts the requests of each operation being served; peak
+	// and busy are its highest value and the sum of their durations since
+	// TakeConcurrency.
+	inFlight, peak map[string]int
+	busy           map[string]time.Duration
+	srv            *httptest.Server
 }
 
 // Fault kinds.
@@ -80,7 +86,8 @@ func StartProxy(endpoint string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: u, ops: map[string]int{}, parts: map[string]map[int]int64{}}
+	p := &Proxy{target: u, ops: map[string]int{}, parts: map[string]map[int]int64{},
+		inFlight: map[string]int{}, peak: map[string]int{}, busy: map[string]time.Duration{}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
@@ -248,7 +255,30 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f != nil && f.kind == CutBody {
 		r = r.WithContext(withCut(r.Context(), f.after))
 	}
+	start := time.Now()
+	p.mu.Lock()
+	p.inFlight[op]++
+	p.peak[op] = max(p.peak[op], p.inFlight[op])
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.inFlight[op]--
+		p.busy[op] += time.Since(start)
+		p.mu.Unlock()
+	}()
 	p.rp.ServeHTTP(w, r)
+}
+
+// TakeConcurrency returns, for requests of op since the last call, the
+// most that were served at once and the sum of the times they took, whole
+// answers included: that sum over a run's wall time is how many were in
+// flight on average.
+func (p *Proxy) TakeConcurrency(op string) (peak int, busy time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	peak, busy = p.peak[op], p.busy[op]
+	p.peak[op], p.busy[op] = p.inFlight[op], 0
+	return peak, busy
 }
 
 func (p *Proxy) recordPart(r *http.Request, n int64) {

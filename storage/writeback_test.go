@@ -1,0 +1,55 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A data file of several writeback intervals, written in pieces that
+// straddle them, holds exactly its bytes under the name of their SHA-256.
+func TestNamedFileAcrossWriteback(t *testing.T) {
+	ctx := context.Background()
+	target := filepath.Join(t.TempDir(), "sp")
+	tg, err := OpenTarget(ctx, target, TargetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 2*writebackEvery+12345)
+	r := rand.NewChaCha8([32]byte{7})
+	r.Read(data)
+	w, err := tg.CreateNamed(ctx, "op001-00000", ".data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rest := data; len(rest) > 0; {
+		n := min(len(rest), 1<<20+333)
+		if _, err := w.Write(rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[n:]
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if want := NameByContent("op001-00000", sum[:], ".data"); w.Name() != want {
+		t.Fatalf("named %s, want %s", w.Name(), want)
+	}
+	m, _ := tg.Create(ctx, MetadataName)
+	m.Close()
+	if err := tg.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(target, w.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("the file holds %d bytes that differ from the %d written", len(got), len(data))
+	}
+}
