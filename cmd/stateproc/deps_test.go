@@ -8,12 +8,19 @@ import (
 	"testing"
 )
 
-// heavy are packages that once came into the binary with Google's GCS SDK
-// and cost every command start-up time in package initialisation, though
-// no command needs them: gRPC's xDS balancer with the envoy control-plane
-// protos, Cloud Monitoring and the telemetry exporters around them. gRPC
-// itself stays for now: arrow-go's Parquet writer and gocloud link it.
+// heavy are packages that once came into the binary and cost every
+// command start-up time in package initialisation, though at most one
+// command needs them: with Google's GCS SDK, gRPC's xDS balancer with the
+// envoy control-plane protos, Cloud Monitoring and the telemetry exporters
+// around them; with gonum/plot (once the report's charts), its fonts, its
+// LaTeX and PDF back ends. gRPC itself stays for now: arrow-go's Parquet
+// writer and gocloud link it.
 var heavy = []string{
+	"gonum.org/v1/plot",
+	"codeberg.org/go-fonts/",
+	"codeberg.org/go-latex/",
+	"codeberg.org/go-pdf/",
+	"golang.org/x/image/font",
 	"cloud.google.com/go/storage",
 	"cloud.google.com/go/monitoring",
 	"gocloud.dev/blob/gcsblob",
