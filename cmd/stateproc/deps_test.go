@@ -13,9 +13,14 @@ import (
 // command needs them: with Google's GCS SDK, gRPC's xDS balancer with the
 // envoy control-plane protos, Cloud Monitoring and the telemetry exporters
 // around them; with gonum/plot (once the report's charts), its fonts, its
-// LaTeX and PDF back ends. gRPC itself stays for now: arrow-go's Parquet
-// writer and gocloud link it.
+// LaTeX and PDF back ends; with gocloud's Azure driver, the Azure SDK and
+// the Microsoft authentication library of its token credentials (the
+// tests still create Azurite's containers with the SDK). gRPC itself
+// stays for now: arrow-go's Parquet writer and gocloud link it.
 var heavy = []string{
+	"github.com/Azure/",
+	"github.com/AzureAD/",
+	"gocloud.dev/blob/azureblob",
 	"gonum.org/v1/plot",
 	"codeberg.org/go-fonts/",
 	"codeberg.org/go-latex/",
