@@ -71,3 +71,19 @@ func TestInvokedCommand(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCommandTree builds the tree that Main builds to run one
+// command, against the whole tree that it once built for every command.
+func BenchmarkCommandTree(b *testing.B) {
+	args := []string{"inspect", "sp"}
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			newRoot(new(cpuProfile), nil).Find(args)
+		}
+	})
+	b.Run("invoked", func(b *testing.B) {
+		for b.Loop() {
+			newRoot(new(cpuProfile), invoked(args)).Find(args)
+		}
+	})
+}
