@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -52,8 +53,8 @@ const azureVersion = "2021-08-06"
 // Put Blob.
 const azureBlockSize = 8 << 20
 
-// azureEmulatorKey is the key of Azurite's development account, which a
-// connection string's UseDevelopmentStorage=true stands for.
+// Azurite's development account and its key, which a connection string's
+// UseDevelopmentStorage=true stands for.
 const (
 	azureEmulatorAccount = "devstoreaccount1"
 	azureEmulatorKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -77,11 +78,10 @@ func openAzure(loc Location, policy RetryPolicy, c *Counters) (*blob.Bucket, err
 
 // azureService is where the service is and how requests to it authorise.
 type azureService struct {
-	account, key, sas    string
-	domain, protocol     string
-	cdn, emulator        bool
-	endpoint             string // a connection string's BlobEndpoint, whole
-	fromConnectionString bool
+	account, key, sas string
+	domain, protocol  string
+	cdn, emulator     bool
+	endpoint          string // a connection string's BlobEndpoint, whole
 }
 
 func (s *azureService) url() (string, error) {
@@ -91,8 +91,8 @@ func (s *azureService) url() (string, error) {
 	if s.account == "" {
 		return "", errors.New("azure: no storage account: set AZURE_STORAGE_ACCOUNT, or ?storage_account=")
 	}
-	domain := cmpOr(s.domain, "blob.core.windows.net")
-	protocol := cmpOr(s.protocol, "https")
+	domain := cmp.Or(s.domain, "blob.core.windows.net")
+	protocol := cmp.Or(s.protocol, "https")
 	if protocol != "http" && protocol != "https" {
 		return "", fmt.Errorf("azure: protocol %q: http or https", protocol)
 	}
@@ -103,13 +103,6 @@ func (s *azureService) url() (string, error) {
 		return protocol + "://" + domain, nil
 	}
 	return protocol + "://" + s.account + "." + domain, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // azureServiceFromEnv reads the environment as gocloud's driver does.
@@ -125,7 +118,7 @@ func azureServiceFromEnv(getenv func(string) string) (azureService, error) {
 	case getenv("AZURE_STORAGE_SAS_TOKEN") != "":
 		s.key, s.sas = "", strings.TrimPrefix(getenv("AZURE_STORAGE_SAS_TOKEN"), "?")
 	default:
-		cs := cmpOr(getenv("AZURE_STORAGE_CONNECTION_STRING"), getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING"))
+		cs := cmp.Or(getenv("AZURE_STORAGE_CONNECTION_STRING"), getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING"))
 		if cs == "" {
 			return s, errors.New("azure: no credentials: set AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or AZURE_STORAGE_CONNECTION_STRING (token credentials are not supported)")
 		}
@@ -137,7 +130,7 @@ func azureServiceFromEnv(getenv func(string) string) (azureService, error) {
 // parseAzureConnectionString reads the keys of a storage connection
 // string that address and authorise the blob service.
 func parseAzureConnectionString(cs string) (azureService, error) {
-	s := azureService{fromConnectionString: true, protocol: "https"}
+	s := azureService{protocol: "https"}
 	suffix := "core.windows.net"
 	for _, part := range strings.Split(cs, ";") {
 		k, v, ok := strings.Cut(part, "=")
@@ -319,7 +312,9 @@ func (b *azureBucket) blobURL(key string) string {
 	return b.base + "/" + url.PathEscape(b.container) + "/" + strings.Join(segs, "/")
 }
 
-// newRequest builds a signed request; q is the query beside the URL's.
+// newRequest builds a signed request; q is the query beside the URL's. A
+// PUT of no bytes still says Content-Length: 0, as the service wants
+// (net/http sends it for PUT), and the signature covers it as empty.
 func (b *azureBucket) newRequest(method, u string, q url.Values, body []byte, h http.Header) (*http.Request, error) {
 	if len(b.sas) > 0 {
 		if q == nil {
@@ -345,12 +340,6 @@ func (b *azureBucket) newRequest(method, u string, q url.Values, body []byte, h 
 	}
 	req.Header.Set("x-ms-version", azureVersion)
 	req.Header.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
-	if body != nil && len(body) == 0 {
-		// An empty body is sent with its length, which the signature
-		// covers as empty.
-		req.Body, req.ContentLength = http.NoBody, 0
-		req.Header.Set("Content-Length", "0")
-	}
 	if b.key != nil {
 		req.Header.Set("Authorization", "SharedKey "+b.account+":"+b.signature(req))
 	}
