@@ -74,6 +74,8 @@ type pageFacts struct {
 		// Marks are the shapes in data colors, Alarms those in the alarm
 		// color, Boundaries the subtask boundaries with their legend.
 		Marks, Alarms, Boundaries int
+		// Texts are the chart's words: axis labels, tick labels, legend.
+		Texts []string
 	}
 	States, Timers, OperatorStates, Growth, TopEntries, TopBytes, Details []struct {
 		Operator, State, Unbounded string
@@ -97,7 +99,8 @@ const pageScript = `(() => {
     const at = f.closest('[data-operator]') || f;
     return {chart: f.dataset.chart || '', operator: f.dataset.operator || at.dataset.operator || '', state: f.dataset.state || at.dataset.state || '',
       width: r.width, height: r.height,
-      marks: count(svg, data), alarms: count(svg, /fill:#C0392B/i), boundaries: count(svg, /stroke:#E67E22/i)};
+      marks: count(svg, data), alarms: count(svg, /fill:#C0392B/i), boundaries: count(svg, /stroke:#E67E22/i),
+      texts: svg ? [...svg.querySelectorAll('text')].map(t => t.textContent) : []};
   });
   const rows = sel => [...document.querySelectorAll(sel)].map(e => ({operator: e.dataset.operator || '', state: e.dataset.state || '', unbounded: e.dataset.unbounded || '',
     figures: Object.fromEntries([...e.querySelectorAll('[data-figure]')].map(c => [c.dataset.figure, {value: c.dataset.value, text: c.textContent.trim()}]))}));
@@ -342,6 +345,18 @@ type topKeyJSON struct {
 	Entries, Bytes  uint64
 }
 
+// chartWords are the texts each kind of chart shows (axis labels and
+// legends; a TTL chart's x label goes on with the time and the TTL),
+// beside the y axis's zero.
+var chartWords = map[string][]string{
+	"skew":           {"key group", "bytes", "mean"},
+	"value-sizes":    {"value size (bytes, without the TTL timestamp)", "values"},
+	"timers-per-key": {"timers per key", "keys", "1"},
+	"ttl-ages":       {"age at ", "entries", "0s–"},
+	"growth":         {"savepoint, oldest first (# as in the table of savepoints)", "count", "entries", "#0", "#1"},
+	"sizing":         {"task slot", "bytes", "slot 0", "heap backend (live heap)", "Pebble (on disk)", "full checkpoint"},
+}
+
 // checkCharts wants the charts that the newest savepoint's states call for,
 // each drawn at a size and with data in it, plus one growth chart per state
 // that is not empty in every savepoint and the sizing chart.
@@ -384,6 +399,11 @@ func checkCharts(t *testing.T, facts pageFacts, want inspectJSON, summarized int
 		got[id] = true
 		if c.Width < 300 || c.Height < 100 || c.Marks == 0 {
 			t.Errorf("chart %s: %gx%g px with %d data marks", id, c.Width, c.Height, c.Marks)
+		}
+		for _, w := range append(chartWords[c.Chart], "0") {
+			if !slices.ContainsFunc(c.Texts, func(s string) bool { return strings.HasPrefix(s, w) }) {
+				t.Errorf("chart %s has no text %q: %q", id, w, c.Texts)
+			}
 		}
 	}
 	if !maps.Equal(got, expected) {

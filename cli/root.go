@@ -80,9 +80,11 @@ func hint(err error) string {
 }
 
 // NewRoot returns the stateproc command with every subcommand.
-func NewRoot() *cobra.Command { return newRoot(new(cpuProfile)) }
+func NewRoot() *cobra.Command { return newRoot(new(cpuProfile), nil) }
 
-func newRoot(prof *cpuProfile) *cobra.Command {
+// newRoot builds the root command with the subcommands given, or with
+// every one if nil.
+func newRoot(prof *cpuProfile, cmds []*cobra.Command) *cobra.Command {
 	var pathMap []string
 	root := &cobra.Command{
 		Use:           "stateproc",
@@ -111,26 +113,64 @@ func newRoot(prof *cpuProfile) *cobra.Command {
 		"write a CPU profile of the command to `FILE`, for go tool pprof and the build's profile-guided optimization")
 	addPathMapFlag(root, &pathMap)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
-	root.AddCommand(subcommands()...)
+	if cmds == nil {
+		for _, c := range subcommands() {
+			cmds = append(cmds, c.build())
+		}
+	}
+	root.AddCommand(cmds...)
 	return root
 }
 
-// subcommands lists every command; each lives in a cmd_<name>.go file.
-func subcommands() []*cobra.Command {
-	return []*cobra.Command{
-		newInspectCmd(), newDumpCmd(), newVerifyCmd(), newSizeCmd(),
-		newExportCmd(), newCommitCmd(),
-		newRescaleCmd(), newPruneTTLCmd(), newOperatorCmd(), newConvertCmd(),
-		newCheckCmd(), newMigrateCmd(),
-		newBootstrapCmd(), newDiffCmd(), newReportCmd(),
+// subcommand is a command's name and its constructor.
+type subcommand struct {
+	name  string
+	build func() *cobra.Command
+}
+
+// subcommands lists every command, in the order of the help; each lives
+// in a cmd_<name>.go file.
+func subcommands() []subcommand {
+	return []subcommand{
+		{"inspect", newInspectCmd}, {"dump", newDumpCmd}, {"verify", newVerifyCmd}, {"size", newSizeCmd},
+		{"export", newExportCmd}, {"commit", newCommitCmd},
+		{"rescale", newRescaleCmd}, {"prune-ttl", newPruneTTLCmd}, {"operator", newOperatorCmd}, {"convert", newConvertCmd},
+		{"check", newCheckCmd}, {"migrate", newMigrateCmd},
+		{"bootstrap", newBootstrapCmd}, {"diff", newDiffCmd}, {"report", newReportCmd},
 	}
+}
+
+// invoked returns the one command that args run, built alone, so that
+// start-up need not build the flags and help of fourteen others. cobra
+// picks it, from a root whose subcommands are placeholders of the same
+// names, so that flags before the command's name are read as cobra reads
+// them. It returns nil, for the whole tree, when args run no command
+// (the root's help, help, completion) or a mistyped one, whose
+// suggestions need every name.
+func invoked(args []string) []*cobra.Command {
+	cmds := subcommands()
+	stubs := make([]*cobra.Command, len(cmds))
+	for i, c := range cmds {
+		stubs[i] = &cobra.Command{Use: c.name}
+	}
+	probe := newRoot(new(cpuProfile), stubs)
+	found, _, err := probe.Find(args)
+	if err != nil || found == probe {
+		return nil
+	}
+	for _, c := range cmds {
+		if c.name == found.Name() {
+			return []*cobra.Command{c.build()}
+		}
+	}
+	return nil
 }
 
 // Main runs stateproc with args and returns the exit code. Errors go to
 // stderr as one line, with a hint when there is one.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prof := new(cpuProfile)
-	root := newRoot(prof)
+	root := newRoot(prof, invoked(args))
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -1,86 +1,22 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
-	"image/color"
 	"math"
 	"strconv"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/sizing"
 )
 
-// The charts' colors, those of the page's stylesheet.
-var (
-	colorBar      = color.RGBA{R: 0x3b, G: 0x6e, B: 0xa8, A: 0xff}
-	colorAlarm    = color.RGBA{R: 0xc0, G: 0x39, B: 0x2b, A: 0xff}
-	colorMuted    = color.RGBA{R: 0x8a, G: 0x94, B: 0x9e, A: 0xff}
-	colorBoundary = color.RGBA{R: 0xe6, G: 0x7e, B: 0x22, A: 0xff}
-	colorSecond   = color.RGBA{R: 0x27, G: 0xae, B: 0x60, A: 0xff}
-)
+// maxSkewBars is the most bars a skew chart draws: more key groups are
+// summed into as many bars.
+const maxSkewBars = 512
 
-// The size of a chart, and the most bars a skew chart draws: more key
-// groups are summed into as many bars.
-const (
-	chartWidth  = 5.6 * vg.Inch
-	chartHeight = 2.2 * vg.Inch
-	maxSkewBars = 512
-)
-
-// sans is the typeface of every chart: Liberation Sans, which
-// gonum.org/v1/plot carries for measuring text and which the page names
-// (a browser without it draws a similar sans-serif face).
-var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-func newPlot(x, y string) *plot.Plot {
-	p := plot.New()
-	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
-		ax.Label.TextStyle.Font = font.From(sans, 10)
-		ax.Tick.Label.Font = font.From(sans, 8.5)
-	}
-	p.Legend.TextStyle.Font = font.From(sans, 9)
-	p.Legend.Top = true
-	p.X.Label.Text, p.Y.Label.Text = x, y
-	p.Y.Min = 0
-	p.Y.Tick.Marker = countTicks{}
-	return p
-}
-
-// render draws p as SVG, without the XML prologue, for inlining in HTML.
-func render(p *plot.Plot) ([]byte, error) {
-	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(draw.New(c))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return nil, fmt.Errorf("report: drawing a chart: %w", err)
-	}
-	out := b.Bytes()
-	if i := bytes.Index(out, []byte("<svg")); i >= 0 {
-		out = out[i:]
-	}
-	return out, nil
-}
-
-// countTicks labels an axis of counts or bytes with round numbers in SI
-// units: 0, 2.5k, 5k.
-type countTicks struct{}
-
-func (countTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = si(ticks[i].Value)
-		}
-	}
-	return ticks
+// countAxis is the y axis of counts or bytes from 0 to max, labelled with
+// round numbers in SI units: 0, 2.5k, 5k.
+func countAxis(label string, max float64) axis {
+	return axis{min: 0, max: max, label: label, ticks: linearTicks(0, max, 4, si)}
 }
 
 // si writes v with an SI prefix and at most three significant digits.
@@ -98,89 +34,74 @@ func si(v float64) string {
 
 // skewChart draws the bytes of every key group, with a line where each
 // subtask's key groups start at the savepoint's parallelism and the mean.
-func skewChart(s *StateCharts) ([]byte, error) {
-	p := newPlot("key group", "bytes")
+func skewChart(s *StateCharts) []byte {
 	per := max(1, (s.MaxParallelism+maxSkewBars-1)/maxSkewBars)
-	h := &plotter.Histogram{FillColor: colorBar, Width: float64(per)}
-	var total float64
+	type bin struct{ lo, hi, sum float64 }
+	var bins []bin
+	var total, top float64
 	for kg := 0; kg < s.MaxParallelism; kg += per {
 		var sum float64
 		for k := kg; k < min(kg+per, s.MaxParallelism); k++ {
 			sum += float64(s.KeyGroupBytes[k])
 		}
 		total += sum
-		h.Bins = append(h.Bins, plotter.HistogramBin{Min: float64(kg), Max: float64(min(kg+per, s.MaxParallelism)), Weight: sum})
-	}
-	p.Add(h)
-	if per > 1 {
-		p.Y.Label.Text = fmt.Sprintf("bytes per %d key groups", per)
-	}
-	top := 0.0
-	for _, b := range h.Bins {
-		top = math.Max(top, b.Weight)
+		top = math.Max(top, sum)
+		bins = append(bins, bin{float64(kg), float64(min(kg+per, s.MaxParallelism)), sum})
 	}
 	top = math.Max(top, 1)
+	ylabel := "bytes"
+	if per > 1 {
+		ylabel = fmt.Sprintf("bytes per %d key groups", per)
+	}
+	maxp := float64(s.MaxParallelism)
+	c := newChart(axis{min: 0, max: maxp, label: "key group", ticks: linearTicks(0, maxp, 6, si)}, countAxis(ylabel, top*1.08))
+	c.begin()
+	for _, b := range bins {
+		c.bar(c.X(b.lo), c.X(b.hi), b.sum, colorBar)
+	}
 	for i := 1; i < s.Parallelism; i++ {
 		x := float64(keygroup.ForSubtask(i, s.Parallelism, s.MaxParallelism).Start)
-		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: top * 1.05}})
-		if err != nil {
-			return nil, err
-		}
-		l.Color, l.Width, l.Dashes = colorBoundary, vg.Points(1.2), []vg.Length{vg.Points(3), vg.Points(2)}
-		p.Add(l)
+		c.line([]float64{x, x}, []float64{0, top * 1.05}, colorBoundary, 1.6, "4,2.7")
 		if i == 1 {
-			p.Legend.Add("subtask boundary", l)
+			c.addLegend(legendEntry{name: "subtask boundary", color: colorBoundary, dash: "4,2.7"})
 		}
 	}
-	if n := len(h.Bins); n > 0 && total > 0 {
+	if n := len(bins); n > 0 && total > 0 {
 		mean := total / float64(n)
-		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: mean}, {X: float64(s.MaxParallelism), Y: mean}})
-		if err != nil {
-			return nil, err
-		}
-		l.Color, l.Width = colorMuted, vg.Points(0.8)
-		p.Add(l)
-		p.Legend.Add("mean", l)
+		c.line([]float64{0, maxp}, []float64{mean, mean}, colorMuted, 1.1, "")
+		c.addLegend(legendEntry{name: "mean", color: colorMuted})
 	}
-	p.X.Min, p.X.Max = 0, float64(s.MaxParallelism)
-	p.Y.Max = top * 1.08
-	return render(p)
+	return c.finish()
+}
+
+// nominalAxis is an x axis with one category per label.
+func nominalAxis(label string, labels []string) axis {
+	a := axis{min: -0.5, max: float64(len(labels)) - 0.5, label: label, nominal: true}
+	for i, l := range labels {
+		a.ticks = append(a.ticks, tick{at: float64(i), label: l})
+	}
+	return a
 }
 
 // barChart draws one bar per label; alarm says which bars to draw in the
 // alarm color.
-func barChart(x, y string, labels []string, counts []float64, alarm func(int) bool) ([]byte, error) {
-	p := newPlot(x, y)
-	vals := make(plotter.Values, len(counts))
-	copy(vals, counts)
-	width := vg.Length(math.Min(28, float64(chartWidth)*0.7/float64(max(1, len(counts)))))
-	normal, alarmed := make(plotter.Values, len(counts)), make(plotter.Values, len(counts))
-	for i, c := range counts {
-		if alarm != nil && alarm(i) {
-			alarmed[i] = c
-		} else {
-			normal[i] = c
-		}
-	}
-	for _, s := range []struct {
-		v plotter.Values
-		c color.Color
-	}{{normal, colorBar}, {alarmed, colorAlarm}} {
-		b, err := plotter.NewBarChart(s.v, width)
-		if err != nil {
-			return nil, err
-		}
-		b.Color, b.LineStyle.Width = s.c, 0
-		p.Add(b)
-	}
-	p.NominalX(labels...)
-	p.X.Tick.Label.Font = font.From(sans, 7.5)
+func barChart(x, y string, labels []string, counts []float64, alarm func(int) bool) []byte {
 	top := 1.0
-	for _, c := range counts {
-		top = math.Max(top, c)
+	for _, v := range counts {
+		top = math.Max(top, v)
 	}
-	p.Y.Max = top * 1.08
-	return render(p)
+	c := newChart(nominalAxis(x, labels), countAxis(y, top*1.08))
+	c.begin()
+	width := math.Min(37, (c.right-c.left)*0.7/float64(max(1, len(counts))))
+	for i, v := range counts {
+		color := colorBar
+		if alarm != nil && alarm(i) {
+			color = colorAlarm
+		}
+		mid := c.X(float64(i))
+		c.bar(mid-width/2, mid+width/2, v, color)
+	}
+	return c.finish()
 }
 
 // sizeLabel names a bin of sizes in bytes.
@@ -213,72 +134,57 @@ func bytesLabel(n int64) string {
 
 // growthChart draws a state's keys and entries over the savepoints' times;
 // a state that grows without bound is drawn in the alarm color.
-func growthChart(g *Growth) ([]byte, error) {
-	p := newPlot("savepoint, oldest first (# as in the table of savepoints)", "count")
-	var ticks []plot.Tick
-	var entries, keys plotter.XYs
+func growthChart(g *Growth) []byte {
+	var ticks []tick
+	var xs, entries, keys []float64
 	for i, pt := range g.Points {
-		ticks = append(ticks, plot.Tick{Value: float64(i), Label: "#" + strconv.Itoa(i)})
+		ticks = append(ticks, tick{at: float64(i), label: "#" + strconv.Itoa(i)})
 		if !pt.Present {
 			continue
 		}
-		x := float64(i)
-		entries = append(entries, plotter.XY{X: x, Y: float64(pt.Entries)})
-		keys = append(keys, plotter.XY{X: x, Y: float64(pt.Keys)})
+		xs = append(xs, float64(i))
+		entries = append(entries, float64(pt.Entries))
+		keys = append(keys, float64(pt.Keys))
 	}
 	if allZero(entries) {
-		return nil, nil
-	}
-	c := colorBar
-	if g.Unbounded {
-		c = colorAlarm
-	}
-	add := func(xys plotter.XYs, c color.Color, name string, dashed bool) error {
-		l, s, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return err
-		}
-		l.Color, l.Width = c, vg.Points(1.6)
-		if dashed {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
-		s.Color, s.Shape = c, draw.CircleGlyph{}
-		p.Add(l, s)
-		p.Legend.Add(name, l, s)
 		return nil
 	}
-	if err := add(entries, c, "entries", false); err != nil {
-		return nil, err
+	color := colorBar
+	if g.Unbounded {
+		color = colorAlarm
 	}
-	if g.Kind != "timers" && !sameY(entries, keys) {
-		if err := add(keys, colorSecond, "keys", true); err != nil {
-			return nil, err
-		}
-	}
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Legend.Top, p.Legend.Left = true, true
 	top := 1.0
 	for _, e := range entries {
-		top = math.Max(top, e.Y)
+		top = math.Max(top, e)
 	}
 	// Room above the lines for the legend.
-	p.Y.Max = top * 1.3
-	p.X.Min, p.X.Max = -0.2, float64(len(g.Points)-1)+0.2
-	return render(p)
+	x := axis{min: -0.2, max: float64(len(g.Points)-1) + 0.2, label: "savepoint, oldest first (# as in the table of savepoints)", ticks: ticks}
+	c := newChart(x, countAxis("count", top*1.3))
+	c.legendLeftSide = true
+	c.begin()
+	c.line(xs, entries, color, 2.1, "")
+	c.dots(xs, entries, color)
+	c.addLegend(legendEntry{name: "entries", color: color, kind: legendLineDot})
+	if g.Kind != "timers" && !sameY(entries, keys) {
+		c.line(xs, keys, colorSecond, 2.1, "5.3,2.7")
+		c.dots(xs, keys, colorSecond)
+		c.addLegend(legendEntry{name: "keys", color: colorSecond, kind: legendLineDot, dash: "5.3,2.7"})
+	}
+	return c.finish()
 }
 
-func allZero(xys plotter.XYs) bool {
-	for _, p := range xys {
-		if p.Y != 0 {
+func allZero(ys []float64) bool {
+	for _, y := range ys {
+		if y != 0 {
 			return false
 		}
 	}
 	return true
 }
 
-func sameY(a, b plotter.XYs) bool {
+func sameY(a, b []float64) bool {
 	for i := range a {
-		if a[i].Y != b[i].Y {
+		if a[i] != b[i] {
 			return false
 		}
 	}
@@ -287,36 +193,33 @@ func sameY(a, b plotter.XYs) bool {
 
 // sizingChart draws, per task slot, the live heap on the heap backend (its
 // upper estimate), the bytes on disk on Pebble and a full checkpoint.
-func sizingChart(rep *sizing.Report) ([]byte, error) {
+func sizingChart(rep *sizing.Report) []byte {
 	if len(rep.Slots) == 0 {
-		return nil, nil
+		return nil
 	}
-	p := newPlot("task slot", "bytes")
-	var heap, pebble, full plotter.Values
 	var labels []string
 	top := 1.0
 	for _, s := range rep.Slots {
-		heap = append(heap, s.Heap.High)
-		pebble = append(pebble, s.Pebble)
-		full = append(full, s.Savepoint)
 		labels = append(labels, "slot "+strconv.Itoa(s.Slot))
 		top = math.Max(top, math.Max(s.Heap.High, math.Max(s.Pebble, s.Savepoint)))
 	}
-	w := vg.Length(math.Min(30, float64(chartWidth)*0.25/float64(len(rep.Slots))))
-	for i, s := range []struct {
-		v    plotter.Values
-		c    color.Color
-		name string
-	}{{heap, colorBar, "heap backend (live heap)"}, {pebble, colorSecond, "Pebble (on disk)"}, {full, colorMuted, "full checkpoint"}} {
-		b, err := plotter.NewBarChart(s.v, w)
-		if err != nil {
-			return nil, err
-		}
-		b.Color, b.LineStyle.Width, b.Offset = s.c, 0, vg.Length(i-1)*w
-		p.Add(b)
-		p.Legend.Add(s.name, b)
+	c := newChart(nominalAxis("task slot", labels), countAxis("bytes", top*1.3))
+	c.begin()
+	w := math.Min(40, (c.right-c.left)*0.25/float64(len(rep.Slots)))
+	series := []struct {
+		color, name string
+		value       func(sizing.SlotReport) float64
+	}{
+		{colorBar, "heap backend (live heap)", func(s sizing.SlotReport) float64 { return s.Heap.High }},
+		{colorSecond, "Pebble (on disk)", func(s sizing.SlotReport) float64 { return s.Pebble }},
+		{colorMuted, "full checkpoint", func(s sizing.SlotReport) float64 { return s.Savepoint }},
 	}
-	p.NominalX(labels...)
-	p.Y.Max = top * 1.3
-	return render(p)
+	for i, s := range series {
+		for j, slot := range rep.Slots {
+			mid := c.X(float64(j)) + float64(i-1)*w
+			c.bar(mid-w/2, mid+w/2, s.value(slot), s.color)
+		}
+		c.addLegend(legendEntry{name: s.name, color: s.color, kind: legendBox})
+	}
+	return c.finish()
 }

@@ -11,8 +11,8 @@
 // for the growth of every state over time; Unbounded flags the states
 // whose growth does not level off.
 //
-// The charts are SVG drawn on the server by gonum.org/v1/plot and inlined
-// into the page, which has no script and loads nothing: it reads the same
+// The charts are SVG drawn on the server by the package's own small writer
+// (svg.go: axes, bars, lines, a legend) and inlined into the page, which has no script and loads nothing: it reads the same
 // offline. Text that comes from a savepoint (uids, state names, keys) is
 // only ever written by html/template, never into an SVG.
 //

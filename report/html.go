@@ -107,20 +107,12 @@ func newView(r *Report) (*view, error) {
 				gv.Last = p
 			}
 		}
-		svg, err := growthChart(g)
-		if err != nil {
-			return nil, err
-		}
-		gv.Chart = v.chart("growth", g.Operator+" / "+g.Name+": entries and keys in each savepoint", svg)
+		gv.Chart = v.chart("growth", g.Operator+" / "+g.Name+": entries and keys in each savepoint", growthChart(g))
 		v.Growth = append(v.Growth, gv)
 	}
 	if r.Sizing != nil {
 		sv := &sizingView{Report: r.Sizing, Advice: advice(r.Sizing)}
-		svg, err := sizingChart(r.Sizing)
-		if err != nil {
-			return nil, err
-		}
-		sv.Chart = v.chart("sizing", "per task slot: the heap backend's live heap (upper estimate), Pebble on disk, a full checkpoint", svg)
+		sv.Chart = v.chart("sizing", "per task slot: the heap backend's live heap (upper estimate), Pebble on disk, a full checkpoint", sizingChart(r.Sizing))
 		v.Sizing = sv
 	}
 	return v, nil
@@ -139,10 +131,7 @@ func (v *view) detail(s *StateCharts) (detail, error) {
 	d.Empty = (s.Timer != nil && s.Timer.Timers == 0) || (s.State != nil && s.State.Entries == 0)
 	var kgSVG []byte
 	if !d.Empty {
-		var err error
-		if kgSVG, err = skewChart(s); err != nil {
-			return d, err
-		}
+		kgSVG = skewChart(s)
 	}
 	caption := fmt.Sprintf("bytes per key group; subtask boundaries at parallelism %d, max parallelism %d", s.Parallelism, s.MaxParallelism)
 	if t := s.Timer; s.Timers && t != nil {
@@ -161,10 +150,7 @@ func (v *view) detail(s *StateCharts) (detail, error) {
 		d.List = append(d.List, v.chart("skew", caption, kgSVG))
 		if len(s.TimersPerKey) > 0 && !d.Empty {
 			labels, counts := binsOf(s.TimersPerKey, countLabel)
-			svg, err := barChart("timers per key", "keys", labels, counts, func(i int) bool { return s.TimersPerKey[i].Hi > 1 })
-			if err != nil {
-				return d, err
-			}
+			svg := barChart("timers per key", "keys", labels, counts, func(i int) bool { return s.TimersPerKey[i].Hi > 1 })
 			c := v.chart("timers-per-key", "keys by their number of timers; keys with more than one in the alarm color", svg)
 			d.List = append(d.List, c)
 		}
@@ -202,10 +188,7 @@ func (v *view) detail(s *StateCharts) (detail, error) {
 	d.List = append(d.List, v.chart("skew", caption, kgSVG))
 	if len(s.ValueSizes) > 0 && !d.Empty {
 		labels, counts := binsOf(s.ValueSizes, sizeLabel)
-		svg, err := barChart("value size (bytes, without the TTL timestamp)", "values", labels, counts, nil)
-		if err != nil {
-			return d, err
-		}
+		svg := barChart("value size (bytes, without the TTL timestamp)", "values", labels, counts, nil)
 		d.List = append(d.List, v.chart("value-sizes", "values by size, in power-of-two bins", svg))
 	}
 	if a := st.Ages; a != nil && st.TTL != nil && !d.Empty {
@@ -233,10 +216,7 @@ func (v *view) detail(s *StateCharts) (detail, error) {
 		d.Figures = append(d.Figures,
 			figure{"ttl_ages.expired", "past TTL", raw(a.Expired), countText(a.Expired)},
 			figure{"ttl_ages.expired_share", "past TTL share", rawFloat(share), pctText(share)})
-		svg, err := barChart("age at "+timeText(v.Latest.Inspect.Now)+" (TTL "+st.TTL.TTL+")", "entries", labels, counts, func(i int) bool { return alarm[i] })
-		if err != nil {
-			return d, err
-		}
+		svg := barChart("age at "+timeText(v.Latest.Inspect.Now)+" (TTL "+st.TTL.TTL+")", "entries", labels, counts, func(i int) bool { return alarm[i] })
 		c := v.chart("ttl-ages", fmt.Sprintf("entries by age since last modified; past their TTL, in the alarm color: %s of the entries", pctText(share)), svg)
 		d.List = append(d.List, c)
 	}

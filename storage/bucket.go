@@ -17,7 +17,6 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/logging"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob:// locations
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 
@@ -44,9 +43,10 @@ func openBucketStore(ctx context.Context, loc Location, opts Options) (*bucketSt
 		st.b, st.s3, err = openS3(ctx, loc, st.policy, st.c)
 	case "gs":
 		st.b, err = openGCS(ctx, loc, st.policy, st.c)
+	case "azblob":
+		st.b, err = openAzure(loc, st.policy, st.c)
 	default:
-		u := url.URL{Scheme: loc.Scheme, Host: loc.Bucket, RawQuery: loc.Query.Encode()}
-		st.b, err = blob.OpenBucket(ctx, u.String())
+		err = fmt.Errorf("unsupported scheme %q", loc.Scheme)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: opening %s: %w", loc, err)
@@ -311,12 +311,16 @@ func (e *openError) Error() string { return e.err.Error() }
 func (e *openError) Unwrap() error { return e.err }
 
 // ifMatch makes a read fail rather than return bytes of another version
-// of the object than the one opened: on S3 by If-Match on the ETag, on GCS
-// by asking for the generation opened.
+// of the object than the one opened: on S3 and Azure by If-Match on the
+// ETag, on GCS by asking for the generation opened.
 func (f *bucketFile) ifMatch(as func(any) bool) error {
 	var in *s3.GetObjectInput
 	if f.etag != "" && as(&in) {
 		in.IfMatch = aws.String(f.etag)
+	}
+	var ac *azureConditions
+	if f.etag != "" && as(&ac) {
+		ac.IfMatch = f.etag
 	}
 	var c *gcsConditions
 	if f.generation != 0 && as(&c) {

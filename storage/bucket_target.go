@@ -12,9 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	azblobblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -508,10 +505,9 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 			if t.oldGeneration != 0 && as(&c) {
 				c.IfGenerationMatch = &t.oldGeneration
 			}
-			var az *azblob.UploadStreamOptions
-			if as(&az) {
-				etag := azcore.ETag(t.oldETag)
-				az.AccessConditions = &azblob.AccessConditions{ModifiedAccessConditions: &azblobblob.ModifiedAccessConditions{IfMatch: &etag}}
+			var ac *azureConditions
+			if as(&ac) {
+				ac.IfMatch = t.oldETag
 			}
 			return nil
 		}

@@ -16,10 +16,18 @@
 // GCS's JSON API (gcs.go), a gocloud driver: Application Default
 // Credentials, STORAGE_EMULATOR_HOST for an emulator, ?anonymous=true for a
 // public bucket; Google's SDK would link gRPC and telemetry packages whose
-// initialisation every command would pay. The S3 client is built here so
+// initialisation every command would pay. Azure Blob Storage is reached
+// the same way, through a small client over its REST API (azure.go):
+// Shared Key signing with AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, a
+// SAS token (AZURE_STORAGE_SAS_TOKEN) or a connection string
+// (AZURE_STORAGE_CONNECTION_STRING), read as gocloud's Azure driver reads
+// them; token credentials (Microsoft Entra ID) are not supported, since
+// their library would cost every command its initialisation too. The S3
+// client is built here so
 // that its retries follow a RetryPolicy: exponential backoff with jitter, a
 // fixed number of attempts, and only for throttling (503 SlowDown, 429),
-// other 5xx and broken connections; the GCS client holds to the same.
+// other 5xx and broken connections; the GCS and Azure clients hold to the
+// same.
 //
 // # Local directories
 //

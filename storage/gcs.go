@@ -292,7 +292,7 @@ func (b *gcsBucket) NewRangeReader(ctx context.Context, key string, offset, leng
 		if err != nil {
 			return nil, err
 		}
-		return &gcsReader{body: http.NoBody, attrs: driver.ReaderAttributes{ContentType: a.ContentType, ModTime: a.ModTime, Size: a.Size}}, nil
+		return &httpReader{body: http.NoBody, attrs: driver.ReaderAttributes{ContentType: a.ContentType, ModTime: a.ModTime, Size: a.Size}}, nil
 	}
 	q := url.Values{"alt": {"media"}}
 	conds.query(q)
@@ -332,18 +332,19 @@ func (b *gcsBucket) NewRangeReader(ctx context.Context, key string, offset, leng
 		return nil, readError(resp, "reading "+key)
 	}
 	mod, _ := http.ParseTime(resp.Header.Get("Last-Modified"))
-	return &gcsReader{body: resp.Body, attrs: driver.ReaderAttributes{ContentType: resp.Header.Get("Content-Type"), ModTime: mod, Size: size}}, nil
+	return &httpReader{body: resp.Body, attrs: driver.ReaderAttributes{ContentType: resp.Header.Get("Content-Type"), ModTime: mod, Size: size}}, nil
 }
 
-type gcsReader struct {
+// httpReader is the body of a GET with the attributes of its answer.
+type httpReader struct {
 	body  io.ReadCloser
 	attrs driver.ReaderAttributes
 }
 
-func (r *gcsReader) Read(p []byte) (int, error)           { return r.body.Read(p) }
-func (r *gcsReader) Close() error                         { return r.body.Close() }
-func (r *gcsReader) Attributes() *driver.ReaderAttributes { return &r.attrs }
-func (r *gcsReader) As(any) bool                          { return false }
+func (r *httpReader) Read(p []byte) (int, error)           { return r.body.Read(p) }
+func (r *httpReader) Close() error                         { return r.body.Close() }
+func (r *httpReader) Attributes() *driver.ReaderAttributes { return &r.attrs }
+func (r *httpReader) As(any) bool                          { return false }
 
 func (b *gcsBucket) NewTypedWriter(ctx context.Context, key, contentType string, opts *driver.WriterOptions) (driver.Writer, error) {
 	w := &gcsWriter{b: b, ctx: ctx, key: key, contentType: contentType}

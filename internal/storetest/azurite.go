@@ -22,10 +22,11 @@ const (
 
 // StartAzurite starts Azurite's blob service on a loopback port with one
 // container and stops it when the test ends. It sets the account and key
-// in the environment, where gocloud's azblob driver finds them, and
-// returns the URL parameters that point a location at the emulator (the
-// driver reads the rest of its environment once per process). Without the
-// binary it skips the test, or fails it under CI.
+// in the environment, where the storage package's Azure client finds
+// them, and returns the URL parameters that point a location at the
+// emulator. The container is created through Azure's SDK, a client
+// independent of the one under test. Without the binary it skips the
+// test, or fails it under CI.
 func StartAzurite(t testing.TB, container string) (query string) {
 	t.Helper()
 	bin := os.Getenv("STATEPROC_AZURITE")
