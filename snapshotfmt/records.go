@@ -897,70 +897,124 @@ func (rw *recordWriter) tally(v []byte) {
 	rw.started = true
 }
 
-// addFramed appends one state entry whose item is framed already (see
-// SegmentWriter.AppendFramed). Unless newRecord, it continues the open
-// record without comparing keys; either way the item is copied as it is.
-func (rw *recordWriter) addFramed(newRecord bool, key, ns, item, value []byte) error {
+// addItems appends the framed items of one (key, namespace) of a keyed
+// state (see SegmentWriter.AppendItems): one comparison of the key and
+// namespace with the previous ones, then one pass over the items that
+// checks each one's framing and size, counts it and cuts blocks where add
+// would, and copies runs of them as they are. It returns how many items it
+// appended: on an error, those before the item at fault.
+func (rw *recordWriter) addItems(key, ns, items []byte) (int, error) {
+	if rw.timers() {
+		return 0, errors.New("a timer entry cannot be appended framed")
+	}
+	if len(items) == 0 {
+		return 0, errors.New("no items to append")
+	}
+	c := 1
+	if rw.started {
+		c = compareKeyNamespace(key, ns, rw.key, rw.ns)
+	}
 	switch {
-	case rw.timers():
-		return errors.New("a timer entry cannot be appended framed")
-	case rw.ttl && len(value) < 8:
-		return fmt.Errorf("TTL state value of %d bytes, shorter than its 8-byte last-modified timestamp", len(value))
-	case len(item) < len(value):
-		return fmt.Errorf("a framed item of %d bytes cannot hold its value of %d", len(item), len(value))
+	case c < 0:
+		return 0, fmt.Errorf("entry (key %q, namespace %q) comes before the previous one: entries must be sorted by key, then namespace", truncateKey(key), truncateKey(ns))
+	case c == 0 && rw.kind.SingleValue():
+		return 0, fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(key), truncateKey(ns), rw.kind)
 	}
-	if !rw.started {
-		newRecord = true
-	}
-	c := 0
-	if newRecord {
-		c = 1
-		if rw.started {
-			c = compareKeyNamespace(key, ns, rw.key, rw.ns)
-		}
-		if c < 0 {
-			return fmt.Errorf("entry (key %q, namespace %q) comes before the previous one: entries must be sorted by key, then namespace", truncateKey(key), truncateKey(ns))
+	newKey := c != 0 && (!rw.started || !bytes.Equal(key, rw.key))
+	if newKey {
+		if err := rw.checkKeyGroup(key); err != nil {
+			return 0, err
 		}
 	}
 	if c == 0 {
 		key, ns = rw.key, rw.ns
-		if rw.kind.SingleValue() {
-			return fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(key), truncateKey(ns), rw.kind)
-		}
 	}
-	if recordHeaderLen(key, ns, 1)+len(item) > maxBlockRaw {
-		return fmt.Errorf("entry of %d bytes does not fit the %d-byte block limit", len(item), maxBlockRaw)
+	// hdr is the record header's length without its count, which is one
+	// byte for a single item.
+	hdr := bytesLen(key) + bytesLen(ns)
+	isMap := rw.kind == savepoint.Map
+	// The items from pend on are counted but not yet copied into rec.
+	pend, pendN := 0, 0
+	commit := func(end int) {
+		rw.rec = append(rw.rec, items[pend:end]...)
+		rw.count += pendN
+		pend, pendN = end, 0
 	}
-	if c == 0 {
-		grown := rw.payloadLen() - uvarint.Len(uint64(rw.count)) + uvarint.Len(uint64(rw.count+1)) + len(item)
-		if rw.count > 0 && grown > rw.blockSize {
-			if err := rw.flush(); err != nil {
-				return err
+	n := 0
+	for off := 0; off < len(items); {
+		start := off
+		var ok bool
+		if isMap {
+			if _, off, ok = itemField(items, off); !ok {
+				commit(start)
+				return n, fmt.Errorf("framed item %d: bad map key length", n)
 			}
 		}
-	} else {
-		newKey := !rw.started || !bytes.Equal(key, rw.key)
-		if newKey {
-			if err := rw.checkKeyGroup(key); err != nil {
-				return err
+		vStart, vEnd, ok := itemField(items, off)
+		if !ok {
+			commit(start)
+			return n, fmt.Errorf("framed item %d: bad value length", n)
+		}
+		off = vEnd
+		itemLen := off - start
+		switch {
+		case n > 0 && rw.kind.SingleValue():
+			commit(start)
+			return n, fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(key), truncateKey(ns), rw.kind)
+		case rw.ttl && vEnd-vStart < 8:
+			commit(start)
+			return n, fmt.Errorf("TTL state value of %d bytes, shorter than its 8-byte last-modified timestamp", vEnd-vStart)
+		case hdr+1+itemLen > maxBlockRaw:
+			commit(start)
+			return n, fmt.Errorf("entry of %d bytes does not fit the %d-byte block limit", itemLen, maxBlockRaw)
+		}
+		if n == 0 && c != 0 {
+			// The first item opens a new record.
+			rw.closeRecord()
+			if len(rw.blk) > blockHeaderLen && len(rw.blk)-blockHeaderLen+hdr+1+itemLen > rw.blockSize {
+				if err := rw.flush(); err != nil {
+					return n, err
+				}
+			}
+			rw.key = append(rw.key[:0], key...)
+			rw.ns = append(rw.ns[:0], ns...)
+			key, ns = rw.key, rw.ns
+			if newKey {
+				rw.keys++
+			}
+		} else if count := rw.count + pendN; count > 0 {
+			recLen := len(rw.rec) + start - pend
+			if len(rw.blk)-blockHeaderLen+hdr+uvarint.Len(uint64(count+1))+recLen+itemLen > rw.blockSize {
+				commit(start)
+				if err := rw.flush(); err != nil {
+					return n, err
+				}
 			}
 		}
-		rw.closeRecord()
-		if len(rw.blk) > blockHeaderLen && rw.payloadLen()+recordHeaderLen(key, ns, 1)+len(item) > rw.blockSize {
-			if err := rw.flush(); err != nil {
-				return err
-			}
-		}
-		rw.key = append(rw.key[:0], key...)
-		rw.ns = append(rw.ns[:0], ns...)
-		if newKey {
-			rw.keys++
-		}
+		rw.tally(items[vStart:vEnd:vEnd])
+		pendN++
+		n++
 	}
-	rw.rec = append(rw.rec, item...)
-	rw.count++
-	rw.tally(value)
-	return nil
+	commit(len(items))
+	return n, nil
+}
+
+// itemField returns where the bytes of the length-prefixed field at
+// b[off:] start and end, or false when its length is malformed or runs
+// beyond b.
+func itemField(b []byte, off int) (start, end int, ok bool) {
+	if off < len(b) && b[off] < 0x80 {
+		n := int(b[off])
+		if n > len(b)-off-1 {
+			return 0, 0, false
+		}
+		return off + 1, off + 1 + n, true
+	}
+	l, w := binary.Uvarint(b[off:])
+	if w <= 0 || l > uint64(len(b)-off-w) {
+		return 0, 0, false
+	}
+	return off + w, off + w + int(l), true
 }
 
 func (rw *recordWriter) addTimer(e *savepoint.Entry) error {
