@@ -110,6 +110,13 @@ func (pw *partitioner) flush() error {
 	return err
 }
 
+// itemReader is the iterator of a layout that gives a state's items a
+// record at a time, framed as the spill records hold them
+// (snapshotfmt.Iterator.NextItems).
+type itemReader interface {
+	NextItems() (key, ns, items []byte, n int)
+}
+
 // segment spills the entries of one input segment. A group starts at every
 // change of (key, namespace), and at every timer; only a new key is hashed.
 func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg savepoint.Segment) error {
@@ -118,6 +125,9 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 	ref := spillRef(pw.shapes, seg.Ref)
 	if ref < 0 {
 		return fmt.Errorf("rescale: a segment of operator %d, not the one rescaled", seg.Ref.Operator)
+	}
+	if ir, ok := it.(itemReader); ok && !pw.shapes[ref].timer {
+		return pw.records(ir, it, ref)
 	}
 	shape := pw.shapes[ref]
 	first := true
@@ -130,13 +140,9 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 				return err
 			}
 			if newKey {
-				h, err := pw.hash.Sum(e.Key)
-				if err != nil {
+				if err := pw.newKey(e.Key, ref); err != nil {
 					return err
 				}
-				pw.kg = int(h % pw.maxP)
-				pw.class = spillClass(pw.shapes, pw.kg, ref)
-				pw.key = append(pw.key[:0], e.Key...)
 			}
 			pw.ns = append(pw.ns[:0], e.Namespace...)
 			first = false
@@ -154,6 +160,42 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 		return err
 	}
 	return pw.flush()
+}
+
+// records spills a state's segment record by record, each record's items
+// (or the share of them one block holds) as one spill record, without
+// decoding them into entries: the pieces of a record sort equal and the
+// writer joins them again.
+func (pw *partitioner) records(ir itemReader, it savepoint.EntryIterator, ref int) error {
+	first := true
+	for {
+		key, ns, items, n := ir.NextItems()
+		if n == 0 {
+			break
+		}
+		if first || !bytes.Equal(key, pw.key) {
+			if err := pw.newKey(key, ref); err != nil {
+				return err
+			}
+			first = false
+		}
+		if err := pw.spill(pw.kg, pw.class, key, ns, items); err != nil {
+			return err
+		}
+	}
+	return it.Err()
+}
+
+// newKey hashes key into its new key group and makes it the current key.
+func (pw *partitioner) newKey(key []byte, ref int) error {
+	h, err := pw.hash.Sum(key)
+	if err != nil {
+		return err
+	}
+	pw.kg = int(h % pw.maxP)
+	pw.class = spillClass(pw.shapes, pw.kg, ref)
+	pw.key = append(pw.key[:0], key...)
+	return nil
 }
 
 // segmentEntries sums the index's entry counts of an operator's segments
