@@ -929,47 +929,70 @@ func (rw *recordWriter) addItems(key, ns, items []byte) (int, error) {
 	if c == 0 {
 		key, ns = rw.key, rw.ns
 	}
+	ia := itemAppender{rw: rw, items: items}
+	n, err := ia.append(key, ns, c != 0, newKey)
+	ia.done(n)
+	return n, err
+}
+
+// itemAppender is one addItems call's pass over its items, with the
+// counts kept in locals until it ends.
+type itemAppender struct {
+	rw    *recordWriter
+	items []byte
+	// The items from pend on are counted but not yet copied into rec.
+	pend, pendN, end int
+	// Runs of one value-size bucket are counted at once; times' span is
+	// taken from their least and greatest, as the buckets rise with them.
+	runBucket    int
+	run          uint64
+	minTS, maxTS int64
+	timed        bool
+}
+
+// commit copies the counted items up to end into the open record.
+func (ia *itemAppender) commit(end int) {
+	rw := ia.rw
+	rw.rec = append(rw.rec, ia.items[ia.pend:end]...)
+	rw.count += ia.pendN
+	ia.pend, ia.pendN = end, 0
+}
+
+func (ia *itemAppender) append(key, ns []byte, newRecord, newKey bool) (int, error) {
+	rw := ia.rw
+	items := ia.items
 	// hdr is the record header's length without its count, which is one
 	// byte for a single item.
 	hdr := bytesLen(key) + bytesLen(ns)
-	isMap := rw.kind == savepoint.Map
-	// The items from pend on are counted but not yet copied into rec.
-	pend, pendN := 0, 0
-	commit := func(end int) {
-		rw.rec = append(rw.rec, items[pend:end]...)
-		rw.count += pendN
-		pend, pendN = end, 0
-	}
+	isMap, ttl, h := rw.kind == savepoint.Map, rw.ttl, rw.hist
+	live := savepoint.ModifiedBucket(1)
+	ia.runBucket, ia.minTS, ia.maxTS = -1, math.MaxInt64, math.MinInt64
 	n := 0
-	for off := 0; off < len(items); {
+	for off := 0; off < len(items); n++ {
 		start := off
+		ia.end = start
 		var ok bool
 		if isMap {
 			if _, off, ok = itemField(items, off); !ok {
-				commit(start)
 				return n, fmt.Errorf("framed item %d: bad map key length", n)
 			}
 		}
 		vStart, vEnd, ok := itemField(items, off)
 		if !ok {
-			commit(start)
 			return n, fmt.Errorf("framed item %d: bad value length", n)
 		}
 		off = vEnd
 		itemLen := off - start
+		size := vEnd - vStart
 		switch {
 		case n > 0 && rw.kind.SingleValue():
-			commit(start)
 			return n, fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(key), truncateKey(ns), rw.kind)
-		case rw.ttl && vEnd-vStart < 8:
-			commit(start)
-			return n, fmt.Errorf("TTL state value of %d bytes, shorter than its 8-byte last-modified timestamp", vEnd-vStart)
+		case ttl && size < 8:
+			return n, fmt.Errorf("TTL state value of %d bytes, shorter than its 8-byte last-modified timestamp", size)
 		case hdr+1+itemLen > maxBlockRaw:
-			commit(start)
 			return n, fmt.Errorf("entry of %d bytes does not fit the %d-byte block limit", itemLen, maxBlockRaw)
 		}
-		if n == 0 && c != 0 {
-			// The first item opens a new record.
+		if n == 0 && newRecord {
 			rw.closeRecord()
 			if len(rw.blk) > blockHeaderLen && len(rw.blk)-blockHeaderLen+hdr+1+itemLen > rw.blockSize {
 				if err := rw.flush(); err != nil {
@@ -982,21 +1005,70 @@ func (rw *recordWriter) addItems(key, ns, items []byte) (int, error) {
 			if newKey {
 				rw.keys++
 			}
-		} else if count := rw.count + pendN; count > 0 {
-			recLen := len(rw.rec) + start - pend
+		} else if count := rw.count + ia.pendN; count > 0 {
+			recLen := len(rw.rec) + start - ia.pend
 			if len(rw.blk)-blockHeaderLen+hdr+uvarint.Len(uint64(count+1))+recLen+itemLen > rw.blockSize {
-				commit(start)
+				ia.commit(start)
 				if err := rw.flush(); err != nil {
 					return n, err
 				}
 			}
 		}
-		rw.tally(items[vStart:vEnd:vEnd])
-		pendN++
-		n++
+		if ttl {
+			t := int64(binary.BigEndian.Uint64(items[vStart:]))
+			ia.minTS, ia.maxTS, ia.timed = min(ia.minTS, t), max(ia.maxTS, t), true
+			size -= 8
+			if h != nil {
+				b := 0
+				if x := savepoint.ExpiryOffset(t, h.ttlMillis, h.anchor); x > 0 {
+					// ModifiedBucket of a live entry, inline.
+					b = live + savepoint.SizeBucket(uint64(x-1))
+				} else {
+					b = savepoint.ModifiedBucket(x)
+				}
+				h.modifiedA[b]++
+			}
+		}
+		if h != nil {
+			if b := savepoint.SizeBucket(uint64(size)); b != ia.runBucket {
+				if ia.run > 0 {
+					h.sizes.addN(ia.runBucket, ia.run)
+				}
+				ia.runBucket, ia.run = b, 0
+			}
+			ia.run++
+		}
+		ia.pendN++
+		ia.end = off
 	}
-	commit(len(items))
 	return n, nil
+}
+
+// done copies the n items counted and adds their counts to the segment's.
+func (ia *itemAppender) done(n int) {
+	rw := ia.rw
+	ia.commit(ia.end)
+	if n == 0 {
+		return
+	}
+	if h := rw.hist; h != nil {
+		if ia.run > 0 {
+			h.sizes.addN(ia.runBucket, ia.run)
+		}
+		if ia.timed {
+			h.modified.touch(h.modifiedBucket(ia.minTS))
+			h.modified.touch(h.modifiedBucket(ia.maxTS))
+		}
+	}
+	if ia.timed {
+		if rw.entries == 0 {
+			rw.minTS, rw.maxTS = ia.minTS, ia.maxTS
+		} else {
+			rw.minTS, rw.maxTS = min(rw.minTS, ia.minTS), max(rw.maxTS, ia.maxTS)
+		}
+	}
+	rw.entries += uint64(n)
+	rw.started = true
 }
 
 // itemField returns where the bytes of the length-prefixed field at
