@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/stateproc/stateproc/internal/extsort"
@@ -25,7 +26,7 @@ func (s spillFiles) ofBucket(b int) ([]extsort.Spill, int64) {
 	var files []extsort.Spill
 	var size int64
 	for _, w := range s {
-		if w[b].Path != "" {
+		if w[b].Path != "" || w[b].Data != nil {
 			files = append(files, w[b])
 			size += w[b].Size
 		}
@@ -33,11 +34,24 @@ func (s spillFiles) ofBucket(b int) ([]extsort.Spill, int64) {
 	return files, size
 }
 
+// release drops bucket b's files, and the memory of those held in memory,
+// once the bucket is written.
+func (s spillFiles) release(b int) {
+	for _, w := range s {
+		if w[b].Path != "" {
+			os.Remove(w[b].Path)
+		}
+		w[b] = extsort.Spill{}
+	}
+}
+
 // partition streams every segment of operator op into spill files under
 // dir, on workers goroutines, with about memory bytes of write buffers in
 // all, and tells m of the first pass's share of each segment (see
-// firstPassShare).
-func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refShape, bk *bucketing, dir string, n, memory int, m *rewrite.Meter) (spillFiles, error) {
+// firstPassShare). When inMemory, the spill records stay in memory
+// instead, which the caller sees they fit.
+func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refShape, bk *bucketing, dir string, n, memory int, inMemory bool,
+	m *rewrite.Meter) (spillFiles, error) {
 	segs := slices.Clone(p.segs)
 	// File order, so that the workers together read each file forwards.
 	slices.SortFunc(segs, func(a, b savepoint.Segment) int {
@@ -45,10 +59,14 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	})
 	bufSize := min(64<<10, max(4<<10, memory/max(1, n*len(bk.buckets))))
 	pws := make([]*partitioner, n)
+	mem := make([][]memOut, n)
 	for w := range pws {
-		pws[w] = &partitioner{
-			hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk, shapes: sh,
-			sp: extsort.NewSpiller(dir, fmt.Sprintf("w%02d", w), len(bk.buckets), bufSize),
+		pws[w] = &partitioner{hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk, shapes: sh}
+		if inMemory {
+			mem[w] = make([]memOut, len(bk.buckets))
+			pws[w].to = func(kg int) *memOut { return &mem[w][bk.of[kg]] }
+		} else {
+			pws[w].sp = extsort.NewSpiller(dir, fmt.Sprintf("w%02d", w), len(bk.buckets), bufSize)
 		}
 	}
 	err := workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
@@ -62,6 +80,13 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	files := make(spillFiles, n)
 	errs := []error{err}
 	for w, pw := range pws {
+		if inMemory {
+			files[w] = make([]extsort.Spill, len(bk.buckets))
+			for b, mo := range mem[w] {
+				files[w][b] = extsort.Spill{Data: mo.b, Size: int64(len(mo.b))}
+			}
+			continue
+		}
 		written, cerr := pw.sp.Close()
 		files[w] = written
 		errs = append(errs, cerr)

@@ -15,10 +15,12 @@ import (
 )
 
 // Spill is one spill file: its path, empty when nothing was spilled into
-// its bucket, and its size.
+// its bucket, and its size; or, for a caller whose records fit in memory,
+// its records held in Data instead of a file.
 type Spill struct {
 	Path string
 	Size int64
+	Data []byte
 }
 
 // Spiller writes records into one spill file per bucket, under a name
@@ -219,8 +221,12 @@ func (s *Sorter) SortRecords(ctx context.Context, spills []Spill, emit func(r *R
 	in := &concatReader{}
 	var size int64
 	for _, sp := range spills {
-		if sp.Path != "" {
-			in.paths = append(in.paths, sp.Path)
+		switch {
+		case sp.Data != nil:
+			in.spills = append(in.spills, sp)
+			size += int64(len(sp.Data))
+		case sp.Path != "":
+			in.spills = append(in.spills, sp)
 			size += sp.Size
 		}
 	}
@@ -694,8 +700,8 @@ func (h *cursorHeap) pop0() {
 
 // concatReader reads a bucket's spill files one after another.
 type concatReader struct {
-	paths []string
-	f     *os.File
+	spills []Spill
+	f      *os.File
 }
 
 // fill reads into the free capacity of *buf; eof reports that every file
@@ -705,13 +711,21 @@ func (c *concatReader) fill(buf *[]byte) (eof bool, err error) {
 	defer func() { *buf = b }()
 	for len(b) < cap(b) {
 		if c.f == nil {
-			if len(c.paths) == 0 {
+			if len(c.spills) == 0 {
 				return true, nil
 			}
-			if c.f, err = os.Open(c.paths[0]); err != nil {
+			if sp := &c.spills[0]; sp.Data != nil {
+				n := copy(b[len(b):cap(b)], sp.Data)
+				b, sp.Data = b[:len(b)+n], sp.Data[n:]
+				if len(sp.Data) == 0 {
+					c.spills = c.spills[1:]
+				}
+				continue
+			}
+			if c.f, err = os.Open(c.spills[0].Path); err != nil {
 				return false, fmt.Errorf("extsort: %w", err)
 			}
-			c.paths = c.paths[1:]
+			c.spills = c.spills[1:]
 		}
 		n, err := c.f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
