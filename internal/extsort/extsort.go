@@ -29,7 +29,6 @@ type Spiller struct {
 	dir, name string
 	bufSize   int
 	files     []*spillFile
-	scratch   []byte
 }
 
 type spillFile struct {
@@ -61,8 +60,8 @@ func (s *Spiller) AddSub(bucket int, class uint32, key, sub, value []byte) error
 		f = &spillFile{Spill: Spill{Path: path}, f: fh, w: bufio.NewWriterSize(fh, s.bufSize)}
 		s.files[bucket] = f
 	}
-	s.scratch = AppendRecord(s.scratch[:0], class, key, sub, value)
-	n, err := f.w.Write(s.scratch)
+	// Encoded straight into the write buffer where it fits there.
+	n, err := f.w.Write(AppendRecord(f.w.AvailableBuffer(), class, key, sub, value))
 	f.Size += int64(n)
 	if err != nil {
 		return fmt.Errorf("extsort: spilling: %w", err)
@@ -492,10 +491,9 @@ func (s *Sorter) writeRun() (string, error) {
 }
 
 type runWriter struct {
-	path    string
-	f       *os.File
-	w       *bufio.Writer
-	scratch []byte
+	path string
+	f    *os.File
+	w    *bufio.Writer
 }
 
 func newRunWriter(path string) (*runWriter, error) {
@@ -507,8 +505,7 @@ func newRunWriter(path string) (*runWriter, error) {
 }
 
 func (rw *runWriter) add(r *Record) error {
-	rw.scratch = AppendRecord(rw.scratch[:0], r.Class, r.Key, r.Sub, r.Value)
-	_, err := rw.w.Write(rw.scratch)
+	_, err := rw.w.Write(AppendRecord(rw.w.AvailableBuffer(), r.Class, r.Key, r.Sub, r.Value))
 	return err
 }
 
