@@ -971,14 +971,19 @@ func (ia *itemAppender) append(key, ns []byte, newRecord, newKey bool) (int, err
 	for off := 0; off < len(items); n++ {
 		start := off
 		ia.end = start
+		// Most lengths take one byte: those are read inline.
 		var ok bool
 		if isMap {
-			if _, off, ok = itemField(items, off); !ok {
+			if off < len(items) && items[off] < 0x80 && int(items[off]) < len(items)-off {
+				off += 1 + int(items[off])
+			} else if _, off, ok = itemField(items, off); !ok {
 				return n, fmt.Errorf("framed item %d: bad map key length", n)
 			}
 		}
-		vStart, vEnd, ok := itemField(items, off)
-		if !ok {
+		var vStart, vEnd int
+		if off < len(items) && items[off] < 0x80 && int(items[off]) < len(items)-off {
+			vStart, vEnd = off+1, off+1+int(items[off])
+		} else if vStart, vEnd, ok = itemField(items, off); !ok {
 			return n, fmt.Errorf("framed item %d: bad value length", n)
 		}
 		off = vEnd
@@ -1075,13 +1080,6 @@ func (ia *itemAppender) done(n int) {
 // b[off:] start and end, or false when its length is malformed or runs
 // beyond b.
 func itemField(b []byte, off int) (start, end int, ok bool) {
-	if off < len(b) && b[off] < 0x80 {
-		n := int(b[off])
-		if n > len(b)-off-1 {
-			return 0, 0, false
-		}
-		return off + 1, off + 1 + n, true
-	}
 	l, w := binary.Uvarint(b[off:])
 	if w <= 0 || l > uint64(len(b)-off-w) {
 		return 0, 0, false
