@@ -42,6 +42,8 @@ type EntryIterator struct {
 	parser kgParser
 	bufs   *kgBuffers
 	cur    *Entry
+	// quick holds, per state, what NextFigures needs of it.
+	quick []quickState
 }
 
 // bufPool holds the buffers of finished iterators: a scan opens one

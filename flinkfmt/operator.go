@@ -90,6 +90,9 @@ func (r *Reader) OperatorStates(ctx context.Context, op *Operator) ([]*OperatorS
 				}
 				byName[s.Name] = os
 				out = append(out, os)
+			} else if os.Mode != s.Mode {
+				// Its serializers were taken for the other mode.
+				return nil, nil, at(name, op.ID.String(), -1, -1, corruptf("operator state %q has mode %s in one subtask and %s in another", s.Name, os.Mode, s.Mode))
 			}
 			w, err := readOperatorState(b, compressed, name, st.Index, s, os, offsets, r.opts.MaxKeyGroupBytes)
 			if err != nil {

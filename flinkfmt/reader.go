@@ -237,7 +237,10 @@ func (r *Reader) streamBytesInto(ctx context.Context, s *StreamHandle, off, leng
 	case dst == nil:
 		b = make([]byte, n)
 	case int64(cap(*dst)) < n:
-		*dst = make([]byte, n)
+		// With room to spare: the next key group is as likely to be a
+		// little larger as smaller, and each new buffer is memory the
+		// kernel faults in afresh.
+		*dst = make([]byte, n, n+n/8)
 		b = *dst
 	default:
 		b = (*dst)[:n]

@@ -20,11 +20,16 @@
 //   - operator list, union and broadcast state, the splits of a source
 //     reader's SourceReaderState decoded into records;
 //   - Segments counted from the entries (Flink keeps no index), once per
-//     operator, ranges of key groups on every core, and Entries streamed
-//     key group by key group (after the count, one state's entries are
-//     read from its own bytes only; value sizes come in batches without
-//     building entries); WalkSegments, for a tool that reads every entry
-//     anyway, gives each segment's entries from the read that counts them;
+//     operator, ranges of key groups on every core, most entries from
+//     their figures alone (flinkfmt's NextFigures: key, bytes, value
+//     size), distinct keys by a comparison with the key before while they
+//     ascend, as RocksDB writes them, and by a set of the key group's keys
+//     once they do not; and Entries streamed key group by key group (after
+//     the count, one state's entries are read from its own bytes only;
+//     value sizes come in batches without building entries); WalkSegments,
+//     for a tool that reads every entry anyway, gives each segment's
+//     entries (and value sizes, from the figures) from the read that
+//     counts them;
 //   - what cannot be read in Operator.Unread (the changelog layout, channel
 //     state), what is not read in Notes, and the bytes a heap key group
 //     cannot be walked past in Warnings.

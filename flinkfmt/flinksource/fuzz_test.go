@@ -166,7 +166,8 @@ func decode(t *testing.T, snap serializers.Snapshot, b []byte) {
 
 // checkWalk reads what src opened once more through WalkSegments, which
 // must fail where AllSegments fails and give its segments where it does
-// not.
+// not; and both must fail as counting the entries one by one with Next
+// fails, with the same error, and count what it counts where it does not.
 func checkWalk(t *testing.T, b []byte, src savepoint.Source) {
 	ctx := context.Background()
 	if src.Metadata().CheckRead(-1) != nil {
@@ -176,6 +177,21 @@ func checkWalk(t *testing.T, b []byte, src savepoint.Source) {
 	again, err := flinksource.Open(ctx, memDir{b}, flinkfmt.Options{MaxKeyGroupBytes: 1 << 20})
 	if err != nil {
 		t.Fatalf("the second Open fails where the first did not: %v", err)
+	}
+	third, err := flinksource.Open(ctx, memDir{b}, flinkfmt.Options{MaxKeyGroupBytes: 1 << 20})
+	if err != nil {
+		t.Fatalf("the third Open fails where the first did not: %v", err)
+	}
+	byNext, nextErr := countByNext(ctx, third)
+	switch {
+	case (nextErr != nil) != (wantErr != nil):
+		t.Fatalf("AllSegments: %v; entry by entry: %v", wantErr, nextErr)
+	case nextErr != nil && nextErr.Error() != wantErr.Error():
+		t.Fatalf("AllSegments: %v; entry by entry: %v", wantErr, nextErr)
+	case nextErr == nil:
+		if err := sameCounts(want, byNext); err != nil {
+			t.Fatalf("AllSegments: %v", err)
+		}
 	}
 	got, _, err := walk(ctx, again, 2, false)
 	switch {

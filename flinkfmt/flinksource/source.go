@@ -499,6 +499,7 @@ type segmentWalk struct {
 	first, done, pending bool
 	e                    savepoint.Entry
 	buf                  []byte
+	figs                 [256]flinkfmt.Figures
 }
 
 func (w *segmentWalk) start(e *flinkfmt.Entry) {
@@ -522,6 +523,18 @@ func (w *segmentWalk) NextValues(sizes []int, _ []int64) int {
 	mapKind := w.c.o.mapKind[w.state]
 	n := 0
 	for n < len(sizes) {
+		if !w.first && !w.done {
+			// Most entries are only counted: their figures will do.
+			figs := w.figs[:min(len(w.figs), len(sizes)-n)]
+			if k := w.it.NextFigures(figs); k > 0 {
+				w.c.addFigures(w.state, figs[:k])
+				for i := range figs[:k] {
+					sizes[n+i] = figs[i].Value
+				}
+				n += k
+				continue
+			}
+		}
 		fe := w.advance()
 		if fe == nil {
 			break
@@ -638,15 +651,17 @@ type cell struct {
 	seg  savepoint.Segment
 	used bool
 	last []byte
-	keys map[string]struct{}
+	keys *keySet
 }
 
 // counter sums the entries of a range of key groups into segments.
 type counter struct {
-	o        *operator
-	spans    map[int][]flinkfmt.Span
-	cur      []cell
-	curKG    int
+	o     *operator
+	spans map[int][]flinkfmt.Span
+	cur   []cell
+	curKG int
+	// state is the state of the entry add was given last.
+	state    int
 	res      counted
 	progress func(int64)
 }
@@ -658,7 +673,15 @@ func (c *counter) run(ctx context.Context, kgs keygroup.Range, w int, visit visi
 	defer it.Close()
 	var visitErr error
 	if visit == nil {
-		for it.Next() {
+		var figs [256]flinkfmt.Figures
+		for {
+			if n := it.NextFigures(figs[:]); n > 0 {
+				c.addFigures(c.state, figs[:n])
+				continue
+			}
+			if !it.Next() {
+				break
+			}
 			c.add(it.Entry())
 		}
 	} else {
@@ -705,7 +728,6 @@ func (c *counter) flush() {
 		first = false
 		c.res.segs = append(c.res.segs, cl.seg)
 		cl.used = false
-		clear(cl.keys)
 	}
 }
 
@@ -715,20 +737,18 @@ func (c *counter) add(e *flinkfmt.Entry) {
 		c.flush()
 		c.curKG = e.KeyGroup
 	}
+	c.state = e.State
 	cl := &c.cur[e.State]
 	if !cl.used {
 		cl.seg = savepoint.Segment{Ref: o.refs[e.State], Stats: savepoint.Stats{KeyGroup: e.KeyGroup}}
 		cl.used = true
 		if cl.keys == nil {
-			cl.keys = map[string]struct{}{}
+			cl.keys = newKeySet()
 		}
+		cl.keys.reset()
 	}
 	if cl.seg.Entries == 0 || !bytes.Equal(e.Key, cl.last) {
-		if _, seen := cl.keys[string(e.Key)]; !seen {
-			cl.keys[string(e.Key)] = struct{}{}
-			cl.seg.Keys++
-		}
-		cl.last = append(cl.last[:0], e.Key...)
+		cl.newKey(e.Key)
 	}
 	cl.seg.Entries++
 	cl.seg.Bytes += uint64(len(e.Key) + len(e.Namespace) + len(e.MapKey) + len(e.Value))
@@ -745,6 +765,26 @@ func (c *counter) add(e *flinkfmt.Entry) {
 			cl.seg.MaxTimestamp = e.Timestamp
 		}
 	}
+}
+
+func (cl *cell) newKey(key []byte) {
+	cl.keys.add(key)
+	cl.seg.Keys = cl.keys.n
+	cl.last = append(cl.last[:0], key...)
+}
+
+// addFigures counts figs, the figures of entries that follow the last one
+// add was given, in its state and key group.
+func (c *counter) addFigures(state int, figs []flinkfmt.Figures) {
+	cl := &c.cur[state]
+	for i := range figs {
+		f := &figs[i]
+		if !f.SameKey && !bytes.Equal(f.Key, cl.last) {
+			cl.newKey(f.Key)
+		}
+		cl.seg.Bytes += uint64(f.Bytes)
+	}
+	cl.seg.Entries += uint64(len(figs))
 }
 
 // Entries iterates the entries of ref in kgs, key group by key group.

@@ -63,6 +63,9 @@ func FuzzSnapshot(f *testing.F) {
 		if (rerr == nil) != (serr == nil) || rerr == nil && read.Pos() != skip.Pos() {
 			t.Fatalf("Read stops at %d (%v), Skip at %d (%v)", read.Pos(), rerr, skip.Pos(), serr)
 		}
+		if n, ok := s.QuickSkip(rest); ok && (serr != nil || n != skip.Pos()) {
+			t.Fatalf("QuickSkip steps over %d bytes, Skip stops at %d (%v)", n, skip.Pos(), serr)
+		}
 		_ = s.Type.String()
 	})
 }

@@ -49,8 +49,12 @@ type Serializer struct {
 	// timer's key and namespace, a tuple's fields), in snapshot order.
 	Args []*Serializer
 	c    codec
-	// sk is c's skip, when it has one.
-	sk skipper
+	// sk is c's skip, when it has one; prog is c as a skip program, for
+	// QuickSkip, when it compiles to one, and width its width when the
+	// program is one fixed width, otherwise -1.
+	sk    skipper
+	prog  []skipOp
+	width int
 }
 
 // codec reads one value. last reports that the value ends where its frame
@@ -146,6 +150,13 @@ func valueErr(s *Serializer, err error) error {
 func newSerializer(class string, version int, t *Type, c codec) *Serializer {
 	s := &Serializer{Class: class, Version: version, Type: t, c: c}
 	s.sk, _ = c.(skipper)
+	s.width = -1
+	if prog, ok := compileSkip(c, nil, 0); ok {
+		s.prog = prog
+		if len(prog) == 1 && prog[0].kind == opFixed {
+			s.width = prog[0].n
+		}
+	}
 	return s
 }
 

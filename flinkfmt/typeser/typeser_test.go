@@ -278,3 +278,63 @@ func TestStringsArePrefixFree(t *testing.T) {
 		}
 	}
 }
+
+// QuickSkip steps over what Skip steps over, for the serializers it
+// compiles, and declines everything Skip would fail on: every value below
+// and every truncation of it, with bytes after it. The serializers with
+// branches or counts are declined outright.
+func TestQuickSkipIsSkip(t *testing.T) {
+	void := simpleSnap("org.apache.flink.runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot")
+	window := simpleSnap("org.apache.flink.streaming.api.windowing.windows.TimeWindow$Serializer$TimeWindowSerializerSnapshot")
+	bytesSnap := simpleSnap("org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot")
+	tuple := composite("org.apache.flink.api.java.typeutils.runtime.TupleSerializerSnapshot", buf(nil).utf("org.apache.flink.api.java.tuple.Tuple3"), stringSnap, longSnap, bytesSnap)
+	ttl := composite("org.apache.flink.runtime.state.ttl.TtlStateFactory$TtlSerializerSnapshot", nil, longSnap, stringSnap)
+	timer := composite("org.apache.flink.streaming.api.operators.TimerSerializerSnapshot", nil, stringSnap, window)
+	widths := map[string]int{"long": 8, "void": 1, "window": 16}
+	for _, c := range []struct {
+		name   string
+		snap   buf
+		values []buf
+	}{
+		{"long", longSnap, []buf{buf(nil).i64(-1)}},
+		{"void", void, []buf{{0}}},
+		{"window", window, []buf{buf(nil).i64(1).i64(2)}},
+		{"string", stringSnap, []buf{{0}, buf(nil).ascii(""), buf(nil).ascii("user-42"), buf(nil).str('a', 0xE9, 0xD83D, 0xDE00)}},
+		{"bytes", bytesSnap, []buf{buf(nil).i32(0), buf(nil).i32(3).raw(1, 2, 3)}},
+		{"tuple", tuple, []buf{buf(nil).ascii("k").i64(7).i32(1).raw(9), buf(nil).str(0xE9).i64(0).i32(0)}},
+		{"ttl", ttl, []buf{buf(nil).i64(1000).ascii("v")}},
+		{"timer", timer, []buf{buf(nil).i64(5).ascii("k").i64(1).i64(2)}},
+	} {
+		s := restore(t, c.snap)
+		want := -1
+		if w, ok := widths[c.name]; ok {
+			want = w
+		}
+		if s.QuickWidth() != want {
+			t.Errorf("%s: QuickWidth %d, want %d", c.name, s.QuickWidth(), want)
+		}
+		for _, v := range c.values {
+			if n, ok := s.QuickSkip(append(v, 0x80, 0xFF)); !ok || n != len(v) {
+				t.Errorf("%s % x: QuickSkip gives %d, %v; want %d, true", c.name, v, n, ok, len(v))
+			}
+			for cut := range v {
+				in := append(append(buf(nil), v[:cut]...), 0xFF, 0xFF, 0xFF, 0xFF, 0xFF)[:cut+cut%3]
+				r := wire.New(in, 0)
+				err := s.Skip(r)
+				if n, ok := s.QuickSkip(in); ok && (err != nil || n != r.Pos()) {
+					t.Errorf("%s % x: QuickSkip gives %d, Skip stops at %d (%v)", c.name, in, n, r.Pos(), err)
+				}
+			}
+		}
+	}
+	for _, snap := range []buf{
+		composite("org.apache.flink.api.java.typeutils.runtime.NullableSerializer$NullableSerializerSnapshot", buf(nil).i32(8), longSnap),
+		composite(base+"ListSerializerSnapshot", nil, longSnap),
+		composite(base+"MapSerializerSnapshot", nil, stringSnap, longSnap),
+	} {
+		s := restore(t, snap)
+		if _, ok := s.QuickSkip(make(buf, 64)); ok || s.QuickWidth() >= 0 {
+			t.Errorf("%s: QuickSkip steps over a value with a flag or a count", s.Type)
+		}
+	}
+}

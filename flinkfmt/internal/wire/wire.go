@@ -322,6 +322,11 @@ func (r *Buf) AppendStringValue(dst []byte) (out []byte, ok bool) {
 // StringValue does, without building the string: finding where a key ends
 // must not cost an allocation.
 func (r *Buf) SkipStringValue() {
+	if n, ok := StringValueLen(r.b[r.off:]); ok && r.err == nil {
+		r.off += n
+		return
+	}
+	// What does not read takes the way that reports it.
 	start := r.Offset()
 	n, vok := r.varint()
 	if !vok {
@@ -349,6 +354,52 @@ func (r *Buf) SkipStringValue() {
 			return
 		}
 	}
+}
+
+// StringValueLen returns how many bytes the StringValue at the front of b
+// takes, and true, when StringValue reads it without an error; false
+// otherwise, and then only StringValue tells what is wrong. It is the
+// check of a key that a parser of a key group's bytes makes without a Buf.
+func StringValueLen(b []byte) (int, bool) {
+	n, i, ok := varintAt(b, 0)
+	if !ok {
+		return 0, false
+	}
+	if n == 0 {
+		return i, true
+	}
+	n--
+	if n > maxStringUnits || int64(n) > int64(len(b)-i) {
+		return 0, false
+	}
+	if isASCII(b[i : i+int(n)]) {
+		return i + int(n), true
+	}
+	for range n {
+		var u uint32
+		if u, i, ok = varintAt(b, i); !ok || u > 0xFFFF {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// varintAt is varint over b from i: the value, where it ends, and whether
+// it is one.
+func varintAt(b []byte, i int) (uint32, int, bool) {
+	var v uint32
+	for shift := 0; shift < 35 && i < len(b); shift += 7 {
+		c := b[i]
+		i++
+		v |= uint32(c&0x7F) << shift
+		if c < 0x80 {
+			if shift == 28 && c > 0x0F {
+				return 0, i, false
+			}
+			return v, i, true
+		}
+	}
+	return 0, i, false
 }
 
 // isASCII looks at eight bytes at a time: every key and map key of a

@@ -70,6 +70,9 @@ func TestSkipStringValue(t *testing.T) {
 		if read.Pos() != skip.Pos() || (read.Err() == nil) != (skip.Err() == nil) {
 			t.Errorf("% x: read stops at %d (%v), skip at %d (%v)", in, read.Pos(), read.Err(), skip.Pos(), skip.Err())
 		}
+		if n, lok := StringValueLen(in); lok != (read.Err() == nil) || lok && n != read.Pos() {
+			t.Errorf("% x: read stops at %d (%v), StringValueLen says %d, %v", in, read.Pos(), read.Err(), n, lok)
+		}
 		b, aok := app.AppendStringValue([]byte("pre"))
 		if string(b) != "pre"+s || aok != ok || app.Pos() != read.Pos() || (read.Err() == nil) != (app.Err() == nil) {
 			t.Errorf("% x: read gives %q, %v at %d; append gives %q, %v at %d (%v)", in, s, ok, read.Pos(), b, aok, app.Pos(), app.Err())
@@ -110,4 +113,24 @@ func TestSized(t *testing.T) {
 			t.Errorf("% x: %q, %v; want %v at offset 7", c.in, got, r.Err(), c.kind)
 		}
 	}
+}
+
+// FuzzStringValueLen: StringValueLen accepts what StringValue reads without
+// an error, and only that, and ends where it does; skipping agrees.
+func FuzzStringValueLen(f *testing.F) {
+	for _, seed := range [][]byte{{0}, {1}, {4, 'a', 'b', 'c'}, {3, 0xE9, 0x01, 'x'}, {3, 0xFF, 0xFF, 0x7F}, {0x80, 0x80, 0x80, 0x80, 0x10}, {0xFF, 0xFF, 0xFF, 0xFF, 0x0F}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		read, skip := New(in, 0), New(in, 0)
+		read.StringValue()
+		skip.SkipStringValue()
+		n, ok := StringValueLen(in)
+		if ok != (read.Err() == nil) || ok && n != read.Pos() {
+			t.Fatalf("% x: StringValue stops at %d (%v), StringValueLen says %d, %v", in, read.Pos(), read.Err(), n, ok)
+		}
+		if skip.Pos() != read.Pos() || (skip.Err() == nil) != (read.Err() == nil) {
+			t.Fatalf("% x: StringValue stops at %d (%v), SkipStringValue at %d (%v)", in, read.Pos(), read.Err(), skip.Pos(), skip.Err())
+		}
+	})
 }

@@ -1,0 +1,91 @@
+package flinksource_test
+
+import (
+	"context"
+	"hash/maphash"
+	"path/filepath"
+	"testing"
+
+	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/flinkfmt/flinksource"
+	"github.com/stateproc/stateproc/internal/flinkgen"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// BenchmarkWalkSegments walks a canonical savepoint of the shape of
+// flink-sessions-large at 50,000 users (about a million entries) written by
+// the generator, as inspect --scan walks it: every segment counted, the
+// sizes of the values read in batches, every timer's key hashed. Workers
+// are 1 (the cost per core) and 2; uncompressed and as Snappy streams.
+func BenchmarkWalkSegments(b *testing.B) {
+	for _, compressed := range []bool{false, true} {
+		name := "plain"
+		if compressed {
+			name = "snappy"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			c := flinkgen.SessionsLarge()
+			c.Users, c.Compressed = 50_000, compressed
+			target := filepath.Join(b.TempDir(), "sp")
+			st, err := storage.Stage(target, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			stats, err := flinkgen.Write(ctx, st, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Publish(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for _, workers := range []int{1, 2} {
+				b.Run(map[int]string{1: "workers=1", 2: "workers=2"}[workers], func(b *testing.B) {
+					b.ReportAllocs()
+					seed := maphash.MakeSeed()
+					for range b.N {
+						src, err := flinksource.Open(ctx, storage.LocalDir(target), flinkfmt.Options{})
+						if err != nil {
+							b.Fatal(err)
+						}
+						var sink [2]uint64
+						var sizes [2][512]int
+						var times [2][512]int64
+						segs, err := src.WalkSegments(ctx, workers, func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
+							if ref.Timer {
+								for it.Next() {
+									sink[w] += maphash.Bytes(seed, it.Entry().Key)
+								}
+								return it.Err()
+							}
+							for {
+								n := savepoint.NextValues(it, false, sizes[w][:], times[w][:])
+								for _, s := range sizes[w][:n] {
+									sink[w] += uint64(s)
+								}
+								if n < len(sizes[w]) {
+									return it.Err()
+								}
+							}
+						}, nil)
+						if err != nil {
+							b.Fatal(err)
+						}
+						var entries, keys uint64
+						for _, s := range segs {
+							entries += s.Entries
+							if s.Ref.State == 0 && !s.Ref.Timer {
+								keys += s.Keys
+							}
+						}
+						if entries != stats.Entries || keys != stats.Users {
+							b.Fatalf("%d entries and %d keys, want %d and %d", entries, keys, stats.Entries, stats.Users)
+						}
+					}
+					b.ReportMetric(float64(stats.Entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+				})
+			}
+		})
+	}
+}
