@@ -20,7 +20,11 @@
 //     of its bucket: a bucket is a range of new key groups within one new
 //     subtask, sized from the index to fit a sort chunk (there are at most
 //     256, so beyond a few gigabytes a bucket takes several chunks), and
-//     each worker has its own file per bucket.
+//     each worker has its own file per bucket. A group is taken from the
+//     input record by record, its items as the block frames them, without
+//     decoding them into entries; a record that continues in the next block
+//     is spilled as two pieces. An operator whose records fit in the write
+//     buffers' share of the memory budget keeps them in memory instead.
 //  2. Sort and write. For each new subtask, one data file in the engine's
 //     layout, its buckets are taken in order and sorted by internal/extsort
 //     by (key group, state, key, namespace), or (key group, timer service,
@@ -28,7 +32,8 @@
 //     merge of the ascending runs each class already consists of, one per
 //     contributing input segment; a bucket larger than the memory budget
 //     is written as sorted runs that a k-way merge combines. The sorted
-//     groups' items are appended to the output as the input framed them.
+//     groups' items are appended to the output as the input framed them,
+//     a group at a time (snapshotfmt's SegmentWriter.AppendItems).
 //
 // The output is what the engine would have written at the new max
 // parallelism: the same data files, byte for byte, when the input came
@@ -38,7 +43,8 @@
 //
 // Memory does not depend on the size of the savepoint: the partition phase
 // holds one input block per worker and a bounded write buffer per bucket
-// file; the sort phase holds one chunk per worker (Options.Memory split
+// file (or, for an operator that small, its spill records: at most half the
+// budget); the sort phase holds one chunk per worker (Options.Memory split
 // among them) plus, in a merge, one read buffer per run. A single entry
 // larger than a chunk grows that chunk to hold it, so beyond the fixed
 // budget memory is bounded by the largest single value (which the format

@@ -33,8 +33,8 @@ func newSegmentSink(f *rewrite.DataFile, shapes []refShape) *segmentSink {
 // record writes the entries of one spill record. A state's items are
 // appended as the input framed them: the sort has put the records in
 // order, and a record's items are in the order the input savepoint's
-// reader checked, so only a record's first item has its key compared
-// (the pieces of one long group compare equal and continue it).
+// reader checked, so only a record's key and namespace are compared (the
+// pieces of one long group compare equal and continue it).
 func (s *segmentSink) record(r *extsort.Record) error {
 	kg, ref := int(r.Class)/len(s.shapes), int(r.Class)%len(s.shapes)
 	if !s.kgs.Contains(kg) {
@@ -50,8 +50,7 @@ func (s *segmentSink) record(r *extsort.Record) error {
 		}
 		s.sw, s.kg, s.ref = sw, kg, ref
 	}
-	shape := &s.shapes[ref]
-	if shape.timer {
+	if s.shapes[ref].timer {
 		t, key, err := splitTimerKey(r.Key)
 		if err != nil {
 			return err
@@ -63,19 +62,11 @@ func (s *segmentSink) record(r *extsort.Record) error {
 		s.entries[ref]++
 		return nil
 	}
-	items, n := r.Value, uint64(0)
-	for newRecord := true; len(items) > 0; newRecord = false {
-		framed, v, rest, err := nextItem(items, shape.isMap)
-		if err != nil {
-			return err
-		}
-		if err := s.sw.AppendFramed(newRecord, r.Key, r.Sub, framed, v); err != nil {
-			return fmt.Errorf("rescale: %w", err)
-		}
-		items = rest
-		n++
+	n, err := s.sw.AppendItems(r.Key, r.Sub, r.Value)
+	s.entries[ref] += uint64(n)
+	if err != nil {
+		return fmt.Errorf("rescale: %w", err)
 	}
-	s.entries[ref] += n
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/stateproc/stateproc/internal/extsort"
@@ -25,7 +26,7 @@ func (s spillFiles) ofBucket(b int) ([]extsort.Spill, int64) {
 	var files []extsort.Spill
 	var size int64
 	for _, w := range s {
-		if w[b].Path != "" {
+		if w[b].Path != "" || w[b].Data != nil {
 			files = append(files, w[b])
 			size += w[b].Size
 		}
@@ -33,11 +34,24 @@ func (s spillFiles) ofBucket(b int) ([]extsort.Spill, int64) {
 	return files, size
 }
 
+// release drops bucket b's files, and the memory of those held in memory,
+// once the bucket is written.
+func (s spillFiles) release(b int) {
+	for _, w := range s {
+		if w[b].Path != "" {
+			os.Remove(w[b].Path)
+		}
+		w[b] = extsort.Spill{}
+	}
+}
+
 // partition streams every segment of operator op into spill files under
 // dir, on workers goroutines, with about memory bytes of write buffers in
 // all, and tells m of the first pass's share of each segment (see
-// firstPassShare).
-func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refShape, bk *bucketing, dir string, n, memory int, m *rewrite.Meter) (spillFiles, error) {
+// firstPassShare). When inMemory, the spill records stay in memory
+// instead, which the caller sees they fit.
+func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refShape, bk *bucketing, dir string, n, memory int, inMemory bool,
+	m *rewrite.Meter) (spillFiles, error) {
 	segs := slices.Clone(p.segs)
 	// File order, so that the workers together read each file forwards.
 	slices.SortFunc(segs, func(a, b savepoint.Segment) int {
@@ -45,10 +59,14 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	})
 	bufSize := min(64<<10, max(4<<10, memory/max(1, n*len(bk.buckets))))
 	pws := make([]*partitioner, n)
+	mem := make([][]memOut, n)
 	for w := range pws {
-		pws[w] = &partitioner{
-			hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk, shapes: sh,
-			sp: extsort.NewSpiller(dir, fmt.Sprintf("w%02d", w), len(bk.buckets), bufSize),
+		pws[w] = &partitioner{hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk, shapes: sh}
+		if inMemory {
+			mem[w] = make([]memOut, len(bk.buckets))
+			pws[w].to = func(kg int) *memOut { return &mem[w][bk.of[kg]] }
+		} else {
+			pws[w].sp = extsort.NewSpiller(dir, fmt.Sprintf("w%02d", w), len(bk.buckets), bufSize)
 		}
 	}
 	err := workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
@@ -62,6 +80,13 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	files := make(spillFiles, n)
 	errs := []error{err}
 	for w, pw := range pws {
+		if inMemory {
+			files[w] = make([]extsort.Spill, len(bk.buckets))
+			for b, mo := range mem[w] {
+				files[w][b] = extsort.Spill{Data: mo.b, Size: int64(len(mo.b))}
+			}
+			continue
+		}
 		written, cerr := pw.sp.Close()
 		files[w] = written
 		errs = append(errs, cerr)
@@ -110,6 +135,13 @@ func (pw *partitioner) flush() error {
 	return err
 }
 
+// itemReader is the iterator of a layout that gives a state's items a
+// record at a time, framed as the spill records hold them
+// (snapshotfmt.Iterator.NextItems).
+type itemReader interface {
+	NextItems() (key, ns, items []byte, n int)
+}
+
 // segment spills the entries of one input segment. A group starts at every
 // change of (key, namespace), and at every timer; only a new key is hashed.
 func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg savepoint.Segment) error {
@@ -118,6 +150,9 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 	ref := spillRef(pw.shapes, seg.Ref)
 	if ref < 0 {
 		return fmt.Errorf("rescale: a segment of operator %d, not the one rescaled", seg.Ref.Operator)
+	}
+	if ir, ok := it.(itemReader); ok && !pw.shapes[ref].timer {
+		return pw.records(ir, it, ref)
 	}
 	shape := pw.shapes[ref]
 	first := true
@@ -130,13 +165,9 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 				return err
 			}
 			if newKey {
-				h, err := pw.hash.Sum(e.Key)
-				if err != nil {
+				if err := pw.newKey(e.Key, ref); err != nil {
 					return err
 				}
-				pw.kg = int(h % pw.maxP)
-				pw.class = spillClass(pw.shapes, pw.kg, ref)
-				pw.key = append(pw.key[:0], e.Key...)
 			}
 			pw.ns = append(pw.ns[:0], e.Namespace...)
 			first = false
@@ -154,6 +185,42 @@ func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg sa
 		return err
 	}
 	return pw.flush()
+}
+
+// records spills a state's segment record by record, each record's items
+// (or the share of them one block holds) as one spill record, without
+// decoding them into entries: the pieces of a record sort equal and the
+// writer joins them again.
+func (pw *partitioner) records(ir itemReader, it savepoint.EntryIterator, ref int) error {
+	first := true
+	for {
+		key, ns, items, n := ir.NextItems()
+		if n == 0 {
+			break
+		}
+		if first || !bytes.Equal(key, pw.key) {
+			if err := pw.newKey(key, ref); err != nil {
+				return err
+			}
+			first = false
+		}
+		if err := pw.spill(pw.kg, pw.class, key, ns, items); err != nil {
+			return err
+		}
+	}
+	return it.Err()
+}
+
+// newKey hashes key into its new key group and makes it the current key.
+func (pw *partitioner) newKey(key []byte, ref int) error {
+	h, err := pw.hash.Sum(key)
+	if err != nil {
+		return err
+	}
+	pw.kg = int(h % pw.maxP)
+	pw.class = spillClass(pw.shapes, pw.kg, ref)
+	pw.key = append(pw.key[:0], key...)
+	return nil
 }
 
 // segmentEntries sums the index's entry counts of an operator's segments

@@ -162,7 +162,9 @@ func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadat
 	}
 	sh := shapes(meta, p.index)
 	bk := newBucketing(p.maxP, p.parallelism, int(raw/uint64(sortBudget/4))+1)
-	spills, err := partition(ctx, src, p, sh, bk, dir, n, memory/2, m)
+	// An operator whose spill records fit in the write buffers' share of
+	// the budget keeps them there: no spill files.
+	spills, err := partition(ctx, src, p, sh, bk, dir, n, memory/2, raw <= uint64(memory/2), m)
 	if err != nil {
 		return err
 	}
@@ -211,9 +213,7 @@ func writeSubtask(ctx context.Context, o *rewrite.Output, sh []refShape, name st
 		files, size := spills.ofBucket(b)
 		sink.kgs = bk.buckets[b].kgs
 		err = srt.SortRecords(ctx, files, sink.record)
-		for _, f := range files {
-			os.Remove(f.Path)
-		}
+		spills.release(b)
 		if err != nil {
 			break
 		}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rescale"
 	"github.com/stateproc/stateproc/rewrite"
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -100,9 +102,10 @@ func TestRescaleMovesEveryEntry(t *testing.T) {
 }
 
 // The output does not depend on the number of workers or on the memory
-// budget, which sets how the new key groups are split into buckets and how
-// large the sort chunks are (TestSpillRecordsSortIntoOutputOrder covers
-// buckets larger than a chunk).
+// budget, which sets whether the spill records stay in memory, how the new
+// key groups are split into buckets and how large the sort chunks are
+// (TestSpillRecordsSortIntoOutputOrder covers buckets larger than a
+// chunk).
 func TestRescaleIsDeterministic(t *testing.T) {
 	in := generate(t, spgen.Config{Seed: 2, Users: 12000, Accounts: 1000, Parallelism: 2, MaxParallelism: 128, Now: now, Pad: 40})
 	dir := t.TempDir()
@@ -141,12 +144,29 @@ func TestGroupsSpilledInPieces(t *testing.T) {
 	run(t, in, rescale.Options{MaxParallelism: 720}, a)
 	// Cut after every item, with chunks small enough that the pieces of a
 	// group land in different sorted runs too.
+	// The reader's records come whole, so the cut applies where entries
+	// come one by one, as from other layouts.
 	restore := rescale.SetPieceLimit(1)
-	run(t, in, rescale.Options{MaxParallelism: 720, Workers: 1, Memory: 64 << 10}, b)
+	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := rescale.Run(context.Background(), entriesOnly{r}, in, rescale.Options{MaxParallelism: 720, Workers: 1, Memory: 64 << 10},
+		rewrite.Options{Out: b}); err != nil {
+		t.Fatal(err)
+	}
 	restore()
 	if fa, fb := sptest.Files(t, a), sptest.Files(t, b); !maps.EqualFunc(fa, fb, bytes.Equal) {
 		t.Fatal("the output depends on how groups were cut into pieces")
 	}
+}
+
+// entriesOnly is a source whose iterators give entries one by one.
+type entriesOnly struct{ *snapshotfmt.Reader }
+
+func (s entriesOnly) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+	return struct{ savepoint.EntryIterator }{s.Reader.Entries(ctx, ref, kgs)}
 }
 
 // Changing only the parallelism touches the metadata only: the data files

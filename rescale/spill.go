@@ -3,7 +3,6 @@ package rescale
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 
 	"github.com/stateproc/stateproc/savepoint"
 )
@@ -90,39 +89,4 @@ func appendItem(b []byte, isMap bool, mk, v []byte) []byte {
 		b = appendBytes(b, mk)
 	}
 	return appendBytes(b, v)
-}
-
-// nextItem splits the first framed item off items: the item, the value
-// within it, and the items after it.
-func nextItem(items []byte, isMap bool) (framed, v, rest []byte, err error) {
-	off := 0
-	if isMap {
-		if _, off, err = skipBytes(items, 0); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	start, end, err := skipBytes(items, off)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return items[:end:end], items[start:end:end], items[end:], nil
-}
-
-// skipBytes reads the length at b[off:] and returns where the bytes after
-// it start and end.
-func skipBytes(b []byte, off int) (start, end int, err error) {
-	var n uint64
-	if off < len(b) && b[off] < 0x80 {
-		n, off = uint64(b[off]), off+1
-	} else {
-		l, w := binary.Uvarint(b[off:])
-		if w <= 0 {
-			return 0, 0, fmt.Errorf("rescale: spill record: bad item length")
-		}
-		n, off = l, off+w
-	}
-	if n > uint64(len(b)-off) {
-		return 0, 0, fmt.Errorf("rescale: spill record: an item of %d bytes beyond the record's %d", n, len(b)-off)
-	}
-	return off, off + int(n), nil
 }

@@ -20,14 +20,14 @@ func frameItem(isMap bool, e *savepoint.Entry) []byte {
 	return appendBytes(b, e.Value)
 }
 
-// TestAppendFramedWritesWhatAddWrites writes the same entries through Add
-// and through AppendFramed, in blocks small enough that records split
+// TestAppendItemsWritesWhatAddWrites writes the same entries through Add
+// and through AppendItems, in blocks small enough that records split
 // between blocks, and wants the same files byte for byte.
-func TestAppendFramedWritesWhatAddWrites(t *testing.T) {
+func TestAppendItemsWritesWhatAddWrites(t *testing.T) {
 	ctx := context.Background()
 	meta := testMeta()
 	data := testData(300)
-	for _, blockSize := range []int{256, DefaultBlockSize} {
+	for _, blockSize := range []int{64, 256, DefaultBlockSize} {
 		opts := Options{BlockSize: blockSize}
 		want := newMemDir()
 		writeSavepoint(t, want, meta, data, opts)
@@ -51,21 +51,28 @@ func TestAppendFramedWritesWhatAddWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			isMap := !ref.Timer && meta.Operators[ref.Operator].States[ref.State].Kind == savepoint.Map
-			for i := range sd.entries {
+			if ref.Timer {
+				for i := range sd.entries {
+					if err := s.Add(&sd.entries[i]); err != nil {
+						t.Fatalf("block size %d, %v entry %d: %v", blockSize, ref, i, err)
+					}
+				}
+			}
+			// The entries of one key and namespace go in pieces of one to
+			// three items, as a writer does whose pieces of one key's
+			// entries come in several calls.
+			for i, piece := 0, 1; i < len(sd.entries) && !ref.Timer; piece = piece%3 + 1 {
 				e := &sd.entries[i]
-				if ref.Timer {
-					err = s.Add(e)
-				} else {
-					// Every third continuation is announced as a new record
-					// of the same key, as a writer does whose pieces of one
-					// key's entries come in several calls.
-					newRecord := i == 0 || !bytes.Equal(e.Key, sd.entries[i-1].Key) ||
-						!bytes.Equal(e.Namespace, sd.entries[i-1].Namespace) || i%3 == 0
-					err = s.AppendFramed(newRecord, e.Key, e.Namespace, frameItem(isMap, e), e.Value)
+				var items []byte
+				j := i
+				for ; j < len(sd.entries) && j < i+piece && bytes.Equal(sd.entries[j].Key, e.Key) && bytes.Equal(sd.entries[j].Namespace, e.Namespace); j++ {
+					items = append(items, frameItem(isMap, &sd.entries[j])...)
 				}
-				if err != nil {
-					t.Fatalf("block size %d, %v entry %d: %v", blockSize, ref, i, err)
+				n, err := s.AppendItems(e.Key, e.Namespace, items)
+				if err != nil || n != j-i {
+					t.Fatalf("block size %d, %v entries %d to %d: appended %d, %v", blockSize, ref, i, j, n, err)
 				}
+				i = j
 			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
@@ -90,29 +97,39 @@ func TestAppendFramedWritesWhatAddWrites(t *testing.T) {
 	}
 }
 
-func TestAppendFramedRefusesBadEntries(t *testing.T) {
+func TestAppendItemsRefusesBadEntries(t *testing.T) {
 	ctx := context.Background()
 	const kg = 5
 	k := keysIn(kg, 3, 16)
 	other := keysIn(kg+1, 1, 16)[0]
 	v := func(s string) []byte { return append(ts(1), s...) }
+	item := func(vs ...[]byte) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = appendBytes(b, v)
+		}
+		return b
+	}
 	type call struct {
-		newRecord bool
-		key       []byte
-		value     []byte
+		key, items []byte
 	}
 	for _, tc := range []struct {
 		name  string
 		ref   int
 		calls []call
-		want  string
+		// appended is what the last call appends before it fails.
+		appended int
+		want     string
 	}{
-		{"key decreases", 1, []call{{true, k[1], []byte("x")}, {true, k[0], []byte("y")}}, "comes before the previous one"},
-		{"value duplicate", 0, []call{{true, k[0], v("a")}, {true, k[0], v("b")}}, "a second entry"},
-		{"value continued", 0, []call{{true, k[0], v("a")}, {false, nil, v("b")}}, "a second entry"},
-		{"ttl value short", 0, []call{{true, k[0], []byte("short")}}, "shorter than its 8-byte"},
-		{"key of another key group", 1, []call{{true, other, []byte("x")}}, "belongs to key group"},
-		{"timer service", 4, []call{{true, k[0], nil}}, "cannot be appended framed"},
+		{"key decreases", 1, []call{{k[1], item([]byte("x"))}, {k[0], item([]byte("y"))}}, 0, "comes before the previous one"},
+		{"value duplicate", 0, []call{{k[0], item(v("a"))}, {k[0], item(v("b"))}}, 0, "a second entry"},
+		{"value of two items", 0, []call{{k[0], item(v("a"), v("b"))}}, 1, "a second entry"},
+		{"ttl value short", 0, []call{{k[0], item([]byte("short"))}}, 0, "shorter than its 8-byte"},
+		{"key of another key group", 1, []call{{other, item([]byte("x"))}}, 0, "belongs to key group"},
+		{"timer service", 4, []call{{k[0], item(nil)}}, 0, "cannot be appended framed"},
+		{"no items", 1, []call{{k[0], nil}}, 0, "no items"},
+		{"value beyond the items", 1, []call{{k[0], append(item([]byte("x"), []byte("y")), 5, 'z')}}, 2, "bad value length"},
+		{"bad map key length", 2, []call{{k[0], []byte{0x80}}}, 0, "bad map key length"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := NewWriter(newMemDir(), testMeta(), Options{})
@@ -125,14 +142,18 @@ func TestAppendFramedRefusesBadEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 			last := len(tc.calls) - 1
+			var n int
 			for i, c := range tc.calls {
-				err = s.AppendFramed(c.newRecord, c.key, nil, appendBytes(nil, c.value), c.value)
+				n, err = s.AppendItems(c.key, nil, c.items)
 				if i < last && err != nil {
 					t.Fatalf("call %d: %v", i, err)
 				}
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if n != tc.appended {
+				t.Errorf("appended %d entries, want %d", n, tc.appended)
 			}
 			if !strings.Contains(err.Error(), "key group 5") {
 				t.Errorf("error %q does not say where", err)
@@ -146,7 +167,7 @@ func TestAppendFramedRefusesBadEntries(t *testing.T) {
 		if err := s.Add(&savepoint.Entry{Key: k[0], Value: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AppendFramed(true, k[1], nil, appendBytes(nil, []byte("y")), []byte("y")); err == nil || !strings.Contains(err.Error(), "after Add") {
+		if _, err := s.AppendItems(k[1], nil, item([]byte("y"))); err == nil || !strings.Contains(err.Error(), "after Add") {
 			t.Fatalf("got %v", err)
 		}
 	})

@@ -271,6 +271,9 @@ type Iterator struct {
 	done  bool
 	// untilCtx counts down the entries until the next look at ctx.
 	untilCtx int
+	// sizes and times are NextItems' scratch space.
+	sizes []int
+	times []int64
 }
 
 // iterate returns an iterator over the entries of seg, which comes from r's

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/stateproc/stateproc/internal/uvarint"
@@ -1072,70 +1073,194 @@ func (rw *recordWriter) tally(v []byte) {
 	rw.started = true
 }
 
-// addFramed appends one state entry whose item is framed already (see
-// SegmentWriter.AppendFramed). Unless newRecord, it continues the open
-// record without comparing keys; either way the item is copied as it is.
-func (rw *recordWriter) addFramed(newRecord bool, key, ns, item, value []byte) error {
+// addItems appends the framed items of one (key, namespace) of a keyed
+// state (see SegmentWriter.AppendItems): one comparison of the key and
+// namespace with the previous ones, then one pass over the items that
+// checks each one's framing and size, counts it and cuts blocks where add
+// would, and copies runs of them as they are. It returns how many items it
+// appended: on an error, those before the item at fault.
+func (rw *recordWriter) addItems(key, ns, items []byte) (int, error) {
+	if rw.timers() {
+		return 0, errors.New("a timer entry cannot be appended framed")
+	}
+	if len(items) == 0 {
+		return 0, errors.New("no items to append")
+	}
+	c := 1
+	if rw.started {
+		c = compareKeyNamespace(key, ns, rw.key, rw.ns)
+	}
 	switch {
-	case rw.timers():
-		return errors.New("a timer entry cannot be appended framed")
-	case rw.ttl && len(value) < 8:
-		return fmt.Errorf("TTL state value of %d bytes, shorter than its 8-byte last-modified timestamp", len(value))
-	case len(item) < len(value):
-		return fmt.Errorf("a framed item of %d bytes cannot hold its value of %d", len(item), len(value))
+	case c < 0:
+		return 0, fmt.Errorf("entry (key %q, namespace %q) comes before the previous one: entries must be sorted by key, then namespace", truncateKey(key), truncateKey(ns))
+	case c == 0 && rw.kind.SingleValue():
+		return 0, fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(key), truncateKey(ns), rw.kind)
 	}
-	if !rw.started {
-		newRecord = true
-	}
-	c := 0
-	if newRecord {
-		c = 1
-		if rw.started {
-			c = compareKeyNamespace(key, ns, rw.key, rw.ns)
-		}
-		if c < 0 {
-			return fmt.Errorf("entry (key %q, namespace %q) comes before the previous one: entries must be sorted by key, then namespace", truncateKey(key), truncateKey(ns))
+	newKey := c != 0 && (!rw.started || !bytes.Equal(key, rw.key))
+	if newKey {
+		if err := rw.checkKeyGroup(key); err != nil {
+			return 0, err
 		}
 	}
 	if c == 0 {
 		key, ns = rw.key, rw.ns
-		if rw.kind.SingleValue() {
-			return fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(key), truncateKey(ns), rw.kind)
-		}
 	}
-	if recordHeaderLen(key, ns, 1)+len(item) > maxBlockRaw {
-		return fmt.Errorf("entry of %d bytes does not fit the %d-byte block limit", len(item), maxBlockRaw)
-	}
-	if c == 0 {
-		grown := rw.payloadLen() - uvarint.Len(uint64(rw.count)) + uvarint.Len(uint64(rw.count+1)) + len(item)
-		if rw.count > 0 && grown > rw.blockSize {
-			if err := rw.flush(); err != nil {
-				return err
+	ia := itemAppender{rw: rw, items: items}
+	n, err := ia.append(key, ns, c != 0, newKey)
+	ia.done(n)
+	return n, err
+}
+
+// itemAppender is one addItems call's pass over its items, with the
+// counts kept in locals until it ends.
+type itemAppender struct {
+	rw    *recordWriter
+	items []byte
+	// The items from pend on are counted but not yet copied into rec.
+	pend, pendN, end int
+	// Runs of one value-size bucket are counted at once; times' span is
+	// taken from their least and greatest, as the buckets rise with them.
+	runBucket    int
+	run          uint64
+	minTS, maxTS int64
+	timed        bool
+}
+
+// commit copies the counted items up to end into the open record.
+func (ia *itemAppender) commit(end int) {
+	rw := ia.rw
+	rw.rec = append(rw.rec, ia.items[ia.pend:end]...)
+	rw.count += ia.pendN
+	ia.pend, ia.pendN = end, 0
+}
+
+func (ia *itemAppender) append(key, ns []byte, newRecord, newKey bool) (int, error) {
+	rw := ia.rw
+	items := ia.items
+	// hdr is the record header's length without its count, which is one
+	// byte for a single item.
+	hdr := bytesLen(key) + bytesLen(ns)
+	isMap, ttl, h := rw.kind == savepoint.Map, rw.ttl, rw.hist
+	live := savepoint.ModifiedBucket(1)
+	ia.runBucket, ia.minTS, ia.maxTS = -1, math.MaxInt64, math.MinInt64
+	n := 0
+	for off := 0; off < len(items); n++ {
+		start := off
+		ia.end = start
+		// Most lengths take one byte: those are read inline.
+		var ok bool
+		if isMap {
+			if off < len(items) && items[off] < 0x80 && int(items[off]) < len(items)-off {
+				off += 1 + int(items[off])
+			} else if _, off, ok = itemField(items, off); !ok {
+				return n, fmt.Errorf("framed item %d: bad map key length", n)
 			}
 		}
-	} else {
-		newKey := !rw.started || !bytes.Equal(key, rw.key)
-		if newKey {
-			if err := rw.checkKeyGroup(key); err != nil {
-				return err
+		var vStart, vEnd int
+		if off < len(items) && items[off] < 0x80 && int(items[off]) < len(items)-off {
+			vStart, vEnd = off+1, off+1+int(items[off])
+		} else if vStart, vEnd, ok = itemField(items, off); !ok {
+			return n, fmt.Errorf("framed item %d: bad value length", n)
+		}
+		off = vEnd
+		itemLen := off - start
+		size := vEnd - vStart
+		switch {
+		case n > 0 && rw.kind.SingleValue():
+			return n, fmt.Errorf("a second entry for (key %q, namespace %q) in a %v state", truncateKey(key), truncateKey(ns), rw.kind)
+		case ttl && size < 8:
+			return n, fmt.Errorf("TTL state value of %d bytes, shorter than its 8-byte last-modified timestamp", size)
+		case hdr+1+itemLen > maxBlockRaw:
+			return n, fmt.Errorf("entry of %d bytes does not fit the %d-byte block limit", itemLen, maxBlockRaw)
+		}
+		if n == 0 && newRecord {
+			rw.closeRecord()
+			if len(rw.blk) > blockHeaderLen && len(rw.blk)-blockHeaderLen+hdr+1+itemLen > rw.blockSize {
+				if err := rw.flush(); err != nil {
+					return n, err
+				}
+			}
+			rw.key = append(rw.key[:0], key...)
+			rw.ns = append(rw.ns[:0], ns...)
+			key, ns = rw.key, rw.ns
+			if newKey {
+				rw.keys++
+			}
+		} else if count := rw.count + ia.pendN; count > 0 {
+			recLen := len(rw.rec) + start - ia.pend
+			if len(rw.blk)-blockHeaderLen+hdr+uvarint.Len(uint64(count+1))+recLen+itemLen > rw.blockSize {
+				ia.commit(start)
+				if err := rw.flush(); err != nil {
+					return n, err
+				}
 			}
 		}
-		rw.closeRecord()
-		if len(rw.blk) > blockHeaderLen && rw.payloadLen()+recordHeaderLen(key, ns, 1)+len(item) > rw.blockSize {
-			if err := rw.flush(); err != nil {
-				return err
+		if ttl {
+			t := int64(binary.BigEndian.Uint64(items[vStart:]))
+			ia.minTS, ia.maxTS, ia.timed = min(ia.minTS, t), max(ia.maxTS, t), true
+			size -= 8
+			if h != nil {
+				b := 0
+				if x := savepoint.ExpiryOffset(t, h.ttlMillis, h.anchor); x > 0 {
+					// ModifiedBucket of a live entry, inline.
+					b = live + savepoint.SizeBucket(uint64(x-1))
+				} else {
+					b = savepoint.ModifiedBucket(x)
+				}
+				h.modifiedA[b]++
 			}
 		}
-		rw.key = append(rw.key[:0], key...)
-		rw.ns = append(rw.ns[:0], ns...)
-		if newKey {
-			rw.keys++
+		if h != nil {
+			if b := savepoint.SizeBucket(uint64(size)); b != ia.runBucket {
+				if ia.run > 0 {
+					h.sizes.addN(ia.runBucket, ia.run)
+				}
+				ia.runBucket, ia.run = b, 0
+			}
+			ia.run++
+		}
+		ia.pendN++
+		ia.end = off
+	}
+	return n, nil
+}
+
+// done copies the n items counted and adds their counts to the segment's.
+func (ia *itemAppender) done(n int) {
+	rw := ia.rw
+	ia.commit(ia.end)
+	if n == 0 {
+		return
+	}
+	if h := rw.hist; h != nil {
+		if ia.run > 0 {
+			h.sizes.addN(ia.runBucket, ia.run)
+		}
+		if ia.timed {
+			h.modified.touch(h.modifiedBucket(ia.minTS))
+			h.modified.touch(h.modifiedBucket(ia.maxTS))
 		}
 	}
-	rw.rec = append(rw.rec, item...)
-	rw.count++
-	rw.tally(value)
-	return nil
+	if ia.timed {
+		if rw.entries == 0 {
+			rw.minTS, rw.maxTS = ia.minTS, ia.maxTS
+		} else {
+			rw.minTS, rw.maxTS = min(rw.minTS, ia.minTS), max(rw.maxTS, ia.maxTS)
+		}
+	}
+	rw.entries += uint64(n)
+	rw.started = true
+}
+
+// itemField returns where the bytes of the length-prefixed field at
+// b[off:] start and end, or false when its length is malformed or runs
+// beyond b.
+func itemField(b []byte, off int) (start, end int, ok bool) {
+	l, w := binary.Uvarint(b[off:])
+	if w <= 0 || l > uint64(len(b)-off-w) {
+		return 0, 0, false
+	}
+	return off + w, off + w + int(l), true
 }
 
 func (rw *recordWriter) addTimer(e *savepoint.Entry) error {

@@ -321,7 +321,7 @@ type SegmentWriter struct {
 	rw     *recordWriter
 	where  string
 	closed bool
-	// framed is set once AppendFramed has added an entry: Add, which
+	// framed is set once AppendItems has added entries: Add, which
 	// compares map keys with the last one it added, cannot follow.
 	framed bool
 }
@@ -338,7 +338,7 @@ func (s *SegmentWriter) Add(e *savepoint.Entry) error {
 		return s.f.err
 	}
 	if s.framed {
-		return fmt.Errorf("snapshotfmt: %s: Add after AppendFramed", s.where)
+		return fmt.Errorf("snapshotfmt: %s: Add after AppendItems", s.where)
 	}
 	if err := s.rw.add(e); err != nil {
 		if s.f.err != nil {
@@ -349,37 +349,41 @@ func (s *SegmentWriter) Add(e *savepoint.Entry) error {
 	return nil
 }
 
-// AppendFramed appends an entry of a value, list or map state whose item
-// is framed already, as FORMAT.md lays items out: for a map state the map
-// key's bytes, then the value's, each after its uvarint length; value is
-// the value's bytes within item. It is Add for a writer that moves entries
-// read from a checked savepoint, whose framing it keeps: when newRecord is
-// false the entry continues the key and namespace of the one before, which
-// are neither passed nor compared again, and a map key is never compared
-// with the one before it, so the caller answers for the order of the
-// entries of one key and namespace. Everything else is checked as Add
-// checks it: the order of keys and namespaces at each new record, a second
-// entry of a value state, the key group of each new key, the TTL
-// timestamp, the block limit. A segment takes its entries either through
-// Add or through AppendFramed.
-func (s *SegmentWriter) AppendFramed(newRecord bool, key, ns, item, value []byte) error {
+// AppendItems appends the entries of one key and namespace of a value,
+// list or map state whose items are framed already, as FORMAT.md lays
+// items out: for a map state the map key's bytes, then the value's, each
+// after its uvarint length; items holds one item after another. It is Add
+// for a writer that moves entries read from a checked savepoint, whose
+// framing it keeps: the items are copied as they are, in runs, and the
+// key and namespace are compared once with the previous call's. When they
+// are equal, the call continues the entries of the one before, as the
+// pieces of a long list or map do; map keys are never compared, so the
+// caller answers for the order of the entries of one key and namespace.
+// Everything else is checked as Add checks it: the order of keys and
+// namespaces, a second entry of a value state, the key group of each new
+// key, each item's framing, the TTL timestamp, the block limit. It
+// returns how many entries it appended: on an error, those before the one
+// at fault, which changes nothing. A segment takes its entries either
+// through Add or through AppendItems.
+func (s *SegmentWriter) AppendItems(key, ns, items []byte) (int, error) {
 	if s.closed {
-		return fmt.Errorf("snapshotfmt: %s: segment is closed", s.where)
+		return 0, fmt.Errorf("snapshotfmt: %s: segment is closed", s.where)
 	}
 	if s.f.err != nil {
-		return s.f.err
+		return 0, s.f.err
 	}
 	if s.rw.entries > 0 && !s.framed {
-		return fmt.Errorf("snapshotfmt: %s: AppendFramed after Add", s.where)
+		return 0, fmt.Errorf("snapshotfmt: %s: AppendItems after Add", s.where)
 	}
 	s.framed = true
-	if err := s.rw.addFramed(newRecord, key, ns, item, value); err != nil {
+	n, err := s.rw.addItems(key, ns, items)
+	if err != nil {
 		if s.f.err != nil {
-			return s.f.err
+			return n, s.f.err
 		}
-		return fmt.Errorf("snapshotfmt: %s: %w", s.where, err)
+		return n, fmt.Errorf("snapshotfmt: %s: %w", s.where, err)
 	}
-	return nil
+	return n, nil
 }
 
 // Close writes what is buffered and records the segment in the index. A

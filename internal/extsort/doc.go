@@ -17,6 +17,9 @@
 // of the files given and, within a file, of their addition, so a caller
 // may cut a long record into pieces that sort equal.
 //
+// A caller whose records fit in memory may hand them over in a Spill's
+// Data rather than a file.
+//
 // A chunk whose classes are dense is sorted by counting its classes and
 // merging the ascending runs each class's records arrive in: a rescale's
 // records come from sorted input segments, a few runs per class, so its

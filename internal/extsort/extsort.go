@@ -15,10 +15,12 @@ import (
 )
 
 // Spill is one spill file: its path, empty when nothing was spilled into
-// its bucket, and its size.
+// its bucket, and its size; or, for a caller whose records fit in memory,
+// its records held in Data instead of a file.
 type Spill struct {
 	Path string
 	Size int64
+	Data []byte
 }
 
 // Spiller writes records into one spill file per bucket, under a name
@@ -27,7 +29,6 @@ type Spiller struct {
 	dir, name string
 	bufSize   int
 	files     []*spillFile
-	scratch   []byte
 }
 
 type spillFile struct {
@@ -59,8 +60,8 @@ func (s *Spiller) AddSub(bucket int, class uint32, key, sub, value []byte) error
 		f = &spillFile{Spill: Spill{Path: path}, f: fh, w: bufio.NewWriterSize(fh, s.bufSize)}
 		s.files[bucket] = f
 	}
-	s.scratch = AppendRecord(s.scratch[:0], class, key, sub, value)
-	n, err := f.w.Write(s.scratch)
+	// Encoded straight into the write buffer where it fits there.
+	n, err := f.w.Write(AppendRecord(f.w.AvailableBuffer(), class, key, sub, value))
 	f.Size += int64(n)
 	if err != nil {
 		return fmt.Errorf("extsort: spilling: %w", err)
@@ -219,8 +220,12 @@ func (s *Sorter) SortRecords(ctx context.Context, spills []Spill, emit func(r *R
 	in := &concatReader{}
 	var size int64
 	for _, sp := range spills {
-		if sp.Path != "" {
-			in.paths = append(in.paths, sp.Path)
+		switch {
+		case sp.Data != nil:
+			in.spills = append(in.spills, sp)
+			size += int64(len(sp.Data))
+		case sp.Path != "":
+			in.spills = append(in.spills, sp)
 			size += sp.Size
 		}
 	}
@@ -486,10 +491,9 @@ func (s *Sorter) writeRun() (string, error) {
 }
 
 type runWriter struct {
-	path    string
-	f       *os.File
-	w       *bufio.Writer
-	scratch []byte
+	path string
+	f    *os.File
+	w    *bufio.Writer
 }
 
 func newRunWriter(path string) (*runWriter, error) {
@@ -501,8 +505,7 @@ func newRunWriter(path string) (*runWriter, error) {
 }
 
 func (rw *runWriter) add(r *Record) error {
-	rw.scratch = AppendRecord(rw.scratch[:0], r.Class, r.Key, r.Sub, r.Value)
-	_, err := rw.w.Write(rw.scratch)
+	_, err := rw.w.Write(AppendRecord(rw.w.AvailableBuffer(), r.Class, r.Key, r.Sub, r.Value))
 	return err
 }
 
@@ -694,8 +697,8 @@ func (h *cursorHeap) pop0() {
 
 // concatReader reads a bucket's spill files one after another.
 type concatReader struct {
-	paths []string
-	f     *os.File
+	spills []Spill
+	f      *os.File
 }
 
 // fill reads into the free capacity of *buf; eof reports that every file
@@ -705,13 +708,21 @@ func (c *concatReader) fill(buf *[]byte) (eof bool, err error) {
 	defer func() { *buf = b }()
 	for len(b) < cap(b) {
 		if c.f == nil {
-			if len(c.paths) == 0 {
+			if len(c.spills) == 0 {
 				return true, nil
 			}
-			if c.f, err = os.Open(c.paths[0]); err != nil {
+			if sp := &c.spills[0]; sp.Data != nil {
+				n := copy(b[len(b):cap(b)], sp.Data)
+				b, sp.Data = b[:len(b)+n], sp.Data[n:]
+				if len(sp.Data) == 0 {
+					c.spills = c.spills[1:]
+				}
+				continue
+			}
+			if c.f, err = os.Open(c.spills[0].Path); err != nil {
 				return false, fmt.Errorf("extsort: %w", err)
 			}
-			c.paths = c.paths[1:]
+			c.spills = c.spills[1:]
 		}
 		n, err := c.f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

@@ -185,3 +185,66 @@ func TestSortRefusesTruncatedSpill(t *testing.T) {
 		t.Fatal("a truncated spill file sorted")
 	}
 }
+
+// Spills held in memory sort as their files do, mixed with files, whether
+// the bucket fits in one chunk or is merged from runs.
+func TestSortSpillsInMemory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	recs := randomRecords(rng, 20000, 1)
+	dir := t.TempDir()
+	sp := []*Spiller{NewSpiller(dir, "w0", 1, 4096), NewSpiller(dir, "w1", 1, 4096)}
+	for i, r := range recs {
+		if err := sp[i%2].AddSub(0, r.class, r.key, r.sub, r.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var files []Spill
+	for _, s := range sp {
+		f, err := s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f[0])
+	}
+	data, err := os.ReadFile(files[1].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := want(recs, 2, 1)
+	for _, budget := range []int{64 << 20, 2 * minChunk} {
+		for name, spills := range map[string][]Spill{
+			"all in memory":     {{Data: slices.Clone(mustRead(t, files[0].Path))}, {Data: slices.Clone(data)}},
+			"memory and a file": {files[0], {Data: slices.Clone(data)}},
+		} {
+			var got []record
+			srt := NewSorter(budget, dir, "sort")
+			err := srt.SortRecords(context.Background(), spills, func(r *Record) error {
+				got = append(got, record{r.Class, bytes.Clone(r.Key), bytes.Clone(r.Sub), bytes.Clone(r.Value)})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if budget < 1<<20 && srt.Runs() == 0 {
+				t.Fatalf("%s: the small budget wrote no runs", name)
+			}
+			if len(got) != len(w) {
+				t.Fatalf("%s, budget %d: %d records, want %d", name, budget, len(got), len(w))
+			}
+			for i := range w {
+				if got[i].class != w[i].class || !bytes.Equal(got[i].key, w[i].key) || !bytes.Equal(got[i].value, w[i].value) {
+					t.Fatalf("%s, budget %d: record %d: %v, want %v", name, budget, i, got[i], w[i])
+				}
+			}
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
