@@ -80,15 +80,18 @@ func (e *azureCredentialError) Error() string {
 
 func newAzureCredential(getenv func(string) string, hc, imds *http.Client) *azureCredential {
 	c := &azureCredential{now: time.Now, sem: make(chan struct{}, 1)}
+	// A token service's expires_in counts from the credential's clock.
+	svc := &azureTokenClient{hc: hc, now: func() time.Time { return c.now() }}
+	md := &azureTokenClient{hc: imds, now: svc.now}
 	c.sources = []azureTokenSource{
 		{"environment client secret", func(ctx context.Context) (azureToken, bool, error) {
-			return azureClientSecret(ctx, hc, getenv)
+			return azureClientSecret(ctx, svc, getenv)
 		}},
 		{"workload identity", func(ctx context.Context) (azureToken, bool, error) {
-			return azureWorkloadIdentity(ctx, hc, getenv)
+			return azureWorkloadIdentity(ctx, svc, getenv)
 		}},
 		{"managed identity", func(ctx context.Context) (azureToken, bool, error) {
-			return azureManagedIdentity(ctx, imds, getenv)
+			return azureManagedIdentity(ctx, md, getenv)
 		}},
 		{"Azure CLI", azureCLI},
 	}
@@ -174,7 +177,7 @@ func azureAuthority(getenv func(string) string) (string, error) {
 	return host + "/" + tenant + "/oauth2/v2.0/token", nil
 }
 
-func azureClientSecret(ctx context.Context, hc *http.Client, getenv func(string) string) (azureToken, bool, error) {
+func azureClientSecret(ctx context.Context, tc *azureTokenClient, getenv func(string) string) (azureToken, bool, error) {
 	id, secret := getenv("AZURE_CLIENT_ID"), getenv("AZURE_CLIENT_SECRET")
 	if getenv("AZURE_TENANT_ID") == "" || id == "" || secret == "" {
 		return azureToken{}, true, errors.New("AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET are not all set")
@@ -184,11 +187,11 @@ func azureClientSecret(ctx context.Context, hc *http.Client, getenv func(string)
 		return azureToken{}, false, err
 	}
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}, "scope": {azureStorageScope}}
-	tok, err := azurePostToken(ctx, hc, endpoint, form)
+	tok, err := tc.post(ctx, endpoint, form)
 	return tok, false, err
 }
 
-func azureWorkloadIdentity(ctx context.Context, hc *http.Client, getenv func(string) string) (azureToken, bool, error) {
+func azureWorkloadIdentity(ctx context.Context, tc *azureTokenClient, getenv func(string) string) (azureToken, bool, error) {
 	file, id := getenv("AZURE_FEDERATED_TOKEN_FILE"), getenv("AZURE_CLIENT_ID")
 	if file == "" || id == "" || getenv("AZURE_TENANT_ID") == "" {
 		return azureToken{}, true, errors.New("AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID and AZURE_TENANT_ID are not all set")
@@ -207,7 +210,7 @@ func azureWorkloadIdentity(ctx context.Context, hc *http.Client, getenv func(str
 		"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"},
 		"client_assertion":      {strings.TrimSpace(string(assertion))},
 	}
-	tok, err := azurePostToken(ctx, hc, endpoint, form)
+	tok, err := tc.post(ctx, endpoint, form)
 	return tok, false, err
 }
 
@@ -224,21 +227,27 @@ func readLimited(name string, limit int64) ([]byte, error) {
 	return b, err
 }
 
-func azurePostToken(ctx context.Context, hc *http.Client, endpoint string, form url.Values) (azureToken, error) {
+// azureTokenClient asks a token service for a token.
+type azureTokenClient struct {
+	hc  *http.Client
+	now func() time.Time
+}
+
+func (tc *azureTokenClient) post(ctx context.Context, endpoint string, form url.Values) (azureToken, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		return azureToken{}, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	return azureTokenAnswer(hc, req)
+	return tc.answer(req)
 }
 
-// azureTokenAnswer sends req and reads the token from its answer, in
+// answer sends req and reads the token from its answer, in
 // either of the shapes the token services use: expires_in seconds from
 // now, or expires_on seconds since the epoch, each a number or a string.
-func azureTokenAnswer(hc *http.Client, req *http.Request) (azureToken, error) {
-	sent := time.Now()
-	resp, err := hc.Do(req)
+func (tc *azureTokenClient) answer(req *http.Request) (azureToken, error) {
+	sent := tc.now()
+	resp, err := tc.hc.Do(req)
 	if err != nil {
 		return azureToken{}, err
 	}
@@ -289,7 +298,7 @@ func jsonSeconds(raw json.RawMessage) (int64, bool) {
 // is set (IDENTITY_ENDPOINT, IDENTITY_HEADER), else the instance metadata
 // service. AZURE_CLIENT_ID picks a user-assigned identity. Every failure
 // lets the chain go on, as a machine outside Azure has none.
-func azureManagedIdentity(ctx context.Context, hc *http.Client, getenv func(string) string) (azureToken, bool, error) {
+func azureManagedIdentity(ctx context.Context, tc *azureTokenClient, getenv func(string) string) (azureToken, bool, error) {
 	q := url.Values{"resource": {azureStorageResource}}
 	if id := getenv("AZURE_CLIENT_ID"); id != "" {
 		q.Set("client_id", id)
@@ -310,7 +319,7 @@ func azureManagedIdentity(ctx context.Context, hc *http.Client, getenv func(stri
 	} else {
 		req.Header.Set("Metadata", "true")
 	}
-	tok, err := azureTokenAnswer(hc, req)
+	tok, err := tc.answer(req)
 	return tok, true, err
 }
 

@@ -130,9 +130,15 @@ func TestAzureTokenSourceOrder(t *testing.T) {
 		e := newEntraServer(t)
 		env := tokenEnv("AZURE_TENANT_ID", "tenant-1", "AZURE_CLIENT_ID", "app-1", "AZURE_CLIENT_SECRET", "s3cret",
 			"AZURE_FEDERATED_TOKEN_FILE", fed, "AZURE_AUTHORITY_HOST", e.URL+"/")
-		tok, err := testCredential(env, e).token(ctx)
+		c := testCredential(env, e)
+		now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		c.now = func() time.Time { return now }
+		tok, err := c.token(ctx)
 		if err != nil || tok != "secret-1" {
 			t.Fatalf("token %q, %v", tok, err)
+		}
+		if want := now.Add(time.Hour); !c.tok.expires.Equal(want) {
+			t.Errorf("expires_in 3600 expires at %v, want %v", c.tok.expires, want)
 		}
 		want := url.Values{"grant_type": {"client_credentials"}, "client_id": {"app-1"}, "client_secret": {"s3cret"}, "scope": {"https://storage.azure.com/.default"}}
 		if got := <-e.forms; got.Encode() != want.Encode() {
