@@ -31,14 +31,16 @@ import (
 // whose SDK and token credentials (the Microsoft authentication library)
 // cost every command package initialisation whether it touches a bucket
 // or not; the calls a savepoint needs fit in this file. Requests are
-// signed with the account's Shared Key, or carry a SAS token.
+// signed with the account's Shared Key, carry a SAS token, or carry a
+// Microsoft Entra ID bearer token (azure_token.go).
 type azureBucket struct {
 	hc        *http.Client
 	base      string // the service URL: scheme, host and, path-style, the account
 	container string
 	account   string
-	key       []byte     // the account key, for Shared Key signing; nil with a SAS
-	sas       url.Values // the SAS token's parameters, added to every request
+	key       []byte           // the account key, for Shared Key signing; nil with a SAS
+	sas       url.Values       // the SAS token's parameters, added to every request
+	cred      *azureCredential // the bearer token's source, without key or SAS
 	policy    RetryPolicy
 	c         *Counters
 	// block is the size of an upload's blocks, azureBlockSize but in tests.
@@ -67,7 +69,8 @@ const (
 // service's address from AZURE_STORAGE_DOMAIN, AZURE_STORAGE_PROTOCOL,
 // AZURE_STORAGE_IS_CDN and AZURE_STORAGE_IS_LOCAL_EMULATOR, which the
 // URL's domain, protocol, cdn, localemu and storage_account parameters
-// override.
+// override. Without a key, SAS or connection string the requests carry a
+// Microsoft Entra ID token (see azureCredential).
 func openAzure(loc Location, policy RetryPolicy, c *Counters) (*blob.Bucket, error) {
 	b, err := newAzureBucket(loc, policy, c, os.Getenv)
 	if err != nil {
@@ -79,6 +82,7 @@ func openAzure(loc Location, policy RetryPolicy, c *Counters) (*blob.Bucket, err
 // azureService is where the service is and how requests to it authorise.
 type azureService struct {
 	account, key, sas string
+	token             bool // neither key nor SAS: a bearer token
 	domain, protocol  string
 	cdn, emulator     bool
 	endpoint          string // a connection string's BlobEndpoint, whole
@@ -120,7 +124,8 @@ func azureServiceFromEnv(getenv func(string) string) (azureService, error) {
 	default:
 		cs := cmp.Or(getenv("AZURE_STORAGE_CONNECTION_STRING"), getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING"))
 		if cs == "" {
-			return s, errors.New("azure: no credentials: set AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or AZURE_STORAGE_CONNECTION_STRING (token credentials are not supported)")
+			s.key, s.token = "", true
+			return s, nil
 		}
 		return parseAzureConnectionString(cs)
 	}
@@ -232,12 +237,17 @@ func newAzureBucket(loc Location, policy RetryPolicy, c *Counters, getenv func(s
 		return nil, err
 	}
 	b := &azureBucket{base: base, container: loc.Bucket, account: s.account, policy: policy, c: c, block: azureBlockSize}
-	if s.key != "" {
+	switch {
+	case s.token:
+		b.cred = newAzureCredential(getenv, &http.Client{Timeout: time.Minute}, azureIMDSClient())
+	case s.key != "":
 		if b.key, err = base64.StdEncoding.DecodeString(s.key); err != nil {
 			return nil, fmt.Errorf("azure: the account key is not base64: %w", err)
 		}
-	} else if b.sas, err = url.ParseQuery(s.sas); err != nil {
-		return nil, fmt.Errorf("azure: the SAS token is not a query string: %w", err)
+	default:
+		if b.sas, err = url.ParseQuery(s.sas); err != nil {
+			return nil, fmt.Errorf("azure: the SAS token is not a query string: %w", err)
+		}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Several ranged reads are in flight per file; without idle
@@ -400,7 +410,11 @@ func (b *azureBucket) do(ctx context.Context, what string, newReq func() (*http.
 		if err != nil {
 			return nil, err
 		}
-		resp, err := b.hc.Do(req.WithContext(ctx))
+		resp, err := b.send(ctx, req)
+		var ce *azureCredentialError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
 		if err == nil {
 			for _, s := range ok {
 				if resp.StatusCode == s {
@@ -418,6 +432,18 @@ func (b *azureBucket) do(ctx context.Context, what string, newReq func() (*http.
 			return nil, err
 		}
 	}
+}
+
+// send sends req, with a bearer token when the bucket authorises by one.
+func (b *azureBucket) send(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if b.cred != nil {
+		tok, err := b.cred.token(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return b.hc.Do(req.WithContext(ctx))
 }
 
 // drain reads what is left of an answer and closes it, so that its
@@ -556,7 +582,7 @@ func (b *azureBucket) NewRangeReader(ctx context.Context, key string, offset, le
 	if err != nil {
 		return nil, err
 	}
-	resp, err := b.hc.Do(req.WithContext(ctx))
+	resp, err := b.send(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -779,6 +805,8 @@ func (b *azureBucket) ErrorCode(err error) gcerrors.ErrorCode {
 		return gcerrors.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return gcerrors.DeadlineExceeded
+	case errors.As(err, new(*azureCredentialError)):
+		return gcerrors.PermissionDenied
 	case !errors.As(err, &e):
 		return gcerrors.Unknown
 	}

@@ -223,7 +223,7 @@ func TestAzureServiceAddress(t *testing.T) {
 		{env("AZURE_STORAGE_CONNECTION_STRING", "BlobEndpoint=http://127.0.0.1:9/devstoreaccount1/;SharedAccessSignature=sv=1&sig=y"), "", "http://127.0.0.1:9/devstoreaccount1", ""},
 		{env("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true"), "", "http://127.0.0.1:10000/devstoreaccount1", ""},
 		{env("AZURE_STORAGE_CONNECTION_STRING", "AccountName=cs"), "", "", "neither AccountKey"},
-		{env(), "", "", "no credentials"},
+		{env(), "", "", "no storage account"},
 		{env("AZURE_STORAGE_ACCOUNT", "acct", "AZURE_STORAGE_KEY", key), "region=x", "", "parameter region"},
 		{env("AZURE_STORAGE_ACCOUNT", "acct", "AZURE_STORAGE_KEY", key), "protocol=ftp", "", "protocol"},
 		{env("AZURE_STORAGE_ACCOUNT", "acct", "AZURE_STORAGE_KEY", "not base64!"), "", "", "base64"},
