@@ -572,11 +572,7 @@ func (b *azureBucket) NewRangeReader(ctx context.Context, key string, offset, le
 	h := http.Header{}
 	conds.set(h)
 	if offset > 0 || length > 0 {
-		r := fmt.Sprintf("bytes=%d-", offset)
-		if length > 0 {
-			r += strconv.FormatInt(offset+length-1, 10)
-		}
-		h.Set("x-ms-range", r)
+		h.Set("x-ms-range", byteRange(offset, length))
 	}
 	req, err := b.newRequest(http.MethodGet, b.blobURL(key), nil, nil, h)
 	if err != nil {
@@ -586,28 +582,7 @@ func (b *azureBucket) NewRangeReader(ctx context.Context, key string, offset, le
 	if err != nil {
 		return nil, err
 	}
-	size := resp.ContentLength
-	switch resp.StatusCode {
-	case http.StatusOK:
-		if offset > 0 {
-			resp.Body.Close()
-			return nil, fmt.Errorf("azure: reading %s: the server ignored the range from offset %d", key, offset)
-		}
-	case http.StatusPartialContent:
-		cr := resp.Header.Get("Content-Range")
-		_, total, ok := strings.Cut(cr, "/")
-		n, err := strconv.ParseInt(total, 10, 64)
-		if !ok || err != nil || n < 0 {
-			resp.Body.Close()
-			return nil, fmt.Errorf("azure: reading %s: the answer's Content-Range %q gives no size", key, cr)
-		}
-		size = n
-	default:
-		defer resp.Body.Close()
-		return nil, readAzureError(resp, "reading "+key)
-	}
-	mod, _ := http.ParseTime(resp.Header.Get("Last-Modified"))
-	return &httpReader{body: resp.Body, attrs: driver.ReaderAttributes{ContentType: resp.Header.Get("Content-Type"), ModTime: mod, Size: size}}, nil
+	return rangedReader(resp, "azure", key, offset, readAzureError)
 }
 
 func (b *azureBucket) NewTypedWriter(ctx context.Context, key, contentType string, opts *driver.WriterOptions) (driver.Writer, error) {

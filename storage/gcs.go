@@ -301,38 +301,13 @@ func (b *gcsBucket) NewRangeReader(ctx context.Context, key string, offset, leng
 		return nil, err
 	}
 	if offset > 0 || length > 0 {
-		r := fmt.Sprintf("bytes=%d-", offset)
-		if length > 0 {
-			r += strconv.FormatInt(offset+length-1, 10)
-		}
-		req.Header.Set("Range", r)
+		req.Header.Set("Range", byteRange(offset, length))
 	}
 	resp, err := b.hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
-	size := resp.ContentLength
-	switch resp.StatusCode {
-	case http.StatusOK:
-		if offset > 0 {
-			resp.Body.Close()
-			return nil, fmt.Errorf("gcs: reading %s: the server ignored the range from offset %d", key, offset)
-		}
-	case http.StatusPartialContent:
-		cr := resp.Header.Get("Content-Range")
-		_, total, ok := strings.Cut(cr, "/")
-		n, err := strconv.ParseInt(total, 10, 64)
-		if !ok || err != nil || n < 0 {
-			resp.Body.Close()
-			return nil, fmt.Errorf("gcs: reading %s: the answer's Content-Range %q gives no size", key, cr)
-		}
-		size = n
-	default:
-		defer resp.Body.Close()
-		return nil, readError(resp, "reading "+key)
-	}
-	mod, _ := http.ParseTime(resp.Header.Get("Last-Modified"))
-	return &httpReader{body: resp.Body, attrs: driver.ReaderAttributes{ContentType: resp.Header.Get("Content-Type"), ModTime: mod, Size: size}}, nil
+	return rangedReader(resp, "gcs", key, offset, readError)
 }
 
 // httpReader is the body of a GET with the attributes of its answer.
@@ -345,6 +320,44 @@ func (r *httpReader) Read(p []byte) (int, error)           { return r.body.Read(
 func (r *httpReader) Close() error                         { return r.body.Close() }
 func (r *httpReader) Attributes() *driver.ReaderAttributes { return &r.attrs }
 func (r *httpReader) As(any) bool                          { return false }
+
+// byteRange is the value of a Range header for length bytes from offset,
+// or for the rest of the object when length is negative.
+func byteRange(offset, length int64) string {
+	r := fmt.Sprintf("bytes=%d-", offset)
+	if length > 0 {
+		r += strconv.FormatInt(offset+length-1, 10)
+	}
+	return r
+}
+
+// rangedReader reads the answer to a ranged GET of key from offset, taking
+// the object's whole size from Content-Range. store names the client in
+// messages; failed turns any other status into the store's error.
+func rangedReader(resp *http.Response, store, key string, offset int64, failed func(*http.Response, string) error) (driver.Reader, error) {
+	size := resp.ContentLength
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if offset > 0 {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: reading %s: the server ignored the range from offset %d", store, key, offset)
+		}
+	case http.StatusPartialContent:
+		cr := resp.Header.Get("Content-Range")
+		_, total, ok := strings.Cut(cr, "/")
+		n, err := strconv.ParseInt(total, 10, 64)
+		if !ok || err != nil || n < 0 {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: reading %s: the answer's Content-Range %q gives no size", store, key, cr)
+		}
+		size = n
+	default:
+		defer resp.Body.Close()
+		return nil, failed(resp, "reading "+key)
+	}
+	mod, _ := http.ParseTime(resp.Header.Get("Last-Modified"))
+	return &httpReader{body: resp.Body, attrs: driver.ReaderAttributes{ContentType: resp.Header.Get("Content-Type"), ModTime: mod, Size: size}}, nil
+}
 
 func (b *gcsBucket) NewTypedWriter(ctx context.Context, key, contentType string, opts *driver.WriterOptions) (driver.Writer, error) {
 	w := &gcsWriter{b: b, ctx: ctx, key: key, contentType: contentType}
