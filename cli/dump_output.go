@@ -147,32 +147,12 @@ func (s *dumpSink) appendValue(b []byte, v any) ([]byte, error) {
 		if x == nil {
 			break
 		}
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = s.appendValue(b, e); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(s, b, x)
 	case []map[string]any:
 		if x == nil {
 			break
 		}
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = s.appendValue(b, e); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(s, b, x)
 	case map[string]any:
 		if x == nil {
 			break
@@ -254,4 +234,20 @@ func (s *dumpSink) close() error {
 		}
 	}
 	return s.w.Flush()
+}
+
+// appendArray writes xs as a JSON array, as encoding/json writes a non-nil
+// slice.
+func appendArray[E any](s *dumpSink, b []byte, xs []E) ([]byte, error) {
+	b = append(b, '[')
+	for i, e := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = s.appendValue(b, e); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
 }
