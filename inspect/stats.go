@@ -190,22 +190,36 @@ func (h *ageHist) add(lastModified int64) {
 }
 
 // addAll adds a batch of last-modified times. It counts, for each cut, the
-// times at or before it in local variables, which stay in registers: no
-// memory is written per time, where add increments a slot that depends on
-// the time. The cuts never increase (a TTL is at least a millisecond), so
-// the slot counts are the differences of those counts.
+// times at or before it in local variables: no memory is written per time,
+// where add increments a slot that depends on the time. It takes the cuts
+// in two passes over the batch, since the counters and cuts of all six
+// would not stay in registers at once. The cuts never increase (a TTL is at
+// least a millisecond), so the slot counts are the differences of those
+// counts.
 func (h *ageHist) addAll(times []int64) {
-	c0, c1, c2, c3, c4, c5 := h.cuts[0], h.cuts[1], h.cuts[2], h.cuts[3], h.cuts[4], h.cuts[5]
-	last := h.lastExpired
-	var n0, n1, n2, n3, n4, n5, expired int
+	c0, c1, c2 := h.cuts[0], h.cuts[1], h.cuts[2]
+	var n0, n1, n2 int
 	for _, t := range times {
 		n0 += b2i(t <= c0)
 		n1 += b2i(t <= c1)
 		n2 += b2i(t <= c2)
-		n3 += b2i(t <= c3)
-		n4 += b2i(t <= c4)
-		n5 += b2i(t <= c5)
-		expired += b2i(t <= last)
+	}
+	c3, c4, c5, last := h.cuts[3], h.cuts[4], h.cuts[5], h.lastExpired
+	var n3, n4, n5, expired int
+	if h.expiredFrom < 0 {
+		for _, t := range times {
+			n3 += b2i(t <= c3)
+			n4 += b2i(t <= c4)
+			n5 += b2i(t <= c5)
+			expired += b2i(t <= last)
+		}
+		h.expired += uint64(expired)
+	} else {
+		for _, t := range times {
+			n3 += b2i(t <= c3)
+			n4 += b2i(t <= c4)
+			n5 += b2i(t <= c5)
+		}
 	}
 	h.slots[0] += uint64(len(times) - n0)
 	h.slots[1] += uint64(n0 - n1)
@@ -214,9 +228,6 @@ func (h *ageHist) addAll(times []int64) {
 	h.slots[4] += uint64(n3 - n4)
 	h.slots[5] += uint64(n4 - n5)
 	h.slots[6] += uint64(n5)
-	if h.expiredFrom < 0 {
-		h.expired += uint64(expired)
-	}
 }
 
 // b2i is 1 for true. The compiler turns it into a flag move, not a branch.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -310,7 +311,15 @@ func TestNextValuesInTheMiddleOfABlock(t *testing.T) {
 			mapRecord(k[0], mk("a"), v(3), mk("b"), long, mk("c"), v(4)),
 			mapRecord(k[1], mk("a"), v(5), longKey, v(6), mk("n"), v(7)),
 			mapRecord(k[2], mk("a"), v(live-week+1), mk("b"), v(live+1))), ""},
+		{"good records of map keys that share their first eight bytes", slices.Concat(
+			mapRecord(k[0], mk("category-01"), v(3), mk("category-02"), v(4), mk("category-10"), v(5)),
+			mapRecord(k[1], mk("abcdefgh"), v(5), mk("abcdefgh\x00"), v(6), mk("abcdefghi"), v(7)),
+			mapRecord(k[2], mk("a"), v(live-week+1), mk("b"), v(live+1))), ""},
 		{"map keys out of order", mapRecord(k[0], mk("a"), v(3), mk("c"), v(4), mk("b"), v(5)), "map keys not strictly increasing"},
+		{"map keys out of order after their first eight bytes", mapRecord(k[0], mk("category-01"), v(3), mk("category-03"), v(4), mk("category-02"), v(5)), "map keys not strictly increasing"},
+		{"short TTL value after a tie of prefixes", mapRecord(k[0], mk("category-01"), v(3), mk("category-02"), v(4), mk("category-03"), []byte{1, 2, 3}), "shorter than its 8-byte timestamp"},
+		{"map key of eight bytes repeats", mapRecord(k[0], mk("a"), v(3), mk("abcdefgh"), v(4), mk("abcdefgh"), v(5)), "map keys not strictly increasing"},
+		{"map key shorter than the one before it", mapRecord(k[0], mk("a"), v(3), mk("abcdefgh\x00"), v(4), mk("abcdefgh"), v(5)), "map keys not strictly increasing"},
 		{"map key repeats", mapRecord(k[0], mk("a"), v(3), mk("b"), v(4), mk("b"), v(5)), "map keys not strictly increasing"},
 		{"short TTL value", mapRecord(k[0], mk("a"), v(3), mk("b"), []byte{1, 2, 3}), "shorter than its 8-byte timestamp"},
 		{"keys out of order", slices.Concat(mapRecord(k[1], mk("a"), v(3)), mapRecord(k[0], mk("a"), v(3))), "not after the previous one"},
@@ -362,5 +371,65 @@ func TestNextValuesInTheMiddleOfABlock(t *testing.T) {
 				t.Fatalf("read %d entries, want 8", len(gotSizes))
 			}
 		})
+	}
+}
+
+// TestNextValuesOfMapStatesAtTheExtremes reads map states with TTL and
+// without, whose last-modified times run to both ends of int64 (the offsets
+// from the anchor saturate), with NextValues: the sizes and times of Next,
+// and each segment checked against the histograms its writer counted.
+func TestNextValuesOfMapStatesAtTheExtremes(t *testing.T) {
+	ctx := context.Background()
+	const kg, mapState = 3, 2
+	extremes := []int64{math.MinInt64, math.MinInt64 + 1, -1 << 62, -1, 0, 1_700_000_000_000, 1 << 62, math.MaxInt64 - 1, math.MaxInt64}
+	for _, withTTL := range []bool{true, false} {
+		meta := testMeta()
+		if !withTTL {
+			meta.Operators[0].States[mapState].TTL = nil
+		}
+		var entries []savepoint.Entry
+		for i, k := range keysIn(kg, 4, 16) {
+			for j, lm := range extremes {
+				v := []byte{byte(j), byte(i)}
+				if withTTL {
+					v = append(ts(lm), v...)
+				}
+				entries = append(entries, savepoint.Entry{Key: k, MapKey: []byte(fmt.Sprintf("category-%02d", j)), Value: v})
+			}
+		}
+		r, err := Open(ctx, writeOneFile(t, meta, []segData{{op: 0, ref: mapState, kg: kg, entries: entries}}, Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg := opSegments(r, 0)[0]
+		sizes, times := make([]int, 16), make([]int64, 16)
+		it := r.iterate(ctx, seg)
+		var gotSizes []int
+		var gotTimes []int64
+		for {
+			n := it.NextValues(sizes, times)
+			gotSizes = append(gotSizes, sizes[:n]...)
+			if withTTL {
+				gotTimes = append(gotTimes, times[:n]...)
+			}
+			if n < len(sizes) {
+				break
+			}
+		}
+		if err := it.Err(); err != nil {
+			t.Fatalf("TTL %v: %v", withTTL, err)
+		}
+		it.Close()
+		var wantSizes []int
+		var wantTimes []int64
+		for _, e := range entries {
+			if withTTL {
+				wantTimes = append(wantTimes, int64(binary.BigEndian.Uint64(e.Value)))
+			}
+			wantSizes = append(wantSizes, 2)
+		}
+		if !slices.Equal(gotSizes, wantSizes) || !slices.Equal(gotTimes, wantTimes) {
+			t.Fatalf("TTL %v: sizes %v times %v, want %v and %v", withTTL, gotSizes, gotTimes, wantSizes, wantTimes)
+		}
 	}
 }

@@ -459,33 +459,66 @@ func (rr *recordReader) item() (mk, v []byte, ok bool) {
 
 // values is item over a batch, for NextValues: it reads up to len(sizes)
 // items straight from the block's bytes, with every check and count of
-// item and startRecord, the decoder's state held in locals and runs of one
-// size bucket counted at once, and stores each value's size in sizes and,
-// for a TTL state, its last-modified time in times. It stops at the end of
-// the block and at whatever item looks at more closely (a length of more
-// than one byte, a streamed block's window, the first record of a block,
+// item and startRecord, and stores each value's size in sizes and, for a
+// TTL state, its last-modified time in times. It stops at the end of the
+// block and at whatever item looks at more closely (a length of more than
+// one byte, a streamed block's window, the first record of a block,
 // anything that breaks a rule), and returns how many items it read: item
-// takes over from the first byte it did not consume, and reports any
-// error there.
+// takes over from the first byte it did not consume, and reports any error
+// there.
+//
+// The framing is walked by a loop that only checks and extracts, one for
+// map states and one for the others, with the decoder's state in locals;
+// the batch's times and sizes are counted by loops of their own. One loop
+// doing all of it for every kind held more values than there are
+// registers, and spilled them on every item.
 func (rr *recordReader) values(sizes []int, times []int64) int {
 	d := &rr.d
 	if d.err != nil || d.more > 0 || rr.entries == 0 || rr.firstInBlock || rr.reanchored != nil {
-		// entries > 0 lets the loop take min and max of the times without
-		// a first-time case, and compare each record with the one before.
+		// entries > 0 lets the counts take min and max of the times
+		// without a first-time case, and compare each record with the one
+		// before.
 		return 0
 	}
-	buf, off, left := d.buf, d.off, rr.left
-	isMap, ttl, h := rr.kind == savepoint.Map, rr.ttl, rr.hist
-	lastMK, lastP, haveMK := rr.lastMapKey, rr.lastMapPrefix, rr.haveMapKey
-	minTS, maxTS := rr.minTS, rr.maxTS
-	runBucket, run := -1, uint64(0)
-	bMin, bMax := int64(math.MaxInt64), int64(math.MinInt64)
-	// live is the bucket of expiry offset 1, the first of the entries
-	// live at the anchor: offset x > 0 takes live + SizeBucket(x - 1).
-	live := savepoint.ModifiedBucket(1)
-	if ttl {
+	if rr.ttl {
 		times = times[:len(sizes)]
 	}
+	var n int
+	if rr.kind == savepoint.Map {
+		n = rr.mapItems(sizes, times)
+	} else {
+		n = rr.singleItems(sizes, times)
+	}
+	if n == 0 {
+		return 0
+	}
+	if rr.ttl {
+		rr.countTimes(times[:n])
+	}
+	if rr.hist != nil {
+		rr.hist.sizeRuns(sizes[:n])
+	}
+	rr.entries += uint64(n)
+	return n
+}
+
+// valueLen reads the one-byte length of the value at buf[o:], which must
+// fit in buf and, of a TTL state, hold its timestamp. It returns -1 for
+// anything else, which item then decodes.
+func valueLen(buf []byte, o int, ttl bool) int {
+	if o >= len(buf) {
+		return -1
+	}
+	l := int(buf[o])
+	if l >= 0x80 || l >= len(buf)-o || ttl && l < 8 {
+		return -1
+	}
+	return l
+}
+
+// singleItems is values' walk of a value or list state's items.
+func (rr *recordReader) singleItems(sizes []int, times []int64) int {
+	buf, off, left, ttl := rr.d.buf, rr.d.off, rr.left, rr.ttl
 	n := 0
 	for ; n < len(sizes); n++ {
 		if left == 0 {
@@ -493,87 +526,230 @@ func (rr *recordReader) values(sizes []int, times []int64) int {
 			if !ok {
 				break
 			}
-			off, left, haveMK = o, rr.left, false
+			off, left = o, rr.left
 		}
-		o := off
-		var mk []byte
-		var p uint64
-		if isMap {
-			if o >= len(buf) {
-				break
-			}
-			l := int(buf[o])
-			if l >= 0x80 || l >= len(buf)-o {
-				break
-			}
-			mk = buf[o+1 : o+1+l : o+1+l]
-			p = prefix8(buf, o+1, l)
-			// after's first test, inline: the prefixes mostly differ.
-			if haveMK && (p < lastP || p == lastP && !after(mk, lastMK, p, lastP)) {
-				break
-			}
-			o += 1 + l
-		}
-		if o >= len(buf) {
+		l := valueLen(buf, off, ttl)
+		if l < 0 {
 			break
 		}
-		l := int(buf[o])
-		if l >= 0x80 || l >= len(buf)-o {
+		if ttl {
+			times[n] = int64(binary.BigEndian.Uint64(buf[off+1 : off+9]))
+			sizes[n] = l - 8
+		} else {
+			sizes[n] = l
+		}
+		off += 1 + l
+		left--
+	}
+	rr.d.off, rr.left = off, left
+	return n
+}
+
+// mapItems is values' walk of a map state's items: each a map key, which
+// must follow the one before in its record, and a value. It reads the
+// records' headers and the map keys that mapRun leaves because their
+// prefix8 ties with the last one's; mapRun reads the rest.
+func (rr *recordReader) mapItems(sizes []int, times []int64) int {
+	buf, ttl := rr.d.buf, rr.ttl
+	r := mapRunState{off: rr.d.off, left: int(rr.left), lastP: rr.lastMapPrefix, prev: -1}
+	if !rr.haveMapKey {
+		r.prev = noMapKey
+	}
+	n := 0
+	for n < len(sizes) {
+		if r.left == 0 {
+			o, ok := rr.nextRecord(buf, r.off)
+			if !ok {
+				break
+			}
+			r.off, r.left, r.prev = o, int(rr.left), noMapKey
+		}
+		n += mapRun(buf, &r, ttl, sizes[n:], timesFrom(times, n))
+		if r.left == 0 || n == len(sizes) {
+			continue
+		}
+		// mapRun stopped before an item. If its map key's prefix8 only
+		// ties with the last one's and the key follows, mapRun takes the
+		// item without comparing keys (prev noMapKey); if it still
+		// cannot, item decodes it.
+		prev := r.prev
+		if !rr.tieFollows(buf, &r) {
 			break
 		}
-		size := l
+		r.prev = noMapKey
+		k := mapRun(buf, &r, ttl, sizes[n:n+1], timesFrom(times, n))
+		if k == 0 {
+			r.prev = prev
+			break
+		}
+		n += k
+	}
+	if r.prev >= 0 {
+		kl := int(buf[r.prev])
+		rr.lastMapKey = buf[r.prev+1 : r.prev+1+kl : r.prev+1+kl]
+	}
+	rr.d.off, rr.left = r.off, uint64(r.left)
+	rr.lastMapPrefix, rr.haveMapKey = r.lastP, r.prev != noMapKey
+	return n
+}
+
+// timesFrom is times from the nth on, or nil for a state without TTL,
+// whose times are nil.
+func timesFrom(times []int64, n int) []int64 {
+	if times == nil {
+		return nil
+	}
+	return times[n:]
+}
+
+// tieFollows reports whether the map key at buf[r.off:] takes a one-byte
+// length, has the same prefix8 as the last one, and sorts after it.
+func (rr *recordReader) tieFollows(buf []byte, r *mapRunState) bool {
+	o := r.off
+	if o >= len(buf) || r.prev == noMapKey {
+		return false
+	}
+	kl := int(buf[o])
+	if kl >= 0x80 || kl >= len(buf)-o {
+		return false
+	}
+	last := rr.lastMapKey
+	if r.prev >= 0 {
+		last = buf[r.prev+1 : r.prev+1+int(buf[r.prev])]
+	}
+	p := prefix8(buf, o+1, kl)
+	return p == r.lastP && after(buf[o+1:o+1+kl], last, p, p)
+}
+
+// noMapKey is mapRunState.prev before a record's first map key.
+const noMapKey = -2
+
+// mapRunState is where mapRun is in a block: the offset of the next item,
+// the items of the record left, the prefix8 of the last map key, and prev,
+// the offset of that key's length byte, or -1 when it lies before the
+// block's bytes (in rr.lastMapKey), or noMapKey before the first.
+type mapRunState struct {
+	off, left int
+	lastP     uint64
+	prev      int
+}
+
+// mapRun reads items of the open record into sizes and times (for a TTL
+// state), as many as fit, and returns how many it read. It stops before an
+// item it cannot take whole, and before a map key whose prefix8 is not
+// above the last one's. It calls nothing, so that its state stays in
+// registers.
+func mapRun(buf []byte, r *mapRunState, ttl bool, sizes []int, times []int64) int {
+	// Offsets are unsigned, so that a test against the length proves an
+	// index in bounds.
+	end := uint(len(buf))
+	off, left, lastP, prev := uint(r.off), r.left, r.lastP, r.prev
+	n := 0
+	for ; n < len(sizes) && left > 0; n++ {
+		if off >= end {
+			break
+		}
+		kl := uint(buf[off])
+		if kl >= 0x80 || kl >= end-off {
+			break
+		}
+		p := prefix8(buf, int(off+1), int(kl))
+		if prev != noMapKey && p <= lastP {
+			break
+		}
+		v := off + 1 + kl
+		if v >= end {
+			break
+		}
+		l := uint(buf[v])
+		if l >= 0x80 || l >= end-v {
+			break
+		}
 		if ttl {
 			if l < 8 {
 				break
 			}
-			t := int64(binary.BigEndian.Uint64(buf[o+1:]))
-			minTS, maxTS = min(minTS, t), max(maxTS, t)
-			times[n] = t
-			size -= 8
-			if h != nil {
-				// The bucket rises with the time, so the span of the
-				// buckets touched is set once, from the batch's least and
-				// greatest times, rather than per item.
-				bMin, bMax = min(bMin, t), max(bMax, t)
-				b := 0
-				if x := savepoint.ExpiryOffset(t, h.ttlMillis, h.anchor); x > 0 {
-					// ModifiedBucket of a live entry, inline.
-					b = live + savepoint.SizeBucket(uint64(x-1))
-				} else {
-					b = savepoint.ModifiedBucket(x)
-				}
-				h.modifiedA[b]++
-			}
+			times[n] = int64(binary.BigEndian.Uint64(buf[v+1 : v+9]))
+			sizes[n] = int(l - 8)
+		} else {
+			sizes[n] = int(l)
 		}
-		if h != nil {
-			if b := savepoint.SizeBucket(uint64(size)); b != runBucket {
-				if run > 0 {
-					h.sizes.addN(runBucket, run)
-				}
-				runBucket, run = b, 0
-			}
-			run++
-		}
-		sizes[n] = size
-		if isMap {
-			lastMK, lastP, haveMK = mk, p, true
-		}
-		off = o + 1 + l
+		prev, lastP = int(off), p
+		off = v + 1 + l
 		left--
 	}
-	if run > 0 {
-		h.sizes.addN(runBucket, run)
-	}
-	if bMin <= bMax {
-		h.modified.touch(h.modifiedBucket(bMin))
-		h.modified.touch(h.modifiedBucket(bMax))
-	}
-	d.off = off
-	rr.lastMapKey, rr.lastMapPrefix, rr.haveMapKey = lastMK, lastP, haveMK
-	rr.minTS, rr.maxTS = minTS, maxTS
-	rr.left = left
-	rr.entries += uint64(n)
+	r.off, r.left, r.lastP, r.prev = int(off), left, lastP, prev
 	return n
+}
+
+// countTimes takes the TTL times of a batch of values into the segment's
+// time bounds and its last-modified histogram.
+func (rr *recordReader) countTimes(times []int64) {
+	lo, hi := rr.minTS, rr.maxTS
+	for _, t := range times {
+		lo, hi = min(lo, t), max(hi, t)
+	}
+	rr.minTS, rr.maxTS = lo, hi
+	if h := rr.hist; h != nil {
+		h.modifiedTimes(times, lo, hi)
+	}
+}
+
+// modifiedTimes counts a batch of last-modified times, all between lo and
+// hi, in the last-modified histogram.
+func (h *histCounts) modifiedTimes(times []int64, lo, hi int64) {
+	// The bucket rises with the time, so the span of the buckets touched
+	// is set once, from the least and greatest times, rather than per
+	// time.
+	h.modified.touch(h.modifiedBucket(lo))
+	h.modified.touch(h.modifiedBucket(hi))
+	a := &h.modifiedA
+	if !offsetsAdd(lo, hi, h.ttlMillis, h.anchor) {
+		for _, t := range times {
+			a[h.modifiedBucket(t)]++
+		}
+		return
+	}
+	// No offset of the batch saturates: each is a sum, and its bucket
+	// ModifiedBucket's without a branch on its sign, which live and
+	// expired entries mixed would mispredict.
+	shift := h.ttlMillis - h.anchor
+	zero := savepoint.ModifiedBucket(0)
+	for _, t := range times {
+		x := t + shift
+		u := uint64(x - 1)
+		if x <= 0 {
+			u = uint64(-x)
+		}
+		sb := savepoint.SizeBucket(u)
+		b := zero + 1 + sb
+		if x <= 0 {
+			b = zero - sb
+		}
+		a[b]++
+	}
+}
+
+// offsetsAdd reports whether ExpiryOffset(t, ttlMillis, anchor) is
+// t + ttlMillis - anchor, saturating nowhere, for every t from lo to hi: it
+// is so when all of them lie within 2^61 of 0, as any real time does.
+func offsetsAdd(lo, hi, ttlMillis, anchor int64) bool {
+	const near = 1 << 61
+	return lo > -near && hi < near && ttlMillis >= 0 && ttlMillis < near && anchor > -near && anchor < near
+}
+
+// sizeRuns counts a batch of value sizes in the size histogram. The values
+// of a state mostly have one size, so it counts each run of one size at
+// once, and takes the bucket of a run, not of every size.
+func (h *histCounts) sizeRuns(sizes []int) {
+	for i := 0; i < len(sizes); {
+		size, j := sizes[i], i+1
+		for j < len(sizes) && sizes[j] == size {
+			j++
+		}
+		h.sizes.addN(savepoint.SizeBucket(uint64(size)), uint64(j-i))
+		i = j
+	}
 }
 
 // nextRecord is startRecord for values: it reads the header of the record
