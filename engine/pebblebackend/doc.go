@@ -52,9 +52,14 @@
 //
 // Pebble has no compaction filter, so expired entries that nothing reads are
 // removed by Sweep: per TTL state with a sweep budget, a bounded number of
-// entries per call, resuming from a cursor over the owned key groups. Full
-// snapshots leave expired entries out for states that ask for it, reading
-// only the timestamp.
+// entries per call, resuming from a cursor over the owned key groups. A
+// call is skipped while the oldest time the state may hold has not expired:
+// every write lowers that bound, a restore makes it unknown, and each pass
+// of the sweeper over the whole state raises it to the oldest time left, so
+// a state that churns (mostly deletion tombstones below the cache) is
+// walked only when something in it may have expired. Full snapshots leave
+// expired entries out for states that ask for it, reading only the
+// timestamp.
 //
 // # Durability and native checkpoints
 //
