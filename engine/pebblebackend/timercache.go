@@ -74,7 +74,15 @@ func (t *timerService) spillKG(at int) error {
 		return nil
 	}
 	b := t.b
-	for s, e := range m {
+	// In key order, the batch's and then the memtable's skiplist inserts
+	// each start where the one before ended, in memory still cached.
+	t.spillOrder = t.spillOrder[:0]
+	for s := range m {
+		t.spillOrder = append(t.spillOrder, s)
+	}
+	slices.Sort(t.spillOrder)
+	for _, s := range t.spillOrder {
+		e := m[s]
 		b.spillKey = append(appendPrefix(b.spillKey[:0], b.kgs.Start+at, t.id), s...)
 		var err error
 		switch {

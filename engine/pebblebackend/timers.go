@@ -50,6 +50,8 @@ type timerService struct {
 	dirtyKGs []int
 	pendN    int
 	maxBelow []int64
+	// spillOrder is spillKG's scratch.
+	spillOrder []string
 }
 
 var _ state.Timers = (*timerService)(nil)
