@@ -513,11 +513,19 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 		}
 	}
 	t.c.Requests.Add(1)
-	if err := t.b.Upload(ctx, t.key(t.marker), bytes.NewReader(meta.Bytes()), opts); err != nil && !t.landed(ctx, meta.Bytes()) {
-		if isPreconditionFailed(err) {
+	if err := t.b.Upload(ctx, t.key(t.marker), bytes.NewReader(meta.Bytes()), opts); err != nil {
+		landed := t.landed(ctx, meta.Bytes())
+		switch {
+		case isPreconditionFailed(err) && landed:
+			// Another writer of the very same savepoint won, or this
+			// run's own first attempt did and the retry met its
+			// condition: either way this run did not win the race.
+			return fmt.Errorf("%w: %s holds a savepoint whose %s is exactly this run's, published by another writer or by an earlier attempt of this request whose answer was lost", ErrConflict, t.Location(), t.marker)
+		case isPreconditionFailed(err):
 			return fmt.Errorf("%w: another writer published a savepoint at %s first; nothing of this run is visible", ErrConflict, t.Location())
+		case !landed:
+			return fmt.Errorf("storage: writing %s: %w", t.where(t.marker), err)
 		}
-		return fmt.Errorf("storage: writing %s: %w", t.where(t.marker), err)
 	}
 	t.c.BytesWritten.Add(int64(meta.Len()))
 	t.mu.Lock()
@@ -544,11 +552,13 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 
 // landed reports whether the marker holds exactly want, after an upload
 // of it failed. A failed upload may still have landed: its answer may have
-// been lost after the server stored it, and the retry of a conditional PUT
-// then fails on the condition that the first attempt itself broke; or the
-// caller's context ended while the request was on its way. The savepoint is
-// visible in either case, so Publish must not report it as not written. The
-// check runs on a context of its own, since the caller's may be done.
+// been lost after the server stored it, or the caller's context ended
+// while the request was on its way; the savepoint is visible then, and
+// Publish must not report it as not written. When the failure is the
+// write's condition, the bytes cannot tell this run's own earlier attempt
+// from another writer of the same savepoint, and Publish reports the
+// conflict, saying so. The check runs on a context of its own, since the
+// caller's may be done.
 func (t *bucketTarget) landed(ctx context.Context, want []byte) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
