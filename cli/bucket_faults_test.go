@@ -281,3 +281,67 @@ func TestBucketConcurrentWriters(t *testing.T) {
 		f.sameFiles(t, "the race's winner", prefix, localFiles(t, ref))
 	}
 }
+
+// A prune-ttl bucket to bucket that changes nothing has the server copy
+// each data file to the name its input claims while it reads the file to
+// check the claim. Killed once those copies are in the bucket, with its
+// reads held back so that no check has finished, it leaves no savepoint:
+// verify reports the copies as orphans, a rerun completes over them with
+// the bytes a run on disk writes, and --remove-orphans leaves exactly that.
+func TestBucketPruneKilledAfterClaimedCopies(t *testing.T) {
+	f := newBucketFixture(t)
+	// At this instant nothing of the demo savepoint has expired yet.
+	const now = "2000-01-01T00:00:00Z"
+	ref := filepath.Join(f.dir, "ref")
+	if _, stderr, code := runCLI(t, "prune-ttl", f.sp, "--now", now, "--out", ref); code != 0 {
+		t.Fatalf("prune-ttl on disk: exit %d: %s", code, stderr)
+	}
+	want := localFiles(t, ref)
+	// Reads of the data files wait; everything else goes straight through.
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if storetest.Operation(r) == "GetObject" && !strings.HasSuffix(r.URL.Path, "/"+snapshotfmt.MetadataName) {
+			time.Sleep(500 * time.Millisecond)
+		}
+		f.proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	const prefix = "out/claimed"
+	cmd := stateproc(context.Background(), "prune-ttl", storetest.URL(slow.URL, "state", "in/sp"), "--now", now, "--out", storetest.URL(slow.URL, "state", prefix))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	files := len(want) - 1
+	for deadline := time.Now().Add(time.Minute); len(f.objects(t, prefix)) < files; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the claimed copies did not land: %d objects of %d", len(f.objects(t, prefix)), files)
+		}
+	}
+	cmd.Process.Kill()
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("prune-ttl finished before it was killed")
+	}
+	if f.hasMetadata(t, prefix) {
+		t.Fatal("a savepoint is visible after the kill")
+	}
+	// The copies are the input's files, under the names those claim: the
+	// same as the run on disk writes, since the claims are true.
+	for name, b := range f.objects(t, prefix) {
+		if !bytes.Equal(b, want[name]) {
+			t.Errorf("the killed run left %s, which the run on disk does not write", name)
+		}
+	}
+	target := f.url(prefix)
+	_, stderr, code := runCLI(t, "verify", target)
+	if code != 4 || !strings.Contains(stderr, "orphaned files") || !strings.Contains(stderr, "--remove-orphans") {
+		t.Fatalf("verify of the killed run's target: exit %d, want 4 and its orphans: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "prune-ttl", f.url("in/sp"), "--now", now, "--out", target); code != 0 {
+		t.Fatalf("rerun after the kill: exit %d: %s", code, stderr)
+	}
+	if stdout, stderr, code := runCLI(t, "verify", "--remove-orphans", "--orphan-age", "0s", target); code != 0 {
+		t.Fatalf("verify --remove-orphans: exit %d: %s%s", code, stdout, stderr)
+	}
+	f.sameFiles(t, "a rerun after the kill", prefix, want)
+}

@@ -152,13 +152,22 @@ func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FileP
 	var f *DataFile
 	var ahead *snapshotfmt.Ahead
 	if out != nil {
+		r, segs, whole := copiedFrom(src, fp)
 		var err error
-		if ahead, err = readAhead(ctx, src, fp); err != nil {
+		// With no segment copied (r nil), ReadAhead reads nothing.
+		if ahead, err = r.ReadAhead(ctx, segs); err != nil {
 			return err
 		}
 		defer ahead.Close()
 		if f, err = out.CreateFile(ctx, fp.Name); err != nil {
 			return err
+		}
+		if whole {
+			// A file copied whole may be copied by the store while it is
+			// read and checked, to the name its input claims, if it
+			// claims one: the writer keeps that copy only if the bytes
+			// have the digest claimed.
+			f.ClaimCopy(ctx, r, segs)
 		}
 	}
 	for i := range fp.Segments {
@@ -184,23 +193,22 @@ func copied(src savepoint.Source, p *SegmentPlan) (r *snapshotfmt.Reader, ok boo
 	return canonical(src)
 }
 
-// readAhead reads the segments of fp that are copied as bytes ahead of
-// their copies, where their data file lies in a bucket; it returns nil
-// otherwise. The layouts write a file from one input file at most, and
-// any other is copied without reading ahead.
-func readAhead(ctx context.Context, src savepoint.Source, fp *FilePlan) (*snapshotfmt.Ahead, error) {
-	var r *snapshotfmt.Reader
-	var segs []savepoint.Segment
+// copiedFrom returns the segments of fp that are copied as bytes from the
+// first input file fp copies from, and whether fp is all of them. The
+// layouts write a file from one input file at most; any other is copied
+// without reading ahead.
+func copiedFrom(src savepoint.Source, fp *FilePlan) (r *snapshotfmt.Reader, segs []savepoint.Segment, all bool) {
+	all = len(fp.Segments) > 0
 	for i := range fp.Segments {
 		p := &fp.Segments[i]
-		if pr, ok := copied(src, p); ok && (segs == nil || p.Src.File == segs[0].File) {
+		pr, ok := copied(src, p)
+		if ok && (segs == nil || p.Src.File == segs[0].File) {
 			r, segs = pr, append(segs, p.Src)
+		} else {
+			all = false
 		}
 	}
-	if r == nil {
-		return nil, nil
-	}
-	return r.ReadAhead(ctx, segs)
+	return r, segs, all
 }
 
 func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, ahead *snapshotfmt.Ahead, p *SegmentPlan) error {

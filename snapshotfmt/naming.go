@@ -135,6 +135,11 @@ type composeSink struct {
 	written int64
 	runs    int
 	first   piece
+	// claim is a copy of claimSrc to the name it claims, started before
+	// its bytes came (see claimWhole); finish keeps it if the file is
+	// claimSrc whole under that name, and discards it otherwise.
+	claim    *storage.ClaimedCopy
+	claimSrc storage.File
 }
 
 // piece is a span of the spool (src nil) or a run of a source file.
@@ -250,7 +255,25 @@ func (s *composeSink) finish(ctx context.Context) (string, error) {
 		s.pieces = append(s.pieces, piece{off: s.cut, n: s.spoolLen - s.cut})
 	}
 	name := storage.NameByContent(s.stem, s.h.Sum(nil), s.ext)
-	if src, ok := s.wholeFile(); ok {
+	src, whole := s.wholeFile()
+	if c := s.claim; c != nil {
+		s.claim = nil
+		switch err := c.Wait(); {
+		case whole && src == s.claimSrc && name == c.Name() && err == nil:
+			c.Keep()
+			return name, nil
+		case ctx.Err() != nil:
+			// The target's Abort removes the copy.
+			return "", ctx.Err()
+		}
+		// A false claim, a file that is not the source after all, or a copy
+		// that failed (a file of that name existed): the copy goes, and the
+		// file is written as without it.
+		if err := c.Discard(ctx); err != nil {
+			return "", err
+		}
+	}
+	if whole {
 		return name, s.t.CopyNamed(ctx, src, name)
 	}
 	k, err := s.t.ComposeNamed(ctx, name)
@@ -278,7 +301,23 @@ func (s *composeSink) wholeFile() (storage.File, bool) {
 	return r.src, s.runs == 1 && s.written == preambleLen && r.off == 0 && r.n == r.src.Size()
 }
 
+// claimWhole starts the copy of src, whose name claims the digest of its
+// bytes, to that name: a sink that will turn out to be src whole needs no
+// other copy, and the store makes this one while the writer reads src to
+// check it. It reports whether the copy started.
+func (s *composeSink) claimWhole(ctx context.Context, src storage.File, name string) bool {
+	if s.claim != nil || s.runs > 0 || s.written != preambleLen {
+		return false
+	}
+	s.claim = storage.StartClaimedCopy(ctx, s.t, src, name)
+	s.claimSrc = src
+	return s.claim != nil
+}
+
 func (s *composeSink) abort() {
+	// A claimed copy left unsettled is the target's to remove: a file that
+	// fails fails the savepoint, which is aborted.
+	s.claim = nil
 	if s.spool != nil {
 		s.spool.Close()
 		os.Remove(s.spool.Name())

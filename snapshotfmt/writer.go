@@ -479,6 +479,47 @@ func (f *DataFileWriter) CopySegmentAhead(ctx context.Context, a *Ahead, seg sav
 	return f.copySegment(ctx, a.src, a.pf, seg, ref, kg)
 }
 
+// ClaimCopy starts a server-side copy of a data file of src to the name
+// that file has, where this file is about to be that file whole: segs are
+// all its segments, in order, to be copied with CopySegment or
+// CopySegmentAhead and nothing else; its name claims the digest of its
+// bytes under this format's naming rule (see CreateDataFile), with the
+// stem and extension this file was created under; it is of the newest
+// format version, so its preamble is the one written; and the target is an
+// S3 bucket of the store src lies in. The store then copies while the
+// copies read and check the bytes, instead of after the digest is known.
+// The claim is not trusted: Close keeps the copy only if the file turned
+// out to be src's file whole and its bytes have the digest claimed, and
+// otherwise deletes it and writes the file as without it, so that a
+// savepoint whose names lie (renamed files, another tool's names) never
+// gets a misnamed file. Call it before the first segment. It reports
+// whether the copy started.
+func (f *DataFileWriter) ClaimCopy(ctx context.Context, src *Reader, segs []savepoint.Segment) bool {
+	sink, ok := f.out.(*composeSink)
+	if !ok || f.usable() != nil || f.size != preambleLen || len(segs) == 0 || src.idx.version != NewestVersion {
+		return false
+	}
+	name := segs[0].File
+	if stem, ext := dataFileStem(name); stem+ext != f.key || name == f.key {
+		return false
+	}
+	file, err := src.file(name)
+	if err != nil {
+		return false
+	}
+	end := int64(preambleLen)
+	for _, s := range segs {
+		if s.File != name || s.Offset != end {
+			return false
+		}
+		end += s.Length
+	}
+	if end != file.Size() {
+		return false
+	}
+	return sink.claimWhole(ctx, file, name)
+}
+
 // CopySegment copies seg of src into this file as opaque bytes, as the
 // segment of (ref, kg). Each block is checked as a reader checks it before
 // it is written (its CRC and header, and the framing and order of its

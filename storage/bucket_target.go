@@ -42,6 +42,8 @@ type bucketTarget struct {
 	named     map[string]bool // content names this run wrote
 	temps     map[string]bool // keys of temporary uploads in flight
 	composers map[*s3Composer]bool
+	// claims are the claimed copies neither kept nor discarded yet.
+	claims    map[*ClaimedCopy]bool
 	meta      *bytes.Buffer
 	published bool
 }
@@ -56,7 +58,7 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 		marker = MetadataName
 	}
 	t := &bucketTarget{bucketStore: st, force: opts.Force, marker: marker, created: map[string]bool{}, named: map[string]bool{},
-		temps: map[string]bool{}, composers: map[*s3Composer]bool{}}
+		temps: map[string]bool{}, composers: map[*s3Composer]bool{}, claims: map[*ClaimedCopy]bool{}}
 	st.c.Requests.Add(1)
 	attrs, err := st.b.Attributes(ctx, st.key(marker))
 	switch {
@@ -575,8 +577,8 @@ func (t *bucketTarget) landed(ctx context.Context, want []byte) bool {
 // the caller's context may already be done.
 const abortTimeout = time.Minute
 
-// Abort deletes the temporary uploads and the create-only files of this
-// run, which no other writer can reference. Content-named files stay: a
+// Abort deletes the temporary uploads, the create-only files of this run,
+// which no other writer can reference, and its unconfirmed claimed copies. Content-named files stay: a
 // concurrent writer of the same bytes may use them; until a savepoint
 // does, they are orphans (see RemoveOrphans).
 func (t *bucketTarget) Abort() error {
@@ -596,7 +598,11 @@ func (t *bucketTarget) Abort() error {
 	for k := range t.composers {
 		composers = append(composers, k)
 	}
-	t.temps, t.created, t.composers = map[string]bool{}, map[string]bool{}, map[*s3Composer]bool{}
+	var claims []*ClaimedCopy
+	for c := range t.claims {
+		claims = append(claims, c)
+	}
+	t.temps, t.created, t.composers, t.claims = map[string]bool{}, map[string]bool{}, map[*s3Composer]bool{}, map[*ClaimedCopy]bool{}
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
@@ -607,6 +613,13 @@ func (t *bucketTarget) Abort() error {
 	}
 	for _, key := range keys {
 		if err := t.deleteKey(ctx, key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// A claimed copy nobody confirmed may not hold the bytes its name
+	// claims: it goes, unless another run has replaced it since.
+	for _, c := range claims {
+		if err := c.remove(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -46,6 +46,8 @@ type s3Composer struct {
 	// copied as the last part, which may be short.
 	tail *piece
 	err  error
+	// etag is the object's version once the upload is complete.
+	etag string
 }
 
 type piece struct {
@@ -317,9 +319,11 @@ func (k *s3Composer) complete() error {
 		in.IfNoneMatch = aws.String("*")
 	}
 	k.t.c.Requests.Add(1)
-	if _, err := k.t.s3.CompleteMultipartUpload(k.ctx, in); err != nil {
+	out, err := k.t.s3.CompleteMultipartUpload(k.ctx, in)
+	if err != nil {
 		return err
 	}
+	k.etag = aws.ToString(out.ETag)
 	k.uploadID = nil
 	return nil
 }

@@ -89,6 +89,12 @@
 //     than S3, ranges go through the client. On S3 a copy is bound to the
 //     version of its source that was opened (x-amz-copy-source-if-match):
 //     a source replaced since fails it with ErrChanged.
+//   - StartClaimedCopy copies a whole file on S3 to the content name that
+//     the source's own name claims, create-only, before the caller has
+//     read a byte of it, so that the server copies while the caller reads
+//     and verifies; the caller keeps the copy once the digest is checked,
+//     or discards it, which deletes it only while it is still the object
+//     the copy made (If-Match on the DELETE).
 //
 // A forced publish then deletes the files of the replaced savepoint that
 // the new one does not use. A reader that opened the old _metadata before
@@ -101,7 +107,8 @@
 // names, and perhaps temporary uploads: Orphans lists them (verify reports
 // them) and RemoveOrphans removes those older than a minimum age, which
 // spares the files of a run still writing. Abort removes what only this
-// run can own (its temporaries and create-only files) and leaves
+// run can own (its temporaries, create-only files and unconfirmed claimed
+// copies) and leaves
 // content-named files, which a concurrent writer of the same bytes may
 // use, to RemoveOrphans.
 //

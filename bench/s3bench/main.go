@@ -2,7 +2,7 @@
 // it starts, as the object-storage benchmark defines it:
 //
 //	go run ./bench/gensavepoints -out /tmp/bench
-//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX] [-only inspect|prune-ttl]
+//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX] [-only inspect|prune-ttl] [-now INSTANT] [-sums]
 //
 // It uploads the savepoint, then runs N times, in turn:
 //
@@ -11,7 +11,9 @@
 //     the same objects whole with plain concurrent ranged GETs (8 MiB, 4 in
 //     flight) and discards them;
 //   - `stateproc prune-ttl s3://… --out s3://…` bucket to bucket, against
-//     a server-side CopyObject of every object of the savepoint.
+//     a server-side CopyObject of every object of the savepoint; with
+//     -now, a prune in which entries expire; with -sums, the SHA-256 of
+//     every object of the first counted run's output.
 //
 // Every request of both sides goes through the same counting proxy, which
 // gives the bytes each read from the server and sent to it, and how many
@@ -21,6 +23,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,6 +86,8 @@ func run(ctx context.Context) error {
 	work := flag.String("work", "", "`directory` for the server's data (default: a temporary one)")
 	profile := flag.String("cpuprofile", "", "write the CPU profile of each counted run of stateproc to `prefix`-NAME-RUN.prof")
 	only := flag.String("only", "", "run only the pair of this `command` (inspect or prune-ttl)")
+	now := flag.String("now", "", "pass --now `INSTANT` to prune-ttl, so that entries expire")
+	sums := flag.Bool("sums", false, "print the SHA-256 of every object prune-ttl writes in the first counted run")
 	flag.Parse()
 	if *savepoint == "" {
 		return errors.New("-savepoint is required")
@@ -125,9 +130,20 @@ func run(ctx context.Context) error {
 			command: func(int) []string { return []string{"inspect", "--scan", in} }},
 		{name: "prune-ttl bucket to bucket", baseline: "server-side copy", base: b.serverCopy,
 			command: func(i int) []string {
-				return []string{"prune-ttl", in, "--out", storetest.URL(proxy.URL, bucket, fmt.Sprintf("out-%d", i))}
+				args := []string{"prune-ttl", in, "--out", storetest.URL(proxy.URL, bucket, fmt.Sprintf("out-%d", i))}
+				if *now != "" {
+					args = append(args, "--now", *now)
+				}
+				return args
 			},
-			after:     func(i int) error { return b.remove(ctx, fmt.Sprintf("out-%d/", i)) },
+			after: func(i int) error {
+				if *sums && i == 1 {
+					if err := b.printSums(ctx, "out-1/"); err != nil {
+						return err
+					}
+				}
+				return b.remove(ctx, fmt.Sprintf("out-%d/", i))
+			},
 			afterBase: func(i int) error { return b.remove(ctx, fmt.Sprintf("copy-%d/", i)) }},
 	}
 	for _, p := range pairs {
@@ -321,6 +337,31 @@ func (b *bench) serverCopy(ctx context.Context, run int) error {
 		})
 	}
 	return g.Wait()
+}
+
+// printSums prints the name and SHA-256 of every object under prefix, read
+// straight from the server, so that the outputs of two builds can be
+// compared.
+func (b *bench) printSums(ctx context.Context, prefix string) error {
+	direct := b.srv.Client(b.srv.Endpoint())
+	list, err := direct.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	if err != nil {
+		return err
+	}
+	for _, o := range list.Contents {
+		out, err := direct.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, out.Body)
+		out.Body.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  sha256 %x  %s\n", h.Sum(nil), strings.TrimPrefix(aws.ToString(o.Key), prefix))
+	}
+	return nil
 }
 
 // remove deletes the objects under prefix.
