@@ -18,7 +18,9 @@ type parquetWriter struct {
 	bw *bufio.Writer
 }
 
-func newParquetWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Compression, rowGroupRows int) (*parquetWriter, error) {
+// parquetProps are the writer properties of every Parquet file: those of
+// Arrow's writer, which stores the Arrow schema, and of Parquet's.
+func parquetProps(schema *arrow.Schema, codec compress.Compression, rowGroupRows int) (*parquet.WriterProperties, pqarrow.ArrowWriterProperties, error) {
 	// The stored Arrow schema keeps what Parquet's types lose (enums as
 	// dictionaries, time zones) for readers that use it.
 	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memAlloc), pqarrow.WithStoreSchema())
@@ -32,9 +34,17 @@ func newParquetWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Com
 	}
 	enc, err := encodings(schema, arrowProps)
 	if err != nil {
+		return nil, arrowProps, err
+	}
+	return parquet.NewWriterProperties(append(props, enc...)...), arrowProps, nil
+}
+
+func newParquetWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Compression, rowGroupRows int) (*parquetWriter, error) {
+	props, arrowProps, err := parquetProps(schema, codec, rowGroupRows)
+	if err != nil {
 		return nil, err
 	}
-	fw, err := pqarrow.NewFileWriter(schema, bw, parquet.NewWriterProperties(append(props, enc...)...), arrowProps)
+	fw, err := pqarrow.NewFileWriter(schema, bw, props, arrowProps)
 	if err != nil {
 		return nil, err
 	}
