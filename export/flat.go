@@ -71,12 +71,20 @@ type flatCol struct {
 	f64   []float64
 	data  []byte
 	offs  []int32
+	// dict is set for a key column stored with a dictionary: data holds
+	// each run of equal keys once, and idx the run of each row. unsorted
+	// says that the runs of a key group were not in order, so they may
+	// repeat a key, which a dictionary must not.
+	dict     bool
+	idx      []int32
+	unsorted bool
 }
 
 // reset empties c for the next row group, keeping its room.
 func (c *flatCol) reset() {
 	c.bools, c.i32, c.i64, c.f32, c.f64, c.data = c.bools[:0], c.i32[:0], c.i64[:0], c.f32[:0], c.f64[:0], c.data[:0]
 	c.offs = append(c.offs[:0], 0)
+	c.idx, c.unsorted = c.idx[:0], false
 }
 
 // decode appends the value src encodes, with the checks of the builders'
@@ -144,10 +152,12 @@ type flatRows struct {
 	ttlMillis, now                        int64
 	voidCheck                             serializers.Serializer
 	voidLen                               int
-	// prevKey is the last key appended, where the key column holds strings
-	// or bytes: a key repeats for each element of its list or map, and is
-	// checked once.
+	// prevKey is the last key appended in this row group, and prevKG its
+	// key group, where the key column holds strings or bytes: a key
+	// repeats for each element of its list or map, and is checked (and
+	// with a dictionary, stored) once.
 	prevKey []byte
+	prevKG  int
 	hasPrev bool
 }
 
@@ -161,7 +171,10 @@ func (l *layout) flat() bool {
 	return len(l.fields) > 0
 }
 
-func (l *layout) newFlatRows() *flatRows {
+// newFlatRows returns the columns of a flat dataset; dictKey says that its
+// key column, of strings or bytes, is stored with a dictionary (see
+// dataset.dictKey).
+func (l *layout) newFlatRows(dictKey bool) *flatRows {
 	r := &flatRows{cols: make([]flatCol, len(l.fields)), ttlMillis: l.ttlMillis, now: l.now, voidCheck: l.voidNamespace, voidLen: l.voidLen}
 	for i, f := range l.fields {
 		c := &r.cols[i]
@@ -172,6 +185,7 @@ func (l *layout) newFlatRows() *flatRows {
 			r.keyGroup = c
 		case colKey:
 			r.key = c
+			c.dict = dictKey
 		case colNamespace:
 			r.namespace = c
 		case colWindowStart:
@@ -199,13 +213,14 @@ func (r *flatRows) reset() {
 	for i := range r.cols {
 		r.cols[i].reset()
 	}
+	r.hasPrev = false
 }
 
 // keyed appends one entry of a keyed state or timer service, with the
 // checks and errors of rowWriter.keyed.
 func (r *flatRows) keyed(kg int, e *savepoint.Entry, index int32) error {
 	r.keyGroup.i32 = append(r.keyGroup.i32, int32(kg))
-	if err := r.appendKey(e.Key); err != nil {
+	if err := r.appendKey(kg, e.Key); err != nil {
 		return fmt.Errorf("key: %w", err)
 	}
 	switch {
@@ -262,19 +277,44 @@ func (r *flatRows) keyed(kg int, e *savepoint.Entry, index int32) error {
 
 // appendKey appends key's value; a string or bytes key that repeats the
 // one before is its own value, already checked.
-func (r *flatRows) appendKey(key []byte) error {
+func (r *flatRows) appendKey(kg int, key []byte) error {
 	c := r.key
 	if c.dec != flatString && c.dec != flatBytes {
 		return c.decode(key)
 	}
 	if r.hasPrev && bytes.Equal(key, r.prevKey) {
+		if c.dict {
+			c.idx = append(c.idx, int32(len(c.offs)-2))
+			return nil
+		}
 		return c.appendBytes(key)
+	}
+	if c.dict && r.hasPrev && kg == r.prevKG && bytes.Compare(key, r.prevKey) < 0 {
+		c.unsorted = true
 	}
 	r.hasPrev = false
 	if err := c.decode(key); err != nil {
 		return err
 	}
+	if c.dict {
+		c.idx = append(c.idx, int32(len(c.offs)-2))
+	}
 	r.prevKey = append(r.prevKey[:0], key...)
+	r.prevKG = kg
 	r.hasPrev = true
 	return nil
+}
+
+// dictKey reports whether the key column of ds, a flat dataset, has a
+// dictionary: its keys are strings or bytes and come in runs of many rows,
+// in order (a keyed state of lists, maps or namespaces such as windows,
+// whose entries are sorted by key, then namespace and map key). Distinct
+// keys (a value state) and keys out of order (timers, by time) are stored
+// as prefix deltas.
+func (ds *dataset) dictKey() bool {
+	st := ds.state
+	if d := flatDecOf(ds.op.Key); st == nil || d != flatString && d != flatBytes {
+		return false
+	}
+	return st.Kind == savepoint.List || st.Kind == savepoint.Map || st.Namespace.NamespaceKind() != serializers.KindVoid
 }

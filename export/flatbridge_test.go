@@ -8,19 +8,19 @@ func WithBuilders(o Options) Options {
 	return o
 }
 
-// FlatDatasets lists the directories of the datasets of src that o writes
-// from flat columns.
-func FlatDatasets(src savepoint.Source, o Options) ([]string, error) {
+// FlatDatasets maps the directory of each dataset of src that o writes
+// from flat columns to whether its key column has a dictionary.
+func FlatDatasets(src savepoint.Source, o Options) (map[string]bool, error) {
 	o.defaults()
 	dss, err := selectDatasets(src, &o)
 	if err != nil {
 		return nil, err
 	}
 	wo := writerOptions{format: o.Format, builders: o.builders}
-	var out []string
+	out := map[string]bool{}
 	for _, ds := range dss {
 		if wo.flat(ds) {
-			out = append(out, ds.dir)
+			out[ds.dir] = ds.dictKey()
 		}
 	}
 	return out, nil
