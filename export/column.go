@@ -20,6 +20,9 @@ type column struct {
 	// bind returns a decoder that appends to b, a builder of typ (as
 	// array.NewBuilder makes it).
 	bind func(b array.Builder) decoder
+	// flat is how a top-level column of the serializer's values decodes
+	// without builders, or notFlat.
+	flat flatDec
 }
 
 // A decoder appends the value that one serialized value encodes to its

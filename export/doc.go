@@ -105,7 +105,15 @@
 // parquet.go): key and map_key, sorted, are stored as prefix deltas, other
 // strings with a dictionary, integers and timestamps as bit-packed deltas.
 // Columns carry minimum and maximum statistics, except map_key, whose
-// values in a row group span about every map key.
+// values in a row group span about every map key. A keyed state or timer
+// service whose columns are all primitive (serializers of bool, numbers,
+// strings, bytes and timestamps, void or window namespaces) is flat: its
+// values are decoded into plain slices that Parquet's column writers take
+// as they are, without Arrow arrays in between (flat.go), into the bytes
+// that writing them through Arrow gives, except for one column: where a
+// flat state's string or bytes keys repeat in runs (list and map states,
+// windows), its key column is dictionary-encoded, the dictionary being
+// the row group's runs in order, each stored once.
 // Every file records as key-value metadata stateproc.savepoint_id,
 // stateproc.operator, stateproc.state, stateproc.kind, and
 // stateproc.serializers (the serializer snapshots as JSON), plus

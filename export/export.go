@@ -63,6 +63,9 @@ type Options struct {
 	// Progress, if set, is called after each row group with the rows
 	// written so far and the rows to write. Workers call it at once.
 	Progress func(written, total int64)
+	// builders writes flat datasets through Arrow builders too, as every
+	// other dataset is written: the tests compare the bytes of both ways.
+	builders bool
 }
 
 // Summary describes what an export wrote.
@@ -116,7 +119,7 @@ func Run(ctx context.Context, src savepoint.Source, out storage.Staging, o Optio
 		runs = append(runs, ds.runs(o.MaxRowsPerFile)...)
 	}
 	x := &exporter{src: src, out: out, opts: o,
-		wo: writerOptions{format: o.Format, compression: o.Compression, rowGroupRows: o.RowGroupRows}}
+		wo: writerOptions{format: o.Format, compression: o.Compression, rowGroupRows: o.RowGroupRows, builders: o.builders}}
 	if t, ok := out.(storage.Target); ok && storage.InBucket(t) {
 		x.named = t
 	}
@@ -242,15 +245,36 @@ func (x *exporter) writePart(ctx context.Context, p *part, continues bool, cur *
 func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writer, continues bool, cur *cursor) error {
 	ds := p.ds
 	schema := arrow.NewSchema(ds.layout.arrowFields(), &ds.metadata)
-	fw, err := x.wo.newFileWriter(w, schema)
-	if err != nil {
-		return fmt.Errorf("export: %s: %w", name, err)
+	b := &batcher{name: name, maxRows: min(x.opts.RowGroupRows, int(max(p.rows, 1))), wrote: x.wrote}
+	var fw interface{ close() error }
+	if x.wo.flat(ds) {
+		pw, err := x.wo.newFlatWriter(w, schema, ds.dictKey())
+		if err != nil {
+			return fmt.Errorf("export: %s: %w", name, err)
+		}
+		rows := ds.layout.newFlatRows(ds.dictKey())
+		b.sink = rows
+		b.group = func(bool) error {
+			err := pw.writeGroup(rows.cols)
+			rows.reset()
+			return err
+		}
+		fw = pw
+	} else {
+		aw, err := x.wo.newFileWriter(w, schema)
+		if err != nil {
+			return fmt.Errorf("export: %s: %w", name, err)
+		}
+		rb := array.NewRecordBuilder(memAlloc, schema)
+		defer rb.Release()
+		g := &arrowGroups{rb: rb, fw: aw, reserve: reserveRows(schema, b.maxRows)}
+		rb.Reserve(g.reserve)
+		b.rows = ds.layout.bind(rb)
+		b.sink = b.rows
+		b.group = g.write
+		fw = aw
 	}
-	rb := array.NewRecordBuilder(memAlloc, schema)
-	defer rb.Release()
-	b := &batcher{name: name, rb: rb, rows: ds.layout.bind(rb), fw: fw, maxRows: min(x.opts.RowGroupRows, int(max(p.rows, 1))), wrote: x.wrote}
-	b.reserve = reserveRows(schema, b.maxRows)
-	b.rb.Reserve(b.reserve)
+	var err error
 	switch {
 	case ds.opState != nil:
 		err = x.operatorRows(p, b)
@@ -319,7 +343,7 @@ func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher, continues
 				skip--
 				continue
 			}
-			if err := b.rows.keyed(st.KeyGroup, e, cur.index); err != nil {
+			if err := b.sink.keyed(st.KeyGroup, e, cur.index); err != nil {
 				return x.undecodable(ds, st.KeyGroup, cur.n-1, err)
 			}
 			left--
@@ -383,16 +407,20 @@ func (x *exporter) undecodable(ds *dataset, kg int, n uint64, err error) error {
 	return fmt.Errorf("export: operator %q %s %q: key group %d: entry %d: %w", ds.op.UID, ds.what(), ds.name, kg, n, err)
 }
 
-// batcher collects rows into a record batch, and writes it as a row group
-// when it holds enough rows or input bytes.
+// batcher collects rows, and writes them as a row group when it holds
+// enough rows or input bytes.
 type batcher struct {
-	name    string
-	rb      *array.RecordBuilder
-	rows    *rowWriter
-	fw      fileWriter
-	maxRows int
-	// reserve is the rows the builders make room for up front.
-	reserve  int
+	name string
+	// rows appends to Arrow builders; it is nil for a flat dataset, whose
+	// sink is its flatRows.
+	rows *rowWriter
+	sink interface {
+		keyed(kg int, e *savepoint.Entry, index int32) error
+	}
+	// group writes the rows appended so far as a row group and empties
+	// the batch; last says no more will follow.
+	group    func(last bool) error
+	maxRows  int
 	n, bytes int
 	wrote    func(rows int)
 }
@@ -413,33 +441,45 @@ func (b *batcher) flush(last bool) error {
 	if b.n == 0 {
 		return nil
 	}
+	n := b.n
+	b.n, b.bytes = 0, 0
+	if err := b.group(last); err != nil {
+		return fmt.Errorf("export: %s: %w", b.name, err)
+	}
+	b.wrote(n)
+	return nil
+}
+
+// arrowGroups writes the batches of a record builder.
+type arrowGroups struct {
+	rb *array.RecordBuilder
+	fw fileWriter
+	// reserve is the rows the builders make room for up front.
+	reserve int
+}
+
+func (g *arrowGroups) write(last bool) error {
 	// Builders start over empty: reserving a batch's rows, and as many
 	// bytes of strings as the last batch had, spares them growing by
 	// doubling, a copy each time.
-	fields := b.rb.Fields()
+	fields := g.rb.Fields()
 	data := make([]int, len(fields))
 	for i, f := range fields {
 		if d, ok := f.(dataReserver); ok {
 			data[i] = d.DataLen()
 		}
 	}
-	rec := b.rb.NewRecordBatch()
+	rec := g.rb.NewRecordBatch()
 	defer rec.Release()
-	n := b.n
-	b.n, b.bytes = 0, 0
 	if !last {
-		b.rb.Reserve(b.reserve)
+		g.rb.Reserve(g.reserve)
 		for i, f := range fields {
 			if d, ok := f.(dataReserver); ok {
 				d.ReserveData(data[i])
 			}
 		}
 	}
-	if err := b.fw.write(rec); err != nil {
-		return fmt.Errorf("export: %s: %w", b.name, err)
-	}
-	b.wrote(n)
-	return nil
+	return g.fw.write(rec)
 }
 
 // reserveRows is how many rows a batch makes room for up front: maxRows,

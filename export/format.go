@@ -58,17 +58,19 @@ type writerOptions struct {
 	format       Format
 	compression  Compression
 	rowGroupRows int
+	builders     bool
+}
+
+// flat reports whether the files of ds are written from flatCols.
+func (o writerOptions) flat(ds *dataset) bool {
+	return o.format == Parquet && !o.builders && ds.opState == nil && ds.broadcast == nil && ds.layout.flat()
 }
 
 func (o writerOptions) newFileWriter(w io.Writer, schema *arrow.Schema) (fileWriter, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	switch o.format {
 	case Parquet:
-		codec := compress.Codecs.Zstd
-		if o.compression == Uncompressed {
-			codec = compress.Codecs.Uncompressed
-		}
-		return newParquetWriter(bw, schema, codec, o.rowGroupRows)
+		return newParquetWriter(bw, schema, o.codec(), o.rowGroupRows)
 	case Arrow:
 		opts := []ipc.Option{ipc.WithSchema(schema), ipc.WithAllocator(memAlloc)}
 		if o.compression != Uncompressed {
@@ -83,6 +85,18 @@ func (o writerOptions) newFileWriter(w io.Writer, schema *arrow.Schema) (fileWri
 		return newJSONLWriter(bw, schema), nil
 	}
 	return nil, fmt.Errorf("export: unknown format %q", o.format)
+}
+
+// newFlatWriter is the Parquet writer of a flat dataset's files.
+func (o writerOptions) newFlatWriter(w io.Writer, schema *arrow.Schema, dictKey bool) (*flatWriter, error) {
+	return newFlatWriter(bufio.NewWriterSize(w, 1<<20), schema, o.codec(), o.rowGroupRows, dictKey)
+}
+
+func (o writerOptions) codec() compress.Compression {
+	if o.compression == Uncompressed {
+		return compress.Codecs.Uncompressed
+	}
+	return compress.Codecs.Zstd
 }
 
 type ipcWriter struct {

@@ -23,7 +23,9 @@ const maxNesting = 64
 // columnFor maps a serializer snapshot to a column. path names the column
 // in errors. The byte forms decoded here are those of serializers/doc.go.
 func columnFor(s serializers.Snapshot, path string) (column, error) {
-	return kindColumn(s, path, 0)
+	c, err := kindColumn(s, path, 0)
+	c.flat = flatDecOf(s)
+	return c, err
 }
 
 func kindColumn(s serializers.Snapshot, path string, depth int) (column, error) {

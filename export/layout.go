@@ -48,17 +48,20 @@ type layout struct {
 type fieldSpec struct {
 	field arrow.Field
 	bind  func(w *rowWriter, b array.Builder)
+	// flat is how the column decodes into a flatCol, or notFlat.
+	flat flatDec
 }
 
 func (l *layout) add(name string, c column, bind func(w *rowWriter, d decoder)) {
 	l.fields = append(l.fields, fieldSpec{
 		field: arrow.Field{Name: name, Type: c.typ, Nullable: c.nullable},
 		bind:  func(w *rowWriter, b array.Builder) { bind(w, c.bind(b)) },
+		flat:  c.flat,
 	})
 }
 
-func (l *layout) addBuilder(name string, typ arrow.DataType, bind func(w *rowWriter, b array.Builder)) {
-	l.fields = append(l.fields, fieldSpec{field: arrow.Field{Name: name, Type: typ}, bind: bind})
+func (l *layout) addBuilder(name string, typ arrow.DataType, flat flatDec, bind func(w *rowWriter, b array.Builder)) {
+	l.fields = append(l.fields, fieldSpec{field: arrow.Field{Name: name, Type: typ}, bind: bind, flat: flat})
 }
 
 func (l *layout) arrowFields() []arrow.Field {
@@ -74,13 +77,14 @@ func (l *layout) arrowFields() []arrow.Field {
 // state's kind stores.
 func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoint.TimerService, now *int64) (*layout, error) {
 	l := &layout{voidLen: -1}
-	l.addBuilder(colKeyGroup, arrow.PrimitiveTypes.Int32, func(w *rowWriter, b array.Builder) { w.keyGroup = b.(*array.Int32Builder) })
+	l.addBuilder(colKeyGroup, arrow.PrimitiveTypes.Int32, flatInt32, func(w *rowWriter, b array.Builder) { w.keyGroup = b.(*array.Int32Builder) })
 	key, err := columnFor(op.Key, colKey)
 	if err != nil {
 		return nil, err
 	}
 	l.fields = append(l.fields, fieldSpec{
 		field: arrow.Field{Name: colKey, Type: key.typ, Nullable: key.nullable},
+		flat:  key.flat,
 		bind: func(w *rowWriter, b array.Builder) {
 			w.key = key.bind(b)
 			switch b := b.(type) {
@@ -105,8 +109,8 @@ func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoi
 			}
 		}
 	case serializers.KindWindow:
-		l.addBuilder(colWindowStart, timestampMillis, func(w *rowWriter, b array.Builder) { w.window.start = b.(*array.TimestampBuilder) })
-		l.addBuilder(colWindowEnd, timestampMillis, func(w *rowWriter, b array.Builder) { w.window.end = b.(*array.TimestampBuilder) })
+		l.addBuilder(colWindowStart, timestampMillis, flatTimestamp, func(w *rowWriter, b array.Builder) { w.window.start = b.(*array.TimestampBuilder) })
+		l.addBuilder(colWindowEnd, timestampMillis, flatTimestamp, func(w *rowWriter, b array.Builder) { w.window.end = b.(*array.TimestampBuilder) })
 	default:
 		c, err := columnFor(ns, colNamespace)
 		if err != nil {
@@ -115,7 +119,7 @@ func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoi
 		l.add(colNamespace, c, func(w *rowWriter, d decoder) { w.namespace = d })
 	}
 	if st == nil {
-		l.addBuilder(colTimestamp, timestampMillis, func(w *rowWriter, b array.Builder) { w.timestamp = b.(*array.TimestampBuilder) })
+		l.addBuilder(colTimestamp, timestampMillis, flatTimestamp, func(w *rowWriter, b array.Builder) { w.timestamp = b.(*array.TimestampBuilder) })
 		return l, nil
 	}
 	if st.Kind == savepoint.Map {
@@ -126,7 +130,7 @@ func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoi
 		l.add(colMapKey, c, func(w *rowWriter, d decoder) { w.mapKey = d })
 	}
 	if st.Kind == savepoint.List {
-		l.addBuilder(colIndex, arrow.PrimitiveTypes.Int32, func(w *rowWriter, b array.Builder) { w.index = b.(*array.Int32Builder) })
+		l.addBuilder(colIndex, arrow.PrimitiveTypes.Int32, flatInt32, func(w *rowWriter, b array.Builder) { w.index = b.(*array.Int32Builder) })
 	}
 	value, err := columnFor(st.Value, colValue)
 	if err != nil {
@@ -134,10 +138,10 @@ func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoi
 	}
 	l.add(colValue, value, func(w *rowWriter, d decoder) { w.value = d })
 	if st.TTL != nil {
-		l.addBuilder(colLastModified, timestampMillis, func(w *rowWriter, b array.Builder) { w.lastModified = b.(*array.TimestampBuilder) })
+		l.addBuilder(colLastModified, timestampMillis, flatTimestamp, func(w *rowWriter, b array.Builder) { w.lastModified = b.(*array.TimestampBuilder) })
 		if now != nil {
 			l.ttlMillis, l.now = st.TTL.Millis(), *now
-			l.addBuilder(colExpired, arrow.FixedWidthTypes.Boolean, func(w *rowWriter, b array.Builder) { w.expired = b.(*array.BooleanBuilder) })
+			l.addBuilder(colExpired, arrow.FixedWidthTypes.Boolean, flatBool, func(w *rowWriter, b array.Builder) { w.expired = b.(*array.BooleanBuilder) })
 		}
 	}
 	return l, nil
@@ -154,8 +158,8 @@ func namespaceOf(st *savepoint.KeyedState, t *savepoint.TimerService) serializer
 // each element, its index in that subtask's list, and the element.
 func operatorStateLayout(s *savepoint.OperatorState) (*layout, error) {
 	l := &layout{voidLen: -1}
-	l.addBuilder(colSubtask, arrow.PrimitiveTypes.Int32, func(w *rowWriter, b array.Builder) { w.subtask = b.(*array.Int32Builder) })
-	l.addBuilder(colIndex, arrow.PrimitiveTypes.Int32, func(w *rowWriter, b array.Builder) { w.index = b.(*array.Int32Builder) })
+	l.addBuilder(colSubtask, arrow.PrimitiveTypes.Int32, flatInt32, func(w *rowWriter, b array.Builder) { w.subtask = b.(*array.Int32Builder) })
+	l.addBuilder(colIndex, arrow.PrimitiveTypes.Int32, flatInt32, func(w *rowWriter, b array.Builder) { w.index = b.(*array.Int32Builder) })
 	value, err := columnFor(s.Element, colValue)
 	if err != nil {
 		return nil, err

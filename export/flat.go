@@ -1,0 +1,320 @@
+package export
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/ttl"
+)
+
+// A flat dataset is a keyed state or timer service whose every column is
+// one non-null value of a primitive Parquet type, decoded from the
+// serializers' own byte forms: the common case (string keys, counters,
+// timestamps). Its Parquet files are written straight from slices of
+// decoded values by the column writers underneath Arrow's, without
+// building Arrow arrays first, which cost about as much as the decoding.
+// The files are the same bytes either way.
+
+// A flatDec is how the bytes of one column's values decode, and which slice
+// of a flatCol holds them.
+type flatDec uint8
+
+const (
+	notFlat flatDec = iota
+	flatBool
+	flatInt32
+	flatInt64
+	flatFloat32
+	flatFloat64
+	flatString
+	flatBytes
+	flatTimestamp
+)
+
+// flatDecOf is the flat decoding of a serializer's values, or notFlat.
+func flatDecOf(s serializers.Snapshot) flatDec {
+	switch s.Kind {
+	case serializers.KindBool:
+		return flatBool
+	case serializers.KindInt32:
+		return flatInt32
+	case serializers.KindInt64:
+		return flatInt64
+	case serializers.KindFloat32:
+		return flatFloat32
+	case serializers.KindFloat64:
+		return flatFloat64
+	case serializers.KindString:
+		return flatString
+	case serializers.KindBytes:
+		return flatBytes
+	case serializers.KindTimestamp:
+		return flatTimestamp
+	}
+	return notFlat
+}
+
+// flatCol holds one column's values of a row group, in the slice its
+// decoding fills: strings and bytes back to back in data, value i at
+// data[offs[i]:offs[i+1]], as Parquet's column writer takes them.
+type flatCol struct {
+	dec   flatDec
+	bools []bool
+	i32   []int32
+	i64   []int64
+	f32   []float32
+	f64   []float64
+	data  []byte
+	offs  []int32
+	// dict is set for a key column stored with a dictionary: data holds
+	// each run of equal keys once, and idx the run of each row. unsorted
+	// says that the runs of a key group were not in order, so they may
+	// repeat a key, which a dictionary must not.
+	dict     bool
+	idx      []int32
+	unsorted bool
+}
+
+// reset empties c for the next row group, keeping its room.
+func (c *flatCol) reset() {
+	c.bools, c.i32, c.i64, c.f32, c.f64, c.data = c.bools[:0], c.i32[:0], c.i64[:0], c.f32[:0], c.f64[:0], c.data[:0]
+	c.offs = append(c.offs[:0], 0)
+	c.idx, c.unsorted = c.idx[:0], false
+}
+
+// decode appends the value src encodes, with the checks of the builders'
+// decoders (kinds.go) and their errors.
+func (c *flatCol) decode(src []byte) error {
+	switch c.dec {
+	case flatBool:
+		if len(src) != 1 || src[0] > 1 {
+			return malformed("bool: want one byte 00 or 01, got % x", src)
+		}
+		c.bools = append(c.bools, src[0] == 1)
+	case flatInt32:
+		if len(src) != 4 {
+			return wantBytes("int32", 4, len(src))
+		}
+		c.i32 = append(c.i32, int32(binary.BigEndian.Uint32(src)))
+	case flatInt64, flatTimestamp:
+		if len(src) != 8 {
+			if c.dec == flatTimestamp {
+				return wantBytes("timestamp", 8, len(src))
+			}
+			return wantBytes("int64", 8, len(src))
+		}
+		c.i64 = append(c.i64, int64(binary.BigEndian.Uint64(src)))
+	case flatFloat32:
+		if len(src) != 4 {
+			return wantBytes("float32", 4, len(src))
+		}
+		c.f32 = append(c.f32, math.Float32frombits(binary.BigEndian.Uint32(src)))
+	case flatFloat64:
+		if len(src) != 8 {
+			return wantBytes("float64", 8, len(src))
+		}
+		c.f64 = append(c.f64, math.Float64frombits(binary.BigEndian.Uint64(src)))
+	case flatString:
+		if !utf8.Valid(src) {
+			return malformed("string: not valid UTF-8")
+		}
+		return c.appendBytes(src)
+	case flatBytes:
+		return c.appendBytes(src)
+	}
+	return nil
+}
+
+func (c *flatCol) appendBytes(b []byte) error {
+	// A row group is cut at rowGroupBytes of input, far below the 2 GiB
+	// that offsets of 32 bits address, unless one value is larger.
+	if len(c.data)+len(b) > math.MaxInt32 {
+		return malformed("a value of %d bytes does not fit in a row group", len(b))
+	}
+	c.data = append(c.data, b...)
+	c.offs = append(c.offs, int32(len(c.data)))
+	return nil
+}
+
+// flatRows appends the entries of a flat dataset to its columns, as
+// rowWriter.keyed appends them to builders. Absent columns are nil.
+type flatRows struct {
+	cols                                  []flatCol
+	keyGroup, key, namespace, mapKey      *flatCol
+	windowStart, windowEnd                *flatCol
+	index, value, lastModified, timestamp *flatCol
+	expired                               *flatCol
+	ttlMillis, now                        int64
+	voidCheck                             serializers.Serializer
+	voidLen                               int
+	// prevKey is the last key appended in this row group, and prevKG its
+	// key group, where the key column holds strings or bytes: a key
+	// repeats for each element of its list or map, and is checked (and
+	// with a dictionary, stored) once.
+	prevKey []byte
+	prevKG  int
+	hasPrev bool
+}
+
+// flat reports whether every column of l is flat.
+func (l *layout) flat() bool {
+	for _, f := range l.fields {
+		if f.flat == notFlat {
+			return false
+		}
+	}
+	return len(l.fields) > 0
+}
+
+// newFlatRows returns the columns of a flat dataset; dictKey says that its
+// key column, of strings or bytes, is stored with a dictionary (see
+// dataset.dictKey).
+func (l *layout) newFlatRows(dictKey bool) *flatRows {
+	r := &flatRows{cols: make([]flatCol, len(l.fields)), ttlMillis: l.ttlMillis, now: l.now, voidCheck: l.voidNamespace, voidLen: l.voidLen}
+	for i, f := range l.fields {
+		c := &r.cols[i]
+		c.dec = f.flat
+		c.reset()
+		switch f.field.Name {
+		case colKeyGroup:
+			r.keyGroup = c
+		case colKey:
+			r.key = c
+			c.dict = dictKey
+		case colNamespace:
+			r.namespace = c
+		case colWindowStart:
+			r.windowStart = c
+		case colWindowEnd:
+			r.windowEnd = c
+		case colMapKey:
+			r.mapKey = c
+		case colIndex:
+			r.index = c
+		case colValue:
+			r.value = c
+		case colLastModified:
+			r.lastModified = c
+		case colExpired:
+			r.expired = c
+		case colTimestamp:
+			r.timestamp = c
+		}
+	}
+	return r
+}
+
+func (r *flatRows) reset() {
+	for i := range r.cols {
+		r.cols[i].reset()
+	}
+	r.hasPrev = false
+}
+
+// keyed appends one entry of a keyed state or timer service, with the
+// checks and errors of rowWriter.keyed.
+func (r *flatRows) keyed(kg int, e *savepoint.Entry, index int32) error {
+	r.keyGroup.i32 = append(r.keyGroup.i32, int32(kg))
+	if err := r.appendKey(kg, e.Key); err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	switch {
+	case r.windowStart != nil:
+		if len(e.Namespace) != 16 {
+			return fmt.Errorf("namespace: %w", wantBytes("window", 16, len(e.Namespace)))
+		}
+		r.windowStart.i64 = append(r.windowStart.i64, int64(binary.BigEndian.Uint64(e.Namespace)))
+		r.windowEnd.i64 = append(r.windowEnd.i64, int64(binary.BigEndian.Uint64(e.Namespace[8:])))
+	case r.namespace != nil:
+		if err := r.namespace.decode(e.Namespace); err != nil {
+			return fmt.Errorf("namespace: %w", err)
+		}
+	case r.voidCheck != nil && r.voidLen >= 0:
+		if len(e.Namespace) != r.voidLen {
+			return fmt.Errorf("namespace: %w", wantBytes("void", r.voidLen, len(e.Namespace)))
+		}
+	case r.voidCheck != nil:
+		if _, err := r.voidCheck.DecodeAny(e.Namespace); err != nil {
+			return fmt.Errorf("namespace: %w", err)
+		}
+	case len(e.Namespace) != 0:
+		return fmt.Errorf("namespace: %w", wantBytes("void", 0, len(e.Namespace)))
+	}
+	if r.timestamp != nil {
+		r.timestamp.i64 = append(r.timestamp.i64, e.Timestamp)
+		return nil
+	}
+	if r.mapKey != nil {
+		if err := r.mapKey.decode(e.MapKey); err != nil {
+			return fmt.Errorf("map key: %w", err)
+		}
+	}
+	if r.index != nil {
+		r.index.i32 = append(r.index.i32, index)
+	}
+	v := e.Value
+	if r.lastModified != nil {
+		if len(v) < 8 {
+			return fmt.Errorf("value: %w", malformed("ttl: want at least 8 bytes, got %d", len(v)))
+		}
+		lm := int64(binary.BigEndian.Uint64(v))
+		r.lastModified.i64 = append(r.lastModified.i64, lm)
+		if r.expired != nil {
+			r.expired.bools = append(r.expired.bools, ttl.Expired(lm, r.ttlMillis, r.now))
+		}
+		v = v[8:]
+	}
+	if err := r.value.decode(v); err != nil {
+		return fmt.Errorf("value: %w", err)
+	}
+	return nil
+}
+
+// appendKey appends key's value; a string or bytes key that repeats the
+// one before is its own value, already checked.
+func (r *flatRows) appendKey(kg int, key []byte) error {
+	c := r.key
+	if c.dec != flatString && c.dec != flatBytes {
+		return c.decode(key)
+	}
+	if r.hasPrev && bytes.Equal(key, r.prevKey) {
+		if c.dict {
+			c.idx = append(c.idx, int32(len(c.offs)-2))
+			return nil
+		}
+		return c.appendBytes(key)
+	}
+	if c.dict && r.hasPrev && kg == r.prevKG && bytes.Compare(key, r.prevKey) < 0 {
+		c.unsorted = true
+	}
+	r.hasPrev = false
+	if err := c.decode(key); err != nil {
+		return err
+	}
+	if c.dict {
+		c.idx = append(c.idx, int32(len(c.offs)-2))
+	}
+	r.prevKey = append(r.prevKey[:0], key...)
+	r.prevKG = kg
+	r.hasPrev = true
+	return nil
+}
+
+// dictKey reports whether the key column of ds, a flat dataset, has a
+// dictionary: its keys are strings or bytes and come in runs of many rows,
+// in order (a keyed state of lists, maps or namespaces such as windows,
+// whose entries are sorted by key, then namespace and map key). Distinct
+// keys (a value state) and keys out of order (timers, by time) are stored
+// as prefix deltas.
+func (ds *dataset) dictKey() bool {
+	st := ds.state
+	if d := flatDecOf(ds.op.Key); st == nil || d != flatString && d != flatBytes {
+		return false
+	}
+	return st.Kind == savepoint.List || st.Kind == savepoint.Map || st.Namespace.NamespaceKind() != serializers.KindVoid
+}
