@@ -234,9 +234,7 @@ func verdictTable(out io.Writer, rep *evolve.Report, migrated bool) error {
 		if reason == "" {
 			reason = "-"
 		}
-		if err := t.Append(append(row, reason)...); err != nil {
-			return err
-		}
+		t.Append(append(row, reason)...)
 	}
 	return t.Render()
 }

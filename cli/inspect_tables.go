@@ -67,9 +67,7 @@ func (s *tableSection) render() error {
 	t := newTable(s.w, s.header...)
 	t.rawHeader = true
 	for _, r := range s.rows {
-		if err := t.Append(r...); err != nil {
-			return err
-		}
+		t.Append(r...)
 	}
 	return t.Render()
 }

@@ -40,12 +40,8 @@ func newTable(w io.Writer, header ...any) *table {
 
 func (t *table) setHeader(cells ...any) { t.header = cellStrings(cells) }
 
-// Append adds a row. It returns no error; the signature is the one the
-// call sites were written against.
-func (t *table) Append(cells ...any) error {
-	t.rows = append(t.rows, cellStrings(cells))
-	return nil
-}
+// Append adds a row.
+func (t *table) Append(cells ...any) { t.rows = append(t.rows, cellStrings(cells)) }
 
 // cellStrings turns a row's values into text; a single slice is the row.
 func cellStrings(cells []any) []string {
@@ -223,7 +219,7 @@ func (t *table) line(b *strings.Builder, widths []int, cells []string, centre bo
 func headerText(s string) string {
 	s = strings.Join(camelWords(s), " ")
 	rs := []rune(s)
-	numOrSpace := func(r rune) bool { return unicode.IsNumber(r) || unicode.IsSpace(r) }
+	numOrSpace := func(r rune) bool { return '0' <= r && r <= '9' || r == ' ' }
 	for i, r := range rs {
 		switch r {
 		case '_':
