@@ -7,8 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/compat"
@@ -216,7 +214,7 @@ func verdictTable(out io.Writer, rep *evolve.Report, migrated bool) error {
 	}
 	t := newTable(out, append(header, "REASON")...)
 	// Reasons can be long: wrapped, the table stays readable in a terminal.
-	t.Options(tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithRowMaxWidth(72))
+	t.wrap = 72
 	for _, it := range rep.Items {
 		if migrated && it.Migrated == nil && it.Verdict == compat.AsIs {
 			continue
@@ -236,9 +234,7 @@ func verdictTable(out io.Writer, rep *evolve.Report, migrated bool) error {
 		if reason == "" {
 			reason = "-"
 		}
-		if err := t.Append(append(row, reason)...); err != nil {
-			return err
-		}
+		t.Append(append(row, reason)...)
 	}
 	return t.Render()
 }

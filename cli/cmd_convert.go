@@ -129,9 +129,7 @@ func runConvert(ctx context.Context, o convertOptions, args []string, out io.Wri
 		case op.Action == flinkrewrite.Converted:
 			layout += " -> canonical"
 		}
-		if err := t.Append(uid, action, layout, op.Subtasks, op.Pairs, humanBytes(float64(op.KeyedBytes))); err != nil {
-			return err
-		}
+		t.Append(uid, action, layout, op.Subtasks, op.Pairs, humanBytes(float64(op.KeyedBytes)))
 	}
 	return t.Render()
 }

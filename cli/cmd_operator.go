@@ -123,8 +123,6 @@ func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writ
 	}
 	fmt.Fprintln(out, rewriteHeading(f, command, done, input))
 	t := newTable(out, "OPERATOR", "KEYED STATES", "TIMER SERVICES", "OPERATOR STATES", "BROADCAST STATES", "SEGMENTS", "ENTRIES", "BYTES")
-	if err := t.Append(rep.UID, rep.KeyedStates, rep.TimerServices, rep.OperatorStates, rep.BroadcastStates, rep.Segments, rep.Entries, humanBytes(float64(rep.Bytes))); err != nil {
-		return err
-	}
+	t.Append(rep.UID, rep.KeyedStates, rep.TimerServices, rep.OperatorStates, rep.BroadcastStates, rep.Segments, rep.Entries, humanBytes(float64(rep.Bytes)))
 	return t.Render()
 }

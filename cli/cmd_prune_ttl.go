@@ -135,9 +135,7 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 		if s.Overridden {
 			ttl += " (--ttl)"
 		}
-		if err := t.Append(s.Operator, s.State, ttl, s.Before, s.Dropped, s.After); err != nil {
-			return err
-		}
+		t.Append(s.Operator, s.State, ttl, s.Before, s.Dropped, s.After)
 	}
 	return t.Render()
 }

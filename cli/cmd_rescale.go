@@ -118,10 +118,8 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 		if !op.Keyed {
 			action = "not keyed, carried over"
 		}
-		if err := t.Append(op.UID, action, change(op.MaxParallelismBefore, op.MaxParallelism), change(op.ParallelismBefore, op.Parallelism),
-			op.Segments, op.Entries, humanBytes(float64(op.Bytes))); err != nil {
-			return err
-		}
+		t.Append(op.UID, action, change(op.MaxParallelismBefore, op.MaxParallelism), change(op.ParallelismBefore, op.Parallelism),
+			op.Segments, op.Entries, humanBytes(float64(op.Bytes)))
 	}
 	return t.Render()
 }

@@ -225,9 +225,7 @@ func (s *dumpSink) close() error {
 	if s.table && len(s.rows) > 0 {
 		t := newTable(s.w, s.header...)
 		for _, r := range s.rows {
-			if err := t.Append(r...); err != nil {
-				return err
-			}
+			t.Append(r...)
 		}
 		if err := t.Render(); err != nil {
 			return err

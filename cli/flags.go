@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/internal/jsonvalue"
@@ -94,13 +93,6 @@ func writeJSON(w io.Writer, v any) error {
 	// Type names such as map<string,int64> read better unescaped.
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
-}
-
-// newTable returns a table that renders to w.
-func newTable(w io.Writer, header ...any) *tablewriter.Table {
-	t := tablewriter.NewWriter(w)
-	t.Header(header...)
-	return t
 }
 
 // humanBytes renders a byte count in decimal units (the seeds' GB).

@@ -172,10 +172,8 @@ func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, 
 		if uid == "" {
 			uid = op.ID
 		}
-		if err := t.Append(uid, action, change(op.MaxParallelismBefore, op.MaxParallelism), change(op.ParallelismBefore, op.Parallelism),
-			op.Entries, humanBytes(float64(op.KeyedBytes))); err != nil {
-			return err
-		}
+		t.Append(uid, action, change(op.MaxParallelismBefore, op.MaxParallelism), change(op.ParallelismBefore, op.Parallelism),
+			op.Entries, humanBytes(float64(op.KeyedBytes)))
 	}
 	return t.Render()
 }
@@ -221,9 +219,7 @@ func runFlinkOperator(ctx context.Context, f *rewriteFlags, r *flinkfmt.Reader, 
 	}
 	fmt.Fprintln(out, rewriteHeading(f, command, done, input))
 	t := newTable(out, "OPERATOR", "UID", "NAME", "KEYED STATES", "TIMER SERVICES", "OPERATOR STATES", "BROADCAST STATES", "BYTES")
-	if err := t.Append(rep.ID, changeText(rep.UID, rep.NewUID), changeText(rep.Name, rep.NewName), rep.KeyedStates, rep.TimerServices, rep.OperatorStates, rep.BroadcastStates, humanBytes(float64(rep.Bytes))); err != nil {
-		return err
-	}
+	t.Append(rep.ID, changeText(rep.UID, rep.NewUID), changeText(rep.Name, rep.NewName), rep.KeyedStates, rep.TimerServices, rep.OperatorStates, rep.BroadcastStates, humanBytes(float64(rep.Bytes)))
 	if err := t.Render(); err != nil {
 		return err
 	}
@@ -299,9 +295,7 @@ func runFlinkPrune(ctx context.Context, o pruneOptions, r *flinkfmt.Reader, ttl 
 		if s.TTLMillis > 0 {
 			ttl = jsonvalue.Duration(s.TTLMillis) + " (--ttl)"
 		}
-		if err := t.Append(op, s.State, ttl, s.Before, s.Dropped, s.After); err != nil {
-			return err
-		}
+		t.Append(op, s.State, ttl, s.Before, s.Dropped, s.After)
 	}
 	return t.Render()
 }

@@ -7,9 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/stateproc/stateproc/inspect"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 )
@@ -65,15 +62,12 @@ func (s *tableSection) render() error {
 		return nil
 	}
 	fmt.Fprintf(s.w, "\n%s\n", s.title)
-	// The headers are written as they should read: tablewriter's automatic
-	// formatting would turn P50 into "P 50" and 0-25% into "0 - 25 %".
-	t := newTable(s.w)
-	t.Options(tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header(s.header...)
+	// The headers are written as they should read: the formatting of
+	// headers would turn P50 into "P 50" and 0-25% into "0 - 25 %".
+	t := newTable(s.w, s.header...)
+	t.rawHeader = true
 	for _, r := range s.rows {
-		if err := t.Append(r...); err != nil {
-			return err
-		}
+		t.Append(r...)
 	}
 	return t.Render()
 }

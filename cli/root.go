@@ -89,7 +89,7 @@ func newRoot(prof *cpuProfile, cmds []*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "stateproc",
 		Short:         "Inspect, export and rewrite stateproc savepoints without the job's code",
-		Version:       version(),
+		Version:       "stateproc",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -108,7 +108,10 @@ func newRoot(prof *cpuProfile, cmds []*cobra.Command) *cobra.Command {
 			return usagef("a command is required")
 		},
 	}
-	root.SetVersionTemplate("{{.Version}}\n")
+	// Any Version turns on cobra's --version; the template prints the
+	// build's, read only when --version is given.
+	addVersionFunc()
+	root.SetVersionTemplate("{{stateprocVersion}}\n")
 	root.PersistentFlags().StringVar(&prof.path, "cpuprofile", "",
 		"write a CPU profile of the command to `FILE`, for go tool pprof and the build's profile-guided optimization")
 	addPathMapFlag(root, &pathMap)

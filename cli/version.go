@@ -3,7 +3,16 @@ package cli
 import (
 	"runtime/debug"
 	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
 )
+
+// addVersionFunc gives cobra's templates stateprocVersion. Reading the
+// build information parses the list of every module in the binary, which
+// no command but --version needs; cobra keeps its template functions in
+// one map for the process, hence the Once.
+var addVersionFunc = sync.OnceFunc(func() { cobra.AddTemplateFunc("stateprocVersion", version) })
 
 // version describes the build from the module's build information: the
 // module version ("(devel)" for a build from a work tree) and, when the

@@ -15,8 +15,10 @@ import (
 // around them; with gonum/plot (once the report's charts), its fonts, its
 // LaTeX and PDF back ends; with gocloud's Azure driver, the Azure SDK and
 // the Microsoft authentication library of its token credentials (the
-// tests still create Azurite's containers with the SDK). gRPC itself
-// stays for now: arrow-go's Parquet writer and gocloud link it.
+// tests still create Azurite's containers with the SDK); tablewriter,
+// whose width cache was built at start-up (a test still compares the
+// commands' tables with it). gRPC itself stays for now: arrow-go's Parquet
+// writer and gocloud link it.
 var heavy = []string{
 	"github.com/Azure/",
 	"github.com/AzureAD/",
@@ -34,6 +36,7 @@ var heavy = []string{
 	"github.com/cncf/xds/",
 	"github.com/GoogleCloudPlatform/opentelemetry-operations-go/",
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/",
+	"github.com/olekukonko/",
 }
 
 // TestNoHeavyDependencies fails when one of the heavy packages comes back
