@@ -104,6 +104,17 @@ type stateInfo struct {
 	// a remembered end have mostly been empty, negative while they have
 	// mostly held elements; see listStore.probing.
 	emptyLists int8
+	// lowTime is at most the last-modified time of every entry of a TTL
+	// state: math.MaxInt64 while it has held none, math.MinInt64 when
+	// unknown (after a restore). A sweep at a time at which lowTime has not
+	// expired has nothing to delete and is skipped, see sweep.go.
+	lowTime int64
+	// sinceSpill is the least time written since the sweeper last spilled
+	// the state's cached writes; pass and passLow follow the sweeper's pass
+	// from the state's first key to its last, see stateInfo.sweep.
+	sinceSpill int64
+	pass       bool
+	passLow    int64
 }
 
 // New opens a new database in opts.Dir.
@@ -236,7 +247,7 @@ func (b *Backend) register(spec *state.Spec, ok bool, want string) (*stateInfo, 
 	if err != nil {
 		return nil, err
 	}
-	s := &stateInfo{b: b, id: id, spec: spec}
+	s := &stateInfo{b: b, id: id, spec: spec, lowTime: math.MaxInt64, sinceSpill: math.MaxInt64}
 	b.states = append(b.states, s)
 	b.isList = append(b.isList, make([]bool, int(id)+1-len(b.isList))...)
 	b.isList[id] = spec.Kind == savepoint.List

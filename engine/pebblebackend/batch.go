@@ -31,14 +31,6 @@ const writeBatchLimit = 64 << 10
 func (b *Backend) set(k, v []byte) error { return b.cachedWrite(k, v, true) }
 func (b *Backend) del(k []byte) error    { return b.cachedWrite(k, nil, false) }
 
-// setTimer and delTimer write timer keys straight to the write batch. The
-// cache never holds them, so the iterators of the timer services, which
-// read nothing but timer keys, open without spilling it: they run whenever
-// a key group's held timers run out, and a spill each time would leave
-// the cache little to absorb.
-func (b *Backend) setTimer(k []byte) error { return b.wb.Set(k, nil, nil) }
-func (b *Backend) delTimer(k []byte) error { return b.wb.Delete(k, nil) }
-
 // full reports whether the write batch has reached its bound.
 func (b *Backend) full() bool { return b.wb.Len() >= b.commitAt }
 
@@ -59,6 +51,9 @@ func (b *Backend) commitWrites() error {
 		return fmt.Errorf("pebblebackend: commit with %d iterators open", b.openIters)
 	}
 	if err := b.spillAll(); err != nil {
+		return err
+	}
+	if err := b.spillTimers(); err != nil {
 		return err
 	}
 	return b.commitBatch()

@@ -3,10 +3,12 @@ package pebblebackend
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
+	"github.com/stateproc/stateproc/ttl"
 )
 
 // The list, map and timer benchmarks use 10k keys: few enough that setup
@@ -260,3 +262,77 @@ func BenchmarkListPending(b *testing.B) {
 
 // benchPendingLag is how many records a pending list waits.
 const benchPendingLag = 1000
+
+// BenchmarkTimerShortLived is the shape of a request's deadline: each op
+// registers a timer 100 ms ahead for a new key and deletes the one
+// registered 100 ops earlier, as the request it guards completes.
+func BenchmarkTimerShortLived(b *testing.B) {
+	be, t, keys := benchTimers(b)
+	const lag = 100
+	step := func(i int, register bool) {
+		benchSetKey(b, be, keys[i%len(keys)])
+		var err error
+		if register {
+			err = t.Register(nil, int64(i+lag))
+		} else {
+			err = t.Delete(nil, int64(i+lag))
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range lag {
+		step(i, true)
+	}
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := lag
+	for b.Loop() {
+		step(i, true)
+		step(i-lag, false)
+		i++
+	}
+}
+
+// BenchmarkSweepChurn is the shape of a TTL state that holds requests in
+// flight: each op writes a new key and deletes the one written 1000 ops
+// earlier, and every 64th op runs a sweep step, at a time at which nothing
+// has expired.
+func BenchmarkSweepChurn(b *testing.B) {
+	be, keys := benchBackend(b)
+	c := ttl.New(time.Hour)
+	c.SweepBudget = 10
+	v, err := state.GetValue(be, state.NewManualClock(0), state.NewValue("v", serializers.Int64(), state.WithTTL(c)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const lag = 1000
+	step := func(i int, write bool) {
+		benchSetKey(b, be, keys[i%len(keys)])
+		var err error
+		if write {
+			err = v.Update(int64(i))
+		} else {
+			err = v.Clear()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range lag {
+		step(i, true)
+	}
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := lag
+	for b.Loop() {
+		step(i, true)
+		step(i-lag, false)
+		if i%64 == 0 {
+			if _, err := be.Sweep(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i++
+	}
+}

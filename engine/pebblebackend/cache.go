@@ -17,8 +17,9 @@ import "encoding/binary"
 // below two generations. Everything is spilled before an iterator over state
 // is opened, since iterators read the batch and the database, and before
 // every commit that a snapshot, checkpoint or restore needs. Timers bypass
-// the cache (see setTimer), so that the timer services' iterators need no
-// spill; the TTL sweep spills only the writes of the state it sweeps, and
+// this cache for one of their own per timer service and key group
+// (timercache.go), so that the timer services' iterators spill only the
+// key group they read; the TTL sweep spills only the writes of the state it sweeps, and
 // the reverse seek for a list's end none (see listEnds).
 //
 // An entry also knows when nothing below it (the old generation, the batch,

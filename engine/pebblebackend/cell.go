@@ -16,12 +16,22 @@ const ttlHeader = 8
 func (s *stateInfo) appendCell(dst []byte, c state.Cell) ([]byte, error) {
 	if s.spec.TTL != nil {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(c.Timestamp))
+		s.wrote(c.Timestamp)
 	}
 	dst, err := s.spec.Value.AppendAny(dst, c.Value)
 	if err != nil {
 		return nil, fmt.Errorf("pebblebackend: state %q: value: %w", s.spec.Name, err)
 	}
 	return dst, nil
+}
+
+// wrote notes a write with last-modified time t for the sweeper. Every
+// write of a TTL state's cell comes through appendCell, so the notes see
+// them all (a write that then fails only lowers the bound further).
+func (s *stateInfo) wrote(t int64) {
+	s.lowTime = min(s.lowTime, t)
+	s.sinceSpill = min(s.sinceSpill, t)
+	s.passLow = min(s.passLow, t)
 }
 
 // decodeCell is the inverse of appendCell. b may be Pebble's memory, valid

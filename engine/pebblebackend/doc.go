@@ -52,9 +52,14 @@
 //
 // Pebble has no compaction filter, so expired entries that nothing reads are
 // removed by Sweep: per TTL state with a sweep budget, a bounded number of
-// entries per call, resuming from a cursor over the owned key groups. Full
-// snapshots leave expired entries out for states that ask for it, reading
-// only the timestamp.
+// entries per call, resuming from a cursor over the owned key groups. A
+// call is skipped while the oldest time the state may hold has not expired:
+// every write lowers that bound, a restore makes it unknown, and each pass
+// of the sweeper over the whole state raises it to the oldest time left, so
+// a state that churns (mostly deletion tombstones below the cache) is
+// walked only when something in it may have expired. Full snapshots leave
+// expired entries out for states that ask for it, reading only the
+// timestamp.
 //
 // # Durability and native checkpoints
 //
@@ -69,8 +74,11 @@
 // deleted within about a generation) never reaches Pebble, and a key a
 // read found absent and that is deleted again is not even written as a
 // deletion. The older generation spills into an indexed batch that every
-// read sees through, committed when it reaches 64 KiB; timers go to that
-// batch directly. Everything is spilled before an iterator over state is
+// read sees through, committed when it reaches 64 KiB. Timer writes wait
+// in a cache of their own per key group, where a timer registered and then
+// deleted or fired never reaches Pebble when its key is known to be
+// nowhere below: its time is after that of every timer its key group ever
+// set below. Everything is spilled before an iterator over state is
 // opened, except that the TTL sweep spills only the state it sweeps and the
 // reverse seek for a list's end nothing (a list whose end is forgotten has
 // its cached elements spilled then), and committed before every snapshot,

@@ -20,10 +20,13 @@ func newTestBackend(t testing.TB, maxP int, kgs keygroup.Range) *Backend {
 }
 
 // dbKeys returns every key that starts with prefix, in order, as the
-// database holds them once the cache is spilled.
+// database holds them once the caches are spilled.
 func dbKeys(t testing.TB, b *Backend, prefix []byte) [][]byte {
 	t.Helper()
 	if err := b.spillAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.spillTimers(); err != nil {
 		t.Fatal(err)
 	}
 	it, err := b.wb.NewIter(nil)

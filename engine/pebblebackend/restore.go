@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/stateproc/stateproc/engine/state"
@@ -66,6 +67,10 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 	// It writes list elements the list memo does not see.
 	if err := b.forgetListEnds(); err != nil {
 		return err
+	}
+	// Restored entries bring times the sweeper has not seen.
+	for _, s := range b.states {
+		s.lowTime, s.pass = math.MinInt64, false
 	}
 	w := newBatchWriter(b.db)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {

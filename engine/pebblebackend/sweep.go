@@ -3,6 +3,7 @@ package pebblebackend
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -34,6 +35,13 @@ func (b *Backend) Sweep(now int64) (int, error) {
 
 func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 	b := s.b
+	if s.lowTime != math.MinInt64 && !s.spec.TTL.Expired(s.lowTime, now) {
+		// Nothing the state holds is old enough to have expired. The state
+		// an operator deletes as it completes (requests, sessions) is
+		// mostly the deletion tombstones of what it held, which a step
+		// would otherwise walk for little.
+		return 0, nil
+	}
 	// The iterator reads below the cache. At the start of each round over
 	// the state, this state's cached writes are spilled for it to see;
 	// within a round it reads the cached version of each key it meets.
@@ -44,6 +52,7 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 			return 0, err
 		}
 		s.sweepMidRound = true
+		s.sinceSpill = math.MaxInt64
 	}
 	it, err := b.iterBelow(keyGroupStart(b.kgs.Start), keyGroupStart(b.kgs.End+1))
 	if err != nil {
@@ -64,6 +73,7 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 			if err := it.Error(); err != nil {
 				return deleted, err
 			}
+			s.passEnded()
 			if wrapped || start == nil {
 				s.sweepMidRound = false
 				break
@@ -86,12 +96,17 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 		}
 		if !cached || e.present {
 			examined++
-		}
-		if (!cached || e.present) && s.expiredAt(v, now) {
-			if err := b.del(k); err != nil {
-				return deleted, err
+			if s.expiredAt(v, now) {
+				if err := b.del(k); err != nil {
+					return deleted, err
+				}
+				deleted++
+			} else if len(v) >= ttlHeader {
+				s.passLow = min(s.passLow, int64(binary.BigEndian.Uint64(v)))
+			} else {
+				// A value too short for its time: none can be assumed.
+				s.passLow = math.MinInt64
 			}
-			deleted++
 		}
 		s.sweepCursor = append(s.sweepCursor[:0], k...)
 		valid = s.settle(it, it.Next())
@@ -99,10 +114,30 @@ func (s *stateInfo) sweep(now int64) (deleted int, err error) {
 	return deleted, nil
 }
 
+// passStarted and passEnded bracket a pass of the sweeper from the state's
+// first key to past its last, which raises lowTime to what the state still
+// holds. An entry written before the spill that preceded the pass was
+// below the cache all through it, so the pass met it unless it was written
+// again; the times of the later writes are in passLow, which starts from
+// those written since that spill. So at the end of a pass, passLow bounds
+// every entry left, except those a restore brought in between, which
+// clears pass.
+func (s *stateInfo) passStarted() {
+	s.pass, s.passLow = true, s.sinceSpill
+}
+
+func (s *stateInfo) passEnded() {
+	if s.pass {
+		s.lowTime = s.passLow
+	}
+	s.pass = false
+}
+
 // seek positions it at the state's first key after the key after, or at its
 // first key when after is nil.
 func (s *stateInfo) seek(it *pebble.Iterator, after []byte) bool {
 	if after == nil {
+		s.passStarted()
 		return s.settle(it, it.SeekGE(appendPrefix(nil, s.b.kgs.Start, s.id)))
 	}
 	// after+0x00 is the smallest key greater than after.

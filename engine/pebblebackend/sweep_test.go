@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/engine/state/statetest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/ttl"
@@ -58,6 +61,9 @@ func TestSweepBudgetAndCursor(t *testing.T) {
 		}
 	}
 	const sweptID, noBudgetID = 1, 2
+	// As after a restore: the sweeper cannot tell that nothing has expired
+	// and walks the entries.
+	unknownTimes(b)
 	all := stateKeys(t, b, sweptID)
 	if len(all) != 25 {
 		t.Fatalf("%d keys for the swept state, want 25", len(all))
@@ -228,6 +234,7 @@ func TestSweepMidRoundReadsCache(t *testing.T) {
 		}
 		byOrder[string(stateKeyOf(t, b))] = k
 	}
+	unknownTimes(b)
 	var order []string
 	for _, k := range stateKeys(t, b, 0) {
 		order = append(order, byOrder[string(k)])
@@ -275,4 +282,88 @@ func stateKeyOf(t *testing.T, b *Backend) []byte {
 		t.Fatal(err)
 	}
 	return appendEscaped(k, nil)
+}
+
+// unknownTimes makes the sweeper forget the times of the entries, as a
+// restore does.
+func unknownTimes(b *Backend) {
+	for _, s := range b.states {
+		s.lowTime = math.MinInt64
+	}
+}
+
+// TestSweepSkipsUntilSomethingMayHaveExpired checks that a sweep step does
+// not walk a state while the oldest time written to it has not expired,
+// that a pass over the whole state raises that time to the oldest left,
+// and that a restore makes the sweeper walk again.
+func TestSweepSkipsUntilSomethingMayHaveExpired(t *testing.T) {
+	specOf := func() *state.ValueDescriptor[int64] {
+		return state.NewValue("swept", serializers.Int64(), sweepTTL(10))
+	}
+	b := newTestBackend(t, 16, keygroup.All(16))
+	clock := state.NewManualClock(0)
+	desc := specOf()
+	v, err := state.GetValue(b, clock, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 25 {
+		setKey(t, b, fmt.Sprintf("key-%d", i))
+		if err := v.Update(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := b.states[0]
+	sweep := func(b *Backend, now int64, want int) {
+		t.Helper()
+		n, err := b.Sweep(now)
+		if err != nil || n != want {
+			t.Fatalf("Sweep(%d) = %d, %v; want %d deleted", now, n, err, want)
+		}
+	}
+	sweep(b, 99, 0)
+	if s.sweepCursor != nil || s.sweepMidRound {
+		t.Fatalf("a sweep before anything can have expired walked the state (cursor %x)", s.sweepCursor)
+	}
+	// Five entries written again at 150 outlive the twenty at 0.
+	clock.Set(150)
+	for i := range 5 {
+		setKey(t, b, fmt.Sprintf("key-%d", i))
+		if err := v.Update(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleted := 0
+	for range 3 {
+		n, err := b.Sweep(150)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted += n
+	}
+	if deleted != 20 || s.lowTime != 150 {
+		t.Fatalf("three steps at 150 deleted %d (want 20) and left the oldest time at %d (want 150)", deleted, s.lowTime)
+	}
+	cursor := bytes.Clone(s.sweepCursor)
+	sweep(b, 249, 0)
+	if !bytes.Equal(s.sweepCursor, cursor) {
+		t.Fatalf("a sweep at 249 walked the state: cursor %x, was %x", s.sweepCursor, cursor)
+	}
+	if got := len(stateKeys(t, b, 0)); got != 5 {
+		t.Fatalf("%d entries left, want 5", got)
+	}
+
+	// A restore brings entries of unknown times: the first step walks.
+	meta := statetest.NewMetadata(statetest.NewOperator("op", 1, 16, serializers.String(), []*state.Spec{desc.Spec()}, nil), 150)
+	sp := statetest.WriteSavepoint(t, filepath.Join(t.TempDir(), "sp"), meta, 150, b)
+	r := newTestBackend(t, 16, keygroup.All(16))
+	if _, err := state.GetValue(r, clock, specOf()); err != nil {
+		t.Fatal(err)
+	}
+	statetest.Restore(t, r, sp, state.RestoreOptions{})
+	sweep(r, 200, 0)
+	if r.states[0].sweepCursor == nil {
+		t.Fatal("the first sweep after a restore did not walk the state")
+	}
+	sweep(r, 250, 5)
 }

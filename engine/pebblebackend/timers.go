@@ -40,6 +40,18 @@ type timerService struct {
 	complete []bool
 	// queue holds the key groups with timers, earliest head first.
 	queue kgQueue
+
+	// pend[kg-Start] holds kg's timer writes that have not reached the
+	// write batch, by key suffix, and dirty and dirtyKGs the key groups
+	// with some; pendN counts them all. maxBelow[kg-Start] is the latest
+	// time of a timer of kg ever set below the cache. See timercache.go.
+	pend     []map[string]timerWrite
+	dirty    []bool
+	dirtyKGs []int
+	pendN    int
+	maxBelow []int64
+	// spillOrder is spillKG's scratch.
+	spillOrder []string
 }
 
 var _ state.Timers = (*timerService)(nil)
@@ -47,6 +59,7 @@ var _ state.Timers = (*timerService)(nil)
 func newTimerService(b *Backend, id uint16, name string, ns serializers.Serializer) *timerService {
 	n := b.kgs.Len()
 	t := &timerService{b: b, id: id, name: name, ns: ns, heads: make([][][]byte, n), complete: make([]bool, n)}
+	t.newTimerCache(n)
 	t.queue = kgQueue{t: t, pos: make([]int, n)}
 	for i := range t.queue.pos {
 		t.queue.pos[i] = -1
@@ -73,12 +86,12 @@ func (t *timerService) Register(ns []byte, ts int64) error {
 	if err != nil {
 		return err
 	}
-	if err := t.b.setTimer(k); err != nil {
-		return err
-	}
 	kg := t.b.kg
 	at := kg - t.b.kgs.Start
 	hs, s := t.heads[at], k[prefixLen:]
+	if err := t.write(at, s, true); err != nil {
+		return err
+	}
 	i, found := slices.BinarySearchFunc(hs, s, bytes.Compare)
 	switch {
 	case found:
@@ -109,7 +122,7 @@ func (t *timerService) Delete(ns []byte, ts int64) error {
 	if err != nil {
 		return err
 	}
-	if err := t.b.delTimer(k); err != nil {
+	if err := t.write(t.b.kg-t.b.kgs.Start, k[prefixLen:], false); err != nil {
 		return err
 	}
 	if err := t.removed(t.b.kg, k); err != nil {
@@ -165,7 +178,7 @@ func (t *timerService) Pop(upTo int64) (state.Timer, bool, error) {
 	}
 	k := append(appendPrefix(t.b.kbuf[:0], kg, t.id), head...)
 	t.b.kbuf = k
-	if err := t.b.delTimer(k); err != nil {
+	if err := t.write(kg-t.b.kgs.Start, head, false); err != nil {
 		return state.Timer{}, false, err
 	}
 	if err := t.removed(kg, k); err != nil {
@@ -205,6 +218,9 @@ func parseTimer(suffix []byte) (state.Timer, error) {
 // would step again over the deletion tombstones of every timer that fired
 // or was deleted before, which the memtable keeps until it is flushed.
 func (t *timerService) reload(kg int, removed []byte) (err error) {
+	if err := t.spillKG(kg - t.b.kgs.Start); err != nil {
+		return err
+	}
 	p := appendPrefix(nil, kg, t.id)
 	it, err := t.b.iterBelow(bytes.Clone(removed), prefixEnd(p))
 	if err != nil {
@@ -214,8 +230,8 @@ func (t *timerService) reload(kg int, removed []byte) (err error) {
 	return t.loadHead(it, kg)
 }
 
-// reloadAll reads the first timer of every owned key group, after a
-// restore, with one iterator.
+// reloadAll reads the first timers of every owned key group, and the time
+// of its last, after a restore, with one iterator.
 func (t *timerService) reloadAll() (err error) {
 	it, err := t.b.iterBelow(keyGroupStart(t.b.kgs.Start), keyGroupStart(t.b.kgs.End+1))
 	if err != nil {
@@ -224,6 +240,20 @@ func (t *timerService) reloadAll() (err error) {
 	defer t.b.closeIter(it, &err)
 	for kg := t.b.kgs.Start; kg <= t.b.kgs.End; kg++ {
 		if err := t.loadHead(it, kg); err != nil {
+			return err
+		}
+		at := kg - t.b.kgs.Start
+		if hs := t.heads[at]; t.complete[at] {
+			if len(hs) > 0 {
+				t.maxBelow[at] = max(t.maxBelow[at], readTime(hs[len(hs)-1]))
+			}
+			continue
+		}
+		p := appendPrefix(nil, kg, t.id)
+		if it.SeekLT(prefixEnd(p)) && bytes.HasPrefix(it.Key(), p) {
+			t.maxBelow[at] = max(t.maxBelow[at], readTime(it.Key()[prefixLen:]))
+		}
+		if err := it.Error(); err != nil {
 			return err
 		}
 	}
