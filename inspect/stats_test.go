@@ -186,21 +186,27 @@ func TestLongestRun(t *testing.T) {
 // which the scan uses, against adding one value at a time.
 func TestBatchesAgreeWithSingleAdds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
-	const now = 1_767_758_922_174
-	for _, ttlMs := range []int64{1, 400, 7 * 24 * 3600 * 1000, math.MaxInt64} {
-		one, batch := newAgeHist(ttlMs, now), newAgeHist(ttlMs, now)
-		times := []int64{math.MinInt64, math.MaxInt64, now, now + 1, now - ttlMs, now - ttlMs + 1}
-		for range 5000 {
-			times = append(times, now-rng.Int64N(3*max(ttlMs%1_000_000_000, 1))+rng.Int64N(100))
-		}
-		for _, tm := range times {
-			one.add(tm)
-		}
-		batch.addAll(times[:17])
-		batch.addAll(times[17:])
-		if one.slots != batch.slots || one.expiredCount() != batch.expiredCount() {
-			t.Errorf("ttl %d: batches give slots %v, %d expired; single adds %v, %d",
-				ttlMs, batch.slots, batch.expiredCount(), one.slots, one.expiredCount())
+	// The nows beside the ordinary one put the cuts at the ends of int64
+	// and the expiry threshold off them.
+	for _, now := range []int64{1_767_758_922_174, math.MinInt64, math.MinInt64 + 3, -1, math.MaxInt64} {
+		for _, ttlMs := range []int64{1, 400, 7 * 24 * 3600 * 1000, math.MaxInt64} {
+			one, batch := newAgeHist(ttlMs, now), newAgeHist(ttlMs, now)
+			times := []int64{math.MinInt64, math.MinInt64 + 1, math.MaxInt64, now, now + 1, satSub(now, ttlMs), satSub(now, ttlMs) + 1}
+			for _, c := range one.cuts {
+				times = append(times, c, satSub(c, 1), c+min(1, math.MaxInt64-c))
+			}
+			for range 5000 {
+				times = append(times, satSub(now, rng.Int64N(3*max(ttlMs%1_000_000_000, 1))-rng.Int64N(100)))
+			}
+			for _, tm := range times {
+				one.add(tm)
+			}
+			batch.addAll(times[:17])
+			batch.addAll(times[17:])
+			if one.slots != batch.slots || one.expiredCount() != batch.expiredCount() {
+				t.Errorf("now %d, ttl %d: batches give slots %v, %d expired; single adds %v, %d",
+					now, ttlMs, batch.slots, batch.expiredCount(), one.slots, one.expiredCount())
+			}
 		}
 	}
 	var one, batch sizeHist

@@ -645,6 +645,20 @@ func mapRun(buf []byte, r *mapRunState, ttl bool, sizes []int, times []int64) in
 	end := uint(len(buf))
 	off, left, lastP, prev := uint(r.off), r.left, r.lastP, r.prev
 	n := 0
+	if off+itemZone <= end {
+		if prev == noMapKey {
+			// A record's first map key is compared with 0, below which
+			// none lies; one whose prefix is 0 is left to the loop below.
+			lastP = 0
+		}
+		lim := min(len(sizes), left)
+		if ttl {
+			n, off, lastP, prev = mapZoneTTL(buf, off, lastP, prev, sizes[:lim], times[:lim])
+		} else {
+			n, off, lastP, prev = mapZone(buf, off, lastP, prev, sizes[:lim])
+		}
+		left -= n
+	}
 	for ; n < len(sizes) && left > 0; n++ {
 		if off >= end {
 			break
@@ -681,6 +695,74 @@ func mapRun(buf []byte, r *mapRunState, ttl bool, sizes []int, times []int64) in
 	r.off, r.left, r.lastP, r.prev = int(off), left, lastP, prev
 	return n
 }
+
+// mapZoneTTL is mapRun's loop for the items of a TTL state that lie
+// itemZone bytes or more before the end of buf: an item of one-byte
+// lengths and the 8-byte loads of its map key's prefix and its time lie in
+// the next itemZone bytes, which one test proves, so that its fields need
+// no test against the end. It is a function of its own, with nothing live
+// but its arguments, so that its state stays in registers. It stops as
+// mapRun does, and returns what mapRun keeps.
+func mapZoneTTL(buf []byte, off uint, lastP uint64, prev int, sizes []int, times []int64) (int, uint, uint64, int) {
+	times = times[:len(sizes)]
+	end := uint(len(buf))
+	n := 0
+	for ; n < len(sizes) && off+itemZone <= end; n++ {
+		w := (*[itemZone]byte)(buf[off : off+itemZone])
+		kl := uint(w[0])
+		if kl >= 0x80 {
+			break
+		}
+		p := binary.BigEndian.Uint64(w[1:9]) & prefixMasks[kl]
+		l := uint(w[1+kl])
+		if p <= lastP || l-8 >= 0x80-8 {
+			break
+		}
+		times[n] = int64(binary.BigEndian.Uint64(w[2+kl:]))
+		sizes[n] = int(l - 8)
+		prev, lastP = int(off), p
+		off += 2 + kl + l
+	}
+	return n, off, lastP, prev
+}
+
+// mapZone is mapZoneTTL for a state without TTL.
+func mapZone(buf []byte, off uint, lastP uint64, prev int, sizes []int) (int, uint, uint64, int) {
+	end := uint(len(buf))
+	n := 0
+	for ; n < len(sizes) && off+itemZone <= end; n++ {
+		w := (*[itemZone]byte)(buf[off : off+itemZone])
+		kl := uint(w[0])
+		if kl >= 0x80 {
+			break
+		}
+		p := binary.BigEndian.Uint64(w[1:9]) & prefixMasks[kl]
+		l := uint(w[1+kl])
+		if p <= lastP || l >= 0x80 {
+			break
+		}
+		sizes[n] = int(l)
+		prev, lastP = int(off), p
+		off += 2 + kl + l
+	}
+	return n, off, lastP, prev
+}
+
+// itemZone holds an item of one-byte lengths, 1 + 127 + 1 + 127 bytes, and
+// its two 8-byte loads, which end at most 1 + 127 + 1 + 8 bytes in.
+const itemZone = 256
+
+// prefixMasks[n] keeps the bytes of an 8-byte load that belong to a field
+// of n bytes.
+var prefixMasks = func() (m [0x80]uint64) {
+	for n := range m {
+		m[n] = ^uint64(0)
+		if n < 8 {
+			m[n] = ^(^uint64(0) >> (8 * n))
+		}
+	}
+	return m
+}()
 
 // countTimes takes the TTL times of a batch of values into the segment's
 // time bounds and its last-modified histogram.
