@@ -8,11 +8,14 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// behindBuf is the size of one buffer of a behindSink, and behindBufs how
-// many it has: one filling while the others are written.
+// behindBuf is the size of a full buffer of a behindSink, and behindBufs
+// how many it has at most: one filling while the others are written. A
+// file's first buffer starts at behindFirst and grows, so that a small
+// file takes little memory.
 const (
-	behindBuf  = 512 << 10
-	behindBufs = 3
+	behindBuf   = 512 << 10
+	behindBufs  = 3
+	behindFirst = 64 << 10
 )
 
 // behindSink streams a local data file into a CreateNamed writer, which
@@ -31,16 +34,14 @@ type behindSink struct {
 	// err is the first error of a write, set by the writing goroutine.
 	mu  sync.Mutex
 	err error
-	// ended is set once full is closed.
+	// made counts the buffers allocated; ended is set once full is closed.
+	made  int
 	ended bool
 }
 
 func newBehindSink(out storage.NamedWriter) *behindSink {
 	s := &behindSink{out: out, full: make(chan []byte, behindBufs), free: make(chan []byte, behindBufs), done: make(chan struct{})}
-	for range behindBufs - 1 {
-		s.free <- make([]byte, 0, behindBuf)
-	}
-	s.cur = make([]byte, 0, behindBuf)
+	s.cur, s.made = make([]byte, 0, behindFirst), 1
 	go s.run()
 	return s
 }
@@ -67,14 +68,32 @@ func (s *behindSink) failed() error {
 
 func (s *behindSink) write(p []byte) error {
 	for len(p) > 0 {
+		if len(s.cur) == cap(s.cur) && cap(s.cur) < behindBuf {
+			s.cur = append(make([]byte, 0, min(2*cap(s.cur), behindBuf)), s.cur...)
+		}
 		n := copy(s.cur[len(s.cur):cap(s.cur)], p)
 		s.cur, p = s.cur[:len(s.cur)+n], p[n:]
-		if len(s.cur) == cap(s.cur) {
+		if len(s.cur) >= behindBuf {
 			s.full <- s.cur
-			s.cur = <-s.free
+			s.cur = s.take()
 		}
 	}
 	return s.failed()
+}
+
+// take returns a free buffer, allocating one while fewer than behindBufs
+// exist.
+func (s *behindSink) take() []byte {
+	select {
+	case b := <-s.free:
+		return b
+	default:
+	}
+	if s.made < behindBufs {
+		s.made++
+		return make([]byte, 0, behindBuf)
+	}
+	return <-s.free
 }
 
 func (s *behindSink) copied(p []byte, _ storage.File, _ int64, _ Version) error { return s.write(p) }

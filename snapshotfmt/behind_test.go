@@ -111,3 +111,18 @@ func TestBehindSinkAbortEndsTheWriter(t *testing.T) {
 		t.Errorf("the writer got %d bytes before the abort, want %d", w.got.Len(), behindBuf+10)
 	}
 }
+
+// A small file takes one small buffer, not the full set.
+func TestBehindSinkSmallFileTakesLittle(t *testing.T) {
+	w := &recordingWriter{}
+	s := newBehindSink(w)
+	if err := s.write(make([]byte, 10<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if s.made != 1 || cap(s.cur) != behindFirst {
+		t.Errorf("%d buffers, the current of %d bytes, want 1 of %d", s.made, cap(s.cur), behindFirst)
+	}
+	if _, err := s.finish(t.Context()); err != nil || w.got.Len() != 10<<10 {
+		t.Errorf("finish: %v, %d bytes written", err, w.got.Len())
+	}
+}
