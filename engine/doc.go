@@ -36,7 +36,11 @@
 // right after its first watermark at or above an epoch the coordinator
 // chooses above every watermark already sent, which makes the checkpoint a
 // cut through that order: a run restarted from it goes on as the run
-// without the failure. StopAtWatermark stops there too.
+// without the failure. StopAtWatermark stops there too. A source subtask
+// none of whose splits has a record to give (each said
+// ErrNothingAvailable) sends its barrier where it stands, as an idle or
+// finished one does, so that a quiet input does not hold a checkpoint, or
+// the savepoint a job stops with, until it speaks again.
 //
 // # Savepoints and checkpoints
 //

@@ -351,3 +351,54 @@ func TestStopWithDrainAndCancel(t *testing.T) {
 		t.Fatalf("cancelled job: %v, want ErrCancelled", err)
 	}
 }
+
+// Under DeterministicTime a savepoint's barrier waits for the watermark to
+// reach the savepoint's epoch, which a source that has nothing to read
+// never sends. A job that has read all there is takes its savepoints all
+// the same: one while it runs and the one it stops with, neither waiting
+// for input; a restore from each writes exactly what the job had not
+// committed by then.
+func TestSavepointsOfAQuietJob(t *testing.T) {
+	src := testSource{splits: 4, n: 500, keys: 13}
+	total := int64(src.splits * src.n)
+	dir := t.TempDir()
+	clean, cleanSP := NewCollectSink[windowResult](), filepath.Join(dir, "clean")
+	if _, err := Run(context.Background(), countJob(src, 2, clean), RunOptions{StopAfter: total, SavepointDir: cleanSP, ProcessingTime: DeterministicTime}); err != nil {
+		t.Fatal(err)
+	}
+	want := sortResults(clean.Values())
+	var read atomic.Int64
+	running := newTxnSink[windowResult]()
+	h, err := Start(context.Background(), countJobOf(unboundedSource{testSource: src, read: &read}, 2, running), RunOptions{ProcessingTime: DeterministicTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRead(t, &read, total, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mid, err := h.TriggerSavepoint(ctx, filepath.Join(dir, "mid"))
+	if err != nil {
+		t.Fatalf("a savepoint of a job with nothing to read: %v", err)
+	}
+	stop, err := h.StopWithSavepoint(ctx, filepath.Join(dir, "stop"), false)
+	if err != nil {
+		t.Fatalf("stopping a job with nothing to read: %v", err)
+	}
+	if _, err := h.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i, sp := range []string{mid, stop} {
+		if at := splitOffsets(t, sp); at <= 0 || at > total {
+			t.Fatalf("%s: source positions at %d events, want some of the %d read", sp, at, total)
+		}
+		restored := NewCollectSink[windowResult]()
+		if _, err := Run(context.Background(), countJobOf(unboundedSource{testSource: src, read: new(atomic.Int64)}, 3, restored), RunOptions{
+			RestoreFrom: sp, StopAfter: total, SavepointDir: filepath.Join(dir, fmt.Sprintf("end%d", i)), ProcessingTime: DeterministicTime,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := sortResults(append(running.coveredBy(t, sp), restored.Values()...)); !slices.Equal(got, want) {
+			t.Fatalf("%s: %d results before the savepoint and after the restore, want %d", sp, len(got), len(want))
+		}
+	}
+}

@@ -103,6 +103,10 @@ const (
 	// faultComplete: the coordinator, every subtask having acknowledged,
 	// before it publishes the checkpoint.
 	faultComplete
+	// faultPublished: the coordinator, once the checkpoint is visible: the
+	// publication is reported failed, as when the answer to its last write
+	// is lost.
+	faultPublished
 	// faultRestore: a keyed subtask before it restores its key groups.
 	faultRestore
 )
@@ -441,6 +445,7 @@ func (a *attempt) newCoordinator(sources []*task, firstID uint64) *coordinator {
 		Sources: sources, Tasks: len(a.tasks), Upstream: upstream,
 		Store: a.store, Requests: a.handle.requests, Metadata: a.metadata, Completed: a.handle.noteCheckpoint,
 		BeforePublish: func(cp *checkpoint) error { return a.fault(faultComplete, nil, cp) },
+		AfterPublish:  func(cp *checkpoint) error { return a.fault(faultPublished, nil, cp) },
 	}
 	return coord.New(cfg, firstID)
 }

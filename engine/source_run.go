@@ -48,6 +48,9 @@ type sourceRunner[T any] struct {
 	// stopped is set once the barrier of a savepoint that stops the job
 	// has gone out: the subtask reads no more and ends.
 	stopped bool
+	// starved is set while none of the subtask's splits has a record to
+	// give now (each said ErrNothingAvailable and waits to be asked again).
+	starved bool
 }
 
 func runSource[T any](t *task, src Source[T], wm Watermarks) error {
@@ -242,6 +245,7 @@ func (r *sourceRunner[T]) step() error {
 	if r.stopHere {
 		c, wait = nil, 0
 	}
+	r.starved = c == nil && wait > 0
 	if c == nil {
 		if wait > 0 {
 			return r.waitFor(nil, time.After(wait))
@@ -516,9 +520,14 @@ func (r *sourceRunner[T]) command(cmd sourceCmd) error {
 // barrierDue reports whether the pending barrier goes out now. Under
 // DeterministicTime it goes out with the snapshot of the cut: right after
 // the first watermark at or above the checkpoint's epoch, or at once when
-// that watermark has gone out already or the subtask reads nothing more.
+// that watermark has gone out already or the subtask reads nothing more,
+// for good or for now. A subtask that has nothing to read may never send
+// that watermark, and the checkpoint (a savepoint that stops the job, too)
+// would wait for input that need not come. Its cut is where it stands, as
+// an idle subtask's is: every record it sent comes before its barrier, and
+// the gates downstream read them all before they align on it.
 func (r *sourceRunner[T]) barrierDue() bool {
-	return !r.ordered || r.atEnd || r.status == flow.Idle || r.t.watermark >= r.barrier.Epoch()
+	return !r.ordered || r.atEnd || r.status == flow.Idle || r.starved || r.t.watermark >= r.barrier.Epoch()
 }
 
 func (r *sourceRunner[T]) sendBarrier() error {

@@ -513,7 +513,7 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 		}
 	}
 	t.c.Requests.Add(1)
-	if err := t.b.Upload(ctx, t.key(t.marker), bytes.NewReader(meta.Bytes()), opts); err != nil {
+	if err := t.b.Upload(ctx, t.key(t.marker), bytes.NewReader(meta.Bytes()), opts); err != nil && !t.landed(ctx, meta.Bytes()) {
 		if isPreconditionFailed(err) {
 			return fmt.Errorf("%w: another writer published a savepoint at %s first; nothing of this run is visible", ErrConflict, t.Location())
 		}
@@ -540,6 +540,25 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 			t.Location(), len(errs), errors.Join(errs...))
 	}
 	return nil
+}
+
+// landed reports whether the marker holds exactly want, after an upload
+// of it failed. A failed upload may still have landed: its answer may have
+// been lost after the server stored it, and the retry of a conditional PUT
+// then fails on the condition that the first attempt itself broke; or the
+// caller's context ended while the request was on its way. The savepoint is
+// visible in either case, so Publish must not report it as not written. The
+// check runs on a context of its own, since the caller's may be done.
+func (t *bucketTarget) landed(ctx context.Context, want []byte) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	t.c.Requests.Add(1)
+	if attrs, err := t.b.Attributes(ctx, t.key(t.marker)); err != nil || attrs.Size != int64(len(want)) {
+		return false
+	}
+	t.c.Requests.Add(1)
+	got, err := t.b.ReadAll(ctx, t.key(t.marker))
+	return err == nil && bytes.Equal(got, want)
 }
 
 // abortTimeout bounds the cleanup of an aborted target, which runs when

@@ -178,6 +178,72 @@ func TestWritesRetryThrottlingAndResets(t *testing.T) {
 	t.Logf("%d retries", storage.CountersOf(tg).Retries.Load())
 }
 
+// TestPublishWhoseAnswerIsLost has the server store _metadata and the
+// connection drop before its answer, so that the client retries a
+// conditional PUT that its own first attempt already satisfied. The
+// savepoint is visible, so Publish must report it written, created or
+// replaced; and a Publish whose context ends before its request reports
+// the failure and leaves nothing.
+func TestPublishWhoseAnswerIsLost(t *testing.T) {
+	ctx := context.Background()
+	srv := newBucket(t)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	publish := func(force bool, meta, data string) error {
+		tg, err := storage.OpenTarget(ctx, storetest.URL(p.URL, "state", "sp"), storage.TargetOptions{Force: force, Options: storage.Options{Retry: fastRetries}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tg.Close()
+		w, err := tg.Create(ctx, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeAll(t, w, []byte(data))
+		mw, _ := tg.Create(ctx, storage.MetadataName)
+		writeAll(t, mw, []byte(meta))
+		before := p.Ops("PutObject")
+		p.Inject(storetest.LostAnswer, "PutObject", 1, 0, "", 0)
+		err = tg.Publish(ctx)
+		if p.Pending() != 0 || p.Ops("PutObject")-before < 2 {
+			t.Fatalf("the lost answer did not strike: %d pending, %d PUTs", p.Pending(), p.Ops("PutObject")-before)
+		}
+		return err
+	}
+	d := openVia(t, srv.Endpoint(), "sp", storage.RetryPolicy{})
+	if err := publish(false, "meta one", "data-one"); err != nil {
+		t.Fatalf("a create-only publish whose answer was lost: %v, want it reported written", err)
+	}
+	if got := string(readAll(t, d, storage.MetadataName)); got != "meta one" {
+		t.Fatalf("_metadata = %q", got)
+	}
+	if err := publish(true, "meta two", "data-two"); err != nil {
+		t.Fatalf("a forced publish whose answer was lost: %v, want it reported written", err)
+	}
+	if got := string(readAll(t, d, storage.MetadataName)); got != "meta two" {
+		t.Fatalf("_metadata = %q", got)
+	}
+	// The replaced savepoint's file went, as after any forced publish.
+	if names, err := d.List(ctx); err != nil || strings.Join(names, ",") != "_metadata,data-two" {
+		t.Fatalf("after the forced publish the prefix holds %v (%v)", names, err)
+	}
+
+	tg, err := storage.OpenTarget(ctx, storetest.URL(p.URL, "state", "other"), storage.TargetOptions{Options: storage.Options{Retry: fastRetries}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	mw, _ := tg.Create(ctx, storage.MetadataName)
+	writeAll(t, mw, []byte("meta"))
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := tg.Publish(done); err == nil || errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("a publish whose context had ended = %v, want a failure that is not a conflict", err)
+	}
+	if _, err := openVia(t, srv.Endpoint(), "other", storage.RetryPolicy{}).Open(ctx, storage.MetadataName); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after a publish that never left, _metadata: %v; want none", err)
+	}
+}
+
 // TestProxyEnforcesThePartRule checks the test's own referee: a multipart
 // upload whose first part is under 5 MiB is refused at completion, as S3
 // refuses it, though versitygw would take it.

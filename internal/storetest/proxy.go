@@ -57,6 +57,10 @@ const (
 	// CutBody forwards the request and breaks the connection partway
 	// through the answer's body.
 	CutBody
+	// LostAnswer forwards the request, lets the server carry it out, and
+	// closes the connection without the answer: the client cannot tell
+	// whether it took effect.
+	LostAnswer
 )
 
 type fault struct {
@@ -254,6 +258,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f != nil && f.kind == CutBody {
 		r = r.WithContext(withCut(r.Context(), f.after))
+	}
+	if f != nil && f.kind == LostAnswer {
+		p.rp.ServeHTTP(httptest.NewRecorder(), r)
+		reset(w)
+		return
 	}
 	start := time.Now()
 	p.mu.Lock()

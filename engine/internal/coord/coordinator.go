@@ -240,6 +240,9 @@ type Config[S Subtask] struct {
 	// BeforePublish, when set, runs once every subtask has acknowledged,
 	// before the checkpoint is published: tests fail there.
 	BeforePublish func(*Checkpoint) error
+	// AfterPublish, when set, runs once the checkpoint is visible, before
+	// it is recorded: tests report the publication failed there.
+	AfterPublish func(*Checkpoint) error
 }
 
 // completed is the latest completed checkpoint of a run.
@@ -265,6 +268,9 @@ type Coordinator[S Subtask] struct {
 	preparing uint64
 	prepared  map[S]Message[S]
 	pending   *Checkpoint
+	// unsettled is the periodic checkpoint whose publication failed, which
+	// may nevertheless be visible (see settle).
+	unsettled *Checkpoint
 	// inFlight is pending, for the gates: it is set before the sources may
 	// send the watermark that announces its barrier.
 	inFlight  atomic.Pointer[Checkpoint]
@@ -384,11 +390,13 @@ func (c *Coordinator[S]) Run(ctx context.Context) error {
 // none.
 func (c *Coordinator[S]) Pending() *Checkpoint { return c.inFlight.Load() }
 
-// Abort discards the checkpoint in flight, if any, and fails the
-// savepoint request being served with the attempt's outcome err. It runs
+// Abort settles a checkpoint whose publication failed (see settle),
+// discards the checkpoint in flight, if any, and fails the savepoint
+// request being served with the attempt's outcome err. It runs
 // once every subtask has stopped: the checkpoint's writer must not be
 // aborted while a subtask still writes into it.
 func (c *Coordinator[S]) Abort(err error) {
+	c.settle()
 	if c.pending != nil {
 		c.cfg.Store.Discard(c.pending.Files)
 		c.pending = nil
@@ -618,9 +626,29 @@ func (c *Coordinator[S]) complete(ctx context.Context, cp *Checkpoint) error {
 			return fmt.Errorf("engine: checkpoint %d: %w", cp.ID, err)
 		}
 	}
-	if err := c.cfg.Store.Publish(ctx, cp.Files); err != nil {
+	err := c.cfg.Store.Publish(ctx, cp.Files)
+	if err == nil && c.cfg.AfterPublish != nil {
+		err = c.cfg.AfterPublish(cp)
+	}
+	if err != nil {
+		if !cp.Savepoint {
+			c.unsettled = cp
+		}
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.ID, err)
 	}
+	c.record(cp)
+	// Retention comes after the checkpoint is recorded as the one to
+	// restart from: a failure while it deletes old checkpoints (which takes
+	// requests on a bucket) must not leave a published checkpoint that the
+	// restart does not know of.
+	if !cp.Savepoint {
+		return c.cfg.Store.Retain(ctx, c.cfg.Retain)
+	}
+	return nil
+}
+
+// record makes cp the latest completed checkpoint.
+func (c *Coordinator[S]) record(cp *Checkpoint) {
 	c.inFlight.Store(nil)
 	c.mu.Lock()
 	c.latest = completed{id: cp.ID, path: cp.Target}
@@ -633,14 +661,32 @@ func (c *Coordinator[S]) complete(ctx context.Context, cp *Checkpoint) error {
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
-	// Retention comes after the checkpoint is recorded as the one to
-	// restart from: a failure while it deletes old checkpoints (which takes
-	// requests on a bucket) must not leave a published checkpoint that the
-	// restart does not know of.
-	if !cp.Savepoint {
-		return c.cfg.Store.Retain(ctx, c.cfg.Retain)
+}
+
+// settleTimeout bounds the look at a checkpoint whose publication failed,
+// which runs when the attempt's context may be done.
+const settleTimeout = time.Minute
+
+// settle decides the checkpoint whose publication failed, if any. A failed
+// publication may still have made the checkpoint visible (in a bucket, the
+// answer to the PUT of _metadata can be lost after the server stored it,
+// or the run can be cancelled while the request is on its way), and a
+// restart from the checkpoint before it would then drop the transactions
+// that the visible one holds pending and take its number again. Begin made
+// sure that nothing held the checkpoint's number, and one attempt writes
+// its checkpoints one at a time, so whatever _metadata is there now is the
+// attempt's own: the checkpoint is recorded as completed.
+func (c *Coordinator[S]) settle() {
+	cp := c.unsettled
+	if cp == nil {
+		return
 	}
-	return nil
+	c.unsettled = nil
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	if visible, err := chkstore.Exists(ctx, cp.Target); err == nil && visible {
+		c.record(cp)
+	}
 }
 
 // FreeTarget refuses a savepoint target that exists, a directory or a
