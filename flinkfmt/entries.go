@@ -185,11 +185,15 @@ func (it *EntryIterator) plan() []step {
 			if r := it.kgs.Intersect(h.KeyGroups); r.Len() > 0 {
 				steps = append(steps, step{kg: r.Start, sub: j, idx: -1})
 			}
-		case sk.header != nil || sk.layout == LayoutRawTimers:
-			for i := range h.Offsets {
-				if kg := h.KeyGroups.Start + i; it.kgs.Contains(kg) {
-					steps = append(steps, step{kg: kg, sub: j, idx: i})
-				}
+		case (sk.header != nil || sk.layout == LayoutRawTimers) && len(h.Offsets) > 0:
+			// Offset i is of key group Start+i. Only the offsets within kgs
+			// are visited: a scan asks for one key group at a time, and a
+			// walk of all of them per call made it quadratic in the key
+			// groups.
+			held := keygroup.Range{Start: h.KeyGroups.Start, End: h.KeyGroups.Start + len(h.Offsets) - 1}
+			r := it.kgs.Intersect(held)
+			for kg := r.Start; kg <= r.End && r.Len() > 0; kg++ {
+				steps = append(steps, step{kg: kg, sub: j, idx: kg - h.KeyGroups.Start})
 			}
 		}
 	}

@@ -239,7 +239,7 @@ func newAzureBucket(loc Location, policy RetryPolicy, c *Counters, getenv func(s
 	b := &azureBucket{base: base, container: loc.Bucket, account: s.account, policy: policy, c: c, block: azureBlockSize}
 	switch {
 	case s.token:
-		b.cred = newAzureCredential(getenv, &http.Client{Timeout: time.Minute}, azureIMDSClient())
+		b.cred = newAzureCredential(getenv, &http.Client{Timeout: time.Minute}, azureIMDSClient(), policy)
 	case s.key != "":
 		if b.key, err = base64.StdEncoding.DecodeString(s.key); err != nil {
 			return nil, fmt.Errorf("azure: the account key is not base64: %w", err)

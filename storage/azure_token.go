@@ -78,11 +78,11 @@ func (e *azureCredentialError) Error() string {
 	return "azure: no token credential: " + strings.Join(e.tried, "; ")
 }
 
-func newAzureCredential(getenv func(string) string, hc, imds *http.Client) *azureCredential {
+func newAzureCredential(getenv func(string) string, hc, imds *http.Client, policy RetryPolicy) *azureCredential {
 	c := &azureCredential{now: time.Now, sem: make(chan struct{}, 1)}
 	// A token service's expires_in counts from the credential's clock.
-	svc := &azureTokenClient{hc: hc, now: func() time.Time { return c.now() }}
-	md := &azureTokenClient{hc: imds, now: svc.now}
+	svc := &azureTokenClient{hc: hc, now: func() time.Time { return c.now() }, policy: policy.orDefault()}
+	md := &azureTokenClient{hc: imds, now: svc.now, policy: svc.policy, imds: true}
 	c.sources = []azureTokenSource{
 		{"environment client secret", func(ctx context.Context) (azureToken, bool, error) {
 			return azureClientSecret(ctx, svc, getenv)
@@ -227,10 +227,19 @@ func readLimited(name string, limit int64) ([]byte, error) {
 	return b, err
 }
 
-// azureTokenClient asks a token service for a token.
+// azureTokenClient asks a token service for a token, retrying under
+// policy what a token service answers when it is busy or briefly away:
+// 429 and 5xx, and for the metadata service also 410, which it answers
+// while it is updated. Not its 404, which it may also answer then: on
+// another cloud the same address answers 404 to every path, and the chain
+// must go on to the next source quickly. A broken connection is retried
+// on the Entra ID endpoints only: a metadata service that does not take
+// the connection is absent.
 type azureTokenClient struct {
-	hc  *http.Client
-	now func() time.Time
+	hc     *http.Client
+	now    func() time.Time
+	policy RetryPolicy
+	imds   bool
 }
 
 func (tc *azureTokenClient) post(ctx context.Context, endpoint string, form url.Values) (azureToken, error) {
@@ -246,16 +255,48 @@ func (tc *azureTokenClient) post(ctx context.Context, endpoint string, form url.
 // either of the shapes the token services use: expires_in seconds from
 // now, or expires_on seconds since the epoch, each a number or a string.
 func (tc *azureTokenClient) answer(req *http.Request) (azureToken, error) {
+	for attempt := 1; ; attempt++ {
+		tok, retry, err := tc.try(req)
+		if err == nil || !retry || attempt >= tc.policy.Attempts {
+			return tok, err
+		}
+		if err := tc.policy.sleep(req.Context(), attempt); err != nil {
+			return azureToken{}, err
+		}
+		if req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return azureToken{}, err
+			}
+			req.Body = body
+		}
+	}
+}
+
+// try sends req once and reads the token from its answer; retry says
+// whether a failure is worth another attempt.
+func (tc *azureTokenClient) try(req *http.Request) (tok azureToken, retry bool, err error) {
 	sent := tc.now()
 	resp, err := tc.hc.Do(req)
 	if err != nil {
-		return azureToken{}, err
+		return azureToken{}, !tc.imds && req.Context().Err() == nil && Retryable(err), err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, azureTokenLimit))
 	if err != nil {
-		return azureToken{}, fmt.Errorf("%s: %w", req.URL.Host, err)
+		return azureToken{}, true, fmt.Errorf("%s: %w", req.URL.Host, err)
 	}
+	tok, err = tc.token(req, resp, body, sent)
+	return tok, err != nil && tc.busy(resp.StatusCode), err
+}
+
+// busy reports whether a token service's status says to ask again.
+func (tc *azureTokenClient) busy(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500 || tc.imds && status == http.StatusGone
+}
+
+// token reads the token from an answer.
+func (tc *azureTokenClient) token(req *http.Request, resp *http.Response, body []byte, sent time.Time) (azureToken, error) {
 	var a struct {
 		AccessToken string          `json:"access_token"`
 		ExpiresIn   json.RawMessage `json:"expires_in"`

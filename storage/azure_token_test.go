@@ -18,6 +18,9 @@ import (
 	"gocloud.dev/gcerrors"
 )
 
+// testTokenRetries keeps the token clients' backoff short.
+var testTokenRetries = RetryPolicy{Attempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+
 // tokenEnv is a getenv over pairs.
 func tokenEnv(kv ...string) func(string) string {
 	return func(k string) string {
@@ -114,7 +117,7 @@ func fakeAz(t *testing.T, script string) {
 }
 
 func testCredential(getenv func(string) string, e *entraServer) *azureCredential {
-	return newAzureCredential(getenv, e.Client(), azureIMDSClient())
+	return newAzureCredential(getenv, e.Client(), azureIMDSClient(), testTokenRetries)
 }
 
 // The sources are tried in DefaultAzureCredential's order, and each sends
@@ -176,7 +179,7 @@ func TestAzureTokenSourceOrder(t *testing.T) {
 		var calls atomic.Int32
 		imdsServer(t, "app-2", &calls)
 		fakeAz(t, "echo az must not run >&2; exit 1")
-		tok, err := newAzureCredential(tokenEnv("AZURE_CLIENT_ID", "app-2"), http.DefaultClient, azureIMDSClient()).token(ctx)
+		tok, err := newAzureCredential(tokenEnv("AZURE_CLIENT_ID", "app-2"), http.DefaultClient, azureIMDSClient(), testTokenRetries).token(ctx)
 		if err != nil || tok != "imds-1" || calls.Load() != 1 {
 			t.Fatalf("token %q, %v after %d calls", tok, err, calls.Load())
 		}
@@ -193,7 +196,7 @@ func TestAzureTokenSourceOrder(t *testing.T) {
 		}))
 		defer srv.Close()
 		env := tokenEnv("IDENTITY_ENDPOINT", srv.URL+"/msi/token", "IDENTITY_HEADER", "hdr-1")
-		tok, err := newAzureCredential(env, http.DefaultClient, azureIMDSClient()).token(ctx)
+		tok, err := newAzureCredential(env, http.DefaultClient, azureIMDSClient(), testTokenRetries).token(ctx)
 		if err != nil || tok != "appsvc" {
 			t.Fatalf("token %q, %v", tok, err)
 		}
@@ -204,7 +207,7 @@ func TestAzureTokenSourceOrder(t *testing.T) {
 		exp := time.Now().Add(time.Hour).Unix()
 		fakeAz(t, fmt.Sprintf(`[ "$*" = "account get-access-token --resource https://storage.azure.com --output json" ] || { echo "args $*" >&2; exit 2; }
 echo '{"accessToken":"cli-tok","expiresOn":"2030-01-01 00:00:00.000000","expires_on":%d,"tokenType":"Bearer"}'`, exp))
-		c := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient())
+		c := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient(), testTokenRetries)
 		tok, err := c.token(ctx)
 		if err != nil || tok != "cli-tok" || c.tok.expires.Unix() != exp {
 			t.Fatalf("token %q expiring %v, %v", tok, c.tok.expires, err)
@@ -214,7 +217,7 @@ echo '{"accessToken":"cli-tok","expiresOn":"2030-01-01 00:00:00.000000","expires
 	t.Run("Azure CLI, expiresOn in local time", func(t *testing.T) {
 		setIMDS(t, "http://"+closedAddr(t)+"/metadata/identity/oauth2/token")
 		fakeAz(t, `echo '{"accessToken":"cli-old","expiresOn":"2030-01-02 03:04:05.123456","tokenType":"Bearer"}'`)
-		c := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient())
+		c := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient(), testTokenRetries)
 		tok, err := c.token(ctx)
 		want := time.Date(2030, 1, 2, 3, 4, 5, 123456000, time.Local)
 		if err != nil || tok != "cli-old" || !c.tok.expires.Equal(want) {
@@ -233,7 +236,7 @@ func TestAzureTokenRefresh(t *testing.T) {
 	}))
 	defer srv.Close()
 	setIMDS(t, srv.URL)
-	c := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient())
+	c := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient(), testTokenRetries)
 	now := expires.Add(-time.Hour)
 	c.now = func() time.Time { return now }
 	for _, step := range []struct {
@@ -265,7 +268,7 @@ func TestAzureTokenConcurrentRefresh(t *testing.T) {
 	}))
 	defer srv.Close()
 	setIMDS(t, srv.URL)
-	c := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient())
+	c := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient(), testTokenRetries)
 	var wg sync.WaitGroup
 	toks := make([]string, 16)
 	for i := range toks {
@@ -294,7 +297,7 @@ func TestAzureTokenErrors(t *testing.T) {
 	t.Run("none available", func(t *testing.T) {
 		setIMDS(t, "http://"+closedAddr(t)+"/metadata/identity/oauth2/token")
 		t.Setenv("PATH", t.TempDir())
-		_, err := newAzureCredential(tokenEnv("AZURE_CLIENT_ID", "app-1"), http.DefaultClient, azureIMDSClient()).token(ctx)
+		_, err := newAzureCredential(tokenEnv("AZURE_CLIENT_ID", "app-1"), http.DefaultClient, azureIMDSClient(), testTokenRetries).token(ctx)
 		if err == nil {
 			t.Fatal("a token without any source")
 		}
@@ -342,10 +345,86 @@ func TestAzureTokenErrors(t *testing.T) {
 				k, v, _ := strings.Cut(f, "=")
 				kv = append(kv, k, v)
 			}
-			_, err := newAzureCredential(tokenEnv(kv...), http.DefaultClient, azureIMDSClient()).token(ctx)
+			_, err := newAzureCredential(tokenEnv(kv...), http.DefaultClient, azureIMDSClient(), testTokenRetries).token(ctx)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: %v, want %s", c.env, err, c.want)
 			}
+		}
+	})
+}
+
+// A token service that is busy or briefly away is asked again, within
+// the policy's attempts: Entra ID after 503 and 429, the metadata service
+// after 410 as well; a refusal is final, and so is a metadata service that
+// does not take the connection (TestAzureTokenErrors) or answers 404, as
+// the same address does on another cloud.
+func TestAzureTokenRetries(t *testing.T) {
+	ctx := context.Background()
+	t.Run("entra", func(t *testing.T) {
+		e := newEntraServer(t)
+		ok := e.answer
+		e.answer = func(w http.ResponseWriter, f url.Values) {
+			switch e.calls.Load() {
+			case 1:
+				w.WriteHeader(http.StatusServiceUnavailable)
+			case 2:
+				w.WriteHeader(http.StatusTooManyRequests)
+			default:
+				ok(w, f)
+			}
+		}
+		env := tokenEnv("AZURE_TENANT_ID", "tenant-1", "AZURE_CLIENT_ID", "app-1", "AZURE_CLIENT_SECRET", "s", "AZURE_AUTHORITY_HOST", e.URL)
+		tok, err := testCredential(env, e).token(ctx)
+		if err != nil || tok != "secret-3" || e.calls.Load() != 3 {
+			t.Fatalf("token %q, %v after %d requests; want secret-3 after 3", tok, err, e.calls.Load())
+		}
+		// Every attempt sent the whole form.
+		for range 3 {
+			if f := <-e.forms; f.Get("client_secret") != "s" || f.Get("grant_type") != "client_credentials" {
+				t.Fatalf("form of a retried request: %v", f)
+			}
+		}
+	})
+	t.Run("entra gives up", func(t *testing.T) {
+		e := newEntraServer(t)
+		e.answer = func(w http.ResponseWriter, _ url.Values) { w.WriteHeader(http.StatusBadGateway) }
+		env := tokenEnv("AZURE_TENANT_ID", "tenant-1", "AZURE_CLIENT_ID", "app-1", "AZURE_CLIENT_SECRET", "s", "AZURE_AUTHORITY_HOST", e.URL)
+		if _, err := testCredential(env, e).token(ctx); err == nil || !strings.Contains(err.Error(), "502 Bad Gateway") || e.calls.Load() != int32(testTokenRetries.Attempts) {
+			t.Fatalf("%v after %d requests; want the 502 after %d", err, e.calls.Load(), testTokenRetries.Attempts)
+		}
+	})
+	t.Run("imds", func(t *testing.T) {
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch calls.Add(1) {
+			case 1:
+				w.WriteHeader(http.StatusServiceUnavailable)
+			case 2:
+				w.WriteHeader(http.StatusGone)
+			default:
+				fmt.Fprintf(w, `{"access_token":"imds-%d","expires_in":"3600"}`, calls.Load())
+			}
+		}))
+		t.Cleanup(srv.Close)
+		setIMDS(t, srv.URL+"/metadata/identity/oauth2/token")
+		t.Setenv("PATH", t.TempDir())
+		tok, err := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient(), testTokenRetries).token(ctx)
+		if err != nil || tok != "imds-3" {
+			t.Fatalf("token %q, %v after %d requests; want imds-3", tok, err, calls.Load())
+		}
+	})
+	t.Run("imds 404", func(t *testing.T) {
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			w.WriteHeader(http.StatusNotFound)
+		}))
+		t.Cleanup(srv.Close)
+		setIMDS(t, srv.URL+"/metadata/identity/oauth2/token")
+		t.Setenv("PATH", t.TempDir())
+		_, err := newAzureCredential(tokenEnv(), http.DefaultClient, azureIMDSClient(), testTokenRetries).token(ctx)
+		if err == nil || !strings.Contains(err.Error(), "404 Not Found") || !strings.Contains(err.Error(), "Azure CLI: az is not on PATH") || calls.Load() != 1 {
+			t.Fatalf("%v after %d requests; want the 404 after one, and the chain gone on to the CLI", err, calls.Load())
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stateproc/stateproc/flinkfmt"
 	"github.com/stateproc/stateproc/flinkfmt/flinksource"
 	"github.com/stateproc/stateproc/internal/flinkgen"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -87,5 +88,64 @@ func BenchmarkWalkSegments(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// BenchmarkSegmentsAtTheLargestMaxParallelism lists and walks, segment by
+// segment, a small canonical savepoint at Flink's largest max parallelism,
+// 32768: the cost of a segment must not grow with the number of key
+// groups.
+func BenchmarkSegmentsAtTheLargestMaxParallelism(b *testing.B) {
+	ctx := context.Background()
+	c := flinkgen.SessionsLarge()
+	c.Users, c.MaxParallelism, c.Parallelism = 20_000, 32768, 4
+	target := filepath.Join(b.TempDir(), "sp")
+	st, err := storage.Stage(target, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stats, err := flinkgen.Write(ctx, st, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Publish(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		src, err := flinksource.Open(ctx, storage.LocalDir(target), flinkfmt.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var refs []savepoint.StateRef
+		for i, op := range src.Metadata().Operators {
+			for j := range op.States {
+				refs = append(refs, savepoint.StateRef{Operator: i, State: j})
+			}
+			for j := range op.Timers {
+				refs = append(refs, savepoint.StateRef{Operator: i, State: j, Timer: true})
+			}
+		}
+		var entries uint64
+		for _, ref := range refs {
+			segs, err := src.Segments(ctx, ref, keygroup.All(c.MaxParallelism))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, s := range segs {
+				it := src.Entries(ctx, ref, keygroup.Range{Start: s.KeyGroup, End: s.KeyGroup})
+				for it.Next() {
+					entries++
+				}
+				if err := it.Err(); err != nil {
+					b.Fatal(err)
+				}
+				it.Close()
+			}
+		}
+		if entries != stats.Entries {
+			b.Fatalf("%d entries, want %d", entries, stats.Entries)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package jsonvalue
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"maps"
@@ -89,23 +90,38 @@ type object struct {
 	values []any
 }
 
+// MarshalJSON writes the members without escaping HTML's characters: the
+// encoder that called it applies its own choice to what it returns, as it
+// does to every string outside the object.
 func (o *object) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	buf.WriteByte('{')
 	for i, n := range o.names {
 		if i > 0 {
-			b = append(b, ',')
+			buf.WriteByte(',')
 		}
-		k, err := json.Marshal(n)
-		if err != nil {
+		if err := encode(enc, &buf, n); err != nil {
 			return nil, err
 		}
-		v, err := json.Marshal(o.values[i])
-		if err != nil {
+		buf.WriteByte(':')
+		if err := encode(enc, &buf, o.values[i]); err != nil {
 			return nil, err
 		}
-		b = append(append(append(b, k...), ':'), v...)
 	}
-	return append(b, '}'), nil
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// encode writes v with enc into buf, without the newline Encode ends it
+// with.
+func encode(enc *json.Encoder, buf *bytes.Buffer, v any) error {
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1)
+	return nil
 }
 
 func avroValue(s avro.Schema, v any) any {

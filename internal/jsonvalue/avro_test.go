@@ -1,6 +1,7 @@
 package jsonvalue
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -46,5 +47,28 @@ func TestUnionsReadApart(t *testing.T) {
 		if string(got) != tc.want {
 			t.Errorf("%s %v: %s, want %s", tc.schema, tc.value, got, tc.want)
 		}
+	}
+}
+
+// An object's members follow the escaping of the encoder that writes it,
+// as strings outside it do: HTML's characters stay as they are where the
+// encoder leaves them, and are escaped where it escapes them.
+func TestObjectsEscapeAsTheirEncoder(t *testing.T) {
+	v := []any{"<a&b>", Object([]string{"k<&>"}, []any{Object([]string{"in"}, []any{"x<y>&z"})})}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := buf.String(), `["<a&b>",{"k<&>":{"in":"x<y>&z"}}]`+"\n"; got != want {
+		t.Fatalf("without HTML escaping: %s, want %s", got, want)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `["\u003ca\u0026b\u003e",{"k\u003c\u0026\u003e":{"in":"x\u003cy\u003e\u0026z"}}]`; got != want {
+		t.Fatalf("with HTML escaping: %s, want %s", got, want)
 	}
 }
