@@ -33,7 +33,9 @@
 //     contributing input segment; a bucket larger than the memory budget
 //     is written as sorted runs that a k-way merge combines. The sorted
 //     groups' items are appended to the output as the input framed them,
-//     a group at a time (snapshotfmt's SegmentWriter.AppendItems).
+//     a group at a time (snapshotfmt's SegmentWriter.AppendItems). Each
+//     writer has two sorters: a goroutine loads and sorts the next bucket
+//     into one while the bucket before is written from the other.
 //
 // The output is what the engine would have written at the new max
 // parallelism: the same data files, byte for byte, when the input came
@@ -44,7 +46,7 @@
 // Memory does not depend on the size of the savepoint: the partition phase
 // holds one input block per worker and a bounded write buffer per bucket
 // file (or, for an operator that small, its spill records: at most half the
-// budget); the sort phase holds one chunk per worker (Options.Memory split
+// budget); the sort phase holds two chunks per worker (Options.Memory split
 // among them) plus, in a merge, one read buffer per run. A single entry
 // larger than a chunk grows that chunk to hold it, so beyond the fixed
 // budget memory is bounded by the largest single value (which the format

@@ -150,7 +150,9 @@ const minSortBudget = 64 << 10
 func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadata, o *rewrite.Output, p *opPlan, names []string, dir string, n, memory int,
 	m *rewrite.Meter) error {
 	writers := min(n, p.parallelism)
-	sortBudget := max(minSortBudget, memory/writers)
+	// Each writer has two sorters: one loads the next bucket while the
+	// other's is written.
+	sortBudget := max(minSortBudget, memory/(2*writers))
 	// A bucket should fit half a sort chunk (half the budget holds data),
 	// leaving room for skew between key groups; the spill encoding takes
 	// about the raw size of the entries.
@@ -170,9 +172,11 @@ func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadat
 	}
 	second := newSecondPass(m, owed, spills)
 	written := make([][]uint64, writers)
-	sorters := make([]*extsort.Sorter, writers)
+	sorters := make([][2]*extsort.Sorter, writers)
 	for wk := range writers {
-		sorters[wk] = extsort.NewSorter(sortBudget, dir, fmt.Sprintf("sort%02d", wk))
+		for i := range sorters[wk] {
+			sorters[wk][i] = extsort.NewSorter(sortBudget, dir, fmt.Sprintf("sort%02d-%d", wk, i))
+		}
 		written[wk] = make([]uint64, len(sh))
 	}
 	err = workers.Run(ctx, p.parallelism, writers, func(ctx context.Context, wk, s int) error {
@@ -201,24 +205,21 @@ func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadat
 }
 
 // writeSubtask writes the data file of one new subtask from its buckets,
-// removing each bucket's spill files once they are written.
-func writeSubtask(ctx context.Context, o *rewrite.Output, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srt *extsort.Sorter,
+// removing each bucket's spill files once they are read. A goroutine loads
+// and sorts each next bucket into one of the two sorters while the bucket
+// before is written from the other, so that reading the spill, sorting and
+// writing the output overlap.
+func writeSubtask(ctx context.Context, o *rewrite.Output, sh []refShape, name string, bk *bucketing, s int, spills spillFiles, srts [2]*extsort.Sorter,
 	second *secondPass) ([]uint64, error) {
 	f, err := o.CreateFile(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	sink := newSegmentSink(f, sh)
-	for _, b := range bk.ofSubtask(s) {
-		files, size := spills.ofBucket(b)
+	err = loadAhead(ctx, bk.ofSubtask(s), spills, srts, func(b int, srt *extsort.Sorter) error {
 		sink.kgs = bk.buckets[b].kgs
-		err = srt.SortRecords(ctx, files, sink.record)
-		spills.release(b)
-		if err != nil {
-			break
-		}
-		second.add(size)
-	}
+		return srt.Emit(ctx, sink.record)
+	}, second)
 	if cerr := sink.close(); err == nil {
 		err = cerr
 	}
@@ -226,6 +227,63 @@ func writeSubtask(ctx context.Context, o *rewrite.Output, sh []refShape, name st
 		err = cerr
 	}
 	return sink.entries, err
+}
+
+// loaded is a bucket that one of the sorters holds, ready to emit.
+type loaded struct {
+	b    int
+	size int64
+	srt  *extsort.Sorter
+	err  error
+}
+
+// loadAhead loads buckets, in order, into whichever of srts is free, on a
+// goroutine of its own, and calls write with each bucket and the sorter
+// that holds it, in order.
+func loadAhead(ctx context.Context, buckets []int, spills spillFiles, srts [2]*extsort.Sorter, write func(b int, srt *extsort.Sorter) error,
+	second *secondPass) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	free := make(chan *extsort.Sorter, len(srts))
+	for _, srt := range srts {
+		free <- srt
+	}
+	ready := make(chan loaded, len(srts))
+	go func() {
+		defer close(ready)
+		for _, b := range buckets {
+			var srt *extsort.Sorter
+			select {
+			case srt = <-free:
+			case <-ctx.Done():
+				return
+			}
+			files, size := spills.ofBucket(b)
+			err := srt.Load(ctx, files)
+			spills.release(b)
+			ready <- loaded{b: b, size: size, srt: srt, err: err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var err error
+	for l := range ready {
+		if err == nil {
+			if err = l.err; err == nil {
+				err = write(l.b, l.srt)
+			}
+		}
+		if err != nil {
+			// The loader stops at its next bucket; its last load, if
+			// any, is dropped with the spill directory.
+			cancel()
+			continue
+		}
+		second.add(l.size)
+		free <- l.srt
+	}
+	return err
 }
 
 func report(plans []opPlan, dryRun bool) *Report {

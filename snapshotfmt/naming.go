@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -79,30 +78,6 @@ type sink interface {
 	// abort drops the file.
 	abort()
 }
-
-// streamSink streams the file into a CreateNamed writer, which hashes and
-// names it: the way for local targets, where a rename is free.
-type streamSink struct {
-	out storage.NamedWriter
-	buf *bufio.Writer
-}
-
-func (s *streamSink) write(p []byte) error { _, err := s.buf.Write(p); return err }
-
-func (s *streamSink) copied(p []byte, _ storage.File, _ int64, _ Version) error { return s.write(p) }
-
-func (s *streamSink) finish(context.Context) (string, error) {
-	flushErr := s.buf.Flush()
-	closeErr := s.out.Close()
-	if err := errors.Join(flushErr, closeErr); err != nil {
-		return "", err
-	}
-	return s.out.Name(), nil
-}
-
-// abort closes the writer: what it completes lies in the staging area,
-// which the Writer's Abort removes.
-func (s *streamSink) abort() { s.out.Close() }
 
 // serverCopyMin is the shortest run of bytes copied unchanged from one
 // file of the target's store that the store copies instead of this

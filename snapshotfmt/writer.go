@@ -1,7 +1,6 @@
 package snapshotfmt
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -115,7 +114,7 @@ func (w *Writer) CreateDataFile(ctx context.Context, name string) (*DataFileWrit
 	} else {
 		var out storage.NamedWriter
 		if out, err = w.dst.CreateNamed(ctx, stem, ext); err == nil {
-			f.out = &streamSink{out: out, buf: bufio.NewWriterSize(out, 64<<10)}
+			f.out = newBehindSink(out)
 		}
 	}
 	if err != nil {

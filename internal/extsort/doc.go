@@ -15,7 +15,10 @@
 // are combined by a k-way merge, in several passes when there are more
 // than its fan-in. Records with equal class, key and subkey keep the order
 // of the files given and, within a file, of their addition, so a caller
-// may cut a long record into pieces that sort equal.
+// may cut a long record into pieces that sort equal. SortRecords does both
+// steps; Load (read and sort, or write the runs) and Emit (emit the chunk,
+// or merge the runs) do them apart, so that a caller with two sorters loads
+// the next bucket while it writes the one before.
 //
 // A caller whose records fit in memory may hand them over in a Spill's
 // Data rather than a file.

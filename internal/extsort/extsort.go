@@ -199,6 +199,9 @@ type Sorter struct {
 	counts []int
 	starts []int
 	r      Record
+	// runs are the run files of the bucket loaded, when it did not fit one
+	// chunk; otherwise s.recs index the loaded chunk in s.buf.
+	runs []string
 }
 
 // NewSorter returns a sorter that holds about budget bytes and writes its
@@ -217,6 +220,20 @@ func (s *Sorter) Sort(ctx context.Context, spills []Spill, emit func(class uint3
 // SortRecords reads the records of spills, one bucket's files in order, and
 // passes them to emit sorted by class, key and subkey; emit must not keep r.
 func (s *Sorter) SortRecords(ctx context.Context, spills []Spill, emit func(r *Record) error) error {
+	if err := s.Load(ctx, spills); err != nil {
+		return err
+	}
+	return s.Emit(ctx, emit)
+}
+
+// Load reads the records of spills, one bucket's files in order, and sorts
+// them: in memory when they fit one chunk, as sorted runs otherwise. Emit
+// then passes them on, so that a caller with two sorters can load the next
+// bucket while it writes the one before. Once Load returns, spills are
+// read and no longer needed. A failed Load leaves nothing to emit.
+func (s *Sorter) Load(ctx context.Context, spills []Spill) error {
+	s.dropRuns()
+	s.recs = s.recs[:0]
 	in := &concatReader{}
 	var size int64
 	for _, sp := range spills {
@@ -230,12 +247,15 @@ func (s *Sorter) SortRecords(ctx context.Context, spills []Spill, emit func(r *R
 		}
 	}
 	defer in.close()
-	var runs []string
-	defer func() {
-		for _, r := range runs {
-			os.Remove(r)
-		}
-	}()
+	err := s.load(ctx, in, size)
+	if err != nil {
+		s.recs = s.recs[:0]
+		s.dropRuns()
+	}
+	return err
+}
+
+func (s *Sorter) load(ctx context.Context, in *concatReader, size int64) error {
 	// Half the budget for data, the other half for the index and sorting.
 	dataCap := s.budget / 2
 	if want := max(minChunk, int(min(int64(dataCap), size+1))); cap(s.buf) < want {
@@ -261,7 +281,7 @@ func (s *Sorter) SortRecords(ctx context.Context, spills []Spill, emit func(r *R
 				if len(s.buf) > 0 {
 					return errors.New("extsort: truncated record at the end of a spill file")
 				}
-				break
+				return nil
 			}
 			// One record does not fit: grow the chunk to hold it.
 			s.buf = slices.Grow(s.buf, cap(s.buf))
@@ -269,23 +289,47 @@ func (s *Sorter) SortRecords(ctx context.Context, spills []Spill, emit func(r *R
 		}
 		s.sortChunk()
 		last := eof && used == len(s.buf)
-		if last && len(runs) == 0 {
-			return s.emitChunk(emit)
+		if last && len(s.runs) == 0 {
+			// The chunk stays for Emit.
+			return nil
 		}
 		run, err := s.writeRun()
 		if err != nil {
 			return err
 		}
-		runs = append(runs, run)
+		s.runs = append(s.runs, run)
+		s.recs = s.recs[:0]
 		if last {
-			break
+			return nil
 		}
 		s.buf = s.buf[:copy(s.buf, s.buf[used:])]
 	}
-	if len(runs) == 0 {
-		return nil
+}
+
+// Emit passes the records Load sorted to emit, in order; emit must not keep
+// r. The sorter is then ready for the next Load.
+func (s *Sorter) Emit(ctx context.Context, emit func(r *Record) error) error {
+	if len(s.runs) == 0 {
+		err := s.emitChunk(emit)
+		s.recs = s.recs[:0]
+		return err
 	}
+	runs := s.runs
+	s.runs = nil
+	defer func() {
+		for _, r := range runs {
+			os.Remove(r)
+		}
+	}()
 	return s.merge(ctx, runs, emit)
+}
+
+// dropRuns removes the run files of a Load that was not emitted.
+func (s *Sorter) dropRuns() {
+	for _, r := range s.runs {
+		os.Remove(r)
+	}
+	s.runs = nil
 }
 
 // index indexes the complete records at the start of the buffer, at most

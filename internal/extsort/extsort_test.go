@@ -248,3 +248,99 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// Two sorters taking turns, each bucket loaded before the one before it is
+// emitted (as rescale's writers use them), emit what one sorter does, and
+// leave no run files behind.
+func TestLoadAheadOfEmit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	recs := randomRecords(rng, 20000, 1)
+	const spillers, buckets = 2, 5
+	for _, budget := range []int{64 << 20, 2 * minChunk} {
+		dir := t.TempDir()
+		files := make([][]Spill, spillers)
+		for i := range files {
+			sp := NewSpiller(dir, fmt.Sprintf("w%d", i), buckets, 4096)
+			for j := i; j < len(recs); j += spillers {
+				r := recs[j]
+				if err := sp.AddSub(int(r.class)%buckets, r.class, r.key, r.sub, r.value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			if files[i], err = sp.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srts := [2]*Sorter{NewSorter(budget, dir, "a"), NewSorter(budget, dir, "b")}
+		load := func(b int) {
+			var spills []Spill
+			for i := range files {
+				spills = append(spills, files[i][b])
+			}
+			if err := srts[b%2].Load(context.Background(), spills); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []record
+		load(0)
+		for b := range buckets {
+			if b+1 < buckets {
+				load(b + 1)
+			}
+			err := srts[b%2].Emit(context.Background(), func(r *Record) error {
+				got = append(got, record{r.Class, bytes.Clone(r.Key), bytes.Clone(r.Sub), bytes.Clone(r.Value)})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := want(recs, spillers, buckets)
+		if len(got) != len(w) {
+			t.Fatalf("budget %d: %d records, want %d", budget, len(got), len(w))
+		}
+		for i := range w {
+			if got[i].class != w[i].class || !bytes.Equal(got[i].key, w[i].key) || !bytes.Equal(got[i].sub, w[i].sub) || !bytes.Equal(got[i].value, w[i].value) {
+				t.Fatalf("budget %d: record %d: %v, want %v", budget, i, got[i], w[i])
+			}
+		}
+		if budget < 1<<20 && srts[0].Runs()+srts[1].Runs() == 0 {
+			t.Errorf("budget %d: no sorted runs", budget)
+		}
+		left, _ := os.ReadDir(dir)
+		for _, e := range left {
+			if !bytes.HasSuffix([]byte(e.Name()), []byte(".spill")) {
+				t.Errorf("budget %d: left behind: %s", budget, e.Name())
+			}
+		}
+	}
+}
+
+// A Load that fails, here on a spill cut in a record after runs were
+// written, leaves no runs and nothing to emit.
+func TestFailedLoadLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	var b []byte
+	for i := range 5000 {
+		b = AppendRecord(b, 1, fmt.Appendf(nil, "key%05d", 5000-i), nil, bytes.Repeat([]byte{1}, 40))
+	}
+	path := dir + "/cut.spill"
+	if err := os.WriteFile(path, b[:len(b)-3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srt := NewSorter(2*minChunk, dir, "sort")
+	if err := srt.Load(context.Background(), []Spill{{Path: path, Size: int64(len(b) - 3)}}); err == nil {
+		t.Fatal("a truncated spill loaded")
+	}
+	if srt.Runs() == 0 {
+		t.Fatal("the spill fitted one chunk: the case of runs left is not tried")
+	}
+	n := 0
+	if err := srt.Emit(context.Background(), func(*Record) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("Emit after a failed Load: %d records, %v", n, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("%d files in the directory, want the spill alone", len(left))
+	}
+}
