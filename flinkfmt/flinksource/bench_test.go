@@ -14,6 +14,25 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
+// generate writes the savepoint c describes into a directory of the
+// benchmark's and returns where, with what the generator wrote.
+func generate(b *testing.B, c flinkgen.Config) (string, *flinkgen.Stats) {
+	ctx := context.Background()
+	target := filepath.Join(b.TempDir(), "sp")
+	st, err := storage.Stage(target, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stats, err := flinkgen.Write(ctx, st, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Publish(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return target, stats
+}
+
 // BenchmarkWalkSegments walks a canonical savepoint of the shape of
 // flink-sessions-large at 50,000 users (about a million entries) written by
 // the generator, as inspect --scan walks it: every segment counted, the
@@ -29,18 +48,7 @@ func BenchmarkWalkSegments(b *testing.B) {
 			ctx := context.Background()
 			c := flinkgen.SessionsLarge()
 			c.Users, c.Compressed = 50_000, compressed
-			target := filepath.Join(b.TempDir(), "sp")
-			st, err := storage.Stage(target, false)
-			if err != nil {
-				b.Fatal(err)
-			}
-			stats, err := flinkgen.Write(ctx, st, c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := st.Publish(ctx); err != nil {
-				b.Fatal(err)
-			}
+			target, stats := generate(b, c)
 			for _, workers := range []int{1, 2} {
 				b.Run(map[int]string{1: "workers=1", 2: "workers=2"}[workers], func(b *testing.B) {
 					b.ReportAllocs()
@@ -99,18 +107,7 @@ func BenchmarkSegmentsAtTheLargestMaxParallelism(b *testing.B) {
 	ctx := context.Background()
 	c := flinkgen.SessionsLarge()
 	c.Users, c.MaxParallelism, c.Parallelism = 20_000, 32768, 4
-	target := filepath.Join(b.TempDir(), "sp")
-	st, err := storage.Stage(target, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	stats, err := flinkgen.Write(ctx, st, c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := st.Publish(ctx); err != nil {
-		b.Fatal(err)
-	}
+	target, stats := generate(b, c)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
