@@ -19,8 +19,9 @@ import (
 
 // Microsoft Entra ID tokens for the Azure client, found where the Azure
 // SDK's DefaultAzureCredential finds them, without its libraries: an
-// environment client secret, a workload identity's federated token, the
-// managed identity of the machine, or the Azure CLI's login.
+// environment client secret, client certificate (azure_cert.go) or user
+// name and password, a workload identity's federated token, the managed
+// identity of the machine, or the Azure CLI's login.
 
 // azureStorageScope is what a token is asked for: the storage service.
 const (
@@ -86,6 +87,12 @@ func newAzureCredential(getenv func(string) string, hc, imds *http.Client, polic
 	c.sources = []azureTokenSource{
 		{"environment client secret", func(ctx context.Context) (azureToken, bool, error) {
 			return azureClientSecret(ctx, svc, getenv)
+		}},
+		{"environment client certificate", func(ctx context.Context) (azureToken, bool, error) {
+			return azureClientCertificate(ctx, svc, getenv)
+		}},
+		{"environment username and password", func(ctx context.Context) (azureToken, bool, error) {
+			return azureUsernamePassword(ctx, svc, getenv)
 		}},
 		{"workload identity", func(ctx context.Context) (azureToken, bool, error) {
 			return azureWorkloadIdentity(ctx, svc, getenv)

@@ -303,6 +303,8 @@ func TestAzureTokenErrors(t *testing.T) {
 		}
 		for _, want := range []string{
 			"environment client secret: AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET are not all set",
+			"environment client certificate: AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_CERTIFICATE_PATH are not all set",
+			"environment username and password: AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_USERNAME and AZURE_PASSWORD are not all set",
 			"workload identity: AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID and AZURE_TENANT_ID are not all set",
 			"managed identity: ", "connection refused",
 			"Azure CLI: az is not on PATH",

@@ -21,8 +21,9 @@
 // Shared Key signing with AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, a
 // SAS token (AZURE_STORAGE_SAS_TOKEN) or a connection string
 // (AZURE_STORAGE_CONNECTION_STRING), read as gocloud's Azure driver reads
-// them; token credentials (Microsoft Entra ID) are not supported, since
-// their library would cost every command its initialisation too. The S3
+// them, else a Microsoft Entra ID token found as the Azure SDK's
+// DefaultAzureCredential finds one (azure_token.go, azure_cert.go), without
+// its libraries, whose initialisation every command would pay too. The S3
 // client is built here so
 // that its retries follow a RetryPolicy: exponential backoff with jitter, a
 // fixed number of attempts, and only for throttling (503 SlowDown, 429),
