@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/keygroup"
@@ -120,8 +121,11 @@ func AssembleExport(ctx context.Context, parts []string, out storage.Staging) (f
 }
 
 // partFile is the name of an export's file in a bucket: its number in its
-// dataset, then the first 16 hex digits of the SHA-256 of its bytes.
-var partFile = regexp.MustCompile(`^part-[0-9]{5,}-([0-9a-f]{16})(\.[a-z0-9.]+)$`)
+// dataset, then the first 16 hex digits of the SHA-256 of its bytes. It is
+// compiled when first used, not when every command starts.
+var partFile = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^part-[0-9]{5,}-([0-9a-f]{16})(\.[a-z0-9.]+)$`)
+})
 
 // maxMarker bounds the marker of a part read into memory: it lists the
 // part's files, some hundred bytes each.
@@ -171,7 +175,7 @@ func AssembleBucketExport(ctx context.Context, parts []storage.DirCloser, out st
 				return files, err
 			}
 			dir, base := path.Split(mf.Name)
-			m := partFile.FindStringSubmatch(base)
+			m := partFile().FindStringSubmatch(base)
 			if dir == "" || m == nil {
 				return files, fmt.Errorf("shard: part %d (%s): %s is no file of an export's dataset", i, d.Location(), mf.Name)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/hamba/avro/v2"
 )
@@ -26,7 +27,55 @@ const maxJSONDepth = 4 * MaxDepth
 // fresh cache of named types: hamba's shared cache would let a named type
 // of one schema leak into another, and the old and new schemas of a
 // compatibility check usually share names.
+//
+// Results are kept by the schema's text (see parsedSchemas): one command
+// reads a savepoint's schema several times over, to check the metadata, to
+// build its serializer, to label it and to plan its columns. A parsed
+// schema is shared and must not be changed.
 func ParseSchema(schema string) (avro.Schema, string, error) {
+	parsedSchemas.Lock()
+	r, ok := parsedSchemas.m[schema]
+	parsedSchemas.Unlock()
+	if ok {
+		return r.schema, r.compact, r.err
+	}
+	r.schema, r.compact, r.err = parseSchema(schema)
+	if len(schema) > maxParsedBytes/16 {
+		return r.schema, r.compact, r.err
+	}
+	parsedSchemas.Lock()
+	defer parsedSchemas.Unlock()
+	if parsedSchemas.m == nil || len(parsedSchemas.m) >= maxParsedSchemas || parsedSchemas.bytes+len(schema) > maxParsedBytes {
+		parsedSchemas.m = make(map[string]parsedSchema)
+		parsedSchemas.bytes = 0
+	}
+	parsedSchemas.m[schema] = r
+	parsedSchemas.bytes += len(schema)
+	return r.schema, r.compact, r.err
+}
+
+// parsedSchemas holds ParseSchema's results, errors too, by schema text;
+// it starts again when it holds maxParsedSchemas of them or their texts
+// add up to more than maxParsedBytes. A text of more than a sixteenth of
+// that is not kept.
+var parsedSchemas struct {
+	sync.Mutex
+	m     map[string]parsedSchema
+	bytes int
+}
+
+const (
+	maxParsedSchemas = 1024
+	maxParsedBytes   = 4 << 20
+)
+
+type parsedSchema struct {
+	schema  avro.Schema
+	compact string
+	err     error
+}
+
+func parseSchema(schema string) (avro.Schema, string, error) {
 	if d := jsonDepth(schema); d > maxJSONDepth {
 		return nil, "", fmt.Errorf("schema's JSON nests deeper than %d levels", maxJSONDepth)
 	}
