@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/stateproc/stateproc/savepoint"
@@ -71,20 +72,77 @@ type flatCol struct {
 	f64   []float64
 	data  []byte
 	offs  []int32
-	// dict is set for a key column stored with a dictionary: data holds
-	// each run of equal keys once, and idx the run of each row. unsorted
-	// says that the runs of a key group were not in order, so they may
-	// repeat a key, which a dictionary must not.
+	// dict is set for a column stored with a dictionary: data holds the
+	// dictionary's values, and idx the value of each row. A key column's
+	// dictionary is its runs of equal keys, each once; unsorted says that
+	// the runs of a key group were not in order, so they may repeat a
+	// key, which a dictionary must not. A map_key column's is its
+	// distinct values, in the order they came, which ids maps to their
+	// index.
 	dict     bool
 	idx      []int32
 	unsorted bool
+	// ids is set for a map_key column whose file has a dictionary, or
+	// whose first row group is being written: its rows are looked up as
+	// they come, and dict says that they have all been so far. A row
+	// group of too many distinct values is held plain instead (see
+	// lookup).
+	ids map[string]int32
 }
+
+// Limits of a map_key column's dictionary in a row group: past
+// dictMaxBytes of values, or dictMinEntries values and a quarter of the
+// rows, the rows are held plain.
+const (
+	dictMaxBytes   = 1 << 20
+	dictMinEntries = 1 << 10
+)
 
 // reset empties c for the next row group, keeping its room.
 func (c *flatCol) reset() {
 	c.bools, c.i32, c.i64, c.f32, c.f64, c.data = c.bools[:0], c.i32[:0], c.i64[:0], c.f32[:0], c.f64[:0], c.data[:0]
 	c.offs = append(c.offs[:0], 0)
 	c.idx, c.unsorted = c.idx[:0], false
+	if c.ids != nil {
+		clear(c.ids)
+		c.dict = true
+	}
+}
+
+// lookup appends a value of a map_key column with a dictionary: the index
+// of src, which is added to the dictionary, checked, if it is new. Past
+// the dictionary's limits the rows so far are made plain and the row
+// group's later ones appended as they are.
+func (c *flatCol) lookup(src []byte) error {
+	if !c.dict {
+		return c.decode(src)
+	}
+	if i, ok := c.ids[string(src)]; ok {
+		c.idx = append(c.idx, i)
+		return nil
+	}
+	n := len(c.offs) - 1
+	if len(c.data)+len(src) > dictMaxBytes || n >= dictMinEntries && 4*n > len(c.idx) {
+		c.plain()
+		return c.decode(src)
+	}
+	if err := c.decode(src); err != nil {
+		return err
+	}
+	c.ids[string(src)] = int32(n)
+	c.idx = append(c.idx, int32(n))
+	return nil
+}
+
+// plain turns the rows of a dictionary column into values.
+func (c *flatCol) plain() {
+	data, offs := slices.Clone(c.data), slices.Clone(c.offs)
+	c.data, c.offs = c.data[:0], c.offs[:1]
+	for _, i := range c.idx {
+		c.data = append(c.data, data[offs[i]:offs[i+1]]...)
+		c.offs = append(c.offs, int32(len(c.data)))
+	}
+	c.idx, c.dict = c.idx[:0], false
 }
 
 // decode appends the value src encodes, with the checks of the builders'
@@ -194,6 +252,9 @@ func (l *layout) newFlatRows(dictKey bool) *flatRows {
 			r.windowEnd = c
 		case colMapKey:
 			r.mapKey = c
+			if c.dec == flatString || c.dec == flatBytes {
+				c.ids, c.dict = map[string]int32{}, true
+			}
 		case colIndex:
 			r.index = c
 		case colValue:
@@ -250,7 +311,7 @@ func (r *flatRows) keyed(kg int, e *savepoint.Entry, index int32) error {
 		return nil
 	}
 	if r.mapKey != nil {
-		if err := r.mapKey.decode(e.MapKey); err != nil {
+		if err := r.mapKey.lookup(e.MapKey); err != nil {
 			return fmt.Errorf("map key: %w", err)
 		}
 	}

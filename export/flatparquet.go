@@ -23,19 +23,32 @@ import (
 type flatWriter struct {
 	fw *file.Writer
 	bw *bufio.Writer
+	// schema, codec, rowGroupRows and dictKey are for the file, which
+	// is begun with its first row group: whether map_key has a
+	// dictionary is what the map keys of that row group say.
+	schema       *arrow.Schema
+	codec        compress.Compression
+	rowGroupRows int
+	dictKey      bool
 	// strs holds a column's values for the writers that do not take
 	// offsets (dictionary encoding).
 	strs []parquet.ByteArray
 }
 
-func newFlatWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Compression, rowGroupRows int, dictKey bool) (*flatWriter, error) {
-	props, arrowProps, err := parquetProps(schema, codec, rowGroupRows, dictKey)
+func newFlatWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Compression, rowGroupRows int, dictKey bool) *flatWriter {
+	return &flatWriter{bw: bw, schema: schema, codec: codec, rowGroupRows: rowGroupRows, dictKey: dictKey}
+}
+
+// begin begins the file, with a dictionary for map_key if dictMapKey.
+func (w *flatWriter) begin(dictMapKey bool) error {
+	schema := w.schema
+	props, arrowProps, err := parquetProps(schema, w.codec, w.rowGroupRows, dictColumns{key: w.dictKey, mapKey: dictMapKey})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pq, err := pqarrow.ToParquet(schema, props, arrowProps)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	md := schema.Metadata()
 	meta := make(metadata.KeyValueMetadata, 0, md.Len()+1)
@@ -46,23 +59,33 @@ func newFlatWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Compre
 	// schema alone, in base64.
 	var ipcSchema bytes.Buffer
 	if err := ipc.NewWriter(&ipcSchema, ipc.WithSchema(schema), ipc.WithAllocator(memAlloc)).Close(); err != nil {
-		return nil, err
+		return err
 	}
 	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ipcSchema.Bytes()))
-	fw, err := file.NewParquetWriterWithError(bw, pq.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
-	if err != nil {
-		return nil, err
-	}
-	return &flatWriter{fw: fw, bw: bw}, nil
+	w.fw, err = file.NewParquetWriterWithError(w.bw, pq.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	return err
 }
 
-// writeGroup writes cols, the columns of the schema in order, as a row
-// group.
-func (w *flatWriter) writeGroup(cols []flatCol) error {
+// writeGroup writes the columns of rows, those of the schema in order, as
+// a row group. The first begins the file: map_key has a dictionary if it
+// still has one after the first row group's rows. Otherwise its later
+// row groups are not looked up at all.
+func (w *flatWriter) writeGroup(rows *flatRows) error {
+	if w.fw == nil {
+		mk := rows.mapKey
+		dict := mk != nil && mk.dict
+		if err := w.begin(dict); err != nil {
+			return err
+		}
+		if mk != nil && !dict {
+			mk.ids = nil
+		}
+	}
 	rgw, err := w.fw.AppendRowGroupChecked()
 	if err != nil {
 		return err
 	}
+	cols := rows.cols
 	for i := range cols {
 		cw, err := rgw.NextColumn()
 		if err != nil {
@@ -95,6 +118,11 @@ func (w *flatWriter) writeColumn(cw file.ColumnChunkWriter, c *flatCol) error {
 		switch {
 		case c.dict:
 			err = w.writeDict(cw, c)
+		case c.ids != nil:
+			// A map_key row group of too many distinct values in a file
+			// whose map keys have a dictionary.
+			cw.FallbackToPlain()
+			err = w.writeStrings(cw, c)
 		case cw.SupportsArrowOffsets():
 			_, err = cw.WriteBatchArrow(c.data, c.offs, nil, nil)
 		default:
@@ -165,6 +193,11 @@ func (w *flatWriter) writeDict(cw *file.ByteArrayColumnChunkWriter, c *flatCol) 
 }
 
 func (w *flatWriter) close() error {
+	if w.fw == nil {
+		if err := w.begin(false); err != nil {
+			return err
+		}
+	}
 	if err := w.fw.Close(); err != nil {
 		return err
 	}
