@@ -107,9 +107,11 @@
 // Columns carry minimum and maximum statistics, except map_key, whose
 // values in a row group span about every map key. A keyed state or timer
 // service whose columns are all primitive (serializers of bool, numbers,
-// strings, bytes and timestamps, void or window namespaces) is flat: its
-// values are decoded into plain slices that Parquet's column writers take
-// as they are, without Arrow arrays in between (flat.go), into the bytes
+// strings, bytes and timestamps, void or window namespaces; Flink's
+// booleans, ints, longs, floats, doubles and Strings, and TTL values of
+// them) is flat: its values are decoded into plain slices, with
+// definition levels where they may be null, that Parquet's column writers
+// take as they are, without Arrow arrays in between (flat.go), into the bytes
 // that writing them through Arrow gives, except for two columns: where a
 // flat state's string or bytes keys repeat in runs (list and map states,
 // windows), its key column is dictionary-encoded, the dictionary being
