@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/keygroup"
@@ -16,6 +17,7 @@ import (
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
+	"github.com/stateproc/stateproc/ttl"
 )
 
 // mapOperator has flat map states of string keys and map keys.
@@ -207,5 +209,34 @@ func TestKeyDictionaryKeyInTwoKeyGroups(t *testing.T) {
 	want := []string{"alice a 1", "bob a 2", "alice b 3", "carol a 4"}
 	if !slices.Equal(rows, want) {
 		t.Errorf("rows %q, want %q", rows, want)
+	}
+}
+
+// TestTimestampsUncompressed: the bit-packed deltas of timestamps are
+// stored uncompressed, those of other integers and strings with zstd, and
+// nothing with --compression none.
+func TestTimestampsUncompressed(t *testing.T) {
+	op := mapOperator(1, "counts")
+	week := ttl.New(7 * 24 * time.Hour)
+	op.States[0].TTL = &week
+	b := newBuilder(op)
+	for u := range 50 {
+		for c := range 4 {
+			b.add(0, 0, savepoint.Entry{Key: fmt.Appendf(nil, "user-%02d", u), MapKey: fmt.Appendf(nil, "cat-%d", c), Value: withTTL(testNow-int64(u*c*1000), i64(int64(u+c)))})
+		}
+	}
+	sp := b.write(t)
+	for _, o := range []export.Options{{}, {Compression: export.Uncompressed}} {
+		out, _ := exportTo(t, sp, o)
+		d := openDuck(t, "")
+		got := strings.Join(slices.Concat(d.rows("SELECT path_in_schema || ' ' || string_agg(DISTINCT compression, ',') FROM parquet_metadata('"+
+			filepath.Join(out, "op/counts/*.parquet")+"') GROUP BY path_in_schema ORDER BY path_in_schema")...), "; ")
+		want := "key ZSTD; key_group ZSTD; map_key ZSTD; ttl_last_modified UNCOMPRESSED; value ZSTD"
+		if o.Compression == export.Uncompressed {
+			want = "key UNCOMPRESSED; key_group UNCOMPRESSED; map_key UNCOMPRESSED; ttl_last_modified UNCOMPRESSED; value UNCOMPRESSED"
+		}
+		if got != want {
+			t.Errorf("%+v: compression %s, want %s", o, got, want)
+		}
 	}
 }

@@ -103,7 +103,8 @@
 // Options.RowGroupRows rows (fewer when the input bytes of a row group
 // reach 64 MiB). Each column's encoding suits state data (see encodings in
 // parquet.go): key and map_key, sorted, are stored as prefix deltas, other
-// strings with a dictionary, integers and timestamps as bit-packed deltas.
+// strings with a dictionary, integers and timestamps as bit-packed deltas,
+// those of timestamps uncompressed, since zstd does not shrink them.
 // Columns carry minimum and maximum statistics, except map_key, whose
 // values in a row group span about every map key. A keyed state or timer
 // service whose columns are all primitive (serializers of bool, numbers,

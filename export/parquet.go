@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // zstdLevel is zstd's fastest level. Level 3, the library's default, took
@@ -57,8 +58,8 @@ type dictColumns struct {
 	key, mapKey bool
 }
 
-// encodings chooses each column's encoding for what state data looks like,
-// so that zstd gets little to do:
+// encodings chooses each column's encoding (and where it compresses) for
+// what state data looks like, so that zstd gets little to do:
 //
 //   - key and map_key are sorted (keys within a key group, map keys within a
 //     key) and repeat (a key per element of its list or map): incremental
@@ -76,7 +77,9 @@ type dictColumns struct {
 //   - Integers and timestamps (key groups, counters, TTL times) change by
 //     little from row to row or repeat: delta encoding bit-packs the
 //     differences. Hashing them for a dictionary cost more than the rest of
-//     the export.
+//     the export. Those of timestamps (TTL times, timers) are not
+//     compressed: their low bits are noise, which zstd did not shrink at
+//     all on state data, for about 6% of the export's CPU.
 //   - Anything else is written plain.
 //
 // map_key has no statistics: a row group holds the maps of many keys, so
@@ -108,6 +111,9 @@ func encodings(schema *arrow.Schema, props pqarrow.ArrowWriterProperties, dict d
 			}
 		case parquet.Types.Int32, parquet.Types.Int64:
 			out = append(out, parquet.WithEncodingPath(path, parquet.Encodings.DeltaBinaryPacked))
+			if _, ok := c.LogicalType().(pqschema.TimestampLogicalType); ok {
+				out = append(out, parquet.WithCompressionPath(path, compress.Codecs.Uncompressed))
+			}
 		}
 	}
 	return out, nil
