@@ -21,8 +21,12 @@ type column struct {
 	// array.NewBuilder makes it).
 	bind func(b array.Builder) decoder
 	// flat is how a top-level column of the serializer's values decodes
-	// without builders, or notFlat.
-	flat flatDec
+	// without builders, or notFlat; flatElem is the element's decoding of
+	// a Flink TTL value, and nullFlag says that the values start with a
+	// map value's null flag.
+	flat     flatDec
+	flatElem flatDec
+	nullFlag bool
 }
 
 // A decoder appends the value that one serialized value encodes to its

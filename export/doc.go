@@ -103,17 +103,24 @@
 // Options.RowGroupRows rows (fewer when the input bytes of a row group
 // reach 64 MiB). Each column's encoding suits state data (see encodings in
 // parquet.go): key and map_key, sorted, are stored as prefix deltas, other
-// strings with a dictionary, integers and timestamps as bit-packed deltas.
+// strings with a dictionary, integers and timestamps as bit-packed deltas,
+// those of timestamps uncompressed, since zstd does not shrink them.
 // Columns carry minimum and maximum statistics, except map_key, whose
 // values in a row group span about every map key. A keyed state or timer
 // service whose columns are all primitive (serializers of bool, numbers,
-// strings, bytes and timestamps, void or window namespaces) is flat: its
-// values are decoded into plain slices that Parquet's column writers take
-// as they are, without Arrow arrays in between (flat.go), into the bytes
-// that writing them through Arrow gives, except for one column: where a
+// strings, bytes and timestamps, void or window namespaces; Flink's
+// booleans, ints, longs, floats, doubles and Strings, and TTL values of
+// them) is flat: its values are decoded into plain slices, with
+// definition levels where they may be null, that Parquet's column writers
+// take as they are, without Arrow arrays in between (flat.go), into the bytes
+// that writing them through Arrow gives, except for two columns: where a
 // flat state's string or bytes keys repeat in runs (list and map states,
 // windows), its key column is dictionary-encoded, the dictionary being
-// the row group's runs in order, each stored once.
+// the row group's runs in order, each stored once; and a flat map state's
+// string or bytes map_key has a dictionary of its distinct values when
+// the file's first row group holds few of them (up to 1,024, more while
+// they are at most a quarter of the rows, in at most 1 MiB), with plain
+// values in a later row group that holds more.
 // Every file records as key-value metadata stateproc.savepoint_id,
 // stateproc.operator, stateproc.state, stateproc.kind, and
 // stateproc.serializers (the serializer snapshots as JSON), plus

@@ -248,14 +248,11 @@ func (x *exporter) fillPart(ctx context.Context, p *part, name string, w io.Writ
 	b := &batcher{name: name, maxRows: min(x.opts.RowGroupRows, int(max(p.rows, 1))), wrote: x.wrote}
 	var fw interface{ close() error }
 	if x.wo.flat(ds) {
-		pw, err := x.wo.newFlatWriter(w, schema, ds.dictKey())
-		if err != nil {
-			return fmt.Errorf("export: %s: %w", name, err)
-		}
+		pw := x.wo.newFlatWriter(w, schema, ds.dictKey())
 		rows := ds.layout.newFlatRows(ds.dictKey())
 		b.sink = rows
 		b.group = func(bool) error {
-			err := pw.writeGroup(rows.cols)
+			err := pw.writeGroup(rows)
 			rows.reset()
 			return err
 		}

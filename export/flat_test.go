@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,8 +18,9 @@ import (
 
 // TestFlatSameBytes writes the datasets whose columns are all flat both
 // from flat columns and through Arrow builders, and wants the same files,
-// byte for byte, except where the flat key column has a dictionary: there
-// DuckDB must read the same rows, in the same order, of the same types.
+// byte for byte, except where a flat key or map_key column has a
+// dictionary: there DuckDB must read the same rows, in the same order, of
+// the same types.
 func TestFlatSameBytes(t *testing.T) {
 	sp := typesSavepoint(t)
 	now := testNow + 12*hour
@@ -62,50 +62,52 @@ func TestFlatSameBytes(t *testing.T) {
 	}
 	dicts := 0
 	for _, c := range runs {
-		sp, o := c.sp, c.o
-		a, _ := exportTo(t, sp, o)
-		b, _ := exportTo(t, sp, export.WithBuilders(o))
-		names := fileNames(t, a)
-		if got := fileNames(t, b); !slices.Equal(names, got) {
-			t.Fatalf("%s: files %v, with builders %v", sp, names, got)
-		}
-		d := openDuck(t, "")
-		for _, n := range names {
-			fa, err := os.ReadFile(filepath.Join(a, n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			fb, err := os.ReadFile(filepath.Join(b, n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bytes.Equal(fa, fb) || !strings.HasSuffix(n, ".parquet") {
-				if !bytes.Equal(fa, fb) {
-					t.Errorf("%s %+v: %s differs from the one written with builders", filepath.Base(sp), o, n)
-				}
-				continue
-			}
-			// Only a dictionary key makes a difference.
-			pa, pb := filepath.Join(a, n), filepath.Join(b, n)
-			enc := d.one("SELECT string_agg(DISTINCT encodings, ',') FROM parquet_metadata('" + pa + "') WHERE path_in_schema = 'key'")
-			if !strings.Contains(enc, "RLE_DICTIONARY") {
-				t.Errorf("%s %+v: %s differs from the one written with builders, and its key is %s", filepath.Base(sp), o, n, enc)
-				continue
-			}
-			dicts++
-			q := "SELECT * FROM read_parquet('%s')"
-			if ra, rb := d.rows(fmt.Sprintf(q, pa)), d.rows(fmt.Sprintf(q, pb)); !slices.EqualFunc(ra, rb, slices.Equal) || len(ra) == 0 {
-				t.Errorf("%s %+v: %s: %d rows, with builders %d, or they differ", filepath.Base(sp), o, n, len(ra), len(rb))
-			}
-			q = "SELECT column_name || ' ' || column_type FROM (DESCRIBE SELECT * FROM read_parquet('%s'))"
-			if ta, tb := d.rows(fmt.Sprintf(q, pa)), d.rows(fmt.Sprintf(q, pb)); !slices.EqualFunc(ta, tb, slices.Equal) {
-				t.Errorf("%s: types %v, with builders %v", n, ta, tb)
-			}
-		}
+		a, _ := exportTo(t, c.sp, c.o)
+		b, _ := exportTo(t, c.sp, export.WithBuilders(c.o))
+		dicts += sameAsBuilders(t, a, b, fmt.Sprintf("%s %+v", filepath.Base(c.sp), c.o))
 	}
 	if dicts == 0 {
-		t.Error("no file has a dictionary key")
+		t.Error("no file has a dictionary key or map key")
 	}
+}
+
+// sameAsBuilders compares the files of export a, from flat columns, with
+// those of b, through builders: the same bytes, except where a flat key
+// or map_key column has a dictionary, whose file must give DuckDB the same
+// rows, in the same order, of the same types. It returns how many files
+// differ so.
+func sameAsBuilders(t *testing.T, a, b, label string) (dicts int) {
+	t.Helper()
+	names := fileNames(t, a)
+	if got := fileNames(t, b); !slices.Equal(names, got) {
+		t.Fatalf("%s: files %v, with builders %v", label, names, got)
+	}
+	d := openDuck(t, "")
+	for _, n := range names {
+		pa, pb := filepath.Join(a, n), filepath.Join(b, n)
+		if fa, fb := readFile(t, pa), readFile(t, pb); bytes.Equal(fa, fb) || !strings.HasSuffix(n, ".parquet") {
+			if !bytes.Equal(fa, fb) {
+				t.Errorf("%s: %s differs from the one written with builders", label, n)
+			}
+			continue
+		}
+		// Only a dictionary key or map key makes a difference.
+		enc := d.one("SELECT string_agg(DISTINCT encodings, ',') FROM parquet_metadata('" + pa + "') WHERE path_in_schema IN ('key', 'map_key')")
+		if !strings.Contains(enc, "RLE_DICTIONARY") {
+			t.Errorf("%s: %s differs from the one written with builders, and its key and map key are %s", label, n, enc)
+			continue
+		}
+		dicts++
+		q := "SELECT * FROM read_parquet('%s')"
+		if ra, rb := d.rows(fmt.Sprintf(q, pa)), d.rows(fmt.Sprintf(q, pb)); !slices.EqualFunc(ra, rb, slices.Equal) || len(ra) == 0 {
+			t.Errorf("%s: %s: %d rows, with builders %d, or they differ", label, n, len(ra), len(rb))
+		}
+		q = "SELECT column_name || ' ' || column_type FROM (DESCRIBE SELECT * FROM read_parquet('%s'))"
+		if ta, tb := d.rows(fmt.Sprintf(q, pa)), d.rows(fmt.Sprintf(q, pb)); !slices.EqualFunc(ta, tb, slices.Equal) {
+			t.Errorf("%s: %s: types %v, with builders %v", label, n, ta, tb)
+		}
+	}
+	return dicts
 }
 
 // TestFlatErrors wants the errors of values that do not decode to be the

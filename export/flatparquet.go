@@ -23,19 +23,32 @@ import (
 type flatWriter struct {
 	fw *file.Writer
 	bw *bufio.Writer
+	// schema, codec, rowGroupRows and dictKey are for the file, which
+	// is begun with its first row group: whether map_key has a
+	// dictionary is what the map keys of that row group say.
+	schema       *arrow.Schema
+	codec        compress.Compression
+	rowGroupRows int
+	dictKey      bool
 	// strs holds a column's values for the writers that do not take
 	// offsets (dictionary encoding).
 	strs []parquet.ByteArray
 }
 
-func newFlatWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Compression, rowGroupRows int, dictKey bool) (*flatWriter, error) {
-	props, arrowProps, err := parquetProps(schema, codec, rowGroupRows, dictKey)
+func newFlatWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Compression, rowGroupRows int, dictKey bool) *flatWriter {
+	return &flatWriter{bw: bw, schema: schema, codec: codec, rowGroupRows: rowGroupRows, dictKey: dictKey}
+}
+
+// begin begins the file, with a dictionary for map_key if dictMapKey.
+func (w *flatWriter) begin(dictMapKey bool) error {
+	schema := w.schema
+	props, arrowProps, err := parquetProps(schema, w.codec, w.rowGroupRows, dictColumns{key: w.dictKey, mapKey: dictMapKey})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pq, err := pqarrow.ToParquet(schema, props, arrowProps)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	md := schema.Metadata()
 	meta := make(metadata.KeyValueMetadata, 0, md.Len()+1)
@@ -46,27 +59,40 @@ func newFlatWriter(bw *bufio.Writer, schema *arrow.Schema, codec compress.Compre
 	// schema alone, in base64.
 	var ipcSchema bytes.Buffer
 	if err := ipc.NewWriter(&ipcSchema, ipc.WithSchema(schema), ipc.WithAllocator(memAlloc)).Close(); err != nil {
-		return nil, err
+		return err
 	}
 	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(ipcSchema.Bytes()))
-	fw, err := file.NewParquetWriterWithError(bw, pq.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
-	if err != nil {
-		return nil, err
-	}
-	return &flatWriter{fw: fw, bw: bw}, nil
+	w.fw, err = file.NewParquetWriterWithError(w.bw, pq.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	return err
 }
 
-// writeGroup writes cols, the columns of the schema in order, as a row
-// group.
-func (w *flatWriter) writeGroup(cols []flatCol) error {
+// writeGroup writes the columns of rows, those of the schema in order, as
+// a row group. The first begins the file: map_key has a dictionary if it
+// still has one after the first row group's rows. Otherwise its later
+// row groups are not looked up at all.
+func (w *flatWriter) writeGroup(rows *flatRows) error {
+	if w.fw == nil {
+		mk := rows.mapKey
+		dict := mk != nil && mk.dict
+		if err := w.begin(dict); err != nil {
+			return err
+		}
+		if mk != nil && !dict {
+			mk.ids = nil
+		}
+	}
 	rgw, err := w.fw.AppendRowGroupChecked()
 	if err != nil {
 		return err
 	}
+	cols := rows.cols
 	for i := range cols {
 		cw, err := rgw.NextColumn()
 		if err != nil {
 			return err
+		}
+		if d := cw.Descr().MaxDefinitionLevel(); d != cols[i].maxDef {
+			return fmt.Errorf("column %s: definition level %d, flat values of %d", cw.Descr().Path(), d, cols[i].maxDef)
 		}
 		if err := w.writeColumn(cw, &cols[i]); err != nil {
 			return fmt.Errorf("column %s: %w", cw.Descr().Path(), err)
@@ -79,26 +105,35 @@ func (w *flatWriter) writeGroup(cols []flatCol) error {
 }
 
 func (w *flatWriter) writeColumn(cw file.ColumnChunkWriter, c *flatCol) error {
+	var defs []int16
+	if c.maxDef > 0 {
+		defs = c.defs
+	}
 	var err error
 	switch cw := cw.(type) {
 	case *file.BooleanColumnChunkWriter:
-		_, err = cw.WriteBatch(c.bools, nil, nil)
+		_, err = cw.WriteBatch(c.bools, defs, nil)
 	case *file.Int32ColumnChunkWriter:
-		_, err = cw.WriteBatch(c.i32, nil, nil)
+		_, err = cw.WriteBatch(c.i32, defs, nil)
 	case *file.Int64ColumnChunkWriter:
-		_, err = cw.WriteBatch(c.i64, nil, nil)
+		_, err = cw.WriteBatch(c.i64, defs, nil)
 	case *file.Float32ColumnChunkWriter:
-		_, err = cw.WriteBatch(c.f32, nil, nil)
+		_, err = cw.WriteBatch(c.f32, defs, nil)
 	case *file.Float64ColumnChunkWriter:
-		_, err = cw.WriteBatch(c.f64, nil, nil)
+		_, err = cw.WriteBatch(c.f64, defs, nil)
 	case *file.ByteArrayColumnChunkWriter:
 		switch {
 		case c.dict:
-			err = w.writeDict(cw, c)
+			err = w.writeDict(cw, c, defs)
+		case c.ids != nil:
+			// A map_key row group of too many distinct values in a file
+			// whose map keys have a dictionary.
+			cw.FallbackToPlain()
+			err = w.writeStrings(cw, c, defs)
 		case cw.SupportsArrowOffsets():
-			_, err = cw.WriteBatchArrow(c.data, c.offs, nil, nil)
+			_, err = cw.WriteBatchArrow(c.data, c.offs, defs, nil)
 		default:
-			err = w.writeStrings(cw, c)
+			err = w.writeStrings(cw, c, defs)
 		}
 	default:
 		err = fmt.Errorf("no flat values for a %T", cw)
@@ -108,7 +143,7 @@ func (w *flatWriter) writeColumn(cw file.ColumnChunkWriter, c *flatCol) error {
 
 // writeStrings writes the values of c one by one, for the encoders that
 // do not take offsets.
-func (w *flatWriter) writeStrings(cw *file.ByteArrayColumnChunkWriter, c *flatCol) error {
+func (w *flatWriter) writeStrings(cw *file.ByteArrayColumnChunkWriter, c *flatCol, defs []int16) error {
 	w.strs = w.strs[:0]
 	if c.dict {
 		for _, i := range c.idx {
@@ -119,7 +154,7 @@ func (w *flatWriter) writeStrings(cw *file.ByteArrayColumnChunkWriter, c *flatCo
 			w.strs = append(w.strs, c.data[c.offs[i]:c.offs[i+1]:c.offs[i+1]])
 		}
 	}
-	_, err := cw.WriteBatch(w.strs, nil, nil)
+	_, err := cw.WriteBatch(w.strs, defs, nil)
 	return err
 }
 
@@ -133,12 +168,12 @@ type dictPutter interface {
 // writeDict writes a key column whose runs of equal keys c holds once
 // each: they are the dictionary, in order, and the rows' runs its indices,
 // so that the encoder hashes each key once per row group rather than once
-// per row. Runs out of order may repeat a key: those are hashed row by
-// row.
-func (w *flatWriter) writeDict(cw *file.ByteArrayColumnChunkWriter, c *flatCol) error {
+// per row. Runs out of order may repeat a key, and a null has no index:
+// those rows are hashed one by one.
+func (w *flatWriter) writeDict(cw *file.ByteArrayColumnChunkWriter, c *flatCol, defs []int16) error {
 	enc, ok := cw.CurrentEncoder().(dictPutter)
-	if !ok || c.unsorted {
-		return w.writeStrings(cw, c)
+	if !ok || c.unsorted || c.nulls > 0 {
+		return w.writeStrings(cw, c, defs)
 	}
 	dict := array.NewBinaryData(array.NewData(arrow.BinaryTypes.Binary, len(c.offs)-1,
 		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offs)), memory.NewBufferBytes(c.data)}, nil, 0, 0))
@@ -150,7 +185,7 @@ func (w *flatWriter) writeDict(cw *file.ByteArrayColumnChunkWriter, c *flatCol) 
 		// A key in runs of two key groups: the savepoint is corrupt, which
 		// the reader reports; the rows are written as they are meanwhile.
 		cw.FallbackToPlain()
-		return w.writeStrings(cw, c)
+		return w.writeStrings(cw, c, defs)
 	}
 	if st := cw.PageStatistics(); st != nil {
 		st.IncNumValues(int64(len(c.idx)))
@@ -161,10 +196,15 @@ func (w *flatWriter) writeDict(cw *file.ByteArrayColumnChunkWriter, c *flatCol) 
 	idx := array.NewInt32Data(array.NewData(arrow.PrimitiveTypes.Int32, len(c.idx),
 		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.idx))}, nil, 0, 0))
 	defer idx.Release()
-	return cw.WriteDictIndices(idx, nil, nil)
+	return cw.WriteDictIndices(idx, defs, nil)
 }
 
 func (w *flatWriter) close() error {
+	if w.fw == nil {
+		if err := w.begin(false); err != nil {
+			return err
+		}
+	}
 	if err := w.fw.Close(); err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (o writerOptions) newFileWriter(w io.Writer, schema *arrow.Schema) (fileWri
 }
 
 // newFlatWriter is the Parquet writer of a flat dataset's files.
-func (o writerOptions) newFlatWriter(w io.Writer, schema *arrow.Schema, dictKey bool) (*flatWriter, error) {
+func (o writerOptions) newFlatWriter(w io.Writer, schema *arrow.Schema, dictKey bool) *flatWriter {
 	return newFlatWriter(bufio.NewWriterSize(w, 1<<20), schema, o.codec(), o.rowGroupRows, dictKey)
 }
 

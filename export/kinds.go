@@ -25,6 +25,9 @@ const maxNesting = 64
 func columnFor(s serializers.Snapshot, path string) (column, error) {
 	c, err := kindColumn(s, path, 0)
 	c.flat = flatDecOf(s)
+	if fs, ok := s.External.(flinkSerializer); ok && err == nil {
+		c.flat, c.flatElem, c.nullFlag = flinkFlatOf(fs)
+	}
 	return c, err
 }
 

@@ -48,15 +48,20 @@ type layout struct {
 type fieldSpec struct {
 	field arrow.Field
 	bind  func(w *rowWriter, b array.Builder)
-	// flat is how the column decodes into a flatCol, or notFlat.
-	flat flatDec
+	// flat is how the column decodes into a flatCol, or notFlat;
+	// flatElem and nullFlag are column's.
+	flat     flatDec
+	flatElem flatDec
+	nullFlag bool
 }
 
 func (l *layout) add(name string, c column, bind func(w *rowWriter, d decoder)) {
 	l.fields = append(l.fields, fieldSpec{
-		field: arrow.Field{Name: name, Type: c.typ, Nullable: c.nullable},
-		bind:  func(w *rowWriter, b array.Builder) { bind(w, c.bind(b)) },
-		flat:  c.flat,
+		field:    arrow.Field{Name: name, Type: c.typ, Nullable: c.nullable},
+		bind:     func(w *rowWriter, b array.Builder) { bind(w, c.bind(b)) },
+		flat:     c.flat,
+		flatElem: c.flatElem,
+		nullFlag: c.nullFlag,
 	})
 }
 
@@ -83,8 +88,10 @@ func keyedLayout(op *savepoint.Operator, st *savepoint.KeyedState, tsvc *savepoi
 		return nil, err
 	}
 	l.fields = append(l.fields, fieldSpec{
-		field: arrow.Field{Name: colKey, Type: key.typ, Nullable: key.nullable},
-		flat:  key.flat,
+		field:    arrow.Field{Name: colKey, Type: key.typ, Nullable: key.nullable},
+		flat:     key.flat,
+		flatElem: key.flatElem,
+		nullFlag: key.nullFlag,
 		bind: func(w *rowWriter, b array.Builder) {
 			w.key = key.bind(b)
 			switch b := b.(type) {
