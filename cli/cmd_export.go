@@ -61,7 +61,8 @@ job's code:
 An Avro record becomes a struct, an array a list, a map a map, a union with
 null a nullable column and any other union a struct of nullable branches, an
 enum a dictionary-encoded string, timestamp-millis a timestamp and a decimal a
-decimal. Files are zstd-compressed; a state is split into files of at most
+decimal. Columns are zstd-compressed but for timestamps, whose bit-packed
+deltas zstd does not shrink; a state is split into files of at most
 --max-rows-per-file rows that are written on every core at once. Every file
 records the savepoint id, the operator, the state and its serializer snapshots
 as key-value metadata.
