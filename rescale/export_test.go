@@ -7,3 +7,11 @@ func SetPieceLimit(n int) (restore func()) {
 	pieceLimit = n
 	return func() { pieceLimit = old }
 }
+
+// SetDirectLimit sets the largest factor between two max parallelisms that
+// the direct path takes (0: never); the returned func restores it.
+func SetDirectLimit(k int) (restore func()) {
+	old := directLimit
+	directLimit = k
+	return func() { directLimit = old }
+}

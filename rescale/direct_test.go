@@ -1,0 +1,111 @@
+package rescale_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stateproc/stateproc/internal/spgen"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/keygroup"
+	"github.com/stateproc/stateproc/rescale"
+	"github.com/stateproc/stateproc/rewrite"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// countingSource counts the segment reads of a source, and hides the
+// readers' NextItems when entriesOnly is set.
+type countingSource struct {
+	*snapshotfmt.Reader
+	entriesOnly bool
+	reads       *atomic.Int64
+}
+
+func (s countingSource) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+	s.reads.Add(1)
+	it := s.Reader.Entries(ctx, ref, kgs)
+	if s.entriesOnly {
+		return struct{ savepoint.EntryIterator }{it}
+	}
+	return it
+}
+
+// rescaleCounting rescales in into out and returns how many segment reads
+// it took.
+func rescaleCounting(t *testing.T, in, out string, opts rescale.Options, entriesOnly bool) int64 {
+	t.Helper()
+	r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var reads atomic.Int64
+	if _, err := rescale.Run(context.Background(), countingSource{r, entriesOnly, &reads}, in, opts, rewrite.Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	return reads.Load()
+}
+
+// When one max parallelism divides the other by a small factor, the new key
+// groups are written straight from the input segments: merged where they
+// are fewer, each old segment read once per new key group it feeds where
+// they are more. The output is byte for byte the sorting path's, from a
+// reader's items and from a source that gives entries one by one, and it
+// holds the input's entries.
+func TestDirectPathEqualsSortingPath(t *testing.T) {
+	for _, tc := range []struct {
+		from, to, p, newP int
+		compression       snapshotfmt.Codec
+	}{
+		{128, 256, 2, 0, snapshotfmt.CodecNone},
+		{128, 512, 2, 3, snapshotfmt.CodecNone},
+		{128, 384, 1, 0, snapshotfmt.CodecZstd},
+		{128, 64, 2, 0, snapshotfmt.CodecNone},
+		{128, 32, 3, 5, snapshotfmt.CodecNone},
+		{720, 240, 2, 0, snapshotfmt.CodecZstd},
+		{2, 1, 2, 1, snapshotfmt.CodecNone},
+	} {
+		t.Run(fmt.Sprintf("%d to %d", tc.from, tc.to), func(t *testing.T) {
+			in := generate(t, spgen.Config{Seed: 6, Users: 4000, Accounts: 300, Parallelism: tc.p, MaxParallelism: tc.from, Now: now, Compression: tc.compression})
+			r := sptest.Open(t, in)
+			all, err := savepoint.AllSegments(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			segs := len(all)
+			dir := t.TempDir()
+			direct, items, sorted := filepath.Join(dir, "direct"), filepath.Join(dir, "entries"), filepath.Join(dir, "sorted")
+			opts := rescale.Options{MaxParallelism: tc.to, Parallelism: tc.newP}
+			reads := rescaleCounting(t, in, direct, opts, false)
+			// Each segment is read once per new key group it feeds.
+			if want := int64(segs * max(1, tc.to/tc.from)); reads != want {
+				t.Fatalf("%d segment reads, want %d of the direct path (%d segments)", reads, want, segs)
+			}
+			if reads := rescaleCounting(t, in, items, opts, true); reads != int64(segs*max(1, tc.to/tc.from)) {
+				t.Fatalf("entries only: %d segment reads", reads)
+			}
+			restore := rescale.SetDirectLimit(0)
+			reads = rescaleCounting(t, in, sorted, opts, false)
+			restore()
+			if reads != int64(segs) {
+				t.Fatalf("sorting path: %d segment reads, want %d", reads, segs)
+			}
+			want := sptest.Files(t, sorted)
+			for _, out := range []string{direct, items} {
+				if got := sptest.Files(t, out); !maps.EqualFunc(got, want, bytes.Equal) {
+					t.Fatalf("%s differs from the sorting path's output: %v against %v", filepath.Base(out), slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+				}
+			}
+			if got, want := sptest.Contents(t, sptest.Open(t, direct)), sptest.Contents(t, r); !maps.EqualFunc(got, want, slices.Equal) {
+				t.Fatal("the rescaled savepoint does not hold the same entries")
+			}
+		})
+	}
+}
