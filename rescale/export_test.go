@@ -8,10 +8,11 @@ func SetPieceLimit(n int) (restore func()) {
 	return func() { pieceLimit = old }
 }
 
-// SetDirectLimit sets the largest factor between two max parallelisms that
-// the direct path takes (0: never); the returned func restores it.
-func SetDirectLimit(k int) (restore func()) {
-	old := directLimit
-	directLimit = k
-	return func() { directLimit = old }
+// SetDirectLimits sets the largest factors between two max parallelisms
+// that the direct path takes, growing and merging (0: never); the returned
+// func restores them.
+func SetDirectLimits(growth, merge int) (restore func()) {
+	g, m := directGrowth, directMerge
+	directGrowth, directMerge = growth, merge
+	return func() { directGrowth, directMerge = g, m }
 }
