@@ -3,8 +3,10 @@ package rescale_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -115,5 +117,38 @@ func TestDirectPathEqualsSortingPath(t *testing.T) {
 				t.Fatal("the rescaled savepoint does not hold the same entries")
 			}
 		})
+	}
+}
+
+// A corrupt input fails the direct path as it fails the sorting path: with
+// the reader's corruption error, and no output.
+func TestDirectPathRefusesCorruptInput(t *testing.T) {
+	in := generate(t, spgen.Config{Seed: 7, Users: 2000, Accounts: 100, Parallelism: 2, MaxParallelism: 128, Now: now})
+	files, err := filepath.Glob(filepath.Join(in, "op001-00001-*.data"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("data files %v: %v", files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x40
+	if err := os.WriteFile(files[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []int{256, 64, 720} {
+		r, err := snapshotfmt.Open(context.Background(), storage.LocalDir(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "out")
+		_, err = rescale.Run(context.Background(), r, in, rescale.Options{MaxParallelism: to}, rewrite.Options{Out: out})
+		r.Close()
+		if !errors.Is(err, savepoint.ErrCorrupt) {
+			t.Fatalf("to %d: %v, want a corruption error", to, err)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("to %d: the output exists: %v", to, err)
+		}
 	}
 }
