@@ -40,9 +40,9 @@ import (
 // test can turn the direct path off.
 var directGrowth, directMerge = 2, 16
 
-// directFactor reports whether the direct path rescales from max
+// takesDirect reports whether the direct path rescales from max
 // parallelism from to max parallelism to.
-func directFactor(from, to int) bool {
+func takesDirect(from, to int) bool {
 	switch {
 	case to > from:
 		return to%from == 0 && to/from <= directGrowth
@@ -53,7 +53,7 @@ func directFactor(from, to int) bool {
 }
 
 // rebucketDirect is rebucket for an operator whose max parallelisms
-// divide one another (see directFactor).
+// divide one another (see takesDirect).
 func rebucketDirect(ctx context.Context, meta *savepoint.Metadata, src savepoint.Source, o *rewrite.Output, p *opPlan, names []string, n int, m *rewrite.Meter) error {
 	sh := shapes(meta, p.index)
 	// The input segments by old key group and spill ref.

@@ -68,7 +68,7 @@ func Run(ctx context.Context, src savepoint.Source, input string, opts Options, 
 			if plans[i].action != Rebucketed {
 				continue
 			}
-			if directFactor(plans[i].from.MaxParallelism, plans[i].maxP) {
+			if takesDirect(plans[i].from.MaxParallelism, plans[i].maxP) {
 				if err := rebucketDirect(ctx, m, src, o, &plans[i], newFiles[i], opts.workers(), meter); err != nil {
 					return err
 				}
@@ -316,7 +316,7 @@ func rebucketedBytes(plans []opPlan) (stored, raw int64) {
 		if p.action != Rebucketed {
 			continue
 		}
-		direct := directFactor(p.from.MaxParallelism, p.maxP)
+		direct := takesDirect(p.from.MaxParallelism, p.maxP)
 		for _, s := range p.segs {
 			stored += s.Length
 			if !direct {
