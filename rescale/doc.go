@@ -37,6 +37,12 @@
 //     writer has two sorters: a goroutine loads and sorts the next bucket
 //     into one while the bucket before is written from the other.
 //
+// When one max parallelism divides the other by a small factor, there is
+// nothing to sort: a new key group is either the merge of a few whole old
+// ones (fewer key groups) or the keys of one old key group that hash to it
+// (more), both already in order. Each new subtask's file is then written
+// straight from the input segments, without the spill (see direct.go).
+//
 // The output is what the engine would have written at the new max
 // parallelism: the same data files, byte for byte, when the input came
 // from the engine.
@@ -50,7 +56,8 @@
 // among them) plus, in a merge, one read buffer per run. A single entry
 // larger than a chunk grows that chunk to hold it, so beyond the fixed
 // budget memory is bounded by the largest single value (which the format
-// bounds by its 256 MiB block limit).
+// bounds by its 256 MiB block limit). The direct path holds, per writer,
+// the reads of the few input segments it merges and one output block.
 //
 // Operators whose max parallelism does not change are copied as opaque
 // bytes in the input's layout, with only their parallelism changed in the

@@ -7,3 +7,12 @@ func SetPieceLimit(n int) (restore func()) {
 	pieceLimit = n
 	return func() { pieceLimit = old }
 }
+
+// SetDirectLimits sets the largest factors between two max parallelisms
+// that the direct path takes, growing and merging (0: never); the returned
+// func restores them.
+func SetDirectLimits(growth, merge int) (restore func()) {
+	g, m := directGrowth, directMerge
+	directGrowth, directMerge = growth, merge
+	return func() { directGrowth, directMerge = g, m }
+}

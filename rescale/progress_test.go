@@ -2,6 +2,7 @@ package rescale_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -16,8 +17,16 @@ import (
 // both passes over its re-bucketed operators and the copy of the others,
 // and ends at the bytes of the input's segments: each re-bucketed byte is
 // counted once, part when partitioned and the rest when written, whatever
-// order the workers finish the buckets in.
+// order the workers finish the buckets in; and on the direct path, which
+// reads a segment once per new key group it feeds (256) or merges several
+// (64), each segment's bytes once in all.
 func TestRescaleReportsProgress(t *testing.T) {
+	for _, maxP := range []int{720, 256, 64} {
+		t.Run(fmt.Sprint(maxP), func(t *testing.T) { testRescaleReportsProgress(t, maxP) })
+	}
+}
+
+func testRescaleReportsProgress(t *testing.T, maxP int) {
 	in := generate(t, spgen.Config{Seed: 2, Users: 3000, Accounts: 500, Parallelism: 2, MaxParallelism: 128, Now: now})
 	src := sptest.Open(t, in)
 	var want int64
@@ -41,7 +50,7 @@ func TestRescaleReportsProgress(t *testing.T) {
 		last, total = done, all
 	}
 	// A small memory budget makes many buckets, written by three workers.
-	opts := rescale.Options{MaxParallelism: 720, Parallelism: 5, Workers: 3, Memory: 1 << 20}
+	opts := rescale.Options{MaxParallelism: maxP, Parallelism: 5, Workers: 3, Memory: 1 << 20}
 	out := filepath.Join(t.TempDir(), "out")
 	if _, err := rescale.Run(context.Background(), src, in, opts, rewrite.Options{Out: out, Progress: progress}); err != nil {
 		t.Fatal(err)

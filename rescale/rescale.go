@@ -68,6 +68,12 @@ func Run(ctx context.Context, src savepoint.Source, input string, opts Options, 
 			if plans[i].action != Rebucketed {
 				continue
 			}
+			if takesDirect(plans[i].from.MaxParallelism, plans[i].maxP) {
+				if err := rebucketDirect(ctx, m, src, o, &plans[i], newFiles[i], opts.workers(), meter); err != nil {
+					return err
+				}
+				continue
+			}
 			dir, err := spillDir(o, opts.SpillDir)
 			if err != nil {
 				return err
@@ -303,16 +309,19 @@ func report(plans []opPlan, dryRun bool) *Report {
 }
 
 // rebucketedBytes sums the segments of the operators to re-bucket: what
-// they take in their files, and their raw size, about what their spill
-// files take.
+// they take in their files, and the raw size of those that are spilled,
+// about what their spill files take.
 func rebucketedBytes(plans []opPlan) (stored, raw int64) {
 	for _, p := range plans {
 		if p.action != Rebucketed {
 			continue
 		}
+		direct := takesDirect(p.from.MaxParallelism, p.maxP)
 		for _, s := range p.segs {
 			stored += s.Length
-			raw += int64(s.Bytes)
+			if !direct {
+				raw += int64(s.Bytes)
+			}
 		}
 	}
 	return stored, raw
