@@ -230,6 +230,28 @@ func (h *ageHist) addAll(times []int64) {
 	h.slots[6] += uint64(n5)
 }
 
+// atOrBefore are the times that addCounts takes the counts of: the cuts,
+// then lastExpired when the expired entries are not a run of slots.
+func (h *ageHist) atOrBefore() []int64 {
+	if h.expiredFrom < 0 {
+		return append(h.cuts[:], h.lastExpired)
+	}
+	return h.cuts[:]
+}
+
+// addCounts adds n times, of which counts[i] lie at or before the ith time
+// of atOrBefore: what addAll adds for those times.
+func (h *ageHist) addCounts(n uint64, counts []uint64) {
+	h.slots[0] += n - counts[0]
+	for i := 1; i < len(h.cuts); i++ {
+		h.slots[i] += counts[i-1] - counts[i]
+	}
+	h.slots[len(h.cuts)] += counts[len(h.cuts)-1]
+	if h.expiredFrom < 0 {
+		h.expired += counts[len(h.cuts)]
+	}
+}
+
 // b2i is 1 for true. The compiler turns it into a flag move, not a branch.
 func b2i(b bool) int {
 	if b {

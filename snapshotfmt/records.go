@@ -130,7 +130,24 @@ type histCounts struct {
 	sizesA            [savepoint.SizeBuckets]uint64
 	modifiedA         [savepoint.ModifiedBuckets]uint64 // TTL states only
 	sizes, modified   histSpan
+	// cuts are the last-modified times that a reader counts the times at or
+	// before (countCuts). A bucket of the last-modified histogram holds
+	// at most one of them, and splitA of that bucket counts its times after
+	// it: those of the buckets below all lie before it, those above after.
+	// splitA of a bucket without a cut has a cut no time lies after.
+	cuts   []int64
+	splitA [savepoint.ModifiedBuckets]bucketSplit
 }
+
+// bucketSplit is where a cut splits a bucket of the last-modified
+// histogram, and how many times of the bucket lie after it.
+type bucketSplit struct {
+	cut   int64
+	after uint64
+}
+
+// noCut is bucketSplit.cut of a bucket without a cut.
+const noCut = math.MaxInt64
 
 // histSpan is a dense histogram with the span of its touched buckets.
 type histSpan struct {
@@ -172,6 +189,9 @@ func (h *histSpan) clear() {
 var histPool = sync.Pool{New: func() any {
 	h := new(histCounts)
 	h.sizes.a, h.modified.a = h.sizesA[:], h.modifiedA[:]
+	for i := range h.splitA {
+		h.splitA[i].cut = noCut
+	}
 	return h
 }}
 
@@ -188,7 +208,46 @@ func (h *histCounts) release() {
 	}
 	h.sizes.clear()
 	h.modified.clear()
+	for _, c := range h.cuts {
+		h.splitA[h.modifiedBucket(c)] = bucketSplit{cut: noCut}
+	}
+	h.cuts = h.cuts[:0]
 	histPool.Put(h)
+}
+
+// countCuts has h count, of the times it takes from now on, those at or
+// before each of cuts, for atOrBefore. It reports false, and counts
+// nothing, when two different cuts fall in one bucket of the last-modified
+// histogram.
+func (h *histCounts) countCuts(cuts []int64) bool {
+	for i, c := range cuts {
+		for _, d := range cuts[:i] {
+			if c != d && h.modifiedBucket(c) == h.modifiedBucket(d) {
+				return false
+			}
+		}
+	}
+	for _, c := range cuts {
+		h.splitA[h.modifiedBucket(c)].cut = c
+	}
+	h.cuts = append(h.cuts[:0], cuts...)
+	return true
+}
+
+// atOrBefore stores in dst[i] how many of the times counted lie at or
+// before the ith cut of countCuts. The bucket of a time rises with it, so
+// those are the times of the buckets below the cut's and those of its
+// bucket that are not after it.
+func (h *histCounts) atOrBefore(dst []uint64) {
+	for i, c := range h.cuts {
+		b := h.modifiedBucket(c)
+		n := h.modifiedA[b] - h.splitA[b].after
+		// Only the touched buckets count any.
+		for _, k := range h.modifiedA[h.modified.lo:max(h.modified.lo, min(b, h.modified.hi))] {
+			n += k
+		}
+		dst[i] = n
+	}
 }
 
 // item counts a value, whose TTL timestamp, if any, is already taken off.
@@ -200,7 +259,18 @@ func (h *histCounts) item(size int, lastModified int64) {
 }
 
 func (h *histCounts) modifiedOnly(lastModified int64) {
-	h.modified.add(h.modifiedBucket(lastModified))
+	b := h.modifiedBucket(lastModified)
+	h.modified.add(b)
+	s := &h.splitA[b]
+	s.after += b2u(lastModified > s.cut)
+}
+
+// b2u is 1 for true; the compiler makes it a flag move, not a branch.
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (h *histCounts) modifiedBucket(lastModified int64) int {
@@ -767,49 +837,63 @@ var prefixMasks = func() (m [0x80]uint64) {
 // countTimes takes the TTL times of a batch of values into the segment's
 // time bounds and its last-modified histogram.
 func (rr *recordReader) countTimes(times []int64) {
-	lo, hi := rr.minTS, rr.maxTS
-	for _, t := range times {
-		lo, hi = min(lo, t), max(hi, t)
-	}
-	rr.minTS, rr.maxTS = lo, hi
+	var lo, hi int64
 	if h := rr.hist; h != nil {
-		h.modifiedTimes(times, lo, hi)
+		lo, hi = h.modifiedTimes(times)
+	} else {
+		lo, hi = times[0], times[0]
+		for _, t := range times {
+			lo, hi = min(lo, t), max(hi, t)
+		}
 	}
+	rr.minTS, rr.maxTS = min(rr.minTS, lo), max(rr.maxTS, hi)
 }
 
-// modifiedTimes counts a batch of last-modified times, all between lo and
-// hi, in the last-modified histogram.
-func (h *histCounts) modifiedTimes(times []int64, lo, hi int64) {
+// modifiedTimes counts a batch of last-modified times in the last-modified
+// histogram and returns the least and greatest of them. It takes every
+// offset as a sum, in one pass that finds the least and greatest time
+// too, and only when those show that some offset saturates does it take
+// the batch back and count it again, offset by offset.
+func (h *histCounts) modifiedTimes(times []int64) (lo, hi int64) {
+	a, split := &h.modifiedA, &h.splitA
+	shift, zero := h.ttlMillis-h.anchor-1, savepoint.ModifiedBucket(0)
+	lo, hi = times[0], times[0]
+	for _, t := range times {
+		lo, hi = min(lo, t), max(hi, t)
+		b := nearBucket(t, shift, zero)
+		a[b]++
+		s := &split[b]
+		s.after += b2u(t > s.cut)
+	}
+	if !offsetsAdd(lo, hi, h.ttlMillis, h.anchor) {
+		for _, t := range times {
+			b := nearBucket(t, shift, zero)
+			a[b]--
+			split[b].after -= b2u(t > split[b].cut)
+			b = h.modifiedBucket(t)
+			a[b]++
+			split[b].after += b2u(t > split[b].cut)
+		}
+	}
 	// The bucket rises with the time, so the span of the buckets touched
 	// is set once, from the least and greatest times, rather than per
 	// time.
 	h.modified.touch(h.modifiedBucket(lo))
 	h.modified.touch(h.modifiedBucket(hi))
-	a := &h.modifiedA
-	if !offsetsAdd(lo, hi, h.ttlMillis, h.anchor) {
-		for _, t := range times {
-			a[h.modifiedBucket(t)]++
-		}
-		return
-	}
-	// No offset of the batch saturates: each is a sum, and its bucket
-	// ModifiedBucket's without a branch on its sign, which live and
-	// expired entries mixed would mispredict.
-	shift := h.ttlMillis - h.anchor
-	zero := savepoint.ModifiedBucket(0)
-	for _, t := range times {
-		x := t + shift
-		u := uint64(x - 1)
-		if x <= 0 {
-			u = uint64(-x)
-		}
-		sb := savepoint.SizeBucket(u)
-		b := zero + 1 + sb
-		if x <= 0 {
-			b = zero - sb
-		}
-		a[b]++
-	}
+	return lo, hi
+}
+
+// nearBucket is the last-modified bucket of time t, with shift its TTL less
+// the anchor less 1 and zero the bucket of offset 0, where the offset t + shift + 1 does not saturate
+// (offsetsAdd): ModifiedBucket's without a branch on the offset's sign,
+// which live and expired entries mixed would mispredict. Any other t gives
+// some bucket of the histogram, wrong but in range.
+func nearBucket(t, shift int64, zero int) int {
+	// y is the offset less 1: ModifiedBucket takes the bucket of y upwards
+	// when y >= 0, and of -(y+1), which is ^y, downwards otherwise.
+	y := t + shift
+	m := int(y >> 63)
+	return zero + 1 + (savepoint.SizeBucket(uint64(y^int64(m))) ^ m)
 }
 
 // offsetsAdd reports whether ExpiryOffset(t, ttlMillis, anchor) is
