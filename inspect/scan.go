@@ -165,9 +165,16 @@ type timeCounter interface {
 	TimeCounts(counts []uint64)
 }
 
+// sizeCounter is implemented by the iterators that count the value sizes
+// for a scan as they read them (snapshotfmt's, with the size histogram it
+// checks against the index).
+type sizeCounter interface {
+	CountSizes(small []uint64, large func(size int, n uint64)) bool
+}
+
 // valueSegment gathers what a scan without --top needs of a state's
 // segment, the value sizes and TTL times, in batches. The iterator counts
-// the ages itself where it can.
+// the sizes and the ages itself where it can.
 func (s *segmentScanner) valueSegment(st *stateScan, ttlOn bool, it savepoint.EntryIterator) error {
 	sizes, times := s.sizes[:], s.times[:]
 	var cuts []int64
@@ -175,24 +182,33 @@ func (s *segmentScanner) valueSegment(st *stateScan, ttlOn bool, it savepoint.En
 	if ttlOn && tc != nil {
 		cuts = st.ages.atOrBefore()
 	}
-	counting := cuts != nil && tc.CountTimes(cuts)
+	countingTimes := cuts != nil && tc.CountTimes(cuts)
+	sc, _ := it.(sizeCounter)
+	countingSizes := sc != nil && sc.CountSizes(st.sizes.smallArray()[:], st.sizes.addLarge)
 	var total uint64
 	for {
 		n := savepoint.NextValues(it, ttlOn, sizes, times)
 		total += uint64(n)
-		if ttlOn && !counting {
+		if ttlOn && !countingTimes {
 			st.ages.addAll(times[:n])
 		}
-		st.sizes.addAll(sizes[:n])
+		if !countingSizes {
+			st.sizes.addAll(sizes[:n])
+		}
 		if n == len(sizes) {
 			continue
 		}
-		if err := it.Err(); err != nil || !counting {
+		if err := it.Err(); err != nil {
 			return err
 		}
-		counts := s.counts[:len(cuts)]
-		tc.TimeCounts(counts)
-		st.ages.addCounts(total, counts)
+		if countingSizes {
+			st.sizes.counted(total)
+		}
+		if countingTimes {
+			counts := s.counts[:len(cuts)]
+			tc.TimeCounts(counts)
+			st.ages.addCounts(total, counts)
+		}
 		return nil
 	}
 }

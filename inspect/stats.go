@@ -41,18 +41,43 @@ func (h *sizeHist) addAll(sizes []int) {
 // addN adds n values of one size.
 func (h *sizeHist) addN(size int, n uint64) {
 	if size < smallSizes {
-		if h.small == nil {
-			h.small = new([smallSizes]uint64)
-		}
-		h.small[size] += n
+		h.smallArray()[size] += n
+		h.max = max(h.max, size)
 	} else {
-		if h.large == nil {
-			h.large = map[int]uint64{}
-		}
-		h.large[size] += n
+		h.addLarge(size, n)
 	}
 	h.n += n
+}
+
+// smallArray is h.small, allocated if need be.
+func (h *sizeHist) smallArray() *[smallSizes]uint64 {
+	if h.small == nil {
+		h.small = new([smallSizes]uint64)
+	}
+	return h.small
+}
+
+// addLarge adds n values of a size of smallSizes or more, all but to the
+// count of values, for addN and for an iterator that counts sizes into
+// small itself (counted).
+func (h *sizeHist) addLarge(size int, n uint64) {
+	if h.large == nil {
+		h.large = map[int]uint64{}
+	}
+	h.large[size] += n
 	h.max = max(h.max, size)
+}
+
+// counted takes in n values that an iterator counted into h.small itself,
+// and into h.large by addLarge.
+func (h *sizeHist) counted(n uint64) {
+	h.n += n
+	for size := smallSizes - 1; size > h.max; size-- {
+		if h.small[size] > 0 {
+			h.max = size
+			break
+		}
+	}
 }
 
 func (h *sizeHist) merge(o *sizeHist) {

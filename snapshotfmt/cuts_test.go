@@ -1,9 +1,11 @@
 package snapshotfmt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -202,4 +204,78 @@ func TestCountTimesRefusals(t *testing.T) {
 		t.Errorf("after refused cuts: %v", err)
 	}
 	it.Close()
+}
+
+// TestCountSizesAgreesWithTheSizes reads segments with CountSizes, with an
+// array of 16 so that most sizes go to the call for larger ones, in
+// batches of several sizes and in small and default blocks, and compares
+// the counts with the sizes that Next reads: of a TTL value state, and of
+// a list state without TTL whose values run to multi-byte lengths.
+func TestCountSizesAgreesWithTheSizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var value, list []savepoint.Entry
+	kg := 3
+	for i := 0; len(value) < 400; i++ {
+		k := []byte(fmt.Sprintf("user-%05d", i))
+		if keygroup.Of(k, 16) != kg {
+			continue
+		}
+		size := []int{3, 3, 3, 20, 20, 700}[rng.IntN(6)]
+		value = append(value, savepoint.Entry{Key: k, Value: append(ts(1_700_000_000_000-rng.Int64N(1e9)), make([]byte, size)...)})
+		for range rng.IntN(4) {
+			list = append(list, savepoint.Entry{Key: k, Value: make([]byte, []int{0, 5, 15, 16, 200}[rng.IntN(5)])})
+		}
+	}
+	slices.SortStableFunc(value, func(a, b savepoint.Entry) int { return bytes.Compare(a.Key, b.Key) })
+	slices.SortStableFunc(list, func(a, b savepoint.Entry) int { return bytes.Compare(a.Key, b.Key) })
+	for _, blockSize := range []int{0, 256} {
+		d := newMemDir()
+		writeSavepoint(t, d, testMeta(), []segData{{op: 0, ref: 0, kg: kg, entries: value}, {op: 0, ref: 1, kg: kg, entries: list}}, Options{BlockSize: blockSize})
+		ctx := context.Background()
+		r, err := Open(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seg := range opSegments(r, 0) {
+			ttlOn := seg.Ref.State == 0
+			want := map[int]uint64{}
+			it := r.iterate(ctx, seg)
+			for it.Next() {
+				want[len(it.Entry().Value)-8*int(b2u(ttlOn))]++
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			it.Close()
+			for _, batch := range []int{1, 5, 512} {
+				got := map[int]uint64{}
+				small := make([]uint64, 16)
+				it := r.iterate(ctx, seg)
+				if !it.CountSizes(small, func(size int, n uint64) {
+					if size < len(small) {
+						t.Errorf("size %d counted by the call, not in the array", size)
+					}
+					got[size] += n
+				}) {
+					t.Fatalf("%v: CountSizes refused", seg.Ref)
+				}
+				sizes, times := make([]int, batch), make([]int64, batch)
+				for it.NextValues(sizes, times) == batch {
+				}
+				if err := it.Err(); err != nil {
+					t.Fatal(err)
+				}
+				it.Close()
+				for size, n := range small {
+					if n > 0 {
+						got[size] += n
+					}
+				}
+				if !maps.Equal(got, want) {
+					t.Errorf("blocks of %d, %v, batches of %d: counts %v, want %v", blockSize, seg.Ref, batch, got, want)
+				}
+			}
+		}
+		r.Close()
+	}
 }

@@ -137,6 +137,11 @@ type histCounts struct {
 	// splitA of a bucket without a cut has a cut no time lies after.
 	cuts   []int64
 	splitA [savepoint.ModifiedBuckets]bucketSplit
+	// exact, when set (countSizes), counts the value sizes exactly for a
+	// reader: each size below len(exact) in it, larger ones by a call of
+	// large per run of one size.
+	exact []uint64
+	large func(size int, n uint64)
 }
 
 // bucketSplit is where a cut splits a bucket of the last-modified
@@ -212,7 +217,26 @@ func (h *histCounts) release() {
 		h.splitA[h.modifiedBucket(c)] = bucketSplit{cut: noCut}
 	}
 	h.cuts = h.cuts[:0]
+	h.exact, h.large = nil, nil
 	histPool.Put(h)
+}
+
+// countSizes has h count the value sizes it takes from now on exactly, as
+// well as in buckets: those below len(small) in small, larger ones by a
+// call of large per run of one size.
+func (h *histCounts) countSizes(small []uint64, large func(size int, n uint64)) {
+	h.exact, h.large = small, large
+}
+
+// exactN counts n values of one size exactly, when countSizes asked for it.
+func (h *histCounts) exactN(size int, n uint64) {
+	switch {
+	case h.exact == nil:
+	case size < len(h.exact):
+		h.exact[size] += n
+	default:
+		h.large(size, n)
+	}
 }
 
 // countCuts has h count, of the times it takes from now on, those at or
@@ -253,6 +277,7 @@ func (h *histCounts) atOrBefore(dst []uint64) {
 // item counts a value, whose TTL timestamp, if any, is already taken off.
 func (h *histCounts) item(size int, lastModified int64) {
 	h.sizes.add(savepoint.SizeBucket(uint64(size)))
+	h.exactN(size, 1)
 	if h.ttl {
 		h.modifiedOnly(lastModified)
 	}
@@ -904,9 +929,10 @@ func offsetsAdd(lo, hi, ttlMillis, anchor int64) bool {
 	return lo > -near && hi < near && ttlMillis >= 0 && ttlMillis < near && anchor > -near && anchor < near
 }
 
-// sizeRuns counts a batch of value sizes in the size histogram. The values
-// of a state mostly have one size, so it counts each run of one size at
-// once, and takes the bucket of a run, not of every size.
+// sizeRuns counts a batch of value sizes in the size histogram, and
+// exactly when countSizes asked for it. The values of a state mostly have
+// one size, so it counts each run of one size at once, and takes the
+// bucket of a run, not of every size.
 func (h *histCounts) sizeRuns(sizes []int) {
 	for i := 0; i < len(sizes); {
 		size, j := sizes[i], i+1
@@ -914,6 +940,7 @@ func (h *histCounts) sizeRuns(sizes []int) {
 			j++
 		}
 		h.sizes.addN(savepoint.SizeBucket(uint64(size)), uint64(j-i))
+		h.exactN(size, uint64(j-i))
 		i = j
 	}
 }
