@@ -279,3 +279,40 @@ func TestCountSizesAgreesWithTheSizes(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestNearBucket checks the last-modified bucket that the batch loop takes
+// against ModifiedBucket, at and beside every bucket boundary and the ends
+// of liveTable, and at random offsets, for times whose offset does not
+// saturate.
+func TestNearBucket(t *testing.T) {
+	const anchor = 1_700_000_000_000
+	ttlMillis := int64(7 * 24 * 3600 * 1000)
+	shift, zero := ttlMillis-anchor-1, savepoint.ModifiedBucket(0)
+	var offsets []int64
+	for k := range savepoint.ModifiedBuckets {
+		lo, hi := savepoint.ModifiedBucketRange(k)
+		offsets = append(offsets, lo, hi, lo+1, hi-1)
+	}
+	for _, x := range []int64{liveTableLo, liveTableHi} {
+		offsets = append(offsets, x-1, x, x+1, x+2, -x, -x+1)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		offsets = append(offsets, rng.Int64N(1<<rng.IntN(62))*(1-2*rng.Int64N(2)))
+	}
+	checked := 0
+	for _, x := range offsets {
+		tm := x - ttlMillis + anchor
+		if !offsetsAdd(tm, tm, ttlMillis, anchor) {
+			continue
+		}
+		want := savepoint.ModifiedBucket(savepoint.ExpiryOffset(tm, ttlMillis, anchor))
+		if got := nearBucket(tm, shift, zero); got != want {
+			t.Errorf("offset %d: bucket %d, want %d", x, got, want)
+		}
+		checked++
+	}
+	if checked < 100_000 {
+		t.Fatalf("only %d offsets checked", checked)
+	}
+}
