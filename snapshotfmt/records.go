@@ -959,6 +959,13 @@ func offsetsAdd(lo, hi, ttlMillis, anchor int64) bool {
 func (h *histCounts) sizeRuns(sizes []int) {
 	for i := 0; i < len(sizes); {
 		size, j := sizes[i], i+1
+		// Four at a time, with one branch, while the run goes on.
+		for ; j+4 <= len(sizes); j += 4 {
+			w := (*[4]int)(sizes[j : j+4])
+			if (w[0]^size)|(w[1]^size)|(w[2]^size)|(w[3]^size) != 0 {
+				break
+			}
+		}
 		for j < len(sizes) && sizes[j] == size {
 			j++
 		}
