@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/stateproc/stateproc/internal/uvarint"
@@ -142,7 +143,20 @@ type histCounts struct {
 	// large per run of one size.
 	exact []uint64
 	large func(size int, n uint64)
+	// sided is liveTable refined by the cuts, for modifiedTimes: of an
+	// offset cell, twice its bucket, plus 1 when all of the cell lies after
+	// the bucket's cut, or mixedCell when the cut lies within it. A time is
+	// counted by it in pairs, with one increment, until settle adds pairs
+	// to the buckets and to the counts after the cuts. sidedShift and
+	// sidedCuts are the shift (nearBucket's) and cuts it was made for.
+	sided      *[len(liveTable)]uint16
+	sidedShift int64
+	sidedCuts  []int64
+	pairs      [2 * savepoint.ModifiedBuckets]uint64
 }
+
+// mixedCell is a cell of histCounts.sided that a cut splits.
+const mixedCell = math.MaxUint16
 
 // bucketSplit is where a cut splits a bucket of the last-modified
 // histogram, and how many times of the bucket lie after it.
@@ -211,6 +225,7 @@ func (h *histCounts) release() {
 	if h == nil {
 		return
 	}
+	h.settle()
 	h.sizes.clear()
 	h.modified.clear()
 	for _, c := range h.cuts {
@@ -239,6 +254,17 @@ func (h *histCounts) exactN(size int, n uint64) {
 	}
 }
 
+// settle adds the counts that modifiedTimes keeps in pairs to the buckets
+// and to the counts after the cuts.
+func (h *histCounts) settle() {
+	for b := h.modified.lo; b < h.modified.hi; b++ {
+		p := h.pairs[2*b : 2*b+2]
+		h.modifiedA[b] += p[0] + p[1]
+		h.splitA[b].after += p[1]
+		p[0], p[1] = 0, 0
+	}
+}
+
 // countCuts has h count, of the times it takes from now on, those at or
 // before each of cuts, for atOrBefore. It reports false, and counts
 // nothing, when two different cuts fall in one bucket of the last-modified
@@ -263,6 +289,7 @@ func (h *histCounts) countCuts(cuts []int64) bool {
 // those are the times of the buckets below the cut's and those of its
 // bucket that are not after it.
 func (h *histCounts) atOrBefore(dst []uint64) {
+	h.settle()
 	for i, c := range h.cuts {
 		b := h.modifiedBucket(c)
 		n := h.modifiedA[b] - h.splitA[b].after
@@ -304,6 +331,7 @@ func (h *histCounts) modifiedBucket(lastModified int64) int {
 
 // fill sets the histograms of s.
 func (h *histCounts) fill(s *savepoint.Stats) {
+	h.settle()
 	s.Sizes = h.sizes.sparse()
 	if h.ttl {
 		s.Modified, s.Anchor = h.modified.sparse(), h.anchor
@@ -880,11 +908,18 @@ func (rr *recordReader) countTimes(times []int64) {
 // too, and only when those show that some offset saturates does it take
 // the batch back and count it again, offset by offset.
 func (h *histCounts) modifiedTimes(times []int64) (lo, hi int64) {
-	a, split := &h.modifiedA, &h.splitA
+	a, split, pairs := &h.modifiedA, &h.splitA, &h.pairs
 	shift, zero := h.ttlMillis-h.anchor-1, savepoint.ModifiedBucket(0)
+	sided := h.sidedFor(shift)
 	lo, hi = times[0], times[0]
 	for _, t := range times {
 		lo, hi = min(lo, t), max(hi, t)
+		if y := uint64(t + shift); y-liveTableLo < liveTableHi-liveTableLo {
+			if r := sided[y>>liveTableShift&uint64(len(sided)-1)]; r != mixedCell {
+				pairs[r]++
+				continue
+			}
+		}
 		b := nearBucket(t, shift, zero)
 		a[b]++
 		s := &split[b]
@@ -892,10 +927,8 @@ func (h *histCounts) modifiedTimes(times []int64) (lo, hi int64) {
 	}
 	if !offsetsAdd(lo, hi, h.ttlMillis, h.anchor) {
 		for _, t := range times {
-			b := nearBucket(t, shift, zero)
-			a[b]--
-			split[b].after -= b2u(t > split[b].cut)
-			b = h.modifiedBucket(t)
+			h.takeBack(t, shift, zero)
+			b := h.modifiedBucket(t)
 			a[b]++
 			split[b].after += b2u(t > split[b].cut)
 		}
@@ -906,6 +939,48 @@ func (h *histCounts) modifiedTimes(times []int64) (lo, hi int64) {
 	h.modified.touch(h.modifiedBucket(lo))
 	h.modified.touch(h.modifiedBucket(hi))
 	return lo, hi
+}
+
+// takeBack undoes what modifiedTimes' loop counted for time t.
+func (h *histCounts) takeBack(t, shift int64, zero int) {
+	if y := uint64(t + shift); y-liveTableLo < liveTableHi-liveTableLo {
+		if r := h.sided[y>>liveTableShift&uint64(len(h.sided)-1)]; r != mixedCell {
+			h.pairs[r]--
+			return
+		}
+	}
+	b := nearBucket(t, shift, zero)
+	h.modifiedA[b]--
+	h.splitA[b].after -= b2u(t > h.splitA[b].cut)
+}
+
+// sidedFor returns h.sided for nearBucket's shift and h's cuts, made anew
+// only when they changed since it was made: mostly, the next segment is
+// of the same state and anchor.
+func (h *histCounts) sidedFor(shift int64) *[len(liveTable)]uint16 {
+	if h.sided != nil && h.sidedShift == shift && slices.Equal(h.sidedCuts, h.cuts) {
+		return h.sided
+	}
+	if h.sided == nil {
+		h.sided = new([len(liveTable)]uint16)
+	}
+	for i := range h.sided {
+		b := liveTable[i]
+		// The times of the cell: where offsets add (all that the batch
+		// loop keeps), these do not overflow.
+		first := int64(i)<<liveTableShift - shift
+		last := first + 1<<liveTableShift - 1
+		switch cut := h.splitA[b].cut; {
+		case last <= cut:
+			h.sided[i] = 2 * b
+		case first > cut:
+			h.sided[i] = 2*b + 1
+		default:
+			h.sided[i] = mixedCell
+		}
+	}
+	h.sidedShift, h.sidedCuts = shift, append(h.sidedCuts[:0], h.cuts...)
+	return h.sided
 }
 
 // nearBucket is the last-modified bucket of time t, with shift its TTL
