@@ -985,10 +985,10 @@ func (h *histCounts) sidedFor(shift int64) *[len(liveTable)]uint16 {
 
 // nearBucket is the last-modified bucket of time t, with shift its TTL
 // less the anchor less 1 and zero the bucket of offset 0, where the offset
-// t + shift + 1 does not saturate (offsetsAdd): ModifiedBucket's without a
-// branch on the offset's sign, which live and expired entries mixed would
-// mispredict. Any other t gives some bucket of the histogram, wrong but in
-// range.
+// t + shift + 1 does not saturate (offsetsAdd): from liveTable where it
+// can, else ModifiedBucket's without a branch on the offset's sign, which
+// live and expired entries mixed would mispredict. Any other t gives some
+// bucket of the histogram, wrong but in range.
 func nearBucket(t, shift int64, zero int) int {
 	// y is the offset less 1: ModifiedBucket takes the bucket of y upwards
 	// when y >= 0, and of -(y+1), which is ^y, downwards otherwise.
