@@ -75,6 +75,8 @@ type segmentScanner struct {
 	// sizes and times take a batch of values from NextValues.
 	sizes [512]int
 	times [512]int64
+	// counts takes an iterator's counts of TTL times (timeCounter).
+	counts [len(ageBuckets) + 2]uint64
 }
 
 func newSegmentScanner(m *savepoint.Metadata, now int64, top int) *segmentScanner {
@@ -155,19 +157,59 @@ func (s *segmentScanner) segment(ref savepoint.StateRef, it savepoint.EntryItera
 	return it.Err()
 }
 
+// timeCounter is implemented by the iterators that count for a scan, as
+// they read, the TTL times at or before given cuts (snapshotfmt's, which
+// checks the times against the index's histogram at the same time).
+type timeCounter interface {
+	CountTimes(cuts []int64) bool
+	TimeCounts(counts []uint64)
+}
+
+// sizeCounter is implemented by the iterators that count the value sizes
+// for a scan as they read them (snapshotfmt's, with the size histogram it
+// checks against the index).
+type sizeCounter interface {
+	CountSizes(small []uint64, large func(size int, n uint64)) bool
+}
+
 // valueSegment gathers what a scan without --top needs of a state's
-// segment, the value sizes and TTL times, in batches.
+// segment, the value sizes and TTL times, in batches. The iterator counts
+// the sizes and the ages itself where it can.
 func (s *segmentScanner) valueSegment(st *stateScan, ttlOn bool, it savepoint.EntryIterator) error {
 	sizes, times := s.sizes[:], s.times[:]
+	var cuts []int64
+	tc, _ := it.(timeCounter)
+	if ttlOn && tc != nil {
+		cuts = st.ages.atOrBefore()
+	}
+	countingTimes := cuts != nil && tc.CountTimes(cuts)
+	sc, _ := it.(sizeCounter)
+	countingSizes := sc != nil && sc.CountSizes(st.sizes.smallArray()[:], st.sizes.addLarge)
+	var total uint64
 	for {
 		n := savepoint.NextValues(it, ttlOn, sizes, times)
-		if ttlOn {
+		total += uint64(n)
+		if ttlOn && !countingTimes {
 			st.ages.addAll(times[:n])
 		}
-		st.sizes.addAll(sizes[:n])
-		if n < len(sizes) {
-			return it.Err()
+		if !countingSizes {
+			st.sizes.addAll(sizes[:n])
 		}
+		if n == len(sizes) {
+			continue
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		if countingSizes {
+			st.sizes.counted(total)
+		}
+		if countingTimes {
+			counts := s.counts[:len(cuts)]
+			tc.TimeCounts(counts)
+			st.ages.addCounts(total, counts)
+		}
+		return nil
 	}
 }
 

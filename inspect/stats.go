@@ -41,18 +41,43 @@ func (h *sizeHist) addAll(sizes []int) {
 // addN adds n values of one size.
 func (h *sizeHist) addN(size int, n uint64) {
 	if size < smallSizes {
-		if h.small == nil {
-			h.small = new([smallSizes]uint64)
-		}
-		h.small[size] += n
+		h.smallArray()[size] += n
+		h.max = max(h.max, size)
 	} else {
-		if h.large == nil {
-			h.large = map[int]uint64{}
-		}
-		h.large[size] += n
+		h.addLarge(size, n)
 	}
 	h.n += n
+}
+
+// smallArray is h.small, allocated if need be.
+func (h *sizeHist) smallArray() *[smallSizes]uint64 {
+	if h.small == nil {
+		h.small = new([smallSizes]uint64)
+	}
+	return h.small
+}
+
+// addLarge adds n values of a size of smallSizes or more, all but to the
+// count of values, for addN and for an iterator that counts sizes into
+// small itself (counted).
+func (h *sizeHist) addLarge(size int, n uint64) {
+	if h.large == nil {
+		h.large = map[int]uint64{}
+	}
+	h.large[size] += n
 	h.max = max(h.max, size)
+}
+
+// counted takes in n values that an iterator counted into h.small itself,
+// and into h.large by addLarge.
+func (h *sizeHist) counted(n uint64) {
+	h.n += n
+	for size := smallSizes - 1; size > h.max; size-- {
+		if h.small[size] > 0 {
+			h.max = size
+			break
+		}
+	}
 }
 
 func (h *sizeHist) merge(o *sizeHist) {
@@ -228,6 +253,28 @@ func (h *ageHist) addAll(times []int64) {
 	h.slots[4] += uint64(n3 - n4)
 	h.slots[5] += uint64(n4 - n5)
 	h.slots[6] += uint64(n5)
+}
+
+// atOrBefore are the times that addCounts takes the counts of: the cuts,
+// then lastExpired when the expired entries are not a run of slots.
+func (h *ageHist) atOrBefore() []int64 {
+	if h.expiredFrom < 0 {
+		return append(h.cuts[:], h.lastExpired)
+	}
+	return h.cuts[:]
+}
+
+// addCounts adds n times, of which counts[i] lie at or before the ith time
+// of atOrBefore: what addAll adds for those times.
+func (h *ageHist) addCounts(n uint64, counts []uint64) {
+	h.slots[0] += n - counts[0]
+	for i := 1; i < len(h.cuts); i++ {
+		h.slots[i] += counts[i-1] - counts[i]
+	}
+	h.slots[len(h.cuts)] += counts[len(h.cuts)-1]
+	if h.expiredFrom < 0 {
+		h.expired += counts[len(h.cuts)]
+	}
 }
 
 // b2i is 1 for true. The compiler turns it into a flag move, not a branch.

@@ -183,7 +183,8 @@ func TestLongestRun(t *testing.T) {
 }
 
 // TestBatchesAgreeWithSingleAdds checks the batch forms of both histograms,
-// which the scan uses, against adding one value at a time.
+// which the scan uses, and the ages from counts at the cuts, against adding
+// one value at a time.
 func TestBatchesAgreeWithSingleAdds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
 	// The nows beside the ordinary one put the cuts at the ends of int64
@@ -206,6 +207,20 @@ func TestBatchesAgreeWithSingleAdds(t *testing.T) {
 			if one.slots != batch.slots || one.expiredCount() != batch.expiredCount() {
 				t.Errorf("now %d, ttl %d: batches give slots %v, %d expired; single adds %v, %d",
 					now, ttlMs, batch.slots, batch.expiredCount(), one.slots, one.expiredCount())
+			}
+			// The counts at or before each cut, as an iterator gives them.
+			counted := newAgeHist(ttlMs, now)
+			cuts := counted.atOrBefore()
+			counts := make([]uint64, len(cuts))
+			for _, tm := range times {
+				for i, c := range cuts {
+					counts[i] += uint64(b2i(tm <= c))
+				}
+			}
+			counted.addCounts(uint64(len(times)), counts)
+			if one.slots != counted.slots || one.expiredCount() != counted.expiredCount() {
+				t.Errorf("now %d, ttl %d: counts give slots %v, %d expired; single adds %v, %d",
+					now, ttlMs, counted.slots, counted.expiredCount(), one.slots, one.expiredCount())
 			}
 		}
 	}

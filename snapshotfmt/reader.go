@@ -419,6 +419,46 @@ func (it *Iterator) NextValues(sizes []int, lastModified []int64) int {
 	return n
 }
 
+// CountTimes has the iterator count, of the last-modified times of a TTL
+// state's values, those at or before each of cuts, which TimeCounts then
+// gives once the segment is read to its end. The count rides on the
+// last-modified histogram that reading checks against the index, at no
+// more than a compare per value. It must come before the first entry is read, and
+// reports false, counting nothing, where it cannot: a state without TTL, a
+// segment whose index entry holds no histograms, or two different cuts
+// within one bucket of the histogram.
+func (it *Iterator) CountTimes(cuts []int64) bool {
+	rr := it.rr
+	if it.err != nil || it.done || rr.started || rr.timers() || !rr.ttl || rr.hist == nil {
+		return false
+	}
+	return rr.hist.countCuts(cuts)
+}
+
+// TimeCounts stores in counts[i] how many values of the segment were last
+// modified at or before the ith cut of CountTimes. It is for a segment that
+// CountTimes accepted and that was read to its end without an error.
+func (it *Iterator) TimeCounts(counts []uint64) {
+	it.rr.hist.atOrBefore(counts)
+}
+
+// CountSizes has the iterator count the sizes of the values it reads, for
+// a caller that would otherwise count the sizes NextValues stores (which
+// it still stores): each size below len(small) in small, and larger ones by
+// a call of large per run of values of one size. The sizes are counted with
+// those of the size histogram that reading checks against the index. It
+// must come before the first entry is read, and reports false, counting
+// nothing, for a segment whose index entry holds no histograms or the
+// timers. Where reading fails, it may have counted some values.
+func (it *Iterator) CountSizes(small []uint64, large func(size int, n uint64)) bool {
+	rr := it.rr
+	if it.err != nil || it.done || rr.started || rr.timers() || rr.hist == nil {
+		return false
+	}
+	rr.hist.countSizes(small, large)
+	return true
+}
+
 // recordError locates an error in the records of the current block: at its
 // file offset when the block is stored uncompressed, else at the block.
 func recordError(br *blockReader, off int, err error) error {

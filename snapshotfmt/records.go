@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/stateproc/stateproc/internal/uvarint"
@@ -130,7 +131,42 @@ type histCounts struct {
 	sizesA            [savepoint.SizeBuckets]uint64
 	modifiedA         [savepoint.ModifiedBuckets]uint64 // TTL states only
 	sizes, modified   histSpan
+	// cuts are the last-modified times that a reader counts the times at or
+	// before (countCuts). A bucket of the last-modified histogram holds
+	// at most one of them, and splitA of that bucket counts its times after
+	// it: those of the buckets below all lie before it, those above after.
+	// splitA of a bucket without a cut has a cut no time lies after.
+	cuts   []int64
+	splitA [savepoint.ModifiedBuckets]bucketSplit
+	// exact, when set (countSizes), counts the value sizes exactly for a
+	// reader: each size below len(exact) in it, larger ones by a call of
+	// large per run of one size.
+	exact []uint64
+	large func(size int, n uint64)
+	// sided is liveTable refined by the cuts, for modifiedTimes: of an
+	// offset cell, twice its bucket, plus 1 when all of the cell lies after
+	// the bucket's cut, or mixedCell when the cut lies within it. A time is
+	// counted by it in pairs, with one increment, until settle adds pairs
+	// to the buckets and to the counts after the cuts. sidedShift and
+	// sidedCuts are the shift (nearBucket's) and cuts it was made for.
+	sided      *[len(liveTable)]uint16
+	sidedShift int64
+	sidedCuts  []int64
+	pairs      [2 * savepoint.ModifiedBuckets]uint64
 }
+
+// mixedCell is a cell of histCounts.sided that a cut splits.
+const mixedCell = math.MaxUint16
+
+// bucketSplit is where a cut splits a bucket of the last-modified
+// histogram, and how many times of the bucket lie after it.
+type bucketSplit struct {
+	cut   int64
+	after uint64
+}
+
+// noCut is bucketSplit.cut of a bucket without a cut.
+const noCut = math.MaxInt64
 
 // histSpan is a dense histogram with the span of its touched buckets.
 type histSpan struct {
@@ -172,6 +208,9 @@ func (h *histSpan) clear() {
 var histPool = sync.Pool{New: func() any {
 	h := new(histCounts)
 	h.sizes.a, h.modified.a = h.sizesA[:], h.modifiedA[:]
+	for i := range h.splitA {
+		h.splitA[i].cut = noCut
+	}
 	return h
 }}
 
@@ -186,21 +225,104 @@ func (h *histCounts) release() {
 	if h == nil {
 		return
 	}
+	h.settle()
 	h.sizes.clear()
 	h.modified.clear()
+	for _, c := range h.cuts {
+		h.splitA[h.modifiedBucket(c)] = bucketSplit{cut: noCut}
+	}
+	h.cuts = h.cuts[:0]
+	h.exact, h.large = nil, nil
 	histPool.Put(h)
+}
+
+// countSizes has h count the value sizes it takes from now on exactly, as
+// well as in buckets: those below len(small) in small, larger ones by a
+// call of large per run of one size.
+func (h *histCounts) countSizes(small []uint64, large func(size int, n uint64)) {
+	h.exact, h.large = small, large
+}
+
+// exactN counts n values of one size exactly, when countSizes asked for it.
+func (h *histCounts) exactN(size int, n uint64) {
+	switch {
+	case h.exact == nil:
+	case size < len(h.exact):
+		h.exact[size] += n
+	default:
+		h.large(size, n)
+	}
+}
+
+// settle adds the counts that modifiedTimes keeps in pairs to the buckets
+// and to the counts after the cuts.
+func (h *histCounts) settle() {
+	for b := h.modified.lo; b < h.modified.hi; b++ {
+		p := h.pairs[2*b : 2*b+2]
+		h.modifiedA[b] += p[0] + p[1]
+		h.splitA[b].after += p[1]
+		p[0], p[1] = 0, 0
+	}
+}
+
+// countCuts has h count, of the times it takes from now on, those at or
+// before each of cuts, for atOrBefore. It reports false, and counts
+// nothing, when two different cuts fall in one bucket of the last-modified
+// histogram.
+func (h *histCounts) countCuts(cuts []int64) bool {
+	for i, c := range cuts {
+		for _, d := range cuts[:i] {
+			if c != d && h.modifiedBucket(c) == h.modifiedBucket(d) {
+				return false
+			}
+		}
+	}
+	for _, c := range cuts {
+		h.splitA[h.modifiedBucket(c)].cut = c
+	}
+	h.cuts = append(h.cuts[:0], cuts...)
+	return true
+}
+
+// atOrBefore stores in dst[i] how many of the times counted lie at or
+// before the ith cut of countCuts. The bucket of a time rises with it, so
+// those are the times of the buckets below the cut's and those of its
+// bucket that are not after it.
+func (h *histCounts) atOrBefore(dst []uint64) {
+	h.settle()
+	for i, c := range h.cuts {
+		b := h.modifiedBucket(c)
+		n := h.modifiedA[b] - h.splitA[b].after
+		// Only the touched buckets count any.
+		for _, k := range h.modifiedA[h.modified.lo:max(h.modified.lo, min(b, h.modified.hi))] {
+			n += k
+		}
+		dst[i] = n
+	}
 }
 
 // item counts a value, whose TTL timestamp, if any, is already taken off.
 func (h *histCounts) item(size int, lastModified int64) {
 	h.sizes.add(savepoint.SizeBucket(uint64(size)))
+	h.exactN(size, 1)
 	if h.ttl {
 		h.modifiedOnly(lastModified)
 	}
 }
 
 func (h *histCounts) modifiedOnly(lastModified int64) {
-	h.modified.add(h.modifiedBucket(lastModified))
+	b := h.modifiedBucket(lastModified)
+	h.modified.add(b)
+	s := &h.splitA[b]
+	s.after += b2u(lastModified > s.cut)
+}
+
+// b2u is 1 for true; the compiler makes it a flag move, not a branch.
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (h *histCounts) modifiedBucket(lastModified int64) int {
@@ -209,6 +331,7 @@ func (h *histCounts) modifiedBucket(lastModified int64) int {
 
 // fill sets the histograms of s.
 func (h *histCounts) fill(s *savepoint.Stats) {
+	h.settle()
 	s.Sizes = h.sizes.sparse()
 	if h.ttl {
 		s.Modified, s.Anchor = h.modified.sparse(), h.anchor
@@ -767,50 +890,134 @@ var prefixMasks = func() (m [0x80]uint64) {
 // countTimes takes the TTL times of a batch of values into the segment's
 // time bounds and its last-modified histogram.
 func (rr *recordReader) countTimes(times []int64) {
-	lo, hi := rr.minTS, rr.maxTS
-	for _, t := range times {
-		lo, hi = min(lo, t), max(hi, t)
-	}
-	rr.minTS, rr.maxTS = lo, hi
+	var lo, hi int64
 	if h := rr.hist; h != nil {
-		h.modifiedTimes(times, lo, hi)
+		lo, hi = h.modifiedTimes(times)
+	} else {
+		lo, hi = times[0], times[0]
+		for _, t := range times {
+			lo, hi = min(lo, t), max(hi, t)
+		}
 	}
+	rr.minTS, rr.maxTS = min(rr.minTS, lo), max(rr.maxTS, hi)
 }
 
-// modifiedTimes counts a batch of last-modified times, all between lo and
-// hi, in the last-modified histogram.
-func (h *histCounts) modifiedTimes(times []int64, lo, hi int64) {
+// modifiedTimes counts a batch of last-modified times in the last-modified
+// histogram and returns the least and greatest of them. It takes every
+// offset as a sum, in one pass that finds the least and greatest time
+// too, and only when those show that some offset saturates does it take
+// the batch back and count it again, offset by offset.
+func (h *histCounts) modifiedTimes(times []int64) (lo, hi int64) {
+	a, split, pairs := &h.modifiedA, &h.splitA, &h.pairs
+	shift, zero := h.ttlMillis-h.anchor-1, savepoint.ModifiedBucket(0)
+	sided := h.sidedFor(shift)
+	lo, hi = times[0], times[0]
+	for _, t := range times {
+		lo, hi = min(lo, t), max(hi, t)
+		if y := uint64(t + shift); y-liveTableLo < liveTableHi-liveTableLo {
+			if r := sided[y>>liveTableShift&uint64(len(sided)-1)]; r != mixedCell {
+				pairs[r]++
+				continue
+			}
+		}
+		b := nearBucket(t, shift, zero)
+		a[b]++
+		s := &split[b]
+		s.after += b2u(t > s.cut)
+	}
+	if !offsetsAdd(lo, hi, h.ttlMillis, h.anchor) {
+		for _, t := range times {
+			h.takeBack(t, shift, zero)
+			b := h.modifiedBucket(t)
+			a[b]++
+			split[b].after += b2u(t > split[b].cut)
+		}
+	}
 	// The bucket rises with the time, so the span of the buckets touched
 	// is set once, from the least and greatest times, rather than per
 	// time.
 	h.modified.touch(h.modifiedBucket(lo))
 	h.modified.touch(h.modifiedBucket(hi))
-	a := &h.modifiedA
-	if !offsetsAdd(lo, hi, h.ttlMillis, h.anchor) {
-		for _, t := range times {
-			a[h.modifiedBucket(t)]++
-		}
-		return
-	}
-	// No offset of the batch saturates: each is a sum, and its bucket
-	// ModifiedBucket's without a branch on its sign, which live and
-	// expired entries mixed would mispredict.
-	shift := h.ttlMillis - h.anchor
-	zero := savepoint.ModifiedBucket(0)
-	for _, t := range times {
-		x := t + shift
-		u := uint64(x - 1)
-		if x <= 0 {
-			u = uint64(-x)
-		}
-		sb := savepoint.SizeBucket(u)
-		b := zero + 1 + sb
-		if x <= 0 {
-			b = zero - sb
-		}
-		a[b]++
-	}
+	return lo, hi
 }
+
+// takeBack undoes what modifiedTimes' loop counted for time t.
+func (h *histCounts) takeBack(t, shift int64, zero int) {
+	if y := uint64(t + shift); y-liveTableLo < liveTableHi-liveTableLo {
+		if r := h.sided[y>>liveTableShift&uint64(len(h.sided)-1)]; r != mixedCell {
+			h.pairs[r]--
+			return
+		}
+	}
+	b := nearBucket(t, shift, zero)
+	h.modifiedA[b]--
+	h.splitA[b].after -= b2u(t > h.splitA[b].cut)
+}
+
+// sidedFor returns h.sided for nearBucket's shift and h's cuts, made anew
+// only when they changed since it was made: mostly, the next segment is
+// of the same state and anchor.
+func (h *histCounts) sidedFor(shift int64) *[len(liveTable)]uint16 {
+	if h.sided != nil && h.sidedShift == shift && slices.Equal(h.sidedCuts, h.cuts) {
+		return h.sided
+	}
+	if h.sided == nil {
+		h.sided = new([len(liveTable)]uint16)
+	}
+	for i := range h.sided {
+		b := liveTable[i]
+		// The times of the cell: where offsets add (all that the batch
+		// loop keeps), these do not overflow.
+		first := int64(i)<<liveTableShift - shift
+		last := first + 1<<liveTableShift - 1
+		switch cut := h.splitA[b].cut; {
+		case last <= cut:
+			h.sided[i] = 2 * b
+		case first > cut:
+			h.sided[i] = 2*b + 1
+		default:
+			h.sided[i] = mixedCell
+		}
+	}
+	h.sidedShift, h.sidedCuts = shift, append(h.sidedCuts[:0], h.cuts...)
+	return h.sided
+}
+
+// nearBucket is the last-modified bucket of time t, with shift its TTL
+// less the anchor less 1 and zero the bucket of offset 0, where the offset
+// t + shift + 1 does not saturate (offsetsAdd): from liveTable where it
+// can, else ModifiedBucket's without a branch on the offset's sign, which
+// live and expired entries mixed would mispredict. Any other t gives some
+// bucket of the histogram, wrong but in range.
+func nearBucket(t, shift int64, zero int) int {
+	// y is the offset less 1: ModifiedBucket takes the bucket of y upwards
+	// when y >= 0, and of -(y+1), which is ^y, downwards otherwise.
+	y := t + shift
+	if uint64(y)-liveTableLo < liveTableHi-liveTableLo {
+		// Most live entries: their buckets are 2^21 ms or more wide.
+		return int(liveTable[uint64(y)>>liveTableShift&uint64(len(liveTable)-1)])
+	}
+	m := int(y >> 63)
+	return zero + 1 + (savepoint.SizeBucket(uint64(y^int64(m))) ^ m)
+}
+
+// liveTable[y >> liveTableShift] is the last-modified bucket of offset
+// y + 1 for y from liveTableLo up to liveTableHi: offsets of 4.7 hours to
+// 50 days, which hold most live entries of a TTL in hours or days. A
+// bucket there is 2^21 ms or more wide and starts at a multiple of its
+// width, so the bits that the shift drops do not change it.
+var liveTable = func() (t [liveTableHi >> liveTableShift]uint16) {
+	for i := range t {
+		t[i] = uint16(savepoint.ModifiedBucket(int64(i)<<liveTableShift + 1))
+	}
+	return t
+}()
+
+const (
+	liveTableShift = 20
+	liveTableLo    = 1 << 24
+	liveTableHi    = 1 << 32
+)
 
 // offsetsAdd reports whether ExpiryOffset(t, ttlMillis, anchor) is
 // t + ttlMillis - anchor, saturating nowhere, for every t from lo to hi: it
@@ -820,16 +1027,25 @@ func offsetsAdd(lo, hi, ttlMillis, anchor int64) bool {
 	return lo > -near && hi < near && ttlMillis >= 0 && ttlMillis < near && anchor > -near && anchor < near
 }
 
-// sizeRuns counts a batch of value sizes in the size histogram. The values
-// of a state mostly have one size, so it counts each run of one size at
-// once, and takes the bucket of a run, not of every size.
+// sizeRuns counts a batch of value sizes in the size histogram, and
+// exactly when countSizes asked for it. The values of a state mostly have
+// one size, so it counts each run of one size at once, and takes the
+// bucket of a run, not of every size.
 func (h *histCounts) sizeRuns(sizes []int) {
 	for i := 0; i < len(sizes); {
 		size, j := sizes[i], i+1
+		// Four at a time, with one branch, while the run goes on.
+		for ; j+4 <= len(sizes); j += 4 {
+			w := (*[4]int)(sizes[j : j+4])
+			if (w[0]^size)|(w[1]^size)|(w[2]^size)|(w[3]^size) != 0 {
+				break
+			}
+		}
 		for j < len(sizes) && sizes[j] == size {
 			j++
 		}
 		h.sizes.addN(savepoint.SizeBucket(uint64(size)), uint64(j-i))
+		h.exactN(size, uint64(j-i))
 		i = j
 	}
 }

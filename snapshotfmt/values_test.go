@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,8 @@ type valuesRun struct {
 }
 
 // bothWays reads the one segment of d with Next, then with NextValues in
-// batches of batch, and returns both runs.
+// batches of batch, and returns both runs. It reads it a third time, as a
+// scan does, counting sizes and times (countedWay).
 func bothWays(t testing.TB, d *memDir, ttlOn bool, batch int) (next, values valuesRun) {
 	ctx := context.Background()
 	r, err := Open(ctx, d)
@@ -55,7 +57,73 @@ func bothWays(t testing.TB, d *memDir, ttlOn bool, batch int) (next, values valu
 		}
 	}
 	values.err = fmt.Sprint(it.Err())
+	countedWay(t, r, seg, next, batch)
 	return next, values
+}
+
+// countedWay reads seg once more with NextValues in batches of batch,
+// counting the sizes (CountSizes) and the times at or before cuts taken
+// from next (CountTimes): the same sizes, times and error as Next, and
+// when the segment reads to its end, the counts of next's sizes and times.
+func countedWay(t testing.TB, r *Reader, seg savepoint.Segment, next valuesRun, batch int) {
+	t.Helper()
+	it := r.iterate(context.Background(), seg)
+	defer it.Close()
+	var cuts []int64
+	if len(next.times) > 0 {
+		sorted := slices.Sorted(slices.Values(next.times))
+		cuts = oneCutABucket(r, seg, []int64{sorted[len(sorted)/2], sorted[0], sorted[len(sorted)-1] - 1})
+	}
+	small := make([]uint64, 4)
+	sizeCounts := map[int]uint64{}
+	countingSizes := it.CountSizes(small, func(size int, n uint64) { sizeCounts[size] += n })
+	countingTimes := cuts != nil && it.CountTimes(cuts)
+	var got valuesRun
+	sizes, times := make([]int, batch), make([]int64, batch)
+	for {
+		n := it.NextValues(sizes, times)
+		got.sizes = append(got.sizes, sizes[:n]...)
+		if next.times != nil {
+			got.times = append(got.times, times[:n]...)
+		}
+		if n < batch {
+			break
+		}
+	}
+	got.err = fmt.Sprint(it.Err())
+	if got.err != next.err || !slices.Equal(got.sizes, next.sizes) || !slices.Equal(got.times, next.times) {
+		t.Fatalf("counting, batches of %d:\nNextValues %v\nNext       %v", batch, got, next)
+	}
+	if it.Err() != nil {
+		return
+	}
+	if countingSizes {
+		for size, n := range small {
+			if n > 0 {
+				sizeCounts[size] += n
+			}
+		}
+		want := map[int]uint64{}
+		for _, size := range next.sizes {
+			want[size]++
+		}
+		if !maps.Equal(sizeCounts, want) {
+			t.Fatalf("batches of %d: sizes counted %v, want %v", batch, sizeCounts, want)
+		}
+	}
+	if countingTimes {
+		counts := make([]uint64, len(cuts))
+		it.TimeCounts(counts)
+		for i, c := range cuts {
+			var want uint64
+			for _, tm := range next.times {
+				want += b2u(tm <= c)
+			}
+			if counts[i] != want {
+				t.Fatalf("batches of %d: %d times at or before %d, want %d", batch, counts[i], c, want)
+			}
+		}
+	}
 }
 
 // segmentOf is a savepoint whose one segment, of the map state
