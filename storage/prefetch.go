@@ -51,6 +51,9 @@ type Prefetcher struct {
 	dispatchErr error
 	held        int64
 	closed      bool
+	// lane is set for the reader of one range of an Ahead, whose
+	// dispatcher it shares.
+	lane *lane
 }
 
 type future struct {
@@ -143,13 +146,7 @@ func (p *Prefetcher) dispatch(ranges []Range, chunk, budget int64) {
 			go func() {
 				defer close(f.done)
 				f.chunk.Data = newChunk(n, c)
-				m, err := r.File.ReadAt(f.chunk.Data, off)
-				if m == int(n) {
-					err = nil
-				} else if err == nil || err == io.EOF {
-					err = io.ErrUnexpectedEOF
-				}
-				f.err = err
+				f.err = readChunk(r.File, f.chunk.Data, off)
 			}()
 			select {
 			case p.queue <- f:
@@ -171,8 +168,12 @@ func (p *Prefetcher) Next() (Chunk, error) {
 	p.release()
 	f, ok := <-p.queue
 	if !ok {
-		if p.dispatchErr != nil {
-			return Chunk{}, p.dispatchErr
+		err := p.dispatchErr
+		if p.lane != nil {
+			err = p.lane.err
+		}
+		if err != nil {
+			return Chunk{}, err
 		}
 		return Chunk{}, io.EOF
 	}
@@ -197,11 +198,200 @@ func (p *Prefetcher) Close() {
 		return
 	}
 	p.closed = true
-	p.cancel()
 	p.release()
+	if p.lane != nil {
+		p.lane.drop(p.budget)
+		return
+	}
+	p.cancel()
 	for f := range p.queue {
 		<-f.done
 		p.budget.Release(int64(cap(f.chunk.Data)))
+		ReleaseChunk(f.chunk.Data)
+	}
+}
+
+// Ahead reads a list of ranges ahead of several consumers that each take
+// one range at a time, in the order of the list, as the workers of a scan
+// take the next segment when done with one. The reads run on across the
+// ranges' ends, so that the next ranges are in flight while the current
+// ones are decoded, within one budget for all of them: what is being
+// read, what waits to be taken, and the chunk each consumer holds.
+//
+// A range's consumer takes it with Take and reads it with the Prefetcher
+// that Take returns. The ranges must be taken in order (each once, by
+// goroutines that each take the next one when they are done with theirs)
+// and every one taken must be closed: the budget then never waits on a
+// range nobody reads. Close the Ahead once the consumers are done; it
+// gives back what was read of the ranges never taken.
+type Ahead struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	budget *semaphore.Weighted
+	// reads holds a token per read in flight.
+	reads chan struct{}
+	lanes []lane
+	done  chan struct{}
+}
+
+// lane is what Ahead has read of one range: its chunks in order, in a
+// queue long enough for all of them, so that the dispatcher never waits on
+// its consumer, only on the budget.
+type lane struct {
+	mu    sync.Mutex
+	queue chan *future
+	// err is why the range was not read to its end, set before queue is
+	// closed.
+	err error
+	// dropped is set once the consumer is done: the dispatcher reads no
+	// more of the range.
+	dropped bool
+}
+
+// ReadAhead starts reading ranges for consumers that take them with Take.
+// opts bound the reads in flight (InFlight), across all ranges, and the
+// bytes held (Budget).
+func ReadAhead(ctx context.Context, ranges []Range, opts PrefetchOptions) *Ahead {
+	if opts.InFlight <= 0 {
+		opts.InFlight = 4
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = 64 << 20
+	}
+	if opts.ChunkSize <= 0 {
+		opts.ChunkSize = max(1, opts.Budget/int64(opts.InFlight+1))
+	}
+	opts.ChunkSize = min(opts.ChunkSize, opts.Budget)
+	ctx, cancel := context.WithCancel(ctx)
+	a := &Ahead{ctx: ctx, cancel: cancel, budget: semaphore.NewWeighted(opts.Budget),
+		reads: make(chan struct{}, opts.InFlight), lanes: make([]lane, len(ranges)), done: make(chan struct{})}
+	for i, r := range ranges {
+		chunks := 0
+		if r.Len > 0 {
+			chunks = int((r.Len + opts.ChunkSize - 1) / opts.ChunkSize)
+		}
+		a.lanes[i].queue = make(chan *future, chunks)
+	}
+	go a.dispatch(ranges, opts.ChunkSize, opts.Budget)
+	return a
+}
+
+func (a *Ahead) dispatch(ranges []Range, chunk, budget int64) {
+	defer close(a.done)
+	for i, r := range ranges {
+		l := &a.lanes[i]
+		err := a.dispatchRange(l, i, r, chunk, budget)
+		l.mu.Lock()
+		l.err = err
+		close(l.queue)
+		l.mu.Unlock()
+		if a.ctx.Err() != nil {
+			for j := i + 1; j < len(ranges); j++ {
+				l := &a.lanes[j]
+				l.mu.Lock()
+				l.err = a.ctx.Err()
+				close(l.queue)
+				l.mu.Unlock()
+			}
+			return
+		}
+	}
+}
+
+// dispatchRange starts the reads of r into l, as the budget and the reads
+// in flight allow. A range that does not lie within its file is an error
+// of its own lane only.
+func (a *Ahead) dispatchRange(l *lane, i int, r Range, chunk, budget int64) error {
+	if r.Off < 0 || r.Len < 0 || r.Off > r.File.Size()-r.Len {
+		return fmt.Errorf("storage: range %d+%d lies outside its file of %d bytes", r.Off, r.Len, r.File.Size())
+	}
+	for off, end := r.Off, r.Off+r.Len; off < end; off += chunk {
+		n := min(chunk, end-off)
+		c := chunkCap(n, budget)
+		l.mu.Lock()
+		dropped := l.dropped
+		l.mu.Unlock()
+		if dropped {
+			return nil
+		}
+		if err := a.budget.Acquire(a.ctx, c); err != nil {
+			return err
+		}
+		select {
+		case a.reads <- struct{}{}:
+		case <-a.ctx.Done():
+			a.budget.Release(c)
+			return a.ctx.Err()
+		}
+		f := &future{chunk: Chunk{Range: i, Off: off}, done: make(chan struct{})}
+		l.mu.Lock()
+		if l.dropped {
+			l.mu.Unlock()
+			<-a.reads
+			a.budget.Release(c)
+			return nil
+		}
+		l.queue <- f
+		l.mu.Unlock()
+		go func() {
+			defer close(f.done)
+			f.chunk.Data = newChunk(n, c)
+			f.err = readChunk(r.File, f.chunk.Data, off)
+			<-a.reads
+		}()
+	}
+	return nil
+}
+
+// readChunk fills p from f at off.
+func readChunk(f File, p []byte, off int64) error {
+	m, err := f.ReadAt(p, off)
+	if m == len(p) {
+		return nil
+	} else if err == nil || err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// Take returns the reader of range i, whose chunks' Range is i. Close it
+// once done, whether or not it was read to its end.
+func (a *Ahead) Take(i int) *Prefetcher {
+	return &Prefetcher{budget: a.budget, lane: &a.lanes[i], queue: a.lanes[i].queue}
+}
+
+// Close stops the reads, waits for those in flight, and gives back what
+// was read of ranges that were never taken or never closed; it must not
+// be called while a consumer still reads.
+func (a *Ahead) Close() {
+	a.cancel()
+	<-a.done
+	for i := range a.lanes {
+		a.lanes[i].drop(a.budget)
+	}
+}
+
+// drop stops the reads of l and gives back what was read of it and not
+// taken.
+func (l *lane) drop(budget *semaphore.Weighted) {
+	l.mu.Lock()
+	l.dropped = true
+	var left []*future
+	for {
+		select {
+		case f, ok := <-l.queue:
+			if ok {
+				left = append(left, f)
+				continue
+			}
+		default:
+		}
+		break
+	}
+	l.mu.Unlock()
+	for _, f := range left {
+		<-f.done
+		budget.Release(int64(cap(f.chunk.Data)))
 		ReleaseChunk(f.chunk.Data)
 	}
 }
