@@ -13,9 +13,10 @@ const (
 	// at most when each read its own segment.
 	walkInFlight = 6
 	// walkBudget bounds what a walk holds: the segments read and waiting
-	// for their workers, and the chunk each worker decodes (at most
-	// storage.ReadSize of a bucket's file, 4 MiB).
-	walkBudget = 64 << 20
+	// for their workers, and those the workers decode. A read is at most
+	// storage.ReadSize of a bucket's file (4 MiB), of one segment or of
+	// several adjacent ones.
+	walkBudget = 32 << 20
 )
 
 // walk reads the segments of a scan ahead of its workers from a bucket,

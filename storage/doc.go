@@ -57,8 +57,9 @@
 // BenchmarkRangedReads); ReadSize tells a reader which size suits a file.
 // Workers that take segments one after another (a scan) read them through
 // one ReadAhead instead, whose reads run on across the segments' ends
-// within one budget: a segment shorter than a read would otherwise leave
-// its worker waiting for a request at every segment's start. Counters
+// within one budget, and adjacent segments shorter than a read are read
+// in one request: a segment shorter than a read would otherwise leave its
+// worker waiting for a request of its own at its start. Counters
 // count bytes and requests for progress output; CountersOf returns those
 // of a Dir or Target.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -52,14 +53,37 @@ type Prefetcher struct {
 	held        int64
 	closed      bool
 	// lane is set for the reader of one range of an Ahead, whose
-	// dispatcher it shares.
-	lane *lane
+	// dispatcher it shares; shared is the buffer its last chunk is a part
+	// of, if it is.
+	lane   *lane
+	shared *sharedRead
 }
 
 type future struct {
 	chunk Chunk
 	err   error
 	done  chan struct{}
+	// shared is set when chunk.Data is a part of a buffer read for
+	// several ranges (see Ahead).
+	shared *sharedRead
+}
+
+// sharedRead is a buffer read for several adjacent ranges of an Ahead,
+// which goes back to the chunk pool once each range's reader is done
+// with its part. The parts hold the budget of their lengths; excess, what
+// the buffer's class adds to them, is given back with the buffer.
+type sharedRead struct {
+	buf    []byte
+	parts  atomic.Int32
+	budget *semaphore.Weighted
+	excess int64
+}
+
+func (s *sharedRead) done() {
+	if s.parts.Add(-1) == 0 {
+		s.budget.Release(s.excess)
+		ReleaseChunk(s.buf)
+	}
 }
 
 // Prefetch starts reading ranges. Call Next until it returns io.EOF or an
@@ -179,6 +203,7 @@ func (p *Prefetcher) Next() (Chunk, error) {
 	}
 	<-f.done
 	p.held = int64(cap(f.chunk.Data))
+	p.shared = f.shared
 	if f.err != nil {
 		return Chunk{}, f.err
 	}
@@ -200,6 +225,9 @@ func (p *Prefetcher) Close() {
 	p.closed = true
 	p.release()
 	if p.lane != nil {
+		if p.shared != nil {
+			p.shared.done()
+		}
 		p.lane.drop(p.budget)
 		return
 	}
@@ -217,6 +245,9 @@ func (p *Prefetcher) Close() {
 // ranges' ends, so that the next ranges are in flight while the current
 // ones are decoded, within one budget for all of them: what is being
 // read, what waits to be taken, and the chunk each consumer holds.
+// Ranges of an object in a bucket that follow each other without a gap
+// are read together, up to a chunk, so that short segments do not cost a
+// request each; no byte outside the ranges is read.
 //
 // A range's consumer takes it with Take and reads it with the Prefetcher
 // that Take returns. The ranges must be taken in order (each once, by
@@ -278,24 +309,113 @@ func ReadAhead(ctx context.Context, ranges []Range, opts PrefetchOptions) *Ahead
 
 func (a *Ahead) dispatch(ranges []Range, chunk, budget int64) {
 	defer close(a.done)
-	for i, r := range ranges {
-		l := &a.lanes[i]
-		err := a.dispatchRange(l, i, r, chunk, budget)
-		l.mu.Lock()
-		l.err = err
-		close(l.queue)
-		l.mu.Unlock()
+	for i := 0; i < len(ranges); {
+		var err error
+		n := adjacent(ranges[i:], chunk)
+		if n > 1 {
+			err = a.dispatchAdjacent(i, ranges[i:i+n], budget)
+		} else {
+			err = a.dispatchRange(&a.lanes[i], i, ranges[i], chunk, budget)
+		}
+		for j := i; j < i+n; j++ {
+			a.lanes[j].finish(err)
+		}
+		i += n
 		if a.ctx.Err() != nil {
-			for j := i + 1; j < len(ranges); j++ {
-				l := &a.lanes[j]
-				l.mu.Lock()
-				l.err = a.ctx.Err()
-				close(l.queue)
-				l.mu.Unlock()
+			for j := i; j < len(ranges); j++ {
+				a.lanes[j].finish(a.ctx.Err())
 			}
 			return
 		}
 	}
+}
+
+// finish ends what l will get, with err if it was not read to its end.
+func (l *lane) finish(err error) {
+	l.mu.Lock()
+	l.err = err
+	close(l.queue)
+	l.mu.Unlock()
+}
+
+// adjacent is how many ranges from the start of rs are read in one
+// request: ranges of one object in a bucket, each following the one
+// before without a gap, that fit one chunk together. A segment shorter
+// than a read costs a request of its own otherwise, and a server spends
+// about as much on a request as on a MiB of its body. A range of a length
+// that the chunk pool keeps is read alone: its part of a shared buffer
+// must not be pooled (see ReleaseChunk).
+func adjacent(rs []Range, chunk int64) int {
+	alone := func(r Range) bool {
+		f, ok := r.File.(*bucketFile)
+		return !ok || r.Len <= 0 || r.Off < 0 || r.Off > f.size-r.Len || r.Len >= minPooledChunk && r.Len%chunkClass == 0
+	}
+	if alone(rs[0]) {
+		return 1
+	}
+	n, total := 1, rs[0].Len
+	for n < len(rs) && !alone(rs[n]) && rs[n].File == rs[0].File && rs[n].Off == rs[n-1].Off+rs[n-1].Len && total+rs[n].Len <= chunk {
+		total += rs[n].Len
+		n++
+	}
+	return n
+}
+
+// dispatchAdjacent reads rs, ranges that adjacent joined, with one
+// request into one buffer, and hands each lane its part, whose capacity
+// is its length: appending to a part never writes into another, and
+// ReleaseChunk never pools a part (adjacent leaves out the lengths it
+// pools). Each part gives back its length of the budget as any chunk
+// does, and the buffer goes back to the pool once every range's reader
+// is closed.
+func (a *Ahead) dispatchAdjacent(first int, rs []Range, budget int64) error {
+	off, end := rs[0].Off, rs[len(rs)-1].Off+rs[len(rs)-1].Len
+	// The buffer's class may exceed the ranges; the last part holds the
+	// excess of the budget.
+	c := chunkCap(end-off, budget)
+	if err := a.budget.Acquire(a.ctx, c); err != nil {
+		return err
+	}
+	select {
+	case a.reads <- struct{}{}:
+	case <-a.ctx.Done():
+		a.budget.Release(c)
+		return a.ctx.Err()
+	}
+	s := &sharedRead{budget: a.budget, excess: c - (end - off)}
+	parts := make([]*future, len(rs))
+	var unused int64
+	for i, r := range rs {
+		l := &a.lanes[first+i]
+		l.mu.Lock()
+		if !l.dropped {
+			parts[i] = &future{chunk: Chunk{Range: first + i, Off: r.Off}, done: make(chan struct{}), shared: s}
+			s.parts.Add(1)
+			l.queue <- parts[i]
+		} else {
+			unused += r.Len
+		}
+		l.mu.Unlock()
+	}
+	if s.parts.Load() == 0 {
+		<-a.reads
+		a.budget.Release(c)
+		return nil
+	}
+	a.budget.Release(unused)
+	go func() {
+		s.buf = newChunk(end-off, c)
+		err := readChunk(rs[0].File, s.buf, off)
+		<-a.reads
+		for i, f := range parts {
+			if f != nil {
+				lo := rs[i].Off - off
+				f.chunk.Data, f.err = s.buf[lo:lo+rs[i].Len:lo+rs[i].Len], err
+				close(f.done)
+			}
+		}
+	}()
+	return nil
 }
 
 // dispatchRange starts the reads of r into l, as the budget and the reads
@@ -355,7 +475,8 @@ func readChunk(f File, p []byte, off int64) error {
 }
 
 // Take returns the reader of range i, whose chunks' Range is i. Close it
-// once done, whether or not it was read to its end.
+// once done, whether or not it was read to its end. Its last chunk's Data
+// must not be used after Close, which may give it back to the pool.
 func (a *Ahead) Take(i int) *Prefetcher {
 	return &Prefetcher{budget: a.budget, lane: &a.lanes[i], queue: a.lanes[i].queue}
 }
@@ -392,6 +513,10 @@ func (l *lane) drop(budget *semaphore.Weighted) {
 	for _, f := range left {
 		<-f.done
 		budget.Release(int64(cap(f.chunk.Data)))
-		ReleaseChunk(f.chunk.Data)
+		if f.shared != nil {
+			f.shared.done()
+		} else {
+			ReleaseChunk(f.chunk.Data)
+		}
 	}
 }

@@ -373,3 +373,30 @@ func TestAheadCloseLeavesNothingRunning(t *testing.T) {
 	a.Close()
 	waitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
+
+// TestAdjacentRanges checks which ranges of a bucket's objects are read
+// in one request: those that follow each other without a gap in one
+// object, up to a chunk; a range of a length the chunk pool keeps, or of
+// a local file, is read alone.
+func TestAdjacentRanges(t *testing.T) {
+	f, g := &bucketFile{size: 10 << 20}, &bucketFile{size: 10 << 20}
+	local := &memFile{make([]byte, 1000)}
+	for _, tc := range []struct {
+		name string
+		rs   []Range
+		want int
+	}{
+		{"three that fit", []Range{{f, 10, 100}, {f, 110, 50}, {f, 160, 40}, {f, 200, 1 << 20}}, 3},
+		{"a gap", []Range{{f, 10, 100}, {f, 111, 50}}, 1},
+		{"another object", []Range{{f, 10, 100}, {g, 110, 50}}, 1},
+		{"a poolable length", []Range{{f, 0, 1 << 20}, {f, 1 << 20, 10}}, 1},
+		{"after a poolable length", []Range{{f, 0, 10}, {f, 10, 1 << 20}}, 1},
+		{"a range past the end", []Range{{f, 0, 10}, {f, 10, 10 << 20}}, 1},
+		{"local", []Range{{local, 0, 10}, {local, 10, 10}}, 1},
+		{"empty", []Range{{f, 0, 0}, {f, 0, 10}}, 1},
+	} {
+		if got := adjacent(tc.rs, 1<<10+200); got != tc.want {
+			t.Errorf("%s: %d ranges in one read, want %d", tc.name, got, tc.want)
+		}
+	}
+}
