@@ -370,8 +370,8 @@ func adjacent(rs []Range, chunk int64) int {
 // is closed.
 func (a *Ahead) dispatchAdjacent(first int, rs []Range, budget int64) error {
 	off, end := rs[0].Off, rs[len(rs)-1].Off+rs[len(rs)-1].Len
-	// The buffer's class may exceed the ranges; the last part holds the
-	// excess of the budget.
+	// The buffer's class may exceed the ranges: s holds that excess of
+	// the budget.
 	c := chunkCap(end-off, budget)
 	if err := a.budget.Acquire(a.ctx, c); err != nil {
 		return err
