@@ -86,19 +86,25 @@ func (s *sharedRead) done() {
 	}
 }
 
+// orDefault is o with the defaults its fields' comments give.
+func (o PrefetchOptions) orDefault() PrefetchOptions {
+	if o.InFlight <= 0 {
+		o.InFlight = 4
+	}
+	if o.Budget <= 0 {
+		o.Budget = 64 << 20
+	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = max(1, o.Budget/int64(o.InFlight+1))
+	}
+	o.ChunkSize = min(o.ChunkSize, o.Budget)
+	return o
+}
+
 // Prefetch starts reading ranges. Call Next until it returns io.EOF or an
 // error, and Close in every case.
 func Prefetch(ctx context.Context, ranges []Range, opts PrefetchOptions) *Prefetcher {
-	if opts.InFlight <= 0 {
-		opts.InFlight = 4
-	}
-	if opts.Budget <= 0 {
-		opts.Budget = 64 << 20
-	}
-	if opts.ChunkSize <= 0 {
-		opts.ChunkSize = max(1, opts.Budget/int64(opts.InFlight+1))
-	}
-	opts.ChunkSize = min(opts.ChunkSize, opts.Budget)
+	opts = opts.orDefault()
 	ctx, cancel := context.WithCancel(ctx)
 	p := &Prefetcher{ctx: ctx, cancel: cancel, budget: semaphore.NewWeighted(opts.Budget), queue: make(chan *future, opts.InFlight)}
 	go p.dispatch(ranges, opts.ChunkSize, opts.Budget)
@@ -283,16 +289,7 @@ type lane struct {
 // opts bound the reads in flight (InFlight), across all ranges, and the
 // bytes held (Budget).
 func ReadAhead(ctx context.Context, ranges []Range, opts PrefetchOptions) *Ahead {
-	if opts.InFlight <= 0 {
-		opts.InFlight = 4
-	}
-	if opts.Budget <= 0 {
-		opts.Budget = 64 << 20
-	}
-	if opts.ChunkSize <= 0 {
-		opts.ChunkSize = max(1, opts.Budget/int64(opts.InFlight+1))
-	}
-	opts.ChunkSize = min(opts.ChunkSize, opts.Budget)
+	opts = opts.orDefault()
 	ctx, cancel := context.WithCancel(ctx)
 	a := &Ahead{ctx: ctx, cancel: cancel, budget: semaphore.NewWeighted(opts.Budget),
 		reads: make(chan struct{}, opts.InFlight), lanes: make([]lane, len(ranges)), done: make(chan struct{})}
