@@ -197,15 +197,21 @@ func TestBucketServerStopped(t *testing.T) {
 	f := newBucketFixture(t)
 	slow := slowProxy(t, f.proxy, 30*time.Millisecond)
 	in := storetest.URL(slow, "state", "in/sp")
+	files, err := os.ReadDir(f.sp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		what string
 		args []string
 		// The server stops once the proxy has seen this many requests of
-		// op: some data read, or some written.
+		// op: the metadata and every data file's preamble read, so that
+		// the next read, of data, meets a stopped server; or some data
+		// written.
 		op string
 		n  int
 	}{
-		{"mid-read", []string{"verify", "--deep", in}, "GetObject", 6},
+		{"mid-read", []string{"verify", "--deep", in}, "GetObject", len(files)},
 		{"mid-write", []string{"rescale", in, "--max-parallelism", "256", "--out", storetest.URL(slow, "state", "out/stopped")}, "PutObject", 1},
 	} {
 		base := f.proxy.Ops(c.op)
@@ -215,8 +221,11 @@ func TestBucketServerStopped(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		for f.proxy.Ops(c.op) < base+c.n {
-			time.Sleep(5 * time.Millisecond)
+		for deadline := time.Now().Add(time.Minute); f.proxy.Ops(c.op) < base+c.n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("%s: %d %s requests in a minute, want %d", c.what, f.proxy.Ops(c.op)-base, c.op, c.n)
+			}
 		}
 		f.srv.Stop()
 		err := cmd.Wait()

@@ -1,10 +1,8 @@
 package inspect
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/savepoint"
 )
 
@@ -37,9 +35,4 @@ func Undecodable(m *savepoint.Metadata, seg savepoint.Segment, n uint64, err err
 // serializer snapshot, an operator or broadcast state element.
 func MetadataCorrupt(msg string, err error) error {
 	return &savepoint.Error{File: savepoint.MetadataFile, KeyGroup: -1, Offset: -1, Err: &undecodableValue{msg: msg, err: err}}
-}
-
-// runSegments calls do for every segment on n workers.
-func runSegments(ctx context.Context, segs []savepoint.Segment, n int, do func(context.Context, savepoint.Segment) error) error {
-	return workers.Run(ctx, len(segs), n, func(ctx context.Context, _, i int) error { return do(ctx, segs[i]) })
 }

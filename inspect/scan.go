@@ -93,6 +93,8 @@ func scan(ctx context.Context, src savepoint.Source, segs []savepoint.Segment, n
 		n = workers.Default()
 	}
 	scanners := make([]*segmentScanner, n)
+	walk := savepoint.WalkSegments(ctx, src, segs)
+	defer walk.Close()
 	err := workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
 		if scanners[w] == nil {
 			// Built by the worker itself, so that its counters, written at
@@ -100,7 +102,7 @@ func scan(ctx context.Context, src savepoint.Source, segs []savepoint.Segment, n
 			// line with another worker's.
 			scanners[w] = newSegmentScanner(m, now, top)
 		}
-		it := savepoint.SegmentEntries(ctx, src, segs[i])
+		it := walk.Entries(ctx, i)
 		defer it.Close()
 		if err := scanners[w].segment(segs[i].Ref, it); err != nil {
 			return err

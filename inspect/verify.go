@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/shard"
@@ -74,8 +75,11 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 	segs = shard.Segments(segs, opts.Shard)
 	var entries atomic.Uint64
 	progress := meter(segs, opts.Progress)
-	err = runSegments(ctx, segs, opts.Workers, func(ctx context.Context, seg savepoint.Segment) error {
-		it := savepoint.SegmentEntries(ctx, src, seg)
+	walk := savepoint.WalkSegments(ctx, src, segs)
+	defer walk.Close()
+	err = workers.Run(ctx, len(segs), opts.Workers, func(ctx context.Context, _, i int) error {
+		seg := segs[i]
+		it := walk.Entries(ctx, i)
 		defer it.Close()
 		dec, counts := decoders[seg.Ref], opaque.counts(m, seg.Ref)
 		var n uint64

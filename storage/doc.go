@@ -55,8 +55,14 @@
 // never holds more bytes than its budget (the block reader's 256 KiB
 // windows cost one request each, a few milliseconds on versitygw; whole
 // segments or chunks of a few MiB read at close to the link's speed, see
-// BenchmarkRangedReads); ReadSize tells a reader which size suits a file. Counters count bytes and requests for progress
-// output; CountersOf returns those of a Dir or Target.
+// BenchmarkRangedReads); ReadSize tells a reader which size suits a file.
+// Workers that take segments one after another (a scan) read them through
+// one ReadAhead instead, whose reads run on across the segments' ends
+// within one budget, and adjacent segments shorter than a read are read
+// in one request: a segment shorter than a read would otherwise leave its
+// worker waiting for a request of its own at its start. Counters
+// count bytes and requests for progress output; CountersOf returns those
+// of a Dir or Target.
 //
 // # Writing a bucket
 //

@@ -2,7 +2,7 @@
 // it starts, as the object-storage benchmark defines it:
 //
 //	go run ./bench/gensavepoints -out /tmp/bench
-//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX] [-only inspect|prune-ttl] [-now INSTANT] [-sums]
+//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX] [-only inspect|prune-ttl] [-now INSTANT] [-sums] [-before S3BENCH]
 //
 // It uploads the savepoint, then runs N times, in turn:
 //
@@ -19,6 +19,13 @@
 // gives the bytes each read from the server and sent to it, and how many
 // GETs it served at once: the most, and on average over the run. It prints
 // the medians, the median of the per-run ratios and the peak RSS.
+//
+// With -before, the s3bench binary of another build (go build -o … ./bench/s3bench
+// in its tree) runs the same command in every run too, just before this
+// build's, against the same server and objects: the two builds are
+// compared within one run, which a loaded machine needs. It prints the
+// other build's figures and the median of the per-run ratios of this
+// build's time and CPU to the other's.
 package main
 
 import (
@@ -78,6 +85,8 @@ type bench struct {
 	keys  []string   // the savepoint's objects, under in/
 	size  int64
 	work  string
+	// before is the s3bench binary of the build to compare with, if any.
+	before string
 }
 
 func run(ctx context.Context) error {
@@ -88,6 +97,7 @@ func run(ctx context.Context) error {
 	only := flag.String("only", "", "run only the pair of this `command` (inspect or prune-ttl)")
 	now := flag.String("now", "", "pass --now `INSTANT` to prune-ttl, so that entries expire")
 	sums := flag.Bool("sums", false, "print the SHA-256 of every object prune-ttl writes in the first counted run")
+	before := flag.String("before", "", "the s3bench `binary` of another build, whose stateproc runs each command too, for comparison")
 	flag.Parse()
 	if *savepoint == "" {
 		return errors.New("-savepoint is required")
@@ -118,7 +128,7 @@ func run(ctx context.Context) error {
 		"AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_EC2_METADATA_DISABLED": "true"} {
 		os.Setenv(k, v)
 	}
-	b := &bench{srv: srv, proxy: proxy, c: srv.Client(proxy.URL), work: dir}
+	b := &bench{srv: srv, proxy: proxy, c: srv.Client(proxy.URL), work: dir, before: *before}
 	start := time.Now()
 	if err := b.upload(ctx, *savepoint); err != nil {
 		return err
@@ -178,7 +188,7 @@ func profiled(command func(int) []string, prefix string) func(int) []string {
 
 // sample is one timed side of one run, with the proxy's byte counts.
 type sample struct {
-	wall             time.Duration
+	wall, cpu        time.Duration
 	rss              int64
 	served, received int64
 	// gets is the most GETs served at once, meanGets how many on average.
@@ -194,27 +204,21 @@ func (b *bench) takeGets(s *sample) {
 
 func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 	rss := filepath.Join(b.work, "rss")
-	var cmds, bases []sample
+	var cmds, befores, bases []sample
 	// Run 0 warms both up and is not counted.
 	for i := 0; i <= runs; i++ {
-		served, received := b.proxy.ServedBytes(), b.proxy.BodyBytes()
-		b.proxy.TakeConcurrency("GetObject")
-		cmd := exec.CommandContext(ctx, os.Args[0], append([]string{childFlag}, p.command(i)...)...)
-		cmd.Stdout = io.Discard
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		u, err := measure.Child(cmd, rss)
-		if err != nil {
-			return fmt.Errorf("stateproc %v: %w: %s", p.command(i), err, stderr.String())
-		}
-		c := sample{wall: u.Wall, rss: u.PeakRSS, served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
-		b.takeGets(&c)
-		if p.after != nil {
-			if err := p.after(i); err != nil {
-				return err
+		var o sample
+		if b.before != "" {
+			var err error
+			if o, err = b.child(ctx, p, b.before, i, rss); err != nil {
+				return fmt.Errorf("the build before: %w", err)
 			}
 		}
-		served, received = b.proxy.ServedBytes(), b.proxy.BodyBytes()
+		c, err := b.child(ctx, p, os.Args[0], i, rss)
+		if err != nil {
+			return err
+		}
+		served, received := b.proxy.ServedBytes(), b.proxy.BodyBytes()
 		b.proxy.TakeConcurrency("GetObject")
 		start := time.Now()
 		if err := p.base(ctx, i); err != nil {
@@ -231,9 +235,14 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 			continue
 		}
 		cmds, bases = append(cmds, c), append(bases, s)
-		fmt.Printf("  %s run %d: %v (read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (read %d, sent %d, GETs in flight %.1f, %d); ratio %.2f\n",
-			p.name, i, c.wall.Round(time.Millisecond), c.served, c.received, c.meanGets, c.gets, float64(c.rss)/(1<<20),
+		fmt.Printf("  %s run %d: %v (CPU %v, read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (read %d, sent %d, GETs in flight %.1f, %d); ratio %.2f\n",
+			p.name, i, c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), c.served, c.received, c.meanGets, c.gets, float64(c.rss)/(1<<20),
 			p.baseline, s.wall.Round(time.Millisecond), s.served, s.received, s.meanGets, s.gets, c.wall.Seconds()/s.wall.Seconds())
+		if b.before != "" {
+			befores = append(befores, o)
+			fmt.Printf("    the build before: %v (CPU %v, read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB)\n",
+				o.wall.Round(time.Millisecond), o.cpu.Round(time.Millisecond), o.served, o.received, o.meanGets, o.gets, float64(o.rss)/(1<<20))
+		}
 	}
 	var ratios []float64
 	var peak int64
@@ -241,9 +250,52 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 		ratios = append(ratios, cmds[i].wall.Seconds()/bases[i].wall.Seconds())
 		peak = max(peak, cmds[i].rss)
 	}
-	fmt.Printf("%s: median %v against %s %v; median ratio %.2f over %d runs; peak RSS %.0f MiB; savepoint %d bytes\n",
-		p.name, medianWall(cmds), p.baseline, medianWall(bases), median(ratios), len(ratios), float64(peak)/(1<<20), b.size)
+	fmt.Printf("%s: median %v (CPU %v) against %s %v; median ratio %.2f over %d runs; peak RSS %.0f MiB; savepoint %d bytes\n",
+		p.name, medianWall(cmds), medianCPU(cmds), p.baseline, medianWall(bases), median(ratios), len(ratios), float64(peak)/(1<<20), b.size)
+	if b.before != "" {
+		var walls, cpus, theirs []float64
+		var peak int64
+		for i := range befores {
+			walls = append(walls, cmds[i].wall.Seconds()/befores[i].wall.Seconds())
+			cpus = append(cpus, cmds[i].cpu.Seconds()/befores[i].cpu.Seconds())
+			theirs = append(theirs, befores[i].wall.Seconds()/bases[i].wall.Seconds())
+			peak = max(peak, befores[i].rss)
+		}
+		fmt.Printf("%s, the build before: median %v (CPU %v), median ratio %.2f to the %s; peak RSS %.0f MiB; this build against it: wall %.2f, CPU %.2f (medians of the per-run ratios)\n",
+			p.name, medianWall(befores), medianCPU(befores), median(theirs), p.baseline, float64(peak)/(1<<20), median(walls), median(cpus))
+	}
 	return nil
+}
+
+// child runs the pair's command for run i in a child process of bin, an
+// s3bench binary, and removes what it wrote.
+func (b *bench) child(ctx context.Context, p pair, bin string, i int, rss string) (sample, error) {
+	served, received := b.proxy.ServedBytes(), b.proxy.BodyBytes()
+	b.proxy.TakeConcurrency("GetObject")
+	cmd := exec.CommandContext(ctx, bin, append([]string{childFlag}, p.command(i)...)...)
+	cmd.Stdout = io.Discard
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	u, err := measure.Child(cmd, rss)
+	if err != nil {
+		return sample{}, fmt.Errorf("stateproc %v: %w: %s", p.command(i), err, stderr.String())
+	}
+	c := sample{wall: u.Wall, cpu: u.CPU, rss: u.PeakRSS, served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+	b.takeGets(&c)
+	if p.after != nil {
+		if err := p.after(i); err != nil {
+			return sample{}, err
+		}
+	}
+	return c, nil
+}
+
+func medianCPU(s []sample) time.Duration {
+	c := make([]float64, len(s))
+	for i := range s {
+		c[i] = float64(s[i].cpu)
+	}
+	return time.Duration(median(c)).Round(time.Millisecond)
 }
 
 func medianWall(s []sample) time.Duration {

@@ -1,0 +1,166 @@
+package snapshotfmt_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateproc/stateproc/internal/spgen"
+	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// bucketSavepoint writes a generated savepoint of two data files under
+// in/ of a bucket on versitygw and opens it through a counting proxy, and
+// also from its local copy.
+func bucketSavepoint(t *testing.T) (srv *storetest.Server, p *storetest.Proxy, c *storage.Counters, r, local *snapshotfmt.Reader) {
+	t.Helper()
+	ctx := context.Background()
+	srv = storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	dir := filepath.Join(t.TempDir(), "in")
+	// Pad makes the session segments about 120 KiB long: several go into a
+	// read, and a file takes several reads.
+	if err := spgen.Write(dir, spgen.Config{Seed: 9, Users: 600, Accounts: 50, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000, Pad: 20000}); err != nil {
+		t.Fatal(err)
+	}
+	local = sptest.Open(t, dir)
+	for _, name := range append(local.DataFiles(), storage.MetadataName) {
+		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name),
+			Body: bytes.NewReader(mustRead(t, filepath.Join(dir, name)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = storetest.NewProxy(t, srv.Endpoint())
+	d, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", "in"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if r, err = snapshotfmt.Open(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return srv, p, storage.CountersOf(d), r, local
+}
+
+// inFileOrder is segs sorted by file and offset, as a scan takes them.
+func inFileOrder(segs []savepoint.Segment) []savepoint.Segment {
+	segs = slices.Clone(segs)
+	slices.SortFunc(segs, func(a, b savepoint.Segment) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Offset, b.Offset))
+	})
+	return segs
+}
+
+// TestWalkReadsTheNextSegmentsAhead walks a bucket's segments: while the
+// first segment's first entry is all that was read, the requests for the
+// next segments are made; every segment then gives the entries the local
+// copy gives; adjacent segments were read together, in fewer GETs than
+// segments, and not a byte more than the segments was read.
+func TestWalkReadsTheNextSegmentsAhead(t *testing.T) {
+	ctx := context.Background()
+	_, p, c, r, local := bucketSavepoint(t)
+	segs := inFileOrder(mustSegments(t, r))
+	var total int64
+	for _, s := range segs {
+		total += s.Length
+	}
+	t.Logf("%d segments, %d bytes, in %d files", len(segs), total, len(r.DataFiles()))
+	before, read := p.Ops("GetObject"), c.BytesRead.Load()
+	w := savepoint.WalkSegments(ctx, r, segs)
+	defer w.Close()
+	it := w.Entries(ctx, 0)
+	if !it.Next() {
+		t.Fatalf("segment 0: %v", it.Err())
+	}
+	for deadline := time.Now().Add(10 * time.Second); p.Ops("GetObject")-before < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d GETs while the first segment is read, want the next segments' too", p.Ops("GetObject")-before)
+		}
+	}
+	for i, seg := range segs {
+		if i > 0 {
+			it = w.Entries(ctx, i)
+		}
+		want := savepoint.SegmentEntries(ctx, local, seg)
+		n := 0
+		for first := i == 0; first || it.Next(); first = false {
+			if !want.Next() || !sameEntries(it.Entry(), want.Entry()) {
+				t.Fatalf("segment %d (%s at %d): entry %d differs from the local copy's", i, seg.File, seg.Offset, n)
+			}
+			n++
+		}
+		if it.Err() != nil || want.Next() {
+			t.Fatalf("segment %d: %v after %d entries", i, it.Err(), n)
+		}
+		it.Close()
+		want.Close()
+	}
+	gets := p.Ops("GetObject") - before
+	if n := c.BytesRead.Load() - read; gets >= len(segs)/2 || n != total {
+		t.Fatalf("%d GETs for %d segments, %d bytes read for %d", gets, len(segs), n, total)
+	}
+	t.Logf("%d GETs", gets)
+}
+
+func sameEntries(a, b *savepoint.Entry) bool {
+	return a.KeyGroup == b.KeyGroup && bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Namespace, b.Namespace) &&
+		bytes.Equal(a.MapKey, b.MapKey) && bytes.Equal(a.Value, b.Value)
+}
+
+// TestWalkErrorNamesTheSegment replaces a data file after it was opened:
+// the read ahead of its first segment, made while the segment before it
+// is read, fails, and that segment's iterator reports it with its file
+// and offset; the segment before reads to its end.
+func TestWalkErrorNamesTheSegment(t *testing.T) {
+	ctx := context.Background()
+	srv, _, _, r, _ := bucketSavepoint(t)
+	segs := inFileOrder(mustSegments(t, r))
+	// The last segment of one file, then the first of the next.
+	var pair []savepoint.Segment
+	for i := 1; i < len(segs) && pair == nil; i++ {
+		if segs[i-1].File != segs[i].File {
+			pair = segs[i-1 : i+1]
+		}
+	}
+	if pair == nil {
+		t.Fatal("one data file only")
+	}
+	putObject := func(key string, b []byte) {
+		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(key), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putObject("in/"+pair[1].File, []byte("another file"))
+	w := savepoint.WalkSegments(ctx, r, pair)
+	defer w.Close()
+	it := w.Entries(ctx, 0)
+	for it.Next() {
+	}
+	if err := it.Err(); err != nil {
+		t.Fatalf("the segment before the replaced file: %v", err)
+	}
+	it.Close()
+	it = w.Entries(ctx, 1)
+	defer it.Close()
+	if it.Next() {
+		t.Fatal("an entry of a replaced file")
+	}
+	var e *savepoint.Error
+	if err := it.Err(); !errors.Is(err, storage.ErrChanged) || !errors.As(err, &e) || e.File != pair[1].File || e.Offset != pair[1].Offset || e.KeyGroup != pair[1].KeyGroup {
+		t.Fatalf("reading the replaced file = %v, want ErrChanged at %s offset %d, key group %d", err, pair[1].File, pair[1].Offset, pair[1].KeyGroup)
+	}
+}
