@@ -85,17 +85,7 @@ func rebucketDirect(ctx context.Context, meta *savepoint.Metadata, src savepoint
 	if err != nil {
 		return err
 	}
-	want := segmentEntries(p, sh)
-	for ref := range want {
-		var got uint64
-		for _, n := range written {
-			got += n[ref]
-		}
-		if got != want[ref] {
-			return fmt.Errorf("rescale: %s: wrote %d entries, read %d", meta.Describe(sh[ref].ref), got, want[ref])
-		}
-	}
-	return nil
+	return checkWritten(meta, p, sh, written)
 }
 
 // directWriter writes the new subtasks' files of one operator straight

@@ -223,6 +223,23 @@ func (pw *partitioner) newKey(key []byte, ref int) error {
 	return nil
 }
 
+// checkWritten checks that every entry read was written once, the
+// workers' counts by spill ref added up: a cheap check that nothing was
+// lost on the way.
+func checkWritten(meta *savepoint.Metadata, p *opPlan, sh []refShape, written [][]uint64) error {
+	want := segmentEntries(p, sh)
+	for ref := range want {
+		var got uint64
+		for _, n := range written {
+			got += n[ref]
+		}
+		if got != want[ref] {
+			return fmt.Errorf("rescale: %s: wrote %d entries, read %d", meta.Describe(sh[ref].ref), got, want[ref])
+		}
+	}
+	return nil
+}
+
 // segmentEntries sums the index's entry counts of an operator's segments
 // by spill ref: what the rescaled operator must hold again.
 func segmentEntries(p *opPlan, sh []refShape) []uint64 {

@@ -195,19 +195,7 @@ func rebucket(ctx context.Context, src savepoint.Source, meta *savepoint.Metadat
 	if err != nil {
 		return err
 	}
-	// Every entry read must have been written once: a cheap check that no
-	// bucket was lost on the way.
-	want := segmentEntries(p, sh)
-	for ref := range want {
-		var got uint64
-		for _, n := range written {
-			got += n[ref]
-		}
-		if got != want[ref] {
-			return fmt.Errorf("rescale: %s: wrote %d entries, read %d", meta.Describe(sh[ref].ref), got, want[ref])
-		}
-	}
-	return nil
+	return checkWritten(meta, p, sh, written)
 }
 
 // writeSubtask writes the data file of one new subtask from its buckets,

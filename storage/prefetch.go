@@ -370,14 +370,8 @@ func (a *Ahead) dispatchAdjacent(first int, rs []Range, budget int64) error {
 	// The buffer's class may exceed the ranges: s holds that excess of
 	// the budget.
 	c := chunkCap(end-off, budget)
-	if err := a.budget.Acquire(a.ctx, c); err != nil {
+	if err := a.acquire(c); err != nil {
 		return err
-	}
-	select {
-	case a.reads <- struct{}{}:
-	case <-a.ctx.Done():
-		a.budget.Release(c)
-		return a.ctx.Err()
 	}
 	s := &sharedRead{budget: a.budget, excess: c - (end - off)}
 	parts := make([]*future, len(rs))
@@ -431,14 +425,8 @@ func (a *Ahead) dispatchRange(l *lane, i int, r Range, chunk, budget int64) erro
 		if dropped {
 			return nil
 		}
-		if err := a.budget.Acquire(a.ctx, c); err != nil {
+		if err := a.acquire(c); err != nil {
 			return err
-		}
-		select {
-		case a.reads <- struct{}{}:
-		case <-a.ctx.Done():
-			a.budget.Release(c)
-			return a.ctx.Err()
 		}
 		f := &future{chunk: Chunk{Range: i, Off: off}, done: make(chan struct{})}
 		l.mu.Lock()
@@ -458,6 +446,21 @@ func (a *Ahead) dispatchRange(l *lane, i int, r Range, chunk, budget int64) erro
 		}()
 	}
 	return nil
+}
+
+// acquire takes c bytes of the budget and a read in flight, waiting for
+// both.
+func (a *Ahead) acquire(c int64) error {
+	if err := a.budget.Acquire(a.ctx, c); err != nil {
+		return err
+	}
+	select {
+	case a.reads <- struct{}{}:
+		return nil
+	case <-a.ctx.Done():
+		a.budget.Release(c)
+		return a.ctx.Err()
+	}
 }
 
 // readChunk fills p from f at off.
