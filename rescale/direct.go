@@ -149,10 +149,7 @@ func (dw *directWriter) cursors(ctx context.Context, cs []*cursor, kg, ref int) 
 			c.filter, c.hash, c.to, c.kg = true, dw.hash, uint32(dw.to), kg
 		}
 		cs = append(cs, c)
-		if err := c.next(); err != nil {
-			return err
-		}
-		return nil
+		return c.next()
 	}
 	if dw.to < dw.from {
 		for g := kg; g < dw.from; g += dw.to {
@@ -244,10 +241,7 @@ type cursor struct {
 func (c *cursor) next() error {
 	for {
 		if c.ok = c.step(); !c.ok {
-			if err := c.it.Err(); err != nil {
-				return err
-			}
-			return nil
+			return c.it.Err()
 		}
 		if !c.filter {
 			return nil

@@ -423,10 +423,10 @@ func (it *Iterator) NextValues(sizes []int, lastModified []int64) int {
 // state's values, those at or before each of cuts, which TimeCounts then
 // gives once the segment is read to its end. The count rides on the
 // last-modified histogram that reading checks against the index, at no
-// more than a compare per value. It must come before the first entry is read, and
-// reports false, counting nothing, where it cannot: a state without TTL, a
-// segment whose index entry holds no histograms, or two different cuts
-// within one bucket of the histogram.
+// more than a compare per value. It must come before the first entry is
+// read, and reports false, counting nothing, where it cannot: a state
+// without TTL, a segment whose index entry holds no histograms, or two
+// different cuts within one bucket of the histogram.
 func (it *Iterator) CountTimes(cuts []int64) bool {
 	rr := it.rr
 	if it.err != nil || it.done || rr.started || rr.timers() || !rr.ttl || rr.hist == nil {

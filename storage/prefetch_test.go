@@ -291,6 +291,17 @@ func TestAheadBoundsReadsAndMemory(t *testing.T) {
 		}
 		a := ReadAhead(context.Background(), ranges, PrefetchOptions{InFlight: tc.inFlight, Budget: tc.budget, ChunkSize: 1 << 16})
 		go func() {
+			// The first read is let through once a second one waits, or
+			// after a while: the lower bound does not hang on the
+			// scheduler of a busy machine.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				f.mu.Lock()
+				waiting := f.running
+				f.mu.Unlock()
+				if waiting >= 2 {
+					break
+				}
+			}
 			for range len(ranges) {
 				time.Sleep(10 * time.Millisecond)
 				f.gate <- struct{}{}
