@@ -17,8 +17,12 @@
 //
 // Every request of both sides goes through the same counting proxy, which
 // gives the bytes each read from the server and sent to it, and how many
-// GETs it served at once: the most, and on average over the run. It prints
-// the medians, the median of the per-run ratios and the peak RSS.
+// GETs it served at once: the most, and on average over the run. Beside
+// each side's wall time it gives the CPU time of all the processes that
+// served it (the server, this process with the proxy and the baseline's
+// client, and the child), which on a machine that runs them all shows
+// what the cores had to do. It prints the medians, the median of the
+// per-run ratios and the peak RSS.
 //
 // With -before, the s3bench binary of another build (go build -o … ./bench/s3bench
 // in its tree) runs the same command in every run too, just before this
@@ -42,6 +46,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -194,6 +199,33 @@ type sample struct {
 	// gets is the most GETs served at once, meanGets how many on average.
 	gets     int
 	meanGets float64
+	// all is the CPU time of every process of the side: the server's, this
+	// one's (the proxy, and the baseline's client) and the child's.
+	all time.Duration
+}
+
+// cpuMark is what the processes of a side have used of the CPU when it
+// starts.
+type cpuMark struct{ server, self time.Duration }
+
+func (b *bench) markCPU() cpuMark {
+	srv, _ := b.srv.CPU()
+	return cpuMark{srv, selfCPU()}
+}
+
+// since is the CPU that the server and this process used since m, plus
+// child.
+func (m cpuMark) since(b *bench, child time.Duration) time.Duration {
+	return b.markCPU().server - m.server + selfCPU() - m.self + child
+}
+
+// selfCPU is the CPU time this process has used so far.
+func selfCPU() time.Duration {
+	var u syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &u) != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // takeGets fills the GET concurrency of s, a side that has just ended.
@@ -220,11 +252,12 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 		}
 		served, received := b.proxy.ServedBytes(), b.proxy.BodyBytes()
 		b.proxy.TakeConcurrency("GetObject")
+		mark := b.markCPU()
 		start := time.Now()
 		if err := p.base(ctx, i); err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
-		s := sample{wall: time.Since(start), served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+		s := sample{wall: time.Since(start), served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received, all: mark.since(b, 0)}
 		b.takeGets(&s)
 		if p.afterBase != nil {
 			if err := p.afterBase(i); err != nil {
@@ -235,9 +268,9 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 			continue
 		}
 		cmds, bases = append(cmds, c), append(bases, s)
-		fmt.Printf("  %s run %d: %v (CPU %v, read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (read %d, sent %d, GETs in flight %.1f, %d); ratio %.2f\n",
-			p.name, i, c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), c.served, c.received, c.meanGets, c.gets, float64(c.rss)/(1<<20),
-			p.baseline, s.wall.Round(time.Millisecond), s.served, s.received, s.meanGets, s.gets, c.wall.Seconds()/s.wall.Seconds())
+		fmt.Printf("  %s run %d: %v (CPU %v, all processes %v, read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (all processes' CPU %v, read %d, sent %d, GETs in flight %.1f, %d); ratio %.2f\n",
+			p.name, i, c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), c.all.Round(time.Millisecond), c.served, c.received, c.meanGets, c.gets, float64(c.rss)/(1<<20),
+			p.baseline, s.wall.Round(time.Millisecond), s.all.Round(time.Millisecond), s.served, s.received, s.meanGets, s.gets, c.wall.Seconds()/s.wall.Seconds())
 		if b.before != "" {
 			befores = append(befores, o)
 			fmt.Printf("    the build before: %v (CPU %v, read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB)\n",
@@ -250,8 +283,8 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 		ratios = append(ratios, cmds[i].wall.Seconds()/bases[i].wall.Seconds())
 		peak = max(peak, cmds[i].rss)
 	}
-	fmt.Printf("%s: median %v (CPU %v) against %s %v; median ratio %.2f over %d runs; peak RSS %.0f MiB; savepoint %d bytes\n",
-		p.name, medianWall(cmds), medianCPU(cmds), p.baseline, medianWall(bases), median(ratios), len(ratios), float64(peak)/(1<<20), b.size)
+	fmt.Printf("%s: median %v (CPU %v, all processes %v) against %s %v (all processes %v); median ratio %.2f over %d runs; peak RSS %.0f MiB; savepoint %d bytes\n",
+		p.name, medianOf(cmds, wallOf), medianOf(cmds, cpuOf), medianOf(cmds, allOf), p.baseline, medianOf(bases, wallOf), medianOf(bases, allOf), median(ratios), len(ratios), float64(peak)/(1<<20), b.size)
 	if b.before != "" {
 		var walls, cpus, theirs []float64
 		var peak int64
@@ -262,7 +295,7 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 			peak = max(peak, befores[i].rss)
 		}
 		fmt.Printf("%s, the build before: median %v (CPU %v), median ratio %.2f to the %s; peak RSS %.0f MiB; this build against it: wall %.2f, CPU %.2f (medians of the per-run ratios)\n",
-			p.name, medianWall(befores), medianCPU(befores), median(theirs), p.baseline, float64(peak)/(1<<20), median(walls), median(cpus))
+			p.name, medianOf(befores, wallOf), medianOf(befores, cpuOf), median(theirs), p.baseline, float64(peak)/(1<<20), median(walls), median(cpus))
 	}
 	return nil
 }
@@ -272,6 +305,7 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 func (b *bench) child(ctx context.Context, p pair, bin string, i int, rss string) (sample, error) {
 	served, received := b.proxy.ServedBytes(), b.proxy.BodyBytes()
 	b.proxy.TakeConcurrency("GetObject")
+	mark := b.markCPU()
 	cmd := exec.CommandContext(ctx, bin, append([]string{childFlag}, p.command(i)...)...)
 	cmd.Stdout = io.Discard
 	var stderr strings.Builder
@@ -280,7 +314,7 @@ func (b *bench) child(ctx context.Context, p pair, bin string, i int, rss string
 	if err != nil {
 		return sample{}, fmt.Errorf("stateproc %v: %w: %s", p.command(i), err, stderr.String())
 	}
-	c := sample{wall: u.Wall, cpu: u.CPU, rss: u.PeakRSS, served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+	c := sample{wall: u.Wall, cpu: u.CPU, rss: u.PeakRSS, served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received, all: mark.since(b, u.CPU)}
 	b.takeGets(&c)
 	if p.after != nil {
 		if err := p.after(i); err != nil {
@@ -290,21 +324,18 @@ func (b *bench) child(ctx context.Context, p pair, bin string, i int, rss string
 	return c, nil
 }
 
-func medianCPU(s []sample) time.Duration {
-	c := make([]float64, len(s))
+// medianOf is the median over s of the duration f takes from a sample.
+func medianOf(s []sample, f func(*sample) time.Duration) time.Duration {
+	v := make([]float64, len(s))
 	for i := range s {
-		c[i] = float64(s[i].cpu)
+		v[i] = float64(f(&s[i]))
 	}
-	return time.Duration(median(c)).Round(time.Millisecond)
+	return time.Duration(median(v)).Round(time.Millisecond)
 }
 
-func medianWall(s []sample) time.Duration {
-	w := make([]float64, len(s))
-	for i := range s {
-		w[i] = float64(s[i].wall)
-	}
-	return time.Duration(median(w)).Round(time.Millisecond)
-}
+func wallOf(s *sample) time.Duration { return s.wall }
+func cpuOf(s *sample) time.Duration  { return s.cpu }
+func allOf(s *sample) time.Duration  { return s.all }
 
 func median(v []float64) float64 {
 	v = slices.Clone(v)

@@ -158,6 +158,15 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// CPU returns the CPU time the running server has used so far, and false
+// where it cannot be known (no server, or no /proc).
+func (s *Server) CPU() (time.Duration, bool) {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0, false
+	}
+	return processCPU(s.cmd.Process.Pid)
+}
+
 // Endpoint is the server's URL.
 func (s *Server) Endpoint() string { return "http://" + s.Addr }
 
