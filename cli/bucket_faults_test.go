@@ -292,12 +292,13 @@ func TestBucketConcurrentWriters(t *testing.T) {
 }
 
 // A prune-ttl bucket to bucket that changes nothing has the server copy
-// each data file to the name its input claims while it reads the file to
-// check the claim. Killed once those copies are in the bucket, with its
-// reads held back so that no check has finished, it leaves no savepoint:
-// verify reports the copies as orphans, a rerun completes over them with
-// the bytes a run on disk writes, and --remove-orphans leaves exactly that.
-func TestBucketPruneKilledAfterClaimedCopies(t *testing.T) {
+// each data file: unread, or with --check-copies to the name its input
+// claims while it reads the file to check the claim. Killed once those
+// copies are in the bucket, with its _metadata or its reads held back so
+// that it cannot have published, it leaves no savepoint: verify reports
+// the copies as orphans, a rerun completes over them with the bytes a run
+// on disk writes, and --remove-orphans leaves exactly that.
+func TestBucketPruneKilledAfterCopies(t *testing.T) {
 	f := newBucketFixture(t)
 	// At this instant nothing of the demo savepoint has expired yet.
 	const now = "2000-01-01T00:00:00Z"
@@ -306,16 +307,38 @@ func TestBucketPruneKilledAfterClaimedCopies(t *testing.T) {
 		t.Fatalf("prune-ttl on disk: exit %d: %s", code, stderr)
 	}
 	want := localFiles(t, ref)
-	// Reads of the data files wait; everything else goes straight through.
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if storetest.Operation(r) == "GetObject" && !strings.HasSuffix(r.URL.Path, "/"+snapshotfmt.MetadataName) {
-			time.Sleep(500 * time.Millisecond)
-		}
-		f.proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(slow.Close)
-	const prefix = "out/claimed"
-	cmd := stateproc(context.Background(), "prune-ttl", storetest.URL(slow.URL, "state", "in/sp"), "--now", now, "--out", storetest.URL(slow.URL, "state", prefix))
+	for _, c := range []struct {
+		prefix string
+		flags  []string
+		// held says which requests wait.
+		held func(r *http.Request) bool
+	}{
+		{"out/unread", nil, func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+snapshotfmt.MetadataName)
+		}},
+		{"out/claimed", []string{"--check-copies"}, func(r *http.Request) bool {
+			return storetest.Operation(r) == "GetObject" && !strings.HasSuffix(r.URL.Path, "/"+snapshotfmt.MetadataName)
+		}},
+	} {
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if c.held(r) {
+				time.Sleep(500 * time.Millisecond)
+			}
+			f.proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(slow.Close)
+		killAfterCopies(t, f, slow.URL, c.prefix, now, c.flags, want)
+	}
+}
+
+// killAfterCopies runs prune-ttl of the fixture's input into prefix at
+// now, through the server at url, kills it once the bucket holds as many
+// objects as want has data files, and checks what it left, its rerun and
+// --remove-orphans.
+func killAfterCopies(t *testing.T, f *bucketFixture, url, prefix, now string, flags []string, want map[string][]byte) {
+	t.Helper()
+	args := append([]string{"prune-ttl", storetest.URL(url, "state", "in/sp"), "--now", now, "--out", storetest.URL(url, "state", prefix)}, flags...)
+	cmd := stateproc(context.Background(), args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -324,15 +347,15 @@ func TestBucketPruneKilledAfterClaimedCopies(t *testing.T) {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("the claimed copies did not land: %d objects of %d", len(f.objects(t, prefix)), files)
+			t.Fatalf("%v: the copies did not land: %d objects of %d", flags, len(f.objects(t, prefix)), files)
 		}
 	}
 	cmd.Process.Kill()
 	if err := cmd.Wait(); err == nil {
-		t.Fatal("prune-ttl finished before it was killed")
+		t.Fatalf("%v: prune-ttl finished before it was killed", flags)
 	}
 	if f.hasMetadata(t, prefix) {
-		t.Fatal("a savepoint is visible after the kill")
+		t.Fatalf("%v: a savepoint is visible after the kill", flags)
 	}
 	// The copies are the input's files, under the names those claim: the
 	// same as the run on disk writes, since the claims are true.
@@ -346,7 +369,7 @@ func TestBucketPruneKilledAfterClaimedCopies(t *testing.T) {
 	if code != 4 || !strings.Contains(stderr, "orphaned files") || !strings.Contains(stderr, "--remove-orphans") {
 		t.Fatalf("verify of the killed run's target: exit %d, want 4 and its orphans: %s", code, stderr)
 	}
-	if _, stderr, code := runCLI(t, "prune-ttl", f.url("in/sp"), "--now", now, "--out", target); code != 0 {
+	if _, stderr, code := runCLI(t, append([]string{"prune-ttl", f.url("in/sp"), "--now", now, "--out", target}, flags...)...); code != 0 {
 		t.Fatalf("rerun after the kill: exit %d: %s", code, stderr)
 	}
 	if stdout, stderr, code := runCLI(t, "verify", "--remove-orphans", "--orphan-age", "0s", target); code != 0 {

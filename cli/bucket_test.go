@@ -379,3 +379,48 @@ func TestInspectOfBucketReadsOnlyMetadata(t *testing.T) {
 		t.Fatal("no TTL state to check")
 	}
 }
+
+// A rewrite into a bucket of the input's store has the store copy the data
+// files it keeps whole without reading them, and reads and checks them
+// with --check-copies; both write the bytes written on disk.
+func TestBucketRewriteCopiesUnread(t *testing.T) {
+	f := newBucketFixture(t)
+	meta, err := os.ReadFile(filepath.Join(f.sp, savepoint.MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data, files int64
+	for name, b := range localFiles(t, f.sp) {
+		if name != savepoint.MetadataFile {
+			data, files = data+int64(len(b)), files+1
+		}
+	}
+	localOut := filepath.Join(f.dir, "renamed")
+	if _, stderr, code := runCLI(t, "operator", "rename", f.sp, "accounts", "ledger", "--out", localOut); code != 0 {
+		t.Fatalf("rename on disk: exit %d: %s", code, stderr)
+	}
+	want := localFiles(t, localOut)
+	for _, c := range []struct {
+		prefix string
+		flags  []string
+		// read reports whether the bytes served are right.
+		read func(n int64) bool
+		says string
+	}{
+		{"out/unread", nil, func(n int64) bool { return n == int64(len(meta))+12+12*files }, "_metadata, and the 12-byte heads of it and of each data file"},
+		{"out/checked", []string{"--check-copies"}, func(n int64) bool { return n >= int64(len(meta))+data }, "_metadata and every data file"},
+	} {
+		served := f.proxy.ServedBytes()
+		args := append([]string{"operator", "rename", f.url("in/sp"), "accounts", "ledger", "--out", f.url(c.prefix)}, c.flags...)
+		if _, stderr, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if n := f.proxy.ServedBytes() - served; !c.read(n) {
+			t.Errorf("%v read %d bytes, want %s (%d and %d bytes)", args, n, c.says, len(meta), data)
+		}
+		got := f.objects(t, c.prefix)
+		if !maps.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("%v: the bucket holds %v, the disk %v, or other bytes", args, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
+	}
+}

@@ -63,6 +63,7 @@ in memory to count, and writes nothing.`,
 		},
 	}
 	addRewriteFlags(cmd, &o.rewriteFlags)
+	addCheckCopiesFlag(cmd, &o.rewriteFlags)
 	addTargetFlags(cmd, &o.targetFlags)
 	cmd.Flags().StringVar(&o.now, "now", "", "last-modified `time` of the values of states that gain TTL, RFC 3339 or epoch ms (no default)")
 	return cmd

@@ -63,6 +63,7 @@ operator's uid, its ID (32 hex digits) or a name that one operator alone has.`,
 		},
 	}
 	addRewriteFlags(cmd, &f)
+	addCheckCopiesFlag(cmd, &f)
 	return cmd
 }
 
@@ -91,6 +92,7 @@ metadata version 5 records NEW as its uid too.`,
 		},
 	}
 	addRewriteFlags(cmd, &f)
+	addCheckCopiesFlag(cmd, &f)
 	return cmd
 }
 

@@ -70,6 +70,7 @@ writes, byte for byte. The report then counts the shard's segments.`,
 		},
 	}
 	addRewriteFlags(cmd, &o.rewriteFlags)
+	addCheckCopiesFlag(cmd, &o.rewriteFlags)
 	cmd.Flags().StringVar(&o.now, "now", "", "`time` at which entries are judged, RFC 3339 or epoch ms (default: the savepoint's creation time)")
 	cmd.Flags().StringArrayVar(&o.ttl, "ttl", nil, "override the TTL of one state: `UID/STATE=DURATION` (7d, 36h, 90m); repeatable")
 	addShardFlag(cmd, &o.shard, "writes a part for stateproc commit")

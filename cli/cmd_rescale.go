@@ -70,6 +70,7 @@ the wrong key group.`,
 		},
 	}
 	addRewriteFlags(cmd, &o.rewriteFlags)
+	addCheckCopiesFlag(cmd, &o.rewriteFlags)
 	cmd.Flags().IntVar(&o.maxParallelism, "max-parallelism", 0, "the new max parallelism `N`, 1..32768 (required)")
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "the new parallelism `P` of the rescaled operators (default: each keeps its own)")
 	cmd.Flags().StringVar(&o.operator, "operator", "", "rescale only the operator with this `uid`")

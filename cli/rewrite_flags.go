@@ -12,10 +12,11 @@ import (
 
 // rewriteFlags are the flags every command that writes a savepoint has.
 type rewriteFlags struct {
-	out    string
-	force  bool
-	dryRun bool
-	output string
+	out         string
+	force       bool
+	dryRun      bool
+	output      string
+	checkCopies bool
 }
 
 func addRewriteFlags(cmd *cobra.Command, f *rewriteFlags) {
@@ -23,6 +24,13 @@ func addRewriteFlags(cmd *cobra.Command, f *rewriteFlags) {
 	cmd.Flags().BoolVar(&f.force, "force", false, "replace --out if it exists")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print what would change and write nothing")
 	addOutputFlag(cmd, &f.output)
+}
+
+// addCheckCopiesFlag adds --check-copies to a command that copies input
+// files whole.
+func addCheckCopiesFlag(cmd *cobra.Command, f *rewriteFlags) {
+	cmd.Flags().BoolVar(&f.checkCopies, "check-copies", false,
+		"read and check every input file the output keeps whole; without it, such a file written to a bucket of the input's store is copied there by the store, unread")
 }
 
 // check validates the flags before anything is opened.
@@ -37,7 +45,7 @@ func (f *rewriteFlags) check() error {
 }
 
 func (f *rewriteFlags) options() rewrite.Options {
-	return rewrite.Options{Out: f.out, Force: f.force, DryRun: f.dryRun}
+	return rewrite.Options{Out: f.out, Force: f.force, DryRun: f.dryRun, CheckCopies: f.checkCopies}
 }
 
 // openRewriteInput opens the input of a rewrite.

@@ -66,7 +66,7 @@ func Migrate(ctx context.Context, src savepoint.Source, input string, t Target, 
 	}
 	size := rewrite.PlannedBytes(plans)
 	if !out.DryRun {
-		if out.Writer, err = rewrite.WriterOptions(ctx, src); err != nil {
+		if out.Writer, err = rewrite.PlanOptions(ctx, src, plans); err != nil {
 			return nil, err
 		}
 		out.Need = size

@@ -97,7 +97,7 @@ func write(ctx context.Context, src savepoint.Source, input string, meta *savepo
 		// Segments copied as bytes keep their blocks; those streamed, from
 		// a source that keeps them elsewhere, get the input's compression.
 		var err error
-		if out.Writer, err = rewrite.WriterOptions(ctx, src); err != nil {
+		if out.Writer, err = rewrite.PlanOptions(ctx, src, plans); err != nil {
 			return err
 		}
 	}

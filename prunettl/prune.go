@@ -78,7 +78,7 @@ func Run(ctx context.Context, src savepoint.Source, input string, opts Options, 
 	meta := rewrite.DeriveMetadata(input, m, describe(rep))
 	size := rewrite.PlannedBytes(plans)
 	if !out.DryRun {
-		if out.Writer, err = rewrite.WriterOptions(ctx, src); err != nil {
+		if out.Writer, err = rewrite.PlanOptions(ctx, src, plans); err != nil {
 			return nil, err
 		}
 		out.Need = size

@@ -52,6 +52,24 @@ func WriterOptions(ctx context.Context, src savepoint.Source) (snapshotfmt.Optio
 	return snapshotfmt.Options{Compression: c}, err
 }
 
+// PlanOptions returns the block options for writing plans from src: those
+// of WriterOptions where a plan streams entries into blocks of its own,
+// and the defaults, without a byte read, where every segment is copied as
+// bytes or dropped, so that no block is encoded. (Finding the input's
+// compression reads a byte of every segment: a request each, in a bucket.)
+func PlanOptions(ctx context.Context, src savepoint.Source, plans []FilePlan) (snapshotfmt.Options, error) {
+	for _, fp := range plans {
+		for i := range fp.Segments {
+			if p := &fp.Segments[i]; !p.Drop {
+				if _, ok := copied(src, p); !ok {
+					return WriterOptions(ctx, src)
+				}
+			}
+		}
+	}
+	return snapshotfmt.Options{}, nil
+}
+
 // BlockOptions returns the block options of a savepoint written from no
 // input savepoint: the default block size, zstd blocks when zstd is set.
 func BlockOptions(zstd bool) snapshotfmt.Options {

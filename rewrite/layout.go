@@ -135,7 +135,10 @@ func (fp *FilePlan) bytes() (n int64) {
 // workers goroutines, each file by one of them front to back, and tells m
 // of each input segment once it is done with it (see PlannedBytes). With
 // out nil it is a dry run: nothing is written, and the segments that Keep
-// filters are still read so that Kept is right.
+// filters are still read so that Kept is right. A planned file that copies
+// all the segments of one input file, in order, is that file whole: in a
+// bucket of the input's store it is copied by the store without being read
+// (see snapshotfmt's DataFileWriter.CopyUnread), unless out checks copies.
 func WriteFiles(ctx context.Context, src savepoint.Source, out *Output, plans []FilePlan, n int, m *Meter) error {
 	// The largest files first, so that one big file does not start last.
 	order := make([]int, len(plans))
@@ -154,14 +157,26 @@ func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FileP
 	if out != nil {
 		r, segs, whole := copiedFrom(src, fp)
 		var err error
-		// With no segment copied (r nil), ReadAhead reads nothing.
-		if ahead, err = r.ReadAhead(ctx, segs); err != nil {
-			return err
-		}
-		defer ahead.Close()
 		if f, err = out.CreateFile(ctx, fp.Name); err != nil {
 			return err
 		}
+		if whole && !out.checkCopies {
+			// A file copied whole is copied by the store, unread, where it
+			// can be.
+			switch done, err := copyUnread(r, f, fp, segs, m); {
+			case err != nil:
+				f.Close()
+				return err
+			case done:
+				return f.Close()
+			}
+		}
+		// With no segment copied (r nil), ReadAhead reads nothing.
+		if ahead, err = r.ReadAhead(ctx, segs); err != nil {
+			f.Close()
+			return err
+		}
+		defer ahead.Close()
 		if whole {
 			// A file copied whole may be copied by the store while it is
 			// read and checked, to the name its input claims, if it
@@ -183,6 +198,25 @@ func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FileP
 		return f.Close()
 	}
 	return nil
+}
+
+// copyUnread has the store copy the input file whose segments segs are,
+// all of them, into f without reading it (see DataFile.CopyUnread): the
+// segments of fp, which copies them in order. It reports whether it did.
+func copyUnread(r *snapshotfmt.Reader, f *DataFile, fp *FilePlan, segs []savepoint.Segment, m *Meter) (bool, error) {
+	dst := make([]savepoint.StateRef, len(fp.Segments))
+	for i := range fp.Segments {
+		dst[i] = fp.Segments[i].Dst
+	}
+	if done, err := f.CopyUnread(r, segs, dst); !done {
+		return false, err
+	}
+	for i := range fp.Segments {
+		p := &fp.Segments[i]
+		p.Kept = p.Src.Entries
+		m.Add(p.Src.Length)
+	}
+	return true, nil
 }
 
 // copied reports whether writeSegment copies p as bytes from r.

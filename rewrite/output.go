@@ -35,6 +35,10 @@ type Options struct {
 	// Counters, when set, count what a target in a bucket is sent and
 	// copies, for the same bar.
 	Counters *storage.Counters
+	// CheckCopies reads and checks every input file that the output keeps
+	// whole. Without it, a target in a bucket of the input's store has the
+	// store copy such a file without reading it (see WriteFiles).
+	CheckCopies bool
 }
 
 // Output is the destination of one rewrite while it is written: the
@@ -49,6 +53,8 @@ type Output struct {
 	// inBucket says the target lies in a bucket: spill files go to the
 	// system's temporary directory.
 	inBucket bool
+	// checkCopies is Options.CheckCopies.
+	checkCopies bool
 	// Removed lists the temporary directories of killed earlier runs that
 	// Create deleted.
 	Removed []string
@@ -109,7 +115,7 @@ func createInBucket(ctx context.Context, loc storage.Location, meta *savepoint.M
 	if err != nil {
 		return nil, err
 	}
-	o := &Output{target: loc.String(), staging: t, inBucket: true}
+	o := &Output{target: loc.String(), staging: t, inBucket: true, checkCopies: opts.CheckCopies}
 	if o.w, err = snapshotfmt.NewWriter(t, meta, opts.Writer); err != nil {
 		o.Close()
 		return nil, err

@@ -141,6 +141,111 @@ func objectNames(t *testing.T, c *s3.Client, prefix string) []string {
 	return names
 }
 
+// copyFixture is a generated savepoint on disk ("in" and, with its files'
+// names swapped, "lying", in a bucket of a versitygw started for the test,
+// reached through a proxy that counts requests), and the files that a copy
+// of it writes without claims.
+type copyFixture struct {
+	srv    *storetest.Server
+	direct *s3.Client
+	p      *storetest.Proxy
+	local  string
+	ref    string
+	want   []string
+}
+
+func newCopyFixture(t *testing.T) *copyFixture {
+	t.Helper()
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	f := &copyFixture{srv: srv, direct: srv.Client(srv.Endpoint()), local: filepath.Join(t.TempDir(), "in")}
+	if err := spgen.Write(f.local, spgen.Config{Seed: 9, Users: 3000, Accounts: 200, Parallelism: 2, MaxParallelism: 128,
+		Now: 1_700_000_000_000, Pad: 3000}); err != nil {
+		t.Fatal(err)
+	}
+	upload(t, f.direct, f.local, "in")
+	upload(t, f.direct, lie(t, f.local), "lying")
+	f.ref = filepath.Join(t.TempDir(), "ref")
+	st, err := storage.Stage(f.ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyInto(t, sptest.Open(t, f.local), st, func(savepoint.Segment) bool { return false }, false)
+	f.want = append(sptest.Open(t, f.ref).DataFiles(), storage.MetadataName)
+	slices.Sort(f.want)
+	f.p = storetest.NewProxy(t, srv.Endpoint())
+	return f
+}
+
+// open opens the savepoint at prefix through the proxy.
+func (f *copyFixture) open(t *testing.T, prefix string) *snapshotfmt.Reader {
+	t.Helper()
+	d, err := storage.OpenDir(context.Background(), storetest.URL(f.p.URL, "state", prefix), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	r, err := snapshotfmt.Open(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// target opens prefix as a target through the proxy, with a writer of the
+// metadata of "in".
+func (f *copyFixture) target(t *testing.T, prefix string) (snapshotfmt.Target, *snapshotfmt.Writer) {
+	t.Helper()
+	tg, err := storage.OpenTarget(context.Background(), storetest.URL(f.p.URL, "state", prefix), storage.TargetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	w, err := snapshotfmt.NewWriter(tg, f.open(t, "in").Metadata(), snapshotfmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg, w
+}
+
+// ops counts the requests of the operations copies make.
+func (f *copyFixture) ops() map[string]int {
+	m := map[string]int{}
+	for _, op := range []string{"CopyObject", "UploadPartCopy", "DeleteObject", "GetObject"} {
+		m[op] = f.p.Ops(op)
+	}
+	return m
+}
+
+// since counts the requests made since ops returned before.
+func (f *copyFixture) since(before map[string]int) map[string]int {
+	m := f.ops()
+	for k := range m {
+		m[k] -= before[k]
+	}
+	return m
+}
+
+// check compares the output at prefix with the one written locally
+// without claims: the same objects, none other, the same bytes.
+func (f *copyFixture) check(t *testing.T, prefix string) {
+	t.Helper()
+	if got := objectNames(t, f.direct, prefix); !slices.Equal(got, f.want) {
+		t.Fatalf("%s holds %v, want %v", prefix, got, f.want)
+	}
+	out := f.dir(t, prefix)
+	for _, name := range f.want {
+		if !bytes.Equal(readObject(t, out, name), mustRead(t, filepath.Join(f.ref, name))) {
+			t.Fatalf("%s/%s: other bytes than written without claims", prefix, name)
+		}
+	}
+	if err := sptest.Verify(f.open(t, prefix)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestClaimedCopies: a data file written unchanged from a bucket input
 // whose names claim their digests is copied by the server while it is
 // read and checked, and the copy is kept; a claim that is false (files
@@ -150,97 +255,18 @@ func objectNames(t *testing.T, c *s3.Client, prefix string) []string {
 // savepoint, and its copies are orphans.
 func TestClaimedCopies(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
-	direct := srv.Client(srv.Endpoint())
-	local := filepath.Join(t.TempDir(), "in")
-	if err := spgen.Write(local, spgen.Config{Seed: 9, Users: 3000, Accounts: 200, Parallelism: 2, MaxParallelism: 128,
-		Now: 1_700_000_000_000, Pad: 3000}); err != nil {
-		t.Fatal(err)
-	}
-	upload(t, direct, local, "in")
-	upload(t, direct, lie(t, local), "lying")
-	ref := filepath.Join(t.TempDir(), "ref")
-	st, err := storage.Stage(ref, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyInto(t, sptest.Open(t, local), st, func(savepoint.Segment) bool { return false }, false)
-	want := append(sptest.Open(t, ref).DataFiles(), storage.MetadataName)
-	slices.Sort(want)
-	p := storetest.NewProxy(t, srv.Endpoint())
-	open := func(prefix string) *snapshotfmt.Reader {
-		d, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", prefix), storage.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		r, err := snapshotfmt.Open(ctx, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
-		return r
-	}
-	target := func(prefix string) (snapshotfmt.Target, *snapshotfmt.Writer) {
-		tg, err := storage.OpenTarget(ctx, storetest.URL(p.URL, "state", prefix), storage.TargetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tg.Close() })
-		w, err := snapshotfmt.NewWriter(tg, open("in").Metadata(), snapshotfmt.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tg, w
-	}
-	ops := func() map[string]int {
-		m := map[string]int{}
-		for _, op := range []string{"CopyObject", "UploadPartCopy", "DeleteObject", "GetObject"} {
-			m[op] = p.Ops(op)
-		}
-		return m
-	}
-	since := func(before map[string]int) map[string]int {
-		m := ops()
-		for k := range m {
-			m[k] -= before[k]
-		}
-		return m
-	}
-	// check compares the output at prefix with the one written locally
-	// without claims: the same objects, none other, the same bytes.
-	check := func(prefix string) {
-		t.Helper()
-		if got := objectNames(t, direct, prefix); !slices.Equal(got, want) {
-			t.Fatalf("%s holds %v, want %v", prefix, got, want)
-		}
-		out, err := storage.OpenDir(ctx, storetest.URL(srv.Endpoint(), "state", prefix), storage.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-		for _, name := range want {
-			if !bytes.Equal(readObject(t, out, name), mustRead(t, filepath.Join(ref, name))) {
-				t.Fatalf("%s/%s: other bytes than written without claims", prefix, name)
-			}
-		}
-		r := open(prefix)
-		if err := sptest.Verify(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := len(want) - 1
+	fx := newCopyFixture(t)
+	direct := fx.direct
+	files := len(fx.want) - 1
 
 	t.Run("true claims", func(t *testing.T) {
-		before := ops()
-		_, w := target("true")
-		started := claimFiles(t, open("in"), w, false)
+		before := fx.ops()
+		_, w := fx.target(t, "true")
+		started := claimFiles(t, fx.open(t, "in"), w, false)
 		if err := w.Finish(ctx); err != nil {
 			t.Fatal(err)
 		}
-		n := since(before)
+		n := fx.since(before)
 		if slices.Contains(started, false) {
 			t.Errorf("claims started %v, want all", started)
 		}
@@ -248,18 +274,18 @@ func TestClaimedCopies(t *testing.T) {
 		if n["UploadPartCopy"] != files || n["CopyObject"] != 0 || n["DeleteObject"] != 0 {
 			t.Errorf("requests %v, want %d UploadPartCopy and no CopyObject nor DeleteObject", n, files)
 		}
-		check("true")
+		fx.check(t, "true")
 	})
 
 	t.Run("false claims", func(t *testing.T) {
-		lying := open("lying")
-		before := ops()
-		_, w := target("false")
+		lying := fx.open(t, "lying")
+		before := fx.ops()
+		_, w := fx.target(t, "false")
 		started := claimFiles(t, lying, w, false)
 		if err := w.Finish(ctx); err != nil {
 			t.Fatal(err)
 		}
-		n := since(before)
+		n := fx.since(before)
 		if slices.Contains(started, false) {
 			t.Errorf("claims started %v, want all", started)
 		}
@@ -268,36 +294,36 @@ func TestClaimedCopies(t *testing.T) {
 		if n["UploadPartCopy"] != files || n["CopyObject"] != files || n["DeleteObject"] != files {
 			t.Errorf("requests %v, want %d UploadPartCopy, CopyObject and DeleteObject", n, files)
 		}
-		check("false")
+		fx.check(t, "false")
 	})
 
 	t.Run("names taken", func(t *testing.T) {
 		// A file under a claimed name already, as a dead run leaves it:
 		// the claim fails create-only, and the file is copied over it.
-		r := open("in")
+		r := fx.open(t, "in")
 		for _, name := range r.DataFiles() {
 			if _, err := direct.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("taken/" + name),
 				Body: strings.NewReader("left by a dead run")}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		before := ops()
-		_, w := target("taken")
+		before := fx.ops()
+		_, w := fx.target(t, "taken")
 		claimFiles(t, r, w, false)
 		if err := w.Finish(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n := since(before); n["CopyObject"] != files || n["DeleteObject"] != 0 {
+		if n := fx.since(before); n["CopyObject"] != files || n["DeleteObject"] != 0 {
 			t.Errorf("requests %v, want %d CopyObject and no DeleteObject", n, files)
 		}
-		check("taken")
+		fx.check(t, "taken")
 	})
 
 	t.Run("died after the copies", func(t *testing.T) {
 		for _, src := range []string{"in", "lying"} {
 			prefix := "dead-" + src
-			r := open(src)
-			_, w := target(prefix)
+			r := fx.open(t, src)
+			_, w := fx.target(t, prefix)
 			if started := claimFiles(t, r, w, true); slices.Contains(started, false) {
 				t.Fatalf("claims started %v, want all", started)
 			}
@@ -310,7 +336,7 @@ func TestClaimedCopies(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			d, err := storage.OpenDir(ctx, storetest.URL(srv.Endpoint(), "state", prefix), storage.Options{})
+			d, err := storage.OpenDir(ctx, storetest.URL(fx.srv.Endpoint(), "state", prefix), storage.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,18 +358,18 @@ func TestClaimedCopies(t *testing.T) {
 		}
 		// The next run into the target of the truthful input writes over
 		// what the dead one left and publishes.
-		_, w := target("dead-in")
-		claimFiles(t, open("in"), w, false)
+		_, w := fx.target(t, "dead-in")
+		claimFiles(t, fx.open(t, "in"), w, false)
 		if err := w.Finish(ctx); err != nil {
 			t.Fatal(err)
 		}
-		check("dead-in")
+		fx.check(t, "dead-in")
 	})
 
 	t.Run("aborted", func(t *testing.T) {
 		// An abort before the check removes the claimed copies.
-		_, w := target("aborted")
-		claimFiles(t, open("lying"), w, true)
+		_, w := fx.target(t, "aborted")
+		claimFiles(t, fx.open(t, "lying"), w, true)
 		if err := w.Abort(); err != nil {
 			t.Fatal(err)
 		}

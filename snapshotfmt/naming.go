@@ -115,6 +115,10 @@ type composeSink struct {
 	// claimSrc whole under that name, and discards it otherwise.
 	claim    *storage.ClaimedCopy
 	claimSrc storage.File
+	// unread is the source file this file is, whole, under unreadName,
+	// taken on trust without its bytes (DataFileWriter.CopyUnread).
+	unread     storage.File
+	unreadName string
 }
 
 // piece is a span of the spool (src nil) or a run of a source file.
@@ -220,6 +224,9 @@ func (s *composeSink) endRun() error {
 
 func (s *composeSink) finish(ctx context.Context) (string, error) {
 	defer s.abort()
+	if s.unread != nil {
+		return s.unreadName, s.t.CopyNamed(ctx, s.unread, s.unreadName)
+	}
 	if err := s.endRun(); err != nil {
 		return "", err
 	}

@@ -154,6 +154,9 @@ type DataFileWriter struct {
 	// segments are anchored at, instead of the metadata's creation time.
 	anchor   int64
 	anchored bool
+	// unread names the source file this file is a copy of, whole, when
+	// CopyUnread made it one: nothing more can be written to it.
+	unread string
 	// err is sticky: after a failed write, or a segment left half-written,
 	// the file cannot become part of the savepoint.
 	err error
@@ -200,6 +203,8 @@ func (f *DataFileWriter) usable() error {
 		return fmt.Errorf("snapshotfmt: data file %s is closed", f.key)
 	case f.open != nil:
 		return fmt.Errorf("snapshotfmt: data file %s: a segment is still open", f.key)
+	case f.unread != "":
+		return fmt.Errorf("snapshotfmt: data file %s is a copy of %s whole", f.key, f.unread)
 	}
 	return nil
 }
@@ -494,29 +499,104 @@ func (f *DataFileWriter) CopySegmentAhead(ctx context.Context, a *Ahead, seg sav
 // gets a misnamed file. Call it before the first segment. It reports
 // whether the copy started.
 func (f *DataFileWriter) ClaimCopy(ctx context.Context, src *Reader, segs []savepoint.Segment) bool {
+	sink, file, name, ok := f.wholeSource(src, segs)
+	return ok && sink.claimWhole(ctx, file, name)
+}
+
+// CopyUnread makes this file a data file of src whole without reading it:
+// Close has the store copy that file to the name it has, and its segments
+// segs (all of them, in order) are indexed as the segments of dst[i] in
+// their key groups, with the figures of their own index entries. It is the
+// copy of a rewrite that leaves a file as it is, whose bytes then never
+// come through this process. What a copy that reads checks (the blocks'
+// CRCs, the records against the index, the name against the digest of the
+// bytes) is taken on trust: the file is as sound as it is in src, and
+// verify checks it there as here; and since its name is taken to be its
+// digest, the copy replaces a file of that name, as the copy of a file
+// whose digest was computed does. Where the bytes are needed it does
+// nothing and reports false, and the file is written with CopySegment as
+// without it: where ClaimCopy could not claim the file or the store cannot
+// copy it (the file lies in another store), where a histogram
+// would be counted again (another anchor or TTL), and where a segment of
+// dst has another shape. Call it before the first segment; after it, only
+// Close.
+func (f *DataFileWriter) CopyUnread(src *Reader, segs []savepoint.Segment, dst []savepoint.StateRef) (bool, error) {
+	sink, file, name, ok := f.wholeSource(src, segs)
+	if !ok || len(dst) != len(segs) || !storage.SameStore(sink.t, file) {
+		return false, nil
+	}
+	for i, seg := range segs {
+		if !f.carriesOver(src, seg, dst[i]) {
+			return false, nil
+		}
+	}
+	for i, seg := range segs {
+		if err := f.w.claim(dst[i], seg.KeyGroup); err != nil {
+			f.err = err
+			return false, err
+		}
+		f.w.addSegment(savepoint.Segment{Ref: dst[i], Stats: seg.Stats, File: f.key, Offset: seg.Offset, Length: seg.Length})
+	}
+	sink.unread, sink.unreadName = file, name
+	f.size, f.unread = file.Size(), name
+	return true, nil
+}
+
+// wholeSource returns the sink, the file of src and its name where this
+// file may be that file whole: segs are all its segments, in order; its
+// name claims a digest under this format's naming rule, with the stem and
+// extension this file was created under; it is of the newest format
+// version, so its preamble is the one written; and this file is written
+// to a bucket and has nothing but its preamble yet.
+func (f *DataFileWriter) wholeSource(src *Reader, segs []savepoint.Segment) (*composeSink, storage.File, string, bool) {
 	sink, ok := f.out.(*composeSink)
 	if !ok || f.usable() != nil || f.size != preambleLen || len(segs) == 0 || src.idx.version != NewestVersion {
-		return false
+		return nil, nil, "", false
 	}
 	name := segs[0].File
 	if stem, ext := dataFileStem(name); stem+ext != f.key || name == f.key {
-		return false
+		return nil, nil, "", false
 	}
 	file, err := src.file(name)
 	if err != nil {
-		return false
+		return nil, nil, "", false
 	}
 	end := int64(preambleLen)
 	for _, s := range segs {
 		if s.File != name || s.Offset != end {
-			return false
+			return nil, nil, "", false
 		}
 		end += s.Length
 	}
 	if end != file.Size() {
+		return nil, nil, "", false
+	}
+	return sink, file, name, true
+}
+
+// carriesOver reports whether seg of src, copied as the segment of ref in
+// its key group, keeps its index entry as it is: the shapes are the same,
+// and the histograms, if any, are carried over (see copySegment).
+func (f *DataFileWriter) carriesOver(src *Reader, seg savepoint.Segment, ref savepoint.StateRef) bool {
+	o, err := f.w.target(ref, seg.KeyGroup)
+	if err != nil || src.meta.Check(seg.Ref) != nil {
 		return false
 	}
-	return sink.claimWhole(ctx, file, name)
+	so := &src.meta.Operators[seg.Ref.Operator]
+	if shapeOf(so, seg.Ref, seg.KeyGroup) != shapeOf(o, ref, seg.KeyGroup) {
+		return false
+	}
+	out := f.histCounts(o, ref)
+	defer out.release()
+	return out == nil || histogramsCarried(out, &seg, ttlMillisOf(so, seg.Ref))
+}
+
+// histogramsCarried reports whether the histograms of seg, whose state has a TTL of
+// srcTTL milliseconds, are those that out would count: seg has them, and
+// they are anchored at the same time under the same TTL, where there is
+// one.
+func histogramsCarried(out *histCounts, seg *savepoint.Segment, srcTTL int64) bool {
+	return seg.Sizes != nil && (!out.ttl || seg.Anchor == out.anchor && srcTTL == out.ttlMillis)
 }
 
 // CopySegment copies seg of src into this file as opaque bytes, as the
@@ -586,7 +666,7 @@ func (f *DataFileWriter) copySegment(ctx context.Context, src *Reader, ahead *st
 	// correct ones.
 	out := f.histCounts(o, ref)
 	srcTTL := ttlMillisOf(so, seg.Ref)
-	carried := out != nil && seg.Sizes != nil && (!out.ttl || seg.Anchor == out.anchor && srcTTL == out.ttlMillis)
+	carried := out != nil && histogramsCarried(out, &seg, srcTTL)
 	switch {
 	case carried:
 		out.release()
