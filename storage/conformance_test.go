@@ -158,6 +158,38 @@ func conformance(t *testing.T, loc func(prefix string) string) {
 			t.Fatalf("_metadata = %q, want the first replacement's", got)
 		}
 	})
+	t.Run("whole file copied on the server", func(t *testing.T) {
+		// What a rewrite does with a data file it keeps whole and does not
+		// read: the store copies it, and the copy stays with the savepoint
+		// that names it.
+		src, err := open(t, "a").Open(ctx, "data-000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, src.Size())
+		if _, err := src.ReadAt(want, 0); err != nil {
+			t.Fatal(err)
+		}
+		const name = "data-000-0123456789abcdef"
+		tg := openTarget(t, loc("h"), false)
+		if !storage.SameStore(tg, src) {
+			t.Fatal("a target in the bucket of its source is not in the same store")
+		}
+		if err := tg.CopyNamed(ctx, src, name); err != nil {
+			t.Fatal(err)
+		}
+		w, err := tg.Create(ctx, storage.MetadataName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeAll(t, w, []byte("names "+name))
+		if err := tg.Publish(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, open(t, "h"), name); !bytes.Equal(got, want) {
+			t.Fatalf("the copy holds %d bytes other than its source's %d", len(got), len(want))
+		}
+	})
 	t.Run("orphans", func(t *testing.T) {
 		tg := openTarget(t, loc("e"), false)
 		w, _ := tg.Create(ctx, "left")
