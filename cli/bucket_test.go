@@ -17,10 +17,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/cli"
+	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/internal/flinkgen"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // bucketFixture is the demo savepoint on disk and, the same bytes, in a
@@ -422,5 +425,51 @@ func TestBucketRewriteCopiesUnread(t *testing.T) {
 		if !maps.EqualFunc(got, want, bytes.Equal) {
 			t.Errorf("%v: the bucket holds %v, the disk %v, or other bytes", args, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 		}
+	}
+}
+
+// A rewrite of an Apache Flink savepoint in a bucket has the store copy
+// the files it keeps as they are: operator rename bucket to bucket reads
+// _metadata and the heads of the keyed state files (their state meta
+// information, for the reader), and writes the bytes that a rename on disk
+// writes.
+func TestBucketFlinkRewriteCopiesOnTheServer(t *testing.T) {
+	f := newBucketFixture(t)
+	ctx := context.Background()
+	c := flinkgen.SessionsLarge()
+	c.Users = 300
+	src := filepath.Join(f.dir, "flink")
+	st, err := storage.Stage(src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flinkgen.Write(ctx, st, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.upload(t, src, "in/flink")
+	in := localFiles(t, src)
+	var data int64
+	for name, b := range in {
+		if name != flinkfmt.MetadataFile {
+			data += int64(len(b))
+		}
+	}
+	localOut := filepath.Join(f.dir, "flink-renamed")
+	if _, stderr, code := runCLI(t, "operator", "rename", src, flinkgen.OperatorUID, "renamed", "--out", localOut); code != 0 {
+		t.Fatalf("rename on disk: exit %d: %s", code, stderr)
+	}
+	served := f.proxy.ServedBytes()
+	if _, stderr, code := runCLI(t, "operator", "rename", f.url("in/flink"), flinkgen.OperatorUID, "renamed", "--out", f.url("out/flink-renamed")); code != 0 {
+		t.Fatalf("rename bucket to bucket: exit %d: %s", code, stderr)
+	}
+	if n, meta := f.proxy.ServedBytes()-served, int64(len(in[flinkfmt.MetadataFile])); n-meta > data/10 {
+		t.Errorf("the rename read %d bytes: _metadata's %d and %d of the %d of the files it copies", n, meta, n-meta, data)
+	}
+	want, got := localFiles(t, localOut), f.objects(t, "out/flink-renamed")
+	if !maps.EqualFunc(got, want, bytes.Equal) {
+		t.Errorf("the bucket holds %v, the disk %v, or other bytes", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 	}
 }

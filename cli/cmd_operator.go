@@ -57,7 +57,7 @@ operator's uid, its ID (32 hex digits) or a name that one operator alone has.`,
 				func(ctx context.Context, r savepoint.Source, opts rewrite.Options) (*operatoredit.Report, error) {
 					return operatoredit.Remove(ctx, r, args[0], args[1], opts)
 				},
-				func(ctx context.Context, r *flinkfmt.Reader, dst storage.Staging, opts flinkrewrite.Options) (*flinkrewrite.OperatorChange, error) {
+				func(ctx context.Context, r *flinkfmt.Reader, dst storage.Target, opts flinkrewrite.Options) (*flinkrewrite.OperatorChange, error) {
 					return flinkrewrite.RemoveOperator(ctx, r, dst, args[1], opts)
 				})
 		},
@@ -86,7 +86,7 @@ metadata version 5 records NEW as its uid too.`,
 				func(ctx context.Context, r savepoint.Source, opts rewrite.Options) (*operatoredit.Report, error) {
 					return operatoredit.Rename(ctx, r, args[0], args[1], args[2], opts)
 				},
-				func(ctx context.Context, r *flinkfmt.Reader, dst storage.Staging, opts flinkrewrite.Options) (*flinkrewrite.OperatorChange, error) {
+				func(ctx context.Context, r *flinkfmt.Reader, dst storage.Target, opts flinkrewrite.Options) (*flinkrewrite.OperatorChange, error) {
 					return flinkrewrite.RenameOperator(ctx, r, dst, args[1], flinkrewrite.RenameOptions{UID: args[2], Options: opts})
 				})
 		},
@@ -98,7 +98,7 @@ metadata version 5 records NEW as its uid too.`,
 
 func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writer, bar *byteProgress,
 	do func(context.Context, savepoint.Source, rewrite.Options) (*operatoredit.Report, error),
-	flink func(context.Context, *flinkfmt.Reader, storage.Staging, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
+	flink func(context.Context, *flinkfmt.Reader, storage.Target, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
 	r, err := openRewriteInput(ctx, f, input)
 	if err != nil {
 		return err

@@ -35,7 +35,9 @@ behind. Timers and states without TTL are copied unchanged.
 
 Only the framing and the 8-byte last-modified time in front of each value are
 read; no value is decoded. Segments with nothing expired are copied as opaque
-bytes, segments with everything expired are dropped unread. The new savepoint
+bytes, segments with everything expired are dropped unread. A data file with
+nothing expired, written to a bucket of the store the input lies in, is copied
+by the store without being read (--check-copies reads and checks it). The new savepoint
 keeps the input's layout: its data files and index are those the engine writes
 with full-snapshot cleanup at the same time. Its metadata records in its
 lineage which savepoint it came from and what was pruned.

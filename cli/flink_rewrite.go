@@ -35,7 +35,7 @@ func flinkReader(src savepoint.Source) (*flinkfmt.Reader, bool) {
 // every rewrite's output follows (a local target staged beside it and
 // renamed into place, a bucket target published by its _metadata), or
 // returns nil for a dry run, which writes nothing.
-func stageFlink(ctx context.Context, input string, f *rewriteFlags) (storage.Staging, error) {
+func stageFlink(ctx context.Context, input string, f *rewriteFlags) (storage.Target, error) {
 	if f.dryRun {
 		return nil, nil
 	}
@@ -47,13 +47,11 @@ func stageFlink(ctx context.Context, input string, f *rewriteFlags) (storage.Sta
 
 // publishFlink publishes st after run wrote into it, or removes it when
 // run failed, and releases it.
-func publishFlink(ctx context.Context, st storage.Staging, err error) error {
+func publishFlink(ctx context.Context, st storage.Target, err error) error {
 	if st == nil {
 		return rewriteError(err)
 	}
-	if c, ok := st.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer st.Close()
 	if err != nil {
 		st.Abort()
 		return rewriteError(err)
@@ -181,7 +179,7 @@ func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, 
 // runFlinkOperator removes or renames an operator of an Apache Flink
 // savepoint.
 func runFlinkOperator(ctx context.Context, f *rewriteFlags, r *flinkfmt.Reader, input string, out io.Writer, bar *byteProgress,
-	do func(context.Context, *flinkfmt.Reader, storage.Staging, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
+	do func(context.Context, *flinkfmt.Reader, storage.Target, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
 	st, err := stageFlink(ctx, input, f)
 	if err != nil {
 		return err

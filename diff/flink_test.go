@@ -32,7 +32,7 @@ func flinkSavepoint(t *testing.T, c flinkgen.Config) string {
 
 // flinkRewrite runs do on the Flink savepoint at in and returns where its
 // output went.
-func flinkRewrite(t *testing.T, in string, do func(*flinkfmt.Reader, storage.Staging) error) string {
+func flinkRewrite(t *testing.T, in string, do func(*flinkfmt.Reader, storage.Target) error) string {
 	t.Helper()
 	r, err := flinkfmt.Open(context.Background(), storage.LocalDir(in), flinkfmt.Options{})
 	if err != nil {
@@ -62,7 +62,7 @@ func TestFlinkAtAnotherMaxParallelism(t *testing.T) {
 		Now: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), Span: 14 * 24 * time.Hour,
 		Parallelism: 2, MaxParallelism: 128}
 	sp := flinkSavepoint(t, cfg)
-	at720 := flinkRewrite(t, sp, func(r *flinkfmt.Reader, st storage.Staging) error {
+	at720 := flinkRewrite(t, sp, func(r *flinkfmt.Reader, st storage.Target) error {
 		_, err := flinkrewrite.Rescale(ctx, r, st, flinkrewrite.RescaleOptions{MaxParallelism: 720, Parallelism: 3})
 		return err
 	})
@@ -88,7 +88,7 @@ func TestFlinkAtAnotherMaxParallelism(t *testing.T) {
 	// its operator goes by its hex ID.
 	id := flinkState(t, compare(t, sp, sp, diff.Options{}), flinkgen.CountsState).Operator
 	var dropped uint64
-	pruned := flinkRewrite(t, at720, func(r *flinkfmt.Reader, st storage.Staging) error {
+	pruned := flinkRewrite(t, at720, func(r *flinkfmt.Reader, st storage.Target) error {
 		rep, err := flinkrewrite.PruneTTL(ctx, r, st, flinkrewrite.PruneOptions{Now: cfg.Now,
 			TTL: map[string]time.Duration{id + "/" + flinkgen.CountsState: 5 * 24 * time.Hour}})
 		for _, s := range rep.States {

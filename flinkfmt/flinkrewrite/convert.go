@@ -83,7 +83,7 @@ func NeedsConversion(ctx context.Context, src *flinkfmt.Reader) bool {
 // and broadcast state, raw keyed state, coordinator state) is copied.
 // A savepoint with nothing to convert, and the changelog layout, are
 // refused.
-func Convert(ctx context.Context, src *flinkfmt.Reader, dst storage.Staging, opts Options) (*ConvertReport, error) {
+func Convert(ctx context.Context, src *flinkfmt.Reader, dst storage.Target, opts Options) (*ConvertReport, error) {
 	inputMeta, err := checkWritable(src.Metadata())
 	if err != nil {
 		return nil, err

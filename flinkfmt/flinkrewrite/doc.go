@@ -10,10 +10,10 @@
 // is staged beside its target and published in one step.
 //
 // Each function reads a flinkfmt.Reader and writes the output savepoint's
-// files into a storage.Staging, the _metadata last, in the metadata
+// files into a storage.Target, the _metadata last, in the metadata
 // version of the input (2 to 5), so that the Flink that wrote a savepoint
-// restores its rewrite; it neither publishes nor aborts the staging. With
-// a nil staging it is a dry run: every check is made and the report
+// restores its rewrite; it neither publishes nor aborts the target. With
+// a nil target it is a dry run: every check is made and the report
 // computed (PruneTTL reads the TTL states to count what it would drop),
 // nothing is written.
 //
@@ -34,7 +34,9 @@
 // operators, operator and broadcast state, raw keyed state a prune keeps)
 // is copied as bytes, handles and offsets as they were; the files of
 // absolute file handles are copied into the output and referred to by
-// relative handles, which Flink reads from 1.11 on.
+// relative handles, which Flink reads from 1.11 on. A file kept whole is
+// copied by the store where the input lies in the target's (a bucket's
+// server-side copy), unread, and through this process otherwise.
 //
 // Memory is bounded by one key group, plus, in a rescale that changes the
 // max parallelism, the sort budget (RescaleOptions.Memory): entries are

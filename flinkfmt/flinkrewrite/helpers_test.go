@@ -53,7 +53,7 @@ func open(t testing.TB, dir string) *flinkfmt.Reader {
 
 // staged is an output staged in a test's temporary directory.
 type staged struct {
-	storage.Staging
+	storage.Target
 	target string
 }
 

@@ -38,7 +38,7 @@ type OperatorChange struct {
 // RemoveOperator writes src without the operator ref (an id, uid or name
 // as Reader.Operator finds it) into dst; a nil dst is a dry run. Every
 // other operator's state is copied as it is.
-func RemoveOperator(ctx context.Context, src *flinkfmt.Reader, dst storage.Staging, ref string, opts Options) (*OperatorChange, error) {
+func RemoveOperator(ctx context.Context, src *flinkfmt.Reader, dst storage.Target, ref string, opts Options) (*OperatorChange, error) {
 	inputMeta, err := checkWritable(src.Metadata())
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ type RenameOptions struct {
 // name) into dst; a nil dst is a dry run. Flink matches the state of a
 // savepoint to the operators of a job by id, so this is how an operator
 // that had none gets its uid, or one whose uid changed keeps its state.
-func RenameOperator(ctx context.Context, src *flinkfmt.Reader, dst storage.Staging, ref string, opts RenameOptions) (*OperatorChange, error) {
+func RenameOperator(ctx context.Context, src *flinkfmt.Reader, dst storage.Target, ref string, opts RenameOptions) (*OperatorChange, error) {
 	inputMeta, err := checkWritable(src.Metadata())
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func RenameOperator(ctx context.Context, src *flinkfmt.Reader, dst storage.Stagi
 
 // copyOperators writes every operator of src that change keeps (after
 // changing what is not state) into dst, its state copied as it is.
-func copyOperators(ctx context.Context, src *flinkfmt.Reader, inputMeta []byte, dst storage.Staging, what string, opts Options,
+func copyOperators(ctx context.Context, src *flinkfmt.Reader, inputMeta []byte, dst storage.Target, what string, opts Options,
 	change func(*flinkfmt.Operator) *flinkfmt.Operator) error {
 	var ops []*flinkfmt.Operator
 	var total int64

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"runtime"
 	"sync"
@@ -63,7 +62,7 @@ func checkWritable(m *flinkfmt.Metadata) ([]byte, error) {
 // files take and the input files copied into it.
 type output struct {
 	ctx    context.Context
-	dst    storage.Staging
+	dst    storage.Target
 	src    *flinkfmt.Reader
 	inline int
 	seed   [sha256.Size]byte
@@ -79,7 +78,7 @@ type output struct {
 
 // newOutput prepares the output of a rewrite of src described by what; the
 // names of its new files depend only on the input's metadata and what.
-func newOutput(ctx context.Context, src *flinkfmt.Reader, inputMeta []byte, dst storage.Staging, what string, opts Options, meter *rewrite.Meter) (*output, error) {
+func newOutput(ctx context.Context, src *flinkfmt.Reader, inputMeta []byte, dst storage.Target, what string, opts Options, meter *rewrite.Meter) (*output, error) {
 	o := &output{ctx: ctx, dst: dst, src: src, inline: opts.inline(), meter: meter,
 		taken: map[string]string{flinkfmt.MetadataFile: ""}, copied: map[string]string{}}
 	h := sha256.New()
@@ -188,15 +187,8 @@ func (o *output) copyFile(dir storage.Dir, name string) (string, error) {
 		return "", fmt.Errorf("flinkrewrite: opening %s: %w", name, err)
 	}
 	defer f.Close()
-	w, err := o.dst.Create(o.ctx, out)
-	if err != nil {
-		return "", err
-	}
-	_, err = io.Copy(w, io.NewSectionReader(f, 0, f.Size()))
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	// The store copies the file itself where the input lies in it.
+	if err := o.dst.Copy(o.ctx, dir, name, out); err != nil {
 		return "", fmt.Errorf("flinkrewrite: copying %s: %w", name, err)
 	}
 	o.meter.Add(f.Size())

@@ -68,7 +68,7 @@ type prunePlan struct {
 // PruneTTL writes src without the entries of the states opts.TTL names
 // that are expired at opts.Now into dst; a nil dst is a dry run, which
 // reads those states to count what it would drop.
-func PruneTTL(ctx context.Context, src *flinkfmt.Reader, dst storage.Staging, opts PruneOptions) (*PruneReport, error) {
+func PruneTTL(ctx context.Context, src *flinkfmt.Reader, dst storage.Target, opts PruneOptions) (*PruneReport, error) {
 	inputMeta, err := checkWritable(src.Metadata())
 	if err != nil {
 		return nil, err

@@ -91,7 +91,7 @@ type rescalePlan struct {
 
 // Rescale writes src rescaled to opts.MaxParallelism into dst; a nil dst
 // is a dry run. See the package documentation for what is refused.
-func Rescale(ctx context.Context, src *flinkfmt.Reader, dst storage.Staging, opts RescaleOptions) (*RescaleReport, error) {
+func Rescale(ctx context.Context, src *flinkfmt.Reader, dst storage.Target, opts RescaleOptions) (*RescaleReport, error) {
 	inputMeta, err := checkWritable(src.Metadata())
 	if err != nil {
 		return nil, err
