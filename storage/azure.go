@@ -263,6 +263,9 @@ func newAzureBucket(loc Location, policy RetryPolicy, c *Counters, getenv func(s
 type azureConditions struct {
 	IfMatch     string
 	IfNoneMatch string
+	// SourceIfMatch makes a copy succeed only from the source of that
+	// ETag.
+	SourceIfMatch string
 }
 
 func (c *azureConditions) as(i any) bool {
@@ -279,6 +282,9 @@ func (c *azureConditions) set(h http.Header) {
 	}
 	if c.IfNoneMatch != "" {
 		h.Set("If-None-Match", c.IfNoneMatch)
+	}
+	if c.SourceIfMatch != "" {
+		h.Set("x-ms-source-if-match", c.SourceIfMatch)
 	}
 }
 

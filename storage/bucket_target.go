@@ -238,7 +238,7 @@ func (w *bucketNamed) Close() error {
 	err := w.w.Close()
 	name := NameByContent(w.stem, w.h.Sum(nil), w.ext)
 	if err == nil {
-		err = w.t.copyKey(w.ctx, w.t.bucketStore, w.tmp, "", w.t.key(name), w.size, false)
+		err = w.t.copyKey(w.ctx, w.t.bucketStore, copyFrom{key: w.tmp}, w.t.key(name), w.size, false)
 	}
 	if derr := w.t.deleteKey(w.ctx, w.tmp); derr == nil {
 		w.t.mu.Lock()
@@ -275,7 +275,7 @@ func (t *bucketTarget) Copy(ctx context.Context, src Dir, srcName, name string) 
 		return err
 	}
 	bf := f.(*bucketFile)
-	if err := t.copyKey(ctx, sd.bucketStore, sd.key(srcName), bf.etag, t.key(name), f.Size(), true); err != nil {
+	if err := t.copyKey(ctx, sd.bucketStore, bf.copyFrom(), t.key(name), f.Size(), true); err != nil {
 		return t.conflict(name, err)
 	}
 	t.mu.Lock()
@@ -288,12 +288,25 @@ func (t *bucketTarget) Copy(ctx context.Context, src Dir, srcName, name string) 
 // ones are copied in parts.
 const maxCopyObject = 5 << 30
 
-// copyKey copies srcKey of src to dstKey of t on the server. createOnly
+// copyFrom is the source of a copy on the server: its key, and the
+// version of it that was opened, if one was (its ETag, and on GCS its
+// generation).
+type copyFrom struct {
+	key, etag  string
+	generation int64
+}
+
+func (f *bucketFile) copyFrom() copyFrom {
+	return copyFrom{key: f.st.key(f.name), etag: f.etag, generation: f.generation}
+}
+
+// copyKey copies src of store to dstKey of t on the server. createOnly
 // refuses an existing destination; on S3 and GCS by condition, on Azure by
-// a check that a writer racing this one can slip past. On S3 a srcETag
-// binds the copy to the version of the source that was read: a replaced
-// source fails it with ErrChanged.
-func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, srcETag, dstKey string, size int64, createOnly bool) error {
+// a check that a writer racing this one can slip past. The version of the
+// source that was opened binds the copy (on S3 and Azure its ETag, on GCS
+// its generation): a source replaced or removed since fails it with
+// ErrChanged.
+func (t *bucketTarget) copyKey(ctx context.Context, store *bucketStore, src copyFrom, dstKey string, size int64, createOnly bool) error {
 	t.c.Requests.Add(1)
 	if t.s3 == nil {
 		if createOnly {
@@ -304,15 +317,29 @@ func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, sr
 			}
 		}
 		// GCS checks the condition itself too (its emulator does not).
+		azure := false
 		opts := &blob.CopyOptions{BeforeCopy: func(as func(any) bool) error {
 			var c *gcsConditions
-			if createOnly && as(&c) {
-				zero := int64(0)
-				c.IfGenerationMatch = &zero
+			if as(&c) {
+				if createOnly {
+					zero := int64(0)
+					c.IfGenerationMatch = &zero
+				}
+				c.SourceGeneration = src.generation
+			}
+			var ac *azureConditions
+			if azure = as(&ac); azure {
+				ac.SourceIfMatch = src.etag
 			}
 			return nil
 		}}
-		if err := t.b.Copy(ctx, dstKey, srcKey, opts); err != nil {
+		if err := t.b.Copy(ctx, dstKey, src.key, opts); err != nil {
+			// A generation that is gone is not found on GCS; on Azure the
+			// only condition on the copy is the source's.
+			bound := src.etag != "" || src.generation != 0
+			if bound && (gcerrors.Code(err) == gcerrors.NotFound || azure && isPreconditionFailed(err)) {
+				return fmt.Errorf("%w: %s was replaced or removed after it was read", ErrChanged, src.key)
+			}
 			return err
 		}
 		t.c.BytesCopied.Add(size)
@@ -323,7 +350,7 @@ func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, sr
 	// CopyObject, every one that has conditions does on completion.
 	if size > maxCopyObject || createOnly {
 		k := &s3Composer{t: t, ctx: ctx, key: dstKey, createOnly: createOnly}
-		err := k.copyParts(src.loc.Bucket, srcKey, srcETag, 0, size)
+		err := k.copyParts(store.loc.Bucket, src.key, src.etag, 0, size)
 		if err == nil {
 			// With no part (an empty file), finish makes it one PUT.
 			err = k.finish()
@@ -333,7 +360,7 @@ func (t *bucketTarget) copyKey(ctx context.Context, src *bucketStore, srcKey, sr
 		}
 		return err
 	}
-	return t.copyObject(ctx, src.loc.Bucket, srcKey, srcETag, dstKey, size)
+	return t.copyObject(ctx, store.loc.Bucket, src.key, src.etag, dstKey, size)
 }
 
 // copyObject copies a whole object of at most maxCopyObject bytes on S3
@@ -439,7 +466,7 @@ func (t *bucketTarget) CopyNamed(ctx context.Context, src File, name string) err
 		}
 		return w.Close()
 	}
-	if err := t.copyKey(ctx, bf.st, bf.st.key(bf.name), bf.etag, t.key(name), bf.size, false); err != nil {
+	if err := t.copyKey(ctx, bf.st, bf.copyFrom(), t.key(name), bf.size, false); err != nil {
 		return fmt.Errorf("storage: copying %s to %s: %w", bf.st.where(bf.name), t.where(name), err)
 	}
 	t.markNamed(name)

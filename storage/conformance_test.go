@@ -189,6 +189,22 @@ func conformance(t *testing.T, loc func(prefix string) string) {
 		if got := readAll(t, open(t, "h"), name); !bytes.Equal(got, want) {
 			t.Fatalf("the copy holds %d bytes other than its source's %d", len(got), len(want))
 		}
+		// A source replaced since it was opened is not copied: the copy is
+		// bound to the version opened. (A forced publish replaces
+		// _metadata in place, on every store.)
+		if _, err := writeSavepoint(t, openTarget(t, loc("i"), false), "first", nil); err != nil {
+			t.Fatal(err)
+		}
+		old, err := open(t, "i").Open(ctx, storage.MetadataName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := writeSavepoint(t, openTarget(t, loc("i"), true), "second, longer", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := openTarget(t, loc("j"), false).CopyNamed(ctx, old, name); !errors.Is(err, storage.ErrChanged) {
+			t.Fatalf("a copy of a source replaced since it was opened = %v, want ErrChanged", err)
+		}
 	})
 	t.Run("orphans", func(t *testing.T) {
 		tg := openTarget(t, loc("e"), false)

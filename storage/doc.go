@@ -93,9 +93,11 @@
 //     a copy request, and ranges with UploadPartCopy where S3's rule allows
 //     (every part but the last at least 5 MiB; shorter ranges, and the
 //     bytes needed to top a part up, go through the client). Elsewhere
-//     than S3, ranges go through the client. On S3 a copy is bound to the
-//     version of its source that was opened (x-amz-copy-source-if-match):
-//     a source replaced since fails it with ErrChanged.
+//     than S3, ranges go through the client. A copy is bound to the
+//     version of its source that was opened (S3's
+//     x-amz-copy-source-if-match, Azure's x-ms-source-if-match, GCS's
+//     sourceGeneration): a source replaced or removed since fails it with
+//     ErrChanged.
 //   - StartClaimedCopy copies a whole file on S3 to the content name that
 //     the source's own name claims, create-only, before the caller has
 //     read a byte of it, so that the server copies while the caller reads

@@ -105,6 +105,9 @@ type gcsConditions struct {
 	// IfGenerationMatch, when set, makes a write or copy succeed only
 	// over that generation; 0 means only where no object exists.
 	IfGenerationMatch *int64
+	// SourceGeneration, when set, copies that generation of the source
+	// only: one that is gone is not found.
+	SourceGeneration int64
 }
 
 func (c *gcsConditions) as(i any) bool {
@@ -121,6 +124,9 @@ func (c *gcsConditions) query(q url.Values) {
 	}
 	if c.IfGenerationMatch != nil {
 		q.Set("ifGenerationMatch", strconv.FormatInt(*c.IfGenerationMatch, 10))
+	}
+	if c.SourceGeneration != 0 {
+		q.Set("sourceGeneration", strconv.FormatInt(c.SourceGeneration, 10))
 	}
 }
 
