@@ -516,10 +516,9 @@ func (f *DataFileWriter) ClaimCopy(ctx context.Context, src *Reader, segs []save
 // whose digest was computed does. Where the bytes are needed it does
 // nothing and reports false, and the file is written with CopySegment as
 // without it: where ClaimCopy could not claim the file or the store cannot
-// copy it (the file lies in another store), where a histogram
-// would be counted again (another anchor or TTL), and where a segment of
-// dst has another shape. Call it before the first segment; after it, only
-// Close.
+// copy it (the file lies in another store), where a histogram would be
+// counted again (another anchor or TTL), and where a segment of dst has
+// another shape. Call it before the first segment; after it, only Close.
 func (f *DataFileWriter) CopyUnread(src *Reader, segs []savepoint.Segment, dst []savepoint.StateRef) (bool, error) {
 	sink, file, name, ok := f.wholeSource(src, segs)
 	if !ok || len(dst) != len(segs) || !storage.SameStore(sink.t, file) {
@@ -591,10 +590,10 @@ func (f *DataFileWriter) carriesOver(src *Reader, seg savepoint.Segment, ref sav
 	return out == nil || histogramsCarried(out, &seg, ttlMillisOf(so, seg.Ref))
 }
 
-// histogramsCarried reports whether the histograms of seg, whose state has a TTL of
-// srcTTL milliseconds, are those that out would count: seg has them, and
-// they are anchored at the same time under the same TTL, where there is
-// one.
+// histogramsCarried reports whether the histograms of seg, whose state
+// has a TTL of srcTTL milliseconds, are those that out would count: seg
+// has them, and they are anchored at the same time under the same TTL,
+// where there is one.
 func histogramsCarried(out *histCounts, seg *savepoint.Segment, srcTTL int64) bool {
 	return seg.Sizes != nil && (!out.ttl || seg.Anchor == out.anchor && srcTTL == out.ttlMillis)
 }
