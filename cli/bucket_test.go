@@ -23,7 +23,6 @@ import (
 	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // bucketFixture is the demo savepoint on disk and, the same bytes, in a
@@ -439,14 +438,7 @@ func TestBucketFlinkRewriteCopiesOnTheServer(t *testing.T) {
 	c := flinkgen.SessionsLarge()
 	c.Users = 300
 	src := filepath.Join(f.dir, "flink")
-	st, err := storage.Stage(src, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := flinkgen.Write(ctx, st, c); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Publish(ctx); err != nil {
+	if _, err := flinkgen.WriteDir(ctx, src, false, c); err != nil {
 		t.Fatal(err)
 	}
 	f.upload(t, src, "in/flink")

@@ -23,7 +23,6 @@ import (
 	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // The JSON output of every command is a contract that scripts rely on:
@@ -154,14 +153,7 @@ func TestJSONContract(t *testing.T) {
 	flinkSessions := out("flink-sessions")
 	c := flinkgen.SessionsLarge()
 	c.Users = 50
-	st, err := storage.Stage(flinkSessions, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := flinkgen.Write(context.Background(), st, c); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Publish(context.Background()); err != nil {
+	if _, err := flinkgen.WriteDir(context.Background(), flinkSessions, false, c); err != nil {
 		t.Fatal(err)
 	}
 	cases = append(cases, contractCase{command: "prune-ttl", args: []string{"prune-ttl", flinkSessions, "--now", jsonvalue.Time(c.Now + 2*24*time.Hour.Milliseconds()),

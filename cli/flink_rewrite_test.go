@@ -14,7 +14,6 @@ import (
 
 	"github.com/stateproc/stateproc/cli"
 	"github.com/stateproc/stateproc/internal/flinkgen"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // sortedDump is every entry of one state, as dump prints them, sorted:
@@ -211,15 +210,8 @@ func TestFlinkPruneTTL(t *testing.T) {
 	src := filepath.Join(tmp, "in")
 	c := flinkgen.SessionsLarge()
 	c.Users = 300
-	st, err := storage.Stage(src, false)
+	stats, err := flinkgen.WriteDir(context.Background(), src, false, c)
 	if err != nil {
-		t.Fatal(err)
-	}
-	stats, err := flinkgen.Write(context.Background(), st, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Publish(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ttl := flinkgen.OperatorUID + "/" + flinkgen.CountsState + "=7d"

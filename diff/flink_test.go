@@ -17,14 +17,7 @@ import (
 func flinkSavepoint(t *testing.T, c flinkgen.Config) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "flink")
-	st, err := storage.Stage(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := flinkgen.Write(context.Background(), st, c); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Publish(context.Background()); err != nil {
+	if _, err := flinkgen.WriteDir(context.Background(), dir, false, c); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -289,20 +289,17 @@ func (c *flatCol) null(def int16) {
 // errors of directDec.
 func (c *flatCol) decodeFlink(src []byte) error {
 	if c.nullFlag {
-		if len(src) == 0 {
-			return fmt.Errorf("%w: a map value without its null flag", serializers.ErrDecode)
-		}
-		if src[0] != 0 {
-			if len(src) != 1 {
-				return fmt.Errorf("%w: a null map value followed by %d bytes", serializers.ErrDecode, len(src)-1)
+		var null bool
+		var err error
+		if src, null, err = cutNullFlag(src); err != nil || null {
+			if null {
+				c.null(c.maxDef - 1)
+				if c.elem != nil {
+					c.elem.null(c.maxDef - 1)
+				}
 			}
-			c.null(c.maxDef - 1)
-			if c.elem != nil {
-				c.elem.null(c.maxDef - 1)
-			}
-			return nil
+			return err
 		}
-		src = src[1:]
 	}
 	cur := &c.cur
 	cur.Reset(src)
@@ -313,11 +310,8 @@ func (c *flatCol) decodeFlink(src []byte) error {
 	} else {
 		c.flinkValue(cur)
 	}
-	if err := cur.Err(); err != nil {
-		return fmt.Errorf("%w: %w", serializers.ErrDecode, err)
-	}
-	if n := cur.Len(); n != 0 {
-		return fmt.Errorf("%w: %d bytes follow the value", serializers.ErrDecode, n)
+	if err := readWhole(cur); err != nil {
+		return err
 	}
 	if len(c.data) > math.MaxInt32 {
 		return malformed("a value does not fit in a row group")

@@ -59,26 +59,43 @@ func directDecoder(fs flinkSerializer, vc valueColumn, path string, b array.Buil
 
 func (d *directDec) decode(src []byte) error {
 	if d.nullFlag {
-		if len(src) == 0 {
-			return fmt.Errorf("%w: a map value without its null flag", serializers.ErrDecode)
-		}
-		if src[0] != 0 {
-			if len(src) != 1 {
-				return fmt.Errorf("%w: a null map value followed by %d bytes", serializers.ErrDecode, len(src)-1)
+		var null bool
+		var err error
+		if src, null, err = cutNullFlag(src); err != nil || null {
+			if null {
+				d.b.AppendNull()
 			}
-			d.b.AppendNull()
-			return nil
+			return err
 		}
-		src = src[1:]
 	}
 	d.cur.Reset(src)
 	if err := d.fn(&d.cur, true); err != nil {
 		return err
 	}
-	if err := d.cur.Err(); err != nil {
+	return readWhole(&d.cur)
+}
+
+// cutNullFlag reads the null flag in front of a map value that Flink's
+// map serializer writes: it returns the value after it, or reports a null,
+// which must be the flag alone.
+func cutNullFlag(src []byte) (value []byte, null bool, err error) {
+	switch {
+	case len(src) == 0:
+		return nil, false, fmt.Errorf("%w: a map value without its null flag", serializers.ErrDecode)
+	case src[0] == 0:
+		return src[1:], false, nil
+	case len(src) != 1:
+		return nil, false, fmt.Errorf("%w: a null map value followed by %d bytes", serializers.ErrDecode, len(src)-1)
+	}
+	return nil, true, nil
+}
+
+// readWhole checks that cur read a value without an error, and all of it.
+func readWhole(cur *typeser.Cursor) error {
+	if err := cur.Err(); err != nil {
 		return fmt.Errorf("%w: %w", serializers.ErrDecode, err)
 	}
-	if n := d.cur.Len(); n != 0 {
+	if n := cur.Len(); n != 0 {
 		return fmt.Errorf("%w: %d bytes follow the value", serializers.ErrDecode, n)
 	}
 	return nil

@@ -43,14 +43,7 @@ func writeSessions(t *testing.T, users int, compressed bool) string {
 	c := flinkgen.SessionsLarge()
 	c.Users, c.Compressed = users, compressed
 	sp := filepath.Join(t.TempDir(), "sp")
-	st, err := storage.Stage(sp, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := flinkgen.Write(ctx, st, c); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Publish(ctx); err != nil {
+	if _, err := flinkgen.WriteDir(ctx, sp, false, c); err != nil {
 		t.Fatal(err)
 	}
 	return sp

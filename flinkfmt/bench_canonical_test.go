@@ -28,15 +28,8 @@ func BenchmarkCanonicalWalk(b *testing.B) {
 			c := flinkgen.SessionsLarge()
 			c.Users, c.Compressed = 20_000, compressed
 			target := filepath.Join(b.TempDir(), "sp")
-			st, err := storage.Stage(target, false)
+			stats, err := flinkgen.WriteDir(ctx, target, false, c)
 			if err != nil {
-				b.Fatal(err)
-			}
-			stats, err := flinkgen.Write(ctx, st, c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := st.Publish(ctx); err != nil {
 				b.Fatal(err)
 			}
 			r, err := flinkfmt.Open(ctx, storage.LocalDir(target), flinkfmt.Options{})

@@ -6,7 +6,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -17,15 +16,8 @@ import (
 // range's chunk leaves the next range's bytes as they are.
 func TestAheadReadsAdjacentRangesTogether(t *testing.T) {
 	ctx := context.Background()
-	srv := newBucket(t)
 	want := randomBytes(7, 2<<20)
-	putObject(t, srv, "sp/data-000", want)
-	p := storetest.NewProxy(t, srv.Endpoint())
-	d := openVia(t, p.URL, "sp", fastRetries)
-	f, err := d.Open(ctx, "data-000")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d, f := proxiedObject(t, want)
 	// Four ranges of 100,000 bytes, a gap of one byte, then three more:
 	// two GETs with a chunk of 400,000 bytes.
 	var ranges []storage.Range

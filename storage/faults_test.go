@@ -22,6 +22,22 @@ import (
 var fastRetries = storage.RetryPolicy{Attempts: 4, BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond}
 
 // putObject stores an object behind the storage package's back.
+// proxiedObject puts b as sp/data-000 into a bucket of a versitygw started
+// for the test and opens it through a proxy that counts requests; it
+// returns the proxy, the directory and the file.
+func proxiedObject(t *testing.T, b []byte) (*storetest.Proxy, storage.DirCloser, storage.File) {
+	t.Helper()
+	srv := newBucket(t)
+	putObject(t, srv, "sp/data-000", b)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	d := openVia(t, p.URL, "sp", fastRetries)
+	f, err := d.Open(context.Background(), "data-000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, d, f
+}
+
 func putObject(t *testing.T, srv *storetest.Server, key string, b []byte) {
 	t.Helper()
 	_, err := srv.Client(srv.Endpoint()).PutObject(context.Background(), &s3.PutObjectInput{
@@ -45,16 +61,8 @@ func openVia(t *testing.T, endpoint, prefix string, policy storage.RetryPolicy) 
 // resets connections before answering and cuts bodies in the middle: the
 // reads must return the right bytes, after a bounded number of retries.
 func TestReadsRetryThrottlingAndResets(t *testing.T) {
-	ctx := context.Background()
-	srv := newBucket(t)
 	want := randomBytes(3, 3<<20)
-	putObject(t, srv, "sp/data-000", want)
-	p := storetest.NewProxy(t, srv.Endpoint())
-	d := openVia(t, p.URL, "sp", fastRetries)
-	f, err := d.Open(ctx, "data-000")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d, f := proxiedObject(t, want)
 	cases := []struct {
 		name   string
 		inject func()

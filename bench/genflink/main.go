@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 
 	"github.com/stateproc/stateproc/internal/flinkgen"
-	"github.com/stateproc/stateproc/storage"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
@@ -58,17 +57,8 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	target := filepath.Join(*out, "flink-sessions-large")
-	st, err := storage.Stage(target, *force)
+	stats, err := flinkgen.WriteDir(ctx, target, *force, c)
 	if err != nil {
-		fmt.Fprintf(stderr, "genflink: %v\n", err)
-		return 1
-	}
-	stats, err := flinkgen.Write(ctx, st, c)
-	if err == nil {
-		err = st.Publish(ctx)
-	}
-	if err != nil {
-		st.Abort()
 		fmt.Fprintf(stderr, "genflink: %s: %v\n", target, err)
 		return 1
 	}

@@ -19,15 +19,8 @@ import (
 func generate(b *testing.B, c flinkgen.Config) (string, *flinkgen.Stats) {
 	ctx := context.Background()
 	target := filepath.Join(b.TempDir(), "sp")
-	st, err := storage.Stage(target, false)
+	stats, err := flinkgen.WriteDir(ctx, target, false, c)
 	if err != nil {
-		b.Fatal(err)
-	}
-	stats, err := flinkgen.Write(ctx, st, c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := st.Publish(ctx); err != nil {
 		b.Fatal(err)
 	}
 	return target, stats

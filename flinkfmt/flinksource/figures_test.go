@@ -115,14 +115,7 @@ func TestSegmentsAreCountedAsEntryByEntry(t *testing.T) {
 		c := flinkgen.SessionsLarge()
 		c.Users, c.Compressed = 3000, compressed
 		target := filepath.Join(t.TempDir(), "sp")
-		st, err := storage.Stage(target, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := flinkgen.Write(ctx, st, c); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Publish(ctx); err != nil {
+		if _, err := flinkgen.WriteDir(ctx, target, false, c); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, target)

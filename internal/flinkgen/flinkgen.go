@@ -172,6 +172,25 @@ func (c *Config) user(u int, scratch *user) {
 	}
 }
 
+// WriteDir writes the savepoint into the directory dir, staged beside it
+// and published in one step (see storage.Stage; force replaces dir), and
+// returns what it wrote. On an error nothing is left at dir.
+func WriteDir(ctx context.Context, dir string, force bool, c Config) (*Stats, error) {
+	st, err := storage.Stage(dir, force)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := Write(ctx, st, c)
+	if err == nil {
+		err = st.Publish(ctx)
+	}
+	if err != nil {
+		st.Abort()
+		return nil, err
+	}
+	return stats, nil
+}
+
 // Write writes the savepoint into dst, the _metadata last, and returns
 // what it wrote. It neither publishes nor aborts dst.
 func Write(ctx context.Context, dst storage.Staging, c Config) (*Stats, error) {
