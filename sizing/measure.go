@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -134,21 +136,35 @@ func measureState(ctx context.Context, r savepoint.Source, ref savepoint.StateRe
 		}
 		return st, nil
 	}
+	// The tally and the load into Pebble read the same sample, each on its
+	// own goroutine.
 	t := newTally(st.Kind, st.TTL, opts.Now, st.heap)
-	for _, seg := range segs[:sample.KeyGroups] {
-		if err := t.segment(ctx, r, seg); err != nil {
-			return nil, err
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		for _, seg := range segs[:sample.KeyGroups] {
+			if err := t.segment(gctx, r, seg); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	var onDisk float64
+	if pm != nil {
+		g.Go(func() error {
+			var err error
+			if onDisk, err = pm.measure(gctx, r, ref, segs[:sample.KeyGroups]); err != nil {
+				return fmt.Errorf("%s %q: measuring on Pebble: %w", st.Kind, st.Name, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	t.finish(st, float64(sample.Of))
 	if pm == nil {
 		st.PebblePerByte, st.PebbleFrom = 1, "serialized bytes"
 		return st, nil
-	}
-	kgs := keygroup.Range{Start: 0, End: segs[sample.KeyGroups-1].KeyGroup}
-	onDisk, err := pm.measure(ctx, r, ref, kgs)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: measuring on Pebble: %w", st.Kind, st.Name, err)
 	}
 	st.PebblePerByte = onDisk / float64(sampled)
 	st.PebbleFrom = "measured"

@@ -8,14 +8,17 @@ import (
 
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 )
 
 // pebbleMeter measures what states take on disk in the engine's own Pebble
-// backend: it restores a sample into a fresh database in a temporary
-// directory, compacts it, and reads the size of its sstables.
+// backend: it restores a sample into fresh databases in a temporary
+// directory, compacts them, and reads the size of their sstables. A
+// restore in the format's order ingests the tables it writes into the
+// bottom level, as compaction would leave them.
 //
 // Every sstable carries about a kilobyte that does not depend on its
 // entries (footer, properties, index and filter headers). A subtask's
@@ -26,25 +29,64 @@ import (
 type pebbleMeter struct {
 	tempDir string
 	now     int64
+	// part is the savepoint bytes per database (measurePart when 0).
+	part int64
 	// perFile is the fixed overhead of an sstable, once measured.
 	perFile *float64
 }
 
-// measure returns the bytes on disk of the key groups kgs of state (or
-// timer service) ref, less the sstables' fixed overhead.
-func (m *pebbleMeter) measure(ctx context.Context, r savepoint.Source, ref savepoint.StateRef, kgs keygroup.Range) (float64, error) {
+// measurePart is the savepoint bytes of a sample that the meter loads into
+// one database; a larger sample is cut into parts of about this size at key
+// group boundaries, loaded into databases of their own in parallel. Tables
+// are only ever added up, so the parts measure what one database would, and
+// a size fixed in bytes makes the figure the same on every machine.
+const measurePart = 16 << 20
+
+// measure returns the bytes on disk of the segments segs of state (or timer
+// service) ref, less the sstables' fixed overhead. segs are the first
+// segments of ref, in key group order.
+func (m *pebbleMeter) measure(ctx context.Context, r savepoint.Source, ref savepoint.StateRef, segs []savepoint.Segment) (float64, error) {
 	perFile, err := m.fileOverhead(ctx)
 	if err != nil {
 		return 0, err
 	}
 	meta := r.Metadata()
-	size, files, err := m.load(ctx, meta.Operators[ref.Operator].MaxParallelism, kgs, func(b *pebblebackend.Backend) error {
-		if err := declare(b, meta, ref); err != nil {
-			return err
-		}
-		return b.Restore(ctx, r, ref.Operator, state.RestoreOptions{AllowNonRestoredState: true, Now: m.now})
+	part := m.part
+	if part == 0 {
+		part = measurePart
+	}
+	parts := cutParts(segs, part)
+	sizes, files := make([]float64, len(parts)), make([]float64, len(parts))
+	err = workers.Run(ctx, len(parts), 0, func(ctx context.Context, _, i int) error {
+		var err error
+		sizes[i], files[i], err = m.load(ctx, meta.Operators[ref.Operator].MaxParallelism, parts[i], func(b *pebblebackend.Backend) error {
+			if err := declare(b, meta, ref); err != nil {
+				return err
+			}
+			return b.Restore(ctx, r, ref.Operator, state.RestoreOptions{AllowNonRestoredState: true, Now: m.now})
+		})
+		return err
 	})
-	return max(0, size-files*perFile), err
+	var size float64
+	for i := range parts {
+		size += sizes[i] - files[i]*perFile
+	}
+	return max(0, size), err
+}
+
+// cutParts cuts the key groups from 0 to the last of segs into ranges of
+// about part savepoint bytes each.
+func cutParts(segs []savepoint.Segment, part int64) []keygroup.Range {
+	var parts []keygroup.Range
+	start, bytes := 0, int64(0)
+	for i, seg := range segs {
+		bytes += int64(seg.Bytes)
+		if bytes >= part || i == len(segs)-1 {
+			parts = append(parts, keygroup.Range{Start: start, End: seg.KeyGroup})
+			start, bytes = seg.KeyGroup+1, 0
+		}
+	}
+	return parts
 }
 
 func (m *pebbleMeter) fileOverhead(ctx context.Context) (float64, error) {

@@ -80,3 +80,48 @@ func TestPebbleMeasurementIsSane(t *testing.T) {
 		t.Errorf("one int64 entry measures %.0f B on Pebble", st.PebblePerByte*st.PerEntry.Total)
 	}
 }
+
+// A sample loaded in parts, each into a database of its own, measures what
+// it measures in one database: tables only add up.
+func TestPebbleParts(t *testing.T) {
+	const maxP = 64
+	b, err := heapbackend.New(heapbackend.Options{MaxParallelism: maxP, KeyGroups: keygroup.All(maxP)})
+	must(t, err)
+	defer b.Close()
+	d := state.NewMap("counts", serializers.String(), serializers.Int64())
+	m, err := state.GetMap(b, nil, d)
+	must(t, err)
+	for i := range 4000 {
+		must(t, b.SetCurrentKey(fmt.Appendf(nil, "user-%06d", i)))
+		for j := range 5 {
+			must(t, m.Put(fmt.Sprintf("category-%02d", j), int64(i*j)))
+		}
+	}
+	op := statetest.NewOperator("op", 1, maxP, serializers.String(), []*state.Spec{d.Spec()}, nil)
+	dir := filepath.Join(t.TempDir(), "sp")
+	r := statetest.WriteSavepoint(t, dir, statetest.NewMetadata(op, 0), 0, b)
+	ref := r.Metadata().Refs(0)[0]
+	segs, err := r.Segments(context.Background(), ref, keygroup.All(maxP))
+	must(t, err)
+
+	parts := cutParts(segs, 16<<10)
+	if len(parts) < 4 || parts[0].Start != 0 || parts[len(parts)-1].End != segs[len(segs)-1].KeyGroup {
+		t.Fatalf("parts %v do not run from key group 0 to %d in several parts", parts, segs[len(segs)-1].KeyGroup)
+	}
+	for i := 1; i < len(parts); i++ {
+		if parts[i].Start != parts[i-1].End+1 {
+			t.Fatalf("parts %v leave a gap or overlap", parts)
+		}
+	}
+	measure := func(part int64) float64 {
+		pm := &pebbleMeter{tempDir: t.TempDir(), part: part}
+		size, err := pm.measure(context.Background(), r, ref, segs)
+		must(t, err)
+		return size
+	}
+	one, several := measure(1<<30), measure(16<<10)
+	t.Logf("one database: %.0f B; %d databases: %.0f B", one, len(parts), several)
+	if ratio := several / one; ratio < 0.98 || ratio > 1.02 {
+		t.Errorf("the sample measures %.0f B in %d parts against %.0f B in one", several, len(parts), one)
+	}
+}

@@ -45,6 +45,11 @@ type Options struct {
 // package documentation for its key layout.
 type Backend struct {
 	db *pebble.DB
+	// dir, fs and opts are the database's directory, file system and
+	// options, with which a restore writes the tables it ingests.
+	dir  string
+	fs   vfs.FS
+	opts *pebble.Options
 	// cache holds the latest writes; wb the older ones not yet committed.
 	// Every read goes through both.
 	cache    writeCache
@@ -164,12 +169,16 @@ func New(opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	po.EnsureDefaults()
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("pebblebackend: open %s: %w", opts.Dir, err)
 	}
 	return &Backend{
 		db:          db,
+		dir:         opts.Dir,
+		fs:          po.FS,
+		opts:        po,
 		wb:          db.NewIndexedBatch(),
 		commitAt:    int(min(writeBatchLimit, po.MemTableSize/4)),
 		maxP:        opts.MaxParallelism,

@@ -45,8 +45,10 @@
 // snapshot, already in the format's order: keys are un-escaped and values
 // copied as stored, so the bytes equal those the heap backend writes. A
 // restore writes the entries back key group by key group, in ascending key
-// order, through batches of bounded size, copying values unless the state's
-// serializer needs a migration.
+// order, into sstables of its own that the database ingests into its
+// bottom level, copying values unless the state's serializer needs a
+// migration; from the first key of a source that does not ascend, it
+// writes through batches of bounded size instead.
 //
 // # TTL cleanup
 //

@@ -20,10 +20,13 @@ import (
 // Entries arrive key group by key group in the format's order, which is the
 // database's order within a (key group, state); the restore takes one key
 // group at a time from every state's iterator in ascending state id order,
-// so the whole restore writes keys in ascending order and flushes produce
-// sstables that do not overlap, which compaction can move down a level
-// without rewriting them. Writes go through batches of bounded size, and
-// values are copied as they are unless the plan converts them.
+// so the whole restore writes keys in ascending order. It writes them
+// straight into sstables that the database then ingests (see
+// restoreWriter): the restored state never passes through a memtable or a
+// flush, and lands in the bottom level. A source in another order has what
+// follows its first key out of order written through batches of bounded
+// size instead. Values are copied as they are unless the plan converts
+// them.
 func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opts state.RestoreOptions) (err error) {
 	if err := b.check(); err != nil {
 		return err
@@ -72,7 +75,7 @@ func (b *Backend) Restore(ctx context.Context, src savepoint.Source, op int, opt
 	for _, s := range b.states {
 		s.lowTime, s.pass = math.MinInt64, false
 	}
-	w := newBatchWriter(b.db)
+	w := b.newRestoreWriter(ctx)
 	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
 		for _, u := range units {
 			if err := b.restoreKeyGroup(kg, u, w); err != nil {
@@ -140,7 +143,7 @@ func (b *Backend) restoreUnits(ctx context.Context, src savepoint.Source, plan [
 
 // restoreKeyGroup writes the entries of u in key group kg and leaves u on
 // the first entry of a later key group, or at its end.
-func (b *Backend) restoreKeyGroup(kg int, u *restoreUnit, w *batchWriter) error {
+func (b *Backend) restoreKeyGroup(kg int, u *restoreUnit, w *restoreWriter) error {
 	for ; u.valid; u.valid = u.it.Next() {
 		e := u.it.Entry()
 		if e.KeyGroup < kg {
@@ -156,7 +159,7 @@ func (b *Backend) restoreKeyGroup(kg int, u *restoreUnit, w *batchWriter) error 
 	return u.it.Err()
 }
 
-func (b *Backend) restoreEntry(u *restoreUnit, e *savepoint.Entry, w *batchWriter) error {
+func (b *Backend) restoreEntry(u *restoreUnit, e *savepoint.Entry, w *restoreWriter) error {
 	k := appendPrefix(b.kbuf[:0], e.KeyGroup, u.id)
 	if u.p.Spec == nil {
 		k = appendTime(k, e.Timestamp)
