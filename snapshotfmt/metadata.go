@@ -513,11 +513,11 @@ func (r *metaReader) readSegment(op *savepoint.Operator, opIdx int, s *savepoint
 	}
 	sizesAt, modifiedAt := d.off, 0
 	if r.version >= Version2 && !timer {
-		s.Sizes = r.readHistogram("value-size histogram", savepoint.SizeBuckets)
+		s.Sizes = r.readHistogram(&sizesHistogram)
 		if op.States[s.Ref.State].TTL != nil {
 			s.Anchor = int64(uint64(r.createdAt) + uint64(d.varint("histogram anchor")))
 			modifiedAt = d.off
-			s.Modified = r.readHistogram("last-modified histogram", savepoint.ModifiedBuckets)
+			s.Modified = r.readHistogram(&modifiedHistogram)
 		}
 	}
 	if d.err != nil {
@@ -561,22 +561,43 @@ func (r *metaReader) readSegment(op *savepoint.Operator, opIdx int, s *savepoint
 	}
 }
 
-// readHistogram reads a histogram: at least one bucket, buckets below
-// limit, strictly increasing, each counting at least one, whose counts add
-// up without overflow (the caller checks them against the entries).
-func (r *metaReader) readHistogram(what string, limit int) savepoint.Histogram {
+// histogramKind names a histogram of the index, and the fields of its
+// buckets as errors name them: the names are built once, not for every
+// bucket read.
+type histogramKind struct {
+	what, bucket, count string
+	// limit is the number of buckets.
+	limit int
+}
+
+var (
+	sizesHistogram = histogramKind{"value-size histogram", "value-size histogram bucket",
+		"value-size histogram count", savepoint.SizeBuckets}
+	modifiedHistogram = histogramKind{"last-modified histogram", "last-modified histogram bucket",
+		"last-modified histogram count", savepoint.ModifiedBuckets}
+)
+
+// readHistogram reads a histogram of kind k: at least one bucket, buckets
+// below its limit, strictly increasing, each counting at least one, whose
+// counts add up without overflow (the caller checks them against the
+// entries).
+func (r *metaReader) readHistogram(k *histogramKind) savepoint.Histogram {
 	d := r.d
+	what, limit := k.what, k.limit
 	start := d.off
 	n := d.count(what)
 	if d.err == nil && n == 0 {
 		d.failf(start, "%s is empty", what)
 	}
 	var h savepoint.Histogram
+	if d.err == nil {
+		h = make(savepoint.Histogram, 0, min(n, limit))
+	}
 	next, sum := uint64(0), uint64(0)
 	for i := 0; i < n && d.err == nil; i++ {
 		at := d.off
-		gap := d.uvarint(what + " bucket")
-		count := d.uvarint(what + " count")
+		gap := d.uvarint(k.bucket)
+		count := d.uvarint(k.count)
 		switch {
 		case d.err != nil:
 		case gap >= uint64(limit)-next:
