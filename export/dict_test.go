@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stateproc/stateproc/export"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -134,18 +135,8 @@ func (s *handSource) Entries(ctx context.Context, ref savepoint.StateRef, kgs ke
 	for kg := kgs.Start; kg <= kgs.End; kg++ {
 		es = append(es, s.entries[kg]...)
 	}
-	return &sliceIter{es: es, i: -1}
+	return sptest.Iter(es)
 }
-
-type sliceIter struct {
-	es []savepoint.Entry
-	i  int
-}
-
-func (it *sliceIter) Next() bool              { it.i++; return it.i < len(it.es) }
-func (it *sliceIter) Entry() *savepoint.Entry { return &it.es[it.i] }
-func (it *sliceIter) Err() error              { return nil }
-func (it *sliceIter) Close() error            { return nil }
 
 // exportHand exports state "counts" of mapOperator with the entries given
 // by key group, and returns the rows DuckDB reads as "key map_key value"

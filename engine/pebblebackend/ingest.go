@@ -12,11 +12,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// ingestTableBytes is the bytes of keys and values after which a restore
-// starts a new sstable, so that the database can later compact a restored
-// range a table at a time instead of all of it.
-const ingestTableBytes = 64 << 20
-
 // restoreWriter writes the entries of a restore. While their keys ascend,
 // as a savepoint in the format's order gives them, it writes them straight
 // into sstables in a directory of its own in the database's, which the
@@ -36,8 +31,12 @@ type restoreWriter struct {
 	dir   string
 	paths []string
 	table *sstable.Writer
-	// inTable counts the bytes of keys and values written to table.
-	inTable int
+	// inTable counts the bytes of keys and values written to table, which
+	// ends at tableBytes: the size Pebble cuts the tables of its base level
+	// at, which an empty database's bottom level is. Tables of that size
+	// keep later compactions, and the incremental checkpoints that upload
+	// what they write, as small as Pebble's own tables do.
+	inTable, tableBytes int64
 	// last is the last key written to a table; started says whether there
 	// is one.
 	last    []byte
@@ -51,7 +50,8 @@ func (b *Backend) newRestoreWriter(ctx context.Context) *restoreWriter {
 		ctx: ctx, b: b,
 		// The tables may land in any level, so they take no option that
 		// only the bottom level allows.
-		opts: b.opts.MakeWriterOptions(0, b.db.TableFormat()),
+		opts:       b.opts.MakeWriterOptions(0, b.db.TableFormat()),
+		tableBytes: b.opts.TargetFileSizes[1],
 	}
 }
 
@@ -75,7 +75,7 @@ func (w *restoreWriter) set(k, v []byte) error {
 		return fmt.Errorf("pebblebackend: write %s: %w", w.paths[len(w.paths)-1], err)
 	}
 	w.last, w.started = append(w.last[:0], k...), true
-	if w.inTable += len(k) + len(v); w.inTable >= ingestTableBytes {
+	if w.inTable += int64(len(k) + len(v)); w.inTable >= w.tableBytes {
 		return w.closeTable()
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/stateproc/stateproc/engine/heapbackend"
 	"github.com/stateproc/stateproc/engine/state"
 	"github.com/stateproc/stateproc/engine/state/statetest"
+	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -158,6 +159,31 @@ func TestRestoreIngestsOrderedEntries(t *testing.T) {
 	}
 }
 
+// A restore cuts its tables at the size Pebble cuts the tables of its base
+// level at, so that later compactions rewrite no more than they would.
+func TestRestoreCutsTables(t *testing.T) {
+	src := restoreSavepoint(t)
+	b := newTestBackend(t, restoreMaxP, keygroup.All(restoreMaxP))
+	declareRestoreStates(t, b)
+	b.opts.TargetFileSizes[1] = 2 << 10
+	statetest.Restore(t, b, src, state.RestoreOptions{})
+	var raw uint64
+	for _, ref := range src.Metadata().Refs(0) {
+		segs, err := src.Segments(context.Background(), ref, keygroup.All(restoreMaxP))
+		must(t, err)
+		for _, seg := range segs {
+			raw += seg.Bytes
+		}
+	}
+	tables := restoredTables(t, b)
+	if want := int64(raw / (2 << 10)); tables[0] != 0 || tables[1] < want/2 || tables[1] > 2*want+1 {
+		t.Fatalf("restoring %d bytes in tables of 2 KiB left %d tables above the bottom level and %d in it; want none above and about %d in it",
+			raw, tables[0], tables[1], want)
+	}
+	statetest.SameDump(t, statetest.DumpSource(t, statetest.WriteSavepoint(t, filepath.Join(t.TempDir(), "sp"), src.Metadata(), 0, b), 0),
+		statetest.DumpSource(t, src, 0))
+}
+
 // reordered gives the entries of a source in another order: key groups up
 // to from as they are, later ones reversed, with one entry of key group
 // from+1 given again after it with another value.
@@ -199,18 +225,8 @@ func (s reordered) Entries(ctx context.Context, ref savepoint.StateRef, kgs keyg
 		}
 		i = j
 	}
-	return &sliceEntries{entries: out, at: -1}
+	return sptest.Iter(out)
 }
-
-type sliceEntries struct {
-	entries []savepoint.Entry
-	at      int
-}
-
-func (s *sliceEntries) Next() bool              { s.at++; return s.at < len(s.entries) }
-func (s *sliceEntries) Entry() *savepoint.Entry { return &s.entries[s.at] }
-func (s *sliceEntries) Err() error              { return nil }
-func (s *sliceEntries) Close() error            { return nil }
 
 // Entries out of the format's order, and a key given twice, give the state
 // that writing every entry in turn gives, as the heap backend does: what

@@ -273,3 +273,17 @@ func DataFile(t testing.TB, dir, name string) string {
 	}
 	return filepath.Join(dir, filepath.FromSlash(found[0]))
 }
+
+// Iter iterates entries held in memory, as a source in any order would give
+// them.
+func Iter(es []savepoint.Entry) savepoint.EntryIterator { return &sliceIter{es: es, i: -1} }
+
+type sliceIter struct {
+	es []savepoint.Entry
+	i  int
+}
+
+func (it *sliceIter) Next() bool              { it.i++; return it.i < len(it.es) }
+func (it *sliceIter) Entry() *savepoint.Entry { return &it.es[it.i] }
+func (it *sliceIter) Err() error              { return nil }
+func (it *sliceIter) Close() error            { return nil }
