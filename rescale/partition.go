@@ -63,7 +63,7 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	for w := range pws {
 		pws[w] = &partitioner{hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk, shapes: sh}
 		if inMemory {
-			mem[w] = make([]memOut, len(bk.buckets))
+			mem[w] = presized(p, bk, n)
 			pws[w].to = func(kg int) *memOut { return &mem[w][bk.of[kg]] }
 		} else {
 			pws[w].sp = extsort.NewSpiller(dir, fmt.Sprintf("w%02d", w), len(bk.buckets), bufSize)
@@ -95,6 +95,25 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 		return nil, fmt.Errorf("rescale: %w", err)
 	}
 	return files, nil
+}
+
+// presized returns the in-memory spill buffers of one of n workers, each
+// with room for its share of the operator's entries: keys spread evenly
+// over key groups, the workers share the segments, and a spill record takes
+// about an entry's raw bytes. A buffer that fills grows as any slice does;
+// most never do, so the records are not copied from one buffer to the next
+// as a buffer grown from nothing would copy them.
+func presized(p *opPlan, bk *bucketing, n int) []memOut {
+	var raw uint64
+	for _, s := range p.segs {
+		raw += s.Bytes
+	}
+	mem := make([]memOut, len(bk.buckets))
+	for b := range mem {
+		share := raw * uint64(bk.buckets[b].kgs.Len()) / uint64(p.maxP) / uint64(n)
+		mem[b].b = make([]byte, 0, share+share/8)
+	}
+	return mem
 }
 
 // partitioner is one worker of the partition phase.

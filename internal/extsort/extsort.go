@@ -347,6 +347,13 @@ func (s *Sorter) index(maxRecs int) (int, error) {
 			return 0, err
 		}
 		r.prefix = prefixOf(s.buf[r.koff : r.koff+r.klen])
+		if len(s.recs) == cap(s.recs) && off > 0 {
+			// Grow once to what the whole chunk holds at the density seen
+			// so far, rather than by doubling: each doubling copies the
+			// index and touches fresh memory.
+			want := min(maxRecs, len(s.recs)*len(s.buf)/off*5/4+16)
+			s.recs = slices.Grow(s.recs, want-len(s.recs))
+		}
 		s.recs = append(s.recs, r)
 		off = end
 	}
