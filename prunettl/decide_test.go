@@ -1,7 +1,6 @@
 package prunettl
 
 import (
-	"encoding/binary"
 	"testing"
 
 	"github.com/stateproc/stateproc/rewrite"
@@ -14,9 +13,6 @@ func TestDecide(t *testing.T) {
 	const d, now = 100, 1000
 	seg := func(minTS, maxTS int64) *rewrite.SegmentPlan {
 		return &rewrite.SegmentPlan{Src: savepoint.Segment{Stats: savepoint.Stats{MinTimestamp: minTS, MaxTimestamp: maxTS}}}
-	}
-	value := func(ts int64) *savepoint.Entry {
-		return &savepoint.Entry{Value: binary.BigEndian.AppendUint64(nil, uint64(ts))}
 	}
 	for _, tc := range []struct {
 		minTS, maxTS int64
@@ -33,9 +29,9 @@ func TestDecide(t *testing.T) {
 		switch {
 		case p.Drop:
 			got = "drop"
-		case p.Keep != nil:
+		case p.KeepModified != nil:
 			got = "filter"
-			if p.Keep(value(900)) || !p.Keep(value(901)) {
+			if p.KeepModified(900) || !p.KeepModified(901) {
 				t.Errorf("the filter keeps an entry at 900 or drops one at 901")
 			}
 		}

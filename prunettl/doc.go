@@ -8,7 +8,9 @@
 // minimum and maximum times settle most segments without reading them: a
 // segment none of whose entries is expired is copied as opaque bytes, one
 // all of whose entries are expired is dropped, and only the rest are
-// filtered entry by entry. The output keeps the input's layout (file names,
+// filtered: item by item, copying the runs of items kept as they are
+// framed, from a stateproc savepoint, and entry by entry from other
+// layouts. The output keeps the input's layout (file names,
 // segment order, block size and compression), so its data files and index
 // are byte for byte those the engine writes with full-snapshot cleanup at
 // the same time from the same state.

@@ -2,7 +2,6 @@ package prunettl
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -113,10 +112,7 @@ func decide(p *rewrite.SegmentPlan, millis, now int64) {
 	case ttl.Expired(p.Src.MaxTimestamp, millis, now):
 		p.Drop = true
 	default:
-		p.Keep = func(e *savepoint.Entry) bool {
-			// The reader has checked that a TTL value holds its 8-byte time.
-			return !ttl.Expired(int64(binary.BigEndian.Uint64(e.Value)), millis, now)
-		}
+		p.KeepModified = func(lastModified int64) bool { return !ttl.Expired(lastModified, millis, now) }
 	}
 }
 

@@ -28,7 +28,9 @@
 //     segment it filters, or one the input keeps elsewhere (an incremental
 //     checkpoint's databases), is streamed entry by entry into the same
 //     place, so the layout (file names, segment order) stays that of the
-//     input, or becomes the engine's.
+//     input, or becomes the engine's. A segment filtered by last-modified
+//     time alone, from an input that gives each record's items framed,
+//     has its kept items copied as they are, a run at a time.
 //   - The output's metadata records, in Lineage, which savepoint it came
 //     from and what the rewrite did.
 //

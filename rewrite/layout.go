@@ -3,6 +3,7 @@ package rewrite
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -20,12 +21,15 @@ type SegmentPlan struct {
 	Dst savepoint.StateRef
 	// Drop leaves the segment out, unread.
 	Drop bool
-	// Keep, when set, is asked about every entry, in order, and the segment
-	// is rewritten with the entries it keeps; when nil, and Value too, the
-	// segment is copied as opaque bytes where the input stores it in a
-	// stateproc data file, and entry by entry otherwise. It must be safe to
-	// call from several goroutines.
-	Keep func(e *savepoint.Entry) bool
+	// KeepModified, when set, is asked about the last-modified time of
+	// every entry of a TTL state, in order, and the segment is rewritten
+	// with the entries it keeps; when nil, and Value too, the segment is
+	// copied as opaque bytes where the input stores it in a stateproc data
+	// file, and entry by entry otherwise. Where the input gives a record's
+	// items framed (snapshotfmt.Iterator.NextItems) and Value is nil, the
+	// kept items are copied as they are, without decoding each entry. It
+	// must be safe to call from several goroutines.
+	KeepModified func(lastModified int64) bool
 	// Value, when set, rewrites the value of every entry kept: it appends
 	// the new value to dst, a buffer reused from entry to entry of the
 	// segment, and returns it. Like Keep, it makes the segment stream entry
@@ -81,14 +85,19 @@ func SameLayout(ctx context.Context, src savepoint.Source, place func(seg savepo
 	if r, ok := canonical(src); ok {
 		names = r.DataFiles()
 	}
+	for _, name := range names {
+		byFile[name] = nil
+	}
 	for _, s := range segs {
 		name := s.File
 		if name == "" {
 			op := &m.Operators[s.Ref.Operator]
 			name = EngineFileName(s.Ref.Operator, keygroup.Subtask(s.KeyGroup, op.Parallelism, op.MaxParallelism))
-			if !slices.Contains(names, name) {
-				names = append(names, name)
-			}
+		}
+		// A source that is not a stateproc savepoint may still name
+		// the files its segments lie in.
+		if _, ok := byFile[name]; !ok {
+			names = append(names, name)
 		}
 		byFile[name] = append(byFile[name], s)
 	}
@@ -221,7 +230,7 @@ func copyUnread(r *snapshotfmt.Reader, f *DataFile, fp *FilePlan, segs []savepoi
 
 // copied reports whether writeSegment copies p as bytes from r.
 func copied(src savepoint.Source, p *SegmentPlan) (r *snapshotfmt.Reader, ok bool) {
-	if p.Drop || p.Keep != nil || p.Value != nil || p.Src.File == "" {
+	if p.Drop || p.KeepModified != nil || p.Value != nil || p.Src.File == "" {
 		return nil, false
 	}
 	return canonical(src)
@@ -263,8 +272,8 @@ func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, ahead 
 	return filterSegment(ctx, src, f, p)
 }
 
-// filterSegment streams the entries of p.Src that p.Keep keeps (all when
-// Keep is nil), with their values rewritten by p.Value when set, into a
+// filterSegment streams the entries of p.Src that p.KeepModified keeps (all
+// when it is nil), with their values rewritten by p.Value when set, into a
 // segment of f, one entry at a time: memory holds one input block, one
 // output block and one value. The output segment is opened at the first
 // kept entry, so nothing is written when none is. With f nil it only counts
@@ -272,6 +281,9 @@ func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, ahead 
 func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *SegmentPlan) (err error) {
 	it := savepoint.SegmentEntries(ctx, src, p.Src)
 	defer it.Close()
+	if ir, ok := it.(itemReader); ok && p.KeepModified != nil && p.Value == nil && !p.Src.Ref.Timer {
+		return filterItems(ir, src.Metadata().KeyedState(p.Src.Ref).Kind == savepoint.Map, f, p)
+	}
 	var sw *SegmentWriter
 	defer func() {
 		if sw != nil {
@@ -285,7 +297,8 @@ func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *Se
 	var changed savepoint.Entry // an entry with a new value; the iterator's is read-only
 	for n := uint64(0); it.Next(); n++ {
 		e := it.Entry()
-		if p.Keep != nil && !p.Keep(e) {
+		// The reader has checked that a TTL value holds its 8-byte time.
+		if p.KeepModified != nil && !p.KeepModified(int64(binary.BigEndian.Uint64(e.Value))) {
 			continue
 		}
 		kept++
@@ -312,4 +325,51 @@ func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *Se
 	}
 	p.Kept = kept
 	return it.Err()
+}
+
+// itemReader is the iterator of a layout that gives a state's items a
+// record at a time, framed (snapshotfmt.Iterator.NextItems).
+type itemReader interface {
+	NextItems() (key, ns, items []byte, n int)
+	Err() error
+}
+
+// filterItems is filterSegment for an input that gives the items of each
+// record framed: the items p.KeepModified keeps are copied as they are, a
+// run at a time, and the writer checks them as it checks entries.
+func filterItems(ir itemReader, mapState bool, f *DataFile, p *SegmentPlan) (err error) {
+	var sw *SegmentWriter
+	defer func() {
+		if sw != nil {
+			if cerr := sw.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}()
+	var kept uint64
+	var buf []byte
+	for {
+		key, ns, items, n := ir.NextItems()
+		if n == 0 {
+			break
+		}
+		var k int
+		if buf, k, err = snapshotfmt.FilterItems(buf[:0], items, mapState, p.KeepModified); err != nil {
+			return fmt.Errorf("rewrite: %s key group %d: %w", p.Src.File, p.Src.KeyGroup, err)
+		}
+		kept += uint64(k)
+		if k == 0 || f == nil {
+			continue
+		}
+		if sw == nil {
+			if sw, err = f.Segment(p.Dst, p.Src.KeyGroup); err != nil {
+				return err
+			}
+		}
+		if _, err := sw.AppendItems(key, ns, buf); err != nil {
+			return fmt.Errorf("rewrite: %s key group %d: %w", p.Src.File, p.Src.KeyGroup, err)
+		}
+	}
+	p.Kept = kept
+	return ir.Err()
 }

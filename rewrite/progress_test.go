@@ -77,7 +77,7 @@ func TestWriteFilesReportsProgress(t *testing.T) {
 			segments++
 		}
 	}
-	keepEven := func(e *savepoint.Entry) bool { return len(e.Key)%2 == 0 }
+	keepEven := func(lastModified int64) bool { return lastModified%2 == 0 }
 	sameValue := func(dst []byte, e *savepoint.Entry) ([]byte, error) { return append(dst, e.Value...), nil }
 	for _, dryRun := range []bool{false, true} {
 		t.Run(map[bool]string{false: "write", true: "dry run"}[dryRun], func(t *testing.T) {
@@ -85,7 +85,9 @@ func TestWriteFilesReportsProgress(t *testing.T) {
 				p := rewrite.SegmentPlan{Src: seg, Dst: seg.Ref}
 				switch seg.KeyGroup % 4 {
 				case 1:
-					p.Keep = keepEven
+					if ks := src.Metadata().KeyedState(seg.Ref); ks != nil && ks.TTL != nil {
+						p.KeepModified = keepEven
+					}
 				case 2:
 					p.Value = sameValue
 				case 3:

@@ -1,6 +1,9 @@
 package snapshotfmt
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // itemBatch is how many items NextItems counts per call of the reader's
 // batched loop.
@@ -79,4 +82,46 @@ func (it *Iterator) recordItems() ([]byte, int) {
 		n += k
 	}
 	return d.buf[start:d.off], n
+}
+
+// FilterItems appends to dst the items of items, framed as NextItems gives
+// them, whose last-modified time keep accepts, and returns dst and how many
+// items it appended. The items are those of a value, list or map state with
+// TTL (mapState says which layout), each value led by its 8-byte time; they
+// are copied as they are, in runs. It takes items that a reader has checked
+// and refuses framing that does not parse.
+func FilterItems(dst, items []byte, mapState bool, keep func(lastModified int64) bool) ([]byte, int, error) {
+	kept, run := 0, 0 // run: where the current run of kept items starts
+	for off := 0; off < len(items); {
+		start := off
+		if mapState {
+			n, ok := skipBytes(items, off)
+			if !ok {
+				return dst, kept, fmt.Errorf("snapshotfmt: map key at item offset %d does not parse", start)
+			}
+			off = n
+		}
+		l, w := binary.Uvarint(items[off:])
+		if w <= 0 || l < 8 || l > uint64(len(items)-off-w) {
+			return dst, kept, fmt.Errorf("snapshotfmt: TTL value at item offset %d does not parse", start)
+		}
+		value := items[off+w:]
+		off += w + int(l)
+		if keep(int64(binary.BigEndian.Uint64(value))) {
+			kept++
+			continue
+		}
+		dst = append(dst, items[run:start]...)
+		run = off
+	}
+	return append(dst, items[run:]...), kept, nil
+}
+
+// skipBytes returns the offset after the length-prefixed bytes at b[off:].
+func skipBytes(b []byte, off int) (int, bool) {
+	l, w := binary.Uvarint(b[off:])
+	if w <= 0 || l > uint64(len(b)-off-w) {
+		return 0, false
+	}
+	return off + w + int(l), true
 }

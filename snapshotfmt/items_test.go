@@ -3,6 +3,7 @@ package snapshotfmt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -167,4 +168,42 @@ func TestNextItemsRejectsBadRecords(t *testing.T) {
 			t.Fatalf("NextItems on timers: %d items, %v", n, it.Err())
 		}
 	})
+}
+
+// FilterItems keeps the items whose time the predicate accepts, copying
+// them as they are, and refuses framing that does not parse.
+func TestFilterItems(t *testing.T) {
+	ttlValue := func(ts int64, rest string) []byte {
+		return append(binary.BigEndian.AppendUint64(nil, uint64(ts)), rest...)
+	}
+	frame := func(isMap bool, mapKey string, value []byte) []byte {
+		var b []byte
+		if isMap {
+			b = binary.AppendUvarint(b, uint64(len(mapKey)))
+			b = append(b, mapKey...)
+		}
+		b = binary.AppendUvarint(b, uint64(len(value)))
+		return append(b, value...)
+	}
+	even := func(ts int64) bool { return ts%2 == 0 }
+	for _, isMap := range []bool{false, true} {
+		var items, want []byte
+		for i := range 7 {
+			item := frame(isMap, fmt.Sprint("k", i), ttlValue(int64(i/2), strings.Repeat("v", i)))
+			items = append(items, item...)
+			if even(int64(i / 2)) {
+				want = append(want, item...)
+			}
+		}
+		got, n, err := FilterItems([]byte("prefix"), items, isMap, even)
+		if err != nil || n != 4 || !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Errorf("map %v: FilterItems kept %d items, %x, %v; want 4, %x", isMap, n, got, err, want)
+		}
+		if _, _, err := FilterItems(nil, items[:len(items)-1], isMap, even); err == nil {
+			t.Errorf("map %v: a truncated last item was not refused", isMap)
+		}
+	}
+	if _, _, err := FilterItems(nil, frame(false, "", []byte("short")), false, even); err == nil || !strings.Contains(err.Error(), "offset 0") {
+		t.Errorf("a value shorter than its time: %v", err)
+	}
 }
