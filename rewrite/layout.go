@@ -284,14 +284,8 @@ func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *Se
 	if ir, ok := it.(itemReader); ok && p.KeepModified != nil && p.Value == nil && !p.Src.Ref.Timer {
 		return filterItems(ir, src.Metadata().KeyedState(p.Src.Ref).Kind == savepoint.Map, f, p)
 	}
-	var sw *SegmentWriter
-	defer func() {
-		if sw != nil {
-			if cerr := sw.Close(); err == nil {
-				err = cerr
-			}
-		}
-	}()
+	out := outSegment{f: f, p: p}
+	defer out.close(&err)
 	var kept uint64
 	var value []byte
 	var changed savepoint.Entry // an entry with a new value; the iterator's is read-only
@@ -314,10 +308,9 @@ func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *Se
 		if f == nil {
 			continue
 		}
-		if sw == nil {
-			if sw, err = f.Segment(p.Dst, p.Src.KeyGroup); err != nil {
-				return err
-			}
+		sw, err := out.writer()
+		if err != nil {
+			return err
 		}
 		if err := sw.Add(e); err != nil {
 			return fmt.Errorf("rewrite: %s key group %d: %w", p.Src.File, p.Src.KeyGroup, err)
@@ -325,6 +318,34 @@ func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *Se
 	}
 	p.Kept = kept
 	return it.Err()
+}
+
+// outSegment is the output segment of a filtered plan, opened at its first
+// entry kept, so that nothing is written when none is.
+type outSegment struct {
+	f  *DataFile
+	p  *SegmentPlan
+	sw *SegmentWriter
+}
+
+func (o *outSegment) writer() (*SegmentWriter, error) {
+	if o.sw == nil {
+		sw, err := o.f.Segment(o.p.Dst, o.p.Src.KeyGroup)
+		if err != nil {
+			return nil, err
+		}
+		o.sw = sw
+	}
+	return o.sw, nil
+}
+
+// close closes the segment if it was opened, keeping the first error.
+func (o *outSegment) close(err *error) {
+	if o.sw != nil {
+		if cerr := o.sw.Close(); *err == nil {
+			*err = cerr
+		}
+	}
 }
 
 // itemReader is the iterator of a layout that gives a state's items a
@@ -338,14 +359,8 @@ type itemReader interface {
 // record framed: the items p.KeepModified keeps are copied as they are, a
 // run at a time, and the writer checks them as it checks entries.
 func filterItems(ir itemReader, mapState bool, f *DataFile, p *SegmentPlan) (err error) {
-	var sw *SegmentWriter
-	defer func() {
-		if sw != nil {
-			if cerr := sw.Close(); err == nil {
-				err = cerr
-			}
-		}
-	}()
+	out := outSegment{f: f, p: p}
+	defer out.close(&err)
 	var kept uint64
 	var buf []byte
 	for {
@@ -361,10 +376,9 @@ func filterItems(ir itemReader, mapState bool, f *DataFile, p *SegmentPlan) (err
 		if k == 0 || f == nil {
 			continue
 		}
-		if sw == nil {
-			if sw, err = f.Segment(p.Dst, p.Src.KeyGroup); err != nil {
-				return err
-			}
+		sw, err := out.writer()
+		if err != nil {
+			return err
 		}
 		if _, err := sw.AppendItems(key, ns, buf); err != nil {
 			return fmt.Errorf("rewrite: %s key group %d: %w", p.Src.File, p.Src.KeyGroup, err)
