@@ -60,11 +60,22 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	bufSize := min(64<<10, max(4<<10, memory/max(1, n*len(bk.buckets))))
 	pws := make([]*partitioner, n)
 	mem := make([][]memOut, n)
+	var shares []int
+	if inMemory {
+		shares = memShares(p, bk, n)
+	}
 	for w := range pws {
 		pws[w] = &partitioner{hash: p.from.KeyHash, maxP: uint32(p.maxP), bk: bk, shapes: sh}
 		if inMemory {
-			mem[w] = presized(p, bk, n)
-			pws[w].to = func(kg int) *memOut { return &mem[w][bk.of[kg]] }
+			mem[w] = make([]memOut, len(bk.buckets))
+			pws[w].to = func(kg int) *memOut {
+				b := bk.of[kg]
+				m := &mem[w][b]
+				if m.b == nil {
+					m.b = make([]byte, 0, shares[b])
+				}
+				return m
+			}
 		} else {
 			pws[w].sp = extsort.NewSpiller(dir, fmt.Sprintf("w%02d", w), len(bk.buckets), bufSize)
 		}
@@ -97,23 +108,24 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 	return files, nil
 }
 
-// presized returns the in-memory spill buffers of one of n workers, each
-// with room for its share of the operator's entries: keys spread evenly
-// over key groups, the workers share the segments, and a spill record takes
-// about an entry's raw bytes. A buffer that fills grows as any slice does;
-// most never do, so the records are not copied from one buffer to the next
-// as a buffer grown from nothing would copy them.
-func presized(p *opPlan, bk *bucketing, n int) []memOut {
+// memShares returns the room an in-memory spill buffer of one of n workers
+// starts with, per bucket, when the worker first writes to it: its share
+// of the operator's entries, as keys spread evenly over key groups, the
+// workers share the segments, and a spill record takes about an entry's
+// raw bytes. A buffer that fills grows as any slice does; most never do, so
+// the records are not copied from one buffer to the next as a buffer grown
+// from nothing would copy them.
+func memShares(p *opPlan, bk *bucketing, n int) []int {
 	var raw uint64
 	for _, s := range p.segs {
 		raw += s.Bytes
 	}
-	mem := make([]memOut, len(bk.buckets))
-	for b := range mem {
+	shares := make([]int, len(bk.buckets))
+	for b := range shares {
 		share := raw * uint64(bk.buckets[b].kgs.Len()) / uint64(p.maxP) / uint64(n)
-		mem[b].b = make([]byte, 0, share+share/8)
+		shares[b] = int(share + share/8)
 	}
-	return mem
+	return shares
 }
 
 // partitioner is one worker of the partition phase.

@@ -291,9 +291,16 @@ func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *Se
 	var changed savepoint.Entry // an entry with a new value; the iterator's is read-only
 	for n := uint64(0); it.Next(); n++ {
 		e := it.Entry()
-		// The reader has checked that a TTL value holds its 8-byte time.
-		if p.KeepModified != nil && !p.KeepModified(int64(binary.BigEndian.Uint64(e.Value))) {
-			continue
+		if p.KeepModified != nil {
+			// A reader checks that a TTL value holds its 8-byte time; a
+			// plan for a state without TTL is refused here.
+			if len(e.Value) < 8 {
+				return &savepoint.Error{Reader: "rewrite", File: p.Src.File, KeyGroup: p.Src.KeyGroup, Offset: p.Src.Offset,
+					Err: fmt.Errorf("entry %d of the segment at this offset has no last-modified time", n)}
+			}
+			if !p.KeepModified(int64(binary.BigEndian.Uint64(e.Value))) {
+				continue
+			}
 		}
 		kept++
 		if p.Value != nil {

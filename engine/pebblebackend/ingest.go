@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -31,12 +30,12 @@ type restoreWriter struct {
 	dir   string
 	paths []string
 	table *sstable.Writer
-	// inTable counts the bytes of keys and values written to table, which
-	// ends at tableBytes: the size Pebble cuts the tables of its base level
-	// at, which an empty database's bottom level is. Tables of that size
-	// keep later compactions, and the incremental checkpoints that upload
-	// what they write, as small as Pebble's own tables do.
-	inTable, tableBytes int64
+	// tableBytes is where a table ends, by its estimated size: the size
+	// Pebble cuts the tables of its base level at, which an empty
+	// database's bottom level is. Tables of that size keep later
+	// compactions, and the incremental checkpoints that upload what they
+	// write, as small as Pebble's own tables do.
+	tableBytes uint64
 	// last is the last key written to a table; started says whether there
 	// is one.
 	last    []byte
@@ -51,7 +50,7 @@ func (b *Backend) newRestoreWriter(ctx context.Context) *restoreWriter {
 		// The tables may land in any level, so they take no option that
 		// only the bottom level allows.
 		opts:       b.opts.MakeWriterOptions(0, b.db.TableFormat()),
-		tableBytes: b.opts.TargetFileSizes[1],
+		tableBytes: uint64(b.opts.TargetFileSizes[1]),
 	}
 }
 
@@ -75,7 +74,7 @@ func (w *restoreWriter) set(k, v []byte) error {
 		return fmt.Errorf("pebblebackend: write %s: %w", w.paths[len(w.paths)-1], err)
 	}
 	w.last, w.started = append(w.last[:0], k...), true
-	if w.inTable += int64(len(k) + len(v)); w.inTable >= w.tableBytes {
+	if w.table.Raw().EstimatedSize() >= w.tableBytes {
 		return w.closeTable()
 	}
 	return nil
@@ -84,9 +83,10 @@ func (w *restoreWriter) set(k, v []byte) error {
 // create starts the next table.
 func (w *restoreWriter) create() error {
 	if w.dir == "" {
-		// Pebble leaves alone what it does not name itself.
-		dir, err := os.MkdirTemp(w.b.dir, "restore-")
-		if err != nil {
+		// Pebble leaves alone what it does not name itself, and a backend
+		// restores one source at a time.
+		dir := filepath.Join(w.b.dir, "restore")
+		if err := w.b.fs.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("pebblebackend: restore: %w", err)
 		}
 		w.dir = dir
@@ -104,7 +104,7 @@ func (w *restoreWriter) create() error {
 // closeTable finishes the table being written.
 func (w *restoreWriter) closeTable() error {
 	t := w.table
-	w.table, w.inTable = nil, 0
+	w.table = nil
 	if err := t.Close(); err != nil {
 		return fmt.Errorf("pebblebackend: write %s: %w", w.paths[len(w.paths)-1], err)
 	}
@@ -112,8 +112,14 @@ func (w *restoreWriter) closeTable() error {
 }
 
 // ingest hands the tables written to the database, which links them in,
-// and removes them from the restore's directory.
-func (w *restoreWriter) ingest() error {
+// and removes the restore's directory, whether the database took them or
+// not.
+func (w *restoreWriter) ingest() (err error) {
+	defer func() {
+		if rerr := w.removeDir(); err == nil {
+			err = rerr
+		}
+	}()
 	if w.table != nil {
 		if err := w.closeTable(); err != nil {
 			return err
@@ -123,9 +129,8 @@ func (w *restoreWriter) ingest() error {
 		if err := w.b.db.Ingest(w.ctx, w.paths); err != nil {
 			return fmt.Errorf("pebblebackend: ingest the restored tables: %w", err)
 		}
-		w.paths = w.paths[:0]
 	}
-	return w.removeDir()
+	return nil
 }
 
 // finish makes every write visible in the database.
@@ -152,7 +157,7 @@ func (w *restoreWriter) removeDir() error {
 	if w.dir == "" {
 		return nil
 	}
-	err := os.RemoveAll(w.dir)
-	w.dir = ""
+	err := w.b.fs.RemoveAll(w.dir)
+	w.dir, w.paths = "", w.paths[:0]
 	return err
 }

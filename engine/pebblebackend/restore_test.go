@@ -126,7 +126,7 @@ func leftovers(t testing.TB, b *Backend) []string {
 	must(t, err)
 	var out []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "restore-") {
+		if strings.HasPrefix(e.Name(), "restore") {
 			out = append(out, e.Name())
 		}
 	}
@@ -292,5 +292,22 @@ func TestRestoreFailureLeavesNothing(t *testing.T) {
 	}
 	if m := b.db.Metrics(); m.Ingest.Count != 0 || m.Total().TablesCount != 0 {
 		t.Fatalf("the failed restore ingested %d times, %d tables", m.Ingest.Count, m.Total().TablesCount)
+	}
+}
+
+// A restore whose ingestion fails leaves no tables behind either.
+func TestRestoreFailedIngestLeavesNothing(t *testing.T) {
+	b := newTestBackend(t, restoreMaxP, keygroup.All(restoreMaxP))
+	w := b.newRestoreWriter(context.Background())
+	for i := range 3 {
+		must(t, w.set([]byte{0, 0, 0, 0, byte(i)}, []byte("value")))
+	}
+	must(t, w.closeTable())
+	must(t, os.Truncate(w.paths[0], 10))
+	if err := w.finish(); err == nil {
+		t.Fatal("the ingestion of a damaged table succeeded")
+	}
+	if l := leftovers(t, b); l != nil {
+		t.Fatalf("the failed ingestion left %v in the database's directory", l)
 	}
 }

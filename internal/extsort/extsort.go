@@ -351,7 +351,10 @@ func (s *Sorter) index(maxRecs int) (int, error) {
 			// Grow once to what the whole chunk holds at the density seen
 			// so far, rather than by doubling: each doubling copies the
 			// index and touches fresh memory.
-			want := min(maxRecs, len(s.recs)*len(s.buf)/off*5/4+16)
+			want := maxRecs
+			if f := float64(len(s.recs))*float64(len(s.buf))/float64(off)*1.25 + 16; f < float64(maxRecs) {
+				want = int(f)
+			}
 			s.recs = slices.Grow(s.recs, want-len(s.recs))
 		}
 		s.recs = append(s.recs, r)
