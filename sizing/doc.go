@@ -21,7 +21,8 @@
 // loads states through the real backend and compares with runtime.MemStats.
 // Pebble sizes are measured: the sample is restored into real
 // engine/pebblebackend databases in a temporary directory, a part of about
-// 16 MiB each, in parallel and beside the tally, and compacted (pebble.go). A plan without bytes per entry gets both from the layouts
+// 16 MiB each, in parallel and beside the tally, and compacted
+// (pebble.go). A plan without bytes per entry gets both from the layouts
 // of the savepoint format and of the Pebble backend (plan.go).
 //
 // The package reads savepoints and writes only temporary Pebble databases;

@@ -134,12 +134,9 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-// BenchmarkSnapshot snapshots 100k int64 values and 10k maps of 10 entries
-// with TTL; MB/s counts the bytes of the data file.
-func BenchmarkSnapshot(b *testing.B) {
-	be, _, keys := benchValueState(b)
-	clock := state.NewManualClock(1_700_000_000_000)
-	md := state.NewMap("m", serializers.String(), serializers.Int64(), sweepTTL(0))
+// benchMaps declares map state md on be and puts a map of 10 entries under
+// every tenth key.
+func benchMaps(b *testing.B, be *Backend, clock state.Clock, md *state.MapDescriptor[string, int64], keys [][]byte) {
 	m, err := state.GetMap(be, clock, md)
 	if err != nil {
 		b.Fatal(err)
@@ -148,12 +145,21 @@ func BenchmarkSnapshot(b *testing.B) {
 		if err := be.SetCurrentKey(keys[i]); err != nil {
 			b.Fatal(err)
 		}
-		for j := 0; j < 10; j++ {
+		for j := range 10 {
 			if err := m.Put(fmt.Sprintf("category-%d", j), int64(j)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
+}
+
+// BenchmarkSnapshot snapshots 100k int64 values and 10k maps of 10 entries
+// with TTL; MB/s counts the bytes of the data file.
+func BenchmarkSnapshot(b *testing.B) {
+	be, _, keys := benchValueState(b)
+	clock := state.NewManualClock(1_700_000_000_000)
+	md := state.NewMap("m", serializers.String(), serializers.Int64(), sweepTTL(0))
+	benchMaps(b, be, clock, md, keys)
 	specs := []*state.Spec{be.states[0].spec, md.Spec()}
 	meta := statetest.NewMetadata(statetest.NewOperator("op", 1, 128, serializers.String(), specs, nil), clock.Now())
 	snapshot := func() int64 {
@@ -189,22 +195,8 @@ func BenchmarkSnapshot(b *testing.B) {
 func BenchmarkRestore(b *testing.B) {
 	be, _, keys := benchValueState(b)
 	md := state.NewMap("m", serializers.String(), serializers.Int64())
-	m, err := state.GetMap(be, nil, md)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := 0; i < len(keys); i += 10 {
-		if err := be.SetCurrentKey(keys[i]); err != nil {
-			b.Fatal(err)
-		}
-		for j := range 10 {
-			if err := m.Put(fmt.Sprintf("category-%d", j), int64(j)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	vd := state.NewValue("v", serializers.Int64())
-	specs := []*state.Spec{vd.Spec(), md.Spec()}
+	benchMaps(b, be, nil, md, keys)
+	specs := []*state.Spec{be.states[0].spec, md.Spec()}
 	meta := statetest.NewMetadata(statetest.NewOperator("op", 1, 128, serializers.String(), specs, nil), 0)
 	sp := statetest.WriteSavepoint(b, b.TempDir()+"/sp", meta, 0, be)
 	var bytes int64

@@ -36,10 +36,9 @@ type restoreWriter struct {
 	// compactions, and the incremental checkpoints that upload what they
 	// write, as small as Pebble's own tables do.
 	tableBytes uint64
-	// last is the last key written to a table; started says whether there
-	// is one.
-	last    []byte
-	started bool
+	// last is the last key written to a table, nil before the first; no
+	// key is empty, since every key starts with its key group.
+	last []byte
 	// batch takes every write once the keys have stopped ascending.
 	batch *batchWriter
 }
@@ -58,7 +57,7 @@ func (w *restoreWriter) set(k, v []byte) error {
 	if w.batch != nil {
 		return w.batch.set(k, v)
 	}
-	if w.started && bytes.Compare(k, w.last) <= 0 {
+	if w.last != nil && bytes.Compare(k, w.last) <= 0 {
 		if err := w.ingest(); err != nil {
 			return err
 		}
@@ -73,7 +72,7 @@ func (w *restoreWriter) set(k, v []byte) error {
 	if err := w.table.Set(k, v); err != nil {
 		return fmt.Errorf("pebblebackend: write %s: %w", w.paths[len(w.paths)-1], err)
 	}
-	w.last, w.started = append(w.last[:0], k...), true
+	w.last = append(w.last[:0], k...)
 	if w.table.Raw().EstimatedSize() >= w.tableBytes {
 		return w.closeTable()
 	}

@@ -59,10 +59,14 @@ func restoreSavepoint(t testing.TB) savepoint.Source {
 	}
 	defer b.Close()
 	vd, ld, md := restoreSpecs()
-	v, _ := state.GetValue(b, nil, vd)
-	l, _ := state.GetList(b, nil, ld)
-	m, _ := state.GetMap(b, nil, md)
-	ts, _ := b.Timers("t", serializers.Void())
+	v, err := state.GetValue(b, nil, vd)
+	must(t, err)
+	l, err := state.GetList(b, nil, ld)
+	must(t, err)
+	m, err := state.GetMap(b, nil, md)
+	must(t, err)
+	ts, err := b.Timers("t", serializers.Void())
+	must(t, err)
 	for i := range 300 {
 		if err := b.SetCurrentKey(fmt.Appendf(nil, "key\x00%d", i)); err != nil {
 			t.Fatal(err)
