@@ -13,9 +13,12 @@
 // beside its job's shared/ directory is read with the files it shares, and
 // the job's directory itself as its newest checkpoint.
 // Options.PathMap says where the absolute paths of a Flink _metadata
-// lie now. A new layout is one more entry in the list in layouts.go.
+// lie now. A new layout is one more case in open, in layouts.go.
 //
 // OpenLocation opens a savepoint by location, a bucket URL included
-// (package storage); in a bucket a stateproc savepoint opens its data
-// files when first read, so that reading the index costs one object.
+// (package storage). In a bucket, where each request is a round trip,
+// opening reads a _metadata of up to 16 MiB whole, once, in one ranged GET
+// after its HEAD, while it looks for an incremental checkpoint's manifest
+// beside it; a stateproc savepoint then opens its data files when first
+// read, so that reading the index costs that one object.
 package layouts

@@ -1,7 +1,6 @@
 package layouts
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,18 +23,6 @@ import (
 // every layout's magic and version.
 const headLen = 12
 
-// layout is one layout stateproc knows: how to recognize its metadata, and
-// how to open it.
-type layout struct {
-	name string
-	// match reports whether head, the first bytes of _metadata (fewer when
-	// the file is shorter), are the layout's.
-	match func(head []byte) bool
-	// open opens the savepoint in dir; local is the directory's path when
-	// it lies on the local file system, and empty otherwise.
-	open func(ctx context.Context, dir storage.Dir, local string, head []byte, o Options) (savepoint.Source, error)
-}
-
 // Options say how a savepoint is opened.
 type Options struct {
 	// PathMap rewrites the absolute paths an Apache Flink _metadata
@@ -44,12 +31,6 @@ type Options struct {
 	// one, an absolute path is looked up by its base name in the
 	// savepoint's directory and nowhere else.
 	PathMap map[string]string
-}
-
-// known lists the layouts in the order they are tried.
-var known = []layout{
-	{name: "stateproc", match: isStateproc, open: openStateproc},
-	{name: "Apache Flink", match: isFlink, open: openFlink},
 }
 
 // Open opens the savepoint or checkpoint in the local directory path,
@@ -77,28 +58,47 @@ func OpenDir(ctx context.Context, dir storage.Dir) (savepoint.Source, error) {
 }
 
 func open(ctx context.Context, dir storage.Dir, local string, o Options) (savepoint.Source, error) {
+	var manifest *lookup
+	if storage.InBucket(dir) {
+		// In a bucket each open and read is a request, a round trip:
+		// _metadata is read once, whole, for both the head that tells the
+		// layout and the layout's reader, while the manifest of an
+		// incremental checkpoint is looked for beside it.
+		lookCtx, cancel := context.WithCancel(ctx)
+		manifest = look(lookCtx, dir, engine.IncrementalManifest)
+		// A layout that needs no answer, or an error, stops the look.
+		defer func() {
+			cancel()
+			manifest.wait()
+		}()
+		if err := storage.Preload(ctx, dir, savepoint.MetadataFile, metaInMemory); err != nil {
+			return nil, metadataError(dir, err)
+		}
+	}
 	head, err := readHead(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range known {
-		if l.match(head) {
-			return l.open(ctx, dir, local, head, o)
-		}
+	if isFlink(head) {
+		return openFlink(ctx, dir, local, o)
 	}
-	// No layout claims it: the stateproc reader says what is wrong with
-	// the file in its own terms (a foreign magic, a truncated preamble).
-	return openStateproc(ctx, dir, local, head, o)
+	// Anything else is read as stateproc's: its reader says what is wrong
+	// with a file that is not (a foreign magic, a truncated preamble).
+	return openStateproc(ctx, dir, local, manifest)
 }
 
-// readHead returns the first bytes of dir's _metadata.
+// metaInMemory is the largest _metadata of a bucket that opening reads
+// whole up front: both layouts read all of it next. A larger one (an
+// Apache Flink savepoint's with much state inline) is read as its layout
+// reads it.
+const metaInMemory = 16 << 20
+
+// readHead returns the first bytes of dir's _metadata: enough for every
+// layout's magic and version, fewer when the file is shorter.
 func readHead(ctx context.Context, dir storage.Dir) ([]byte, error) {
 	f, err := dir.Open(ctx, savepoint.MetadataFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s has no %s", savepoint.ErrNotSavepoint, dir.Location(), savepoint.MetadataFile)
-	}
 	if err != nil {
-		return nil, err
+		return nil, metadataError(dir, err)
 	}
 	defer f.Close()
 	head := make([]byte, min(f.Size(), headLen))
@@ -111,26 +111,60 @@ func readHead(ctx context.Context, dir storage.Dir) ([]byte, error) {
 	return head, nil
 }
 
-// stateprocMagic starts every file of stateproc's layout (see
-// snapshotfmt/FORMAT.md).
-var stateprocMagic = []byte("STPROC")
+// metadataError is err from opening dir's _metadata: a directory without
+// one is not a savepoint.
+func metadataError(dir storage.Dir, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s has no %s", savepoint.ErrNotSavepoint, dir.Location(), savepoint.MetadataFile)
+	}
+	return err
+}
 
-func isStateproc(head []byte) bool { return bytes.HasPrefix(head, stateprocMagic) }
+// lookup is whether a file exists, looked for on a goroutine of its own.
+type lookup struct {
+	done   chan struct{}
+	exists bool
+	err    error
+}
+
+func look(ctx context.Context, dir storage.Dir, name string) *lookup {
+	l := &lookup{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		f, err := dir.Open(ctx, name)
+		switch {
+		case err == nil:
+			l.exists = true
+			f.Close()
+		case !errors.Is(err, fs.ErrNotExist):
+			l.err = err
+		}
+	}()
+	return l
+}
+
+func (l *lookup) wait() (exists bool, err error) {
+	<-l.done
+	return l.exists, l.err
+}
 
 // openStateproc opens a stateproc savepoint, or one of the engine's
 // checkpoints: an incremental one lists its native databases in a manifest
 // beside the metadata, and is read through the engine's checkpoint reader.
-func openStateproc(ctx context.Context, dir storage.Dir, local string, _ []byte, _ Options) (savepoint.Source, error) {
-	switch f, err := dir.Open(ctx, engine.IncrementalManifest); {
-	case err == nil:
-		f.Close()
+// manifest is the look for that manifest if one was started.
+func openStateproc(ctx context.Context, dir storage.Dir, local string, manifest *lookup) (savepoint.Source, error) {
+	if manifest == nil {
+		manifest = look(ctx, dir, engine.IncrementalManifest)
+	}
+	switch incremental, err := manifest.wait(); {
+	case err != nil:
+		return nil, err
+	case incremental:
 		if local == "" {
 			return nil, fmt.Errorf("%w: %s is an incremental checkpoint, whose native databases are read from a local directory only",
 				savepoint.ErrUnsupported, dir.Location())
 		}
 		return engine.OpenCheckpoint(ctx, local, "")
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, err
 	}
 	if local == "" {
 		// In a bucket every open is a request: a data file is opened
@@ -146,7 +180,7 @@ func isFlink(head []byte) bool { return flinkfmt.IsFlink(head) }
 // directory beside the shared/ or taskowned/ directory of Flink's
 // checkpoint storage is read as that checkpoint of the job's directory,
 // so that the files it shares with other checkpoints are found there.
-func openFlink(ctx context.Context, dir storage.Dir, local string, _ []byte, o Options) (savepoint.Source, error) {
+func openFlink(ctx context.Context, dir storage.Dir, local string, o Options) (savepoint.Source, error) {
 	opts := flinkfmt.Options{PathMap: o.PathMap}
 	if local != "" {
 		if root, id, ok := flinkCheckpoint(local); ok {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -113,8 +114,11 @@ func TestFlinkSavepointInABucket(t *testing.T) {
 	}
 }
 
-// OpenLocation of a stateproc savepoint in a bucket reads _metadata alone,
-// and its data files when read; the counters given see every byte.
+// TestOpenLocationCountsAndDefers opens a stateproc savepoint in a bucket
+// through a proxy: opening reads _metadata once, whole, in one GET, while
+// it looks for an incremental checkpoint's manifest (the two HEADs are in
+// flight together), and opens no data file; the entries then read are
+// those on disk.
 func TestOpenLocationCountsAndDefers(t *testing.T) {
 	srv := storetest.Start(t)
 	srv.Env(t)
@@ -122,8 +126,10 @@ func TestOpenLocationCountsAndDefers(t *testing.T) {
 	const sp = "../testdata/savepoints/v2/gateway-p2-pebble"
 	upload(t, srv, sp, "state", "sp")
 	ctx := context.Background()
+	p := storetest.NewProxy(t, srv.Endpoint())
+	together := p.Gather("HeadObject", 2, 3*time.Second)
 	var c storage.Counters
-	src, err := layouts.OpenLocation(ctx, storetest.URL(srv.Endpoint(), "state", "sp"), storage.Options{Counters: &c})
+	src, err := layouts.OpenLocation(ctx, storetest.URL(p.URL, "state", "sp"), storage.Options{Counters: &c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +138,12 @@ func TestOpenLocationCountsAndDefers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.BytesRead.Load(), st.Size()+12; got != want {
-		t.Errorf("opening read %d bytes, want %d: the head of _metadata and the file once", got, want)
+	if got, want := c.BytesRead.Load(), st.Size(); got != want {
+		t.Errorf("opening read %d bytes, want %d: _metadata once", got, want)
+	}
+	if heads, gets := p.Ops("HeadObject"), p.Ops("GetObject"); heads != 2 || gets != 1 || !together() {
+		t.Errorf("opening made %d HEADs and %d GETs (HEADs together: %v), want the HEADs of _metadata and of the manifest together, then one GET",
+			heads, gets, together())
 	}
 	local, err := layouts.Open(ctx, sp)
 	if err != nil {

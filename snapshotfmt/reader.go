@@ -47,6 +47,11 @@ func Open(ctx context.Context, dir storage.Dir) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := make([]string, len(r.idx.files))
+	for i, df := range r.idx.files {
+		names[i] = df.name
+	}
+	r.openFiles(names)
 	for _, df := range r.idx.files {
 		if _, err := r.file(df.name); err != nil {
 			r.Close()
@@ -121,6 +126,30 @@ func (r *Reader) file(name string) (storage.File, error) {
 	}
 	slot.once.Do(func() { slot.f, slot.err = r.openDataFile(slot.df) })
 	return slot.f, slot.err
+}
+
+// openInFlight bounds the data files that openFiles opens at once.
+const openInFlight = 16
+
+// openFiles opens the named data files several at a time. In a bucket
+// each open is two round trips (the object's size and version, then its
+// preamble), which would otherwise be made one file after another; on a
+// local disk it costs little either way. What fails stays in its file's
+// slot, for the caller that needs the file to report.
+func (r *Reader) openFiles(names []string) {
+	if len(names) < 2 {
+		return
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, openInFlight)
+	for _, name := range names {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r.file(name)
+		})
+	}
+	wg.Wait()
 }
 
 func (r *Reader) openDataFile(df dataFile) (storage.File, error) {

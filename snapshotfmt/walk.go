@@ -36,6 +36,15 @@ type walk struct {
 // whose reads the page cache serves).
 func (r *Reader) WalkSegments(ctx context.Context, segs []savepoint.Segment) savepoint.Walk {
 	w := &walk{r: r, segs: segs, lane: make([]int, len(segs))}
+	var names []string
+	seen := map[string]bool{}
+	for _, seg := range segs {
+		if !seen[seg.File] {
+			seen[seg.File] = true
+			names = append(names, seg.File)
+		}
+	}
+	r.openFiles(names)
 	var ranges []storage.Range
 	var chunk int64
 	for i, seg := range segs {

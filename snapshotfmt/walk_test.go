@@ -30,19 +30,9 @@ func bucketSavepoint(t *testing.T) (srv *storetest.Server, p *storetest.Proxy, c
 	srv = storetest.Start(t)
 	srv.Env(t)
 	srv.Bucket(t, "state")
-	dir := filepath.Join(t.TempDir(), "in")
 	// Pad makes the session segments about 120 KiB long: several go into a
 	// read, and a file takes several reads.
-	if err := spgen.Write(dir, spgen.Config{Seed: 9, Users: 600, Accounts: 50, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000, Pad: 20000}); err != nil {
-		t.Fatal(err)
-	}
-	local = sptest.Open(t, dir)
-	for _, name := range append(local.DataFiles(), storage.MetadataName) {
-		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name),
-			Body: bytes.NewReader(mustRead(t, filepath.Join(dir, name)))}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	local = uploadGenerated(t, srv, spgen.Config{Seed: 9, Users: 600, Accounts: 50, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000, Pad: 20000})
 	p = storetest.NewProxy(t, srv.Endpoint())
 	d, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", "in"), storage.Options{})
 	if err != nil {
@@ -54,6 +44,84 @@ func bucketSavepoint(t *testing.T) (srv *storetest.Server, p *storetest.Proxy, c
 	}
 	t.Cleanup(func() { r.Close() })
 	return srv, p, storage.CountersOf(d), r, local
+}
+
+// uploadGenerated writes the savepoint cfg generates under in/ of the
+// bucket state, and opens its local copy.
+func uploadGenerated(t *testing.T, srv *storetest.Server, cfg spgen.Config) *snapshotfmt.Reader {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	local := sptest.Open(t, dir)
+	for _, name := range append(local.DataFiles(), storage.MetadataName) {
+		if _, err := srv.Client(srv.Endpoint()).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name),
+			Body: bytes.NewReader(mustRead(t, filepath.Join(dir, name)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return local
+}
+
+// TestWalkOpensItsFilesTogether walks a bucket's savepoint of several data
+// files, opened lazily: the walk opens them all before its first read, and
+// each open is two round trips (the object's size and version, then its
+// preamble), so it makes them together rather than one file after
+// another. The proxy holds the requests of each kind until one per file
+// is in, and gives up after a while when they come one at a time. The
+// walk then gives the entries the local copy gives.
+func TestWalkOpensItsFilesTogether(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	local := uploadGenerated(t, srv, spgen.Config{Seed: 4, Users: 300, Accounts: 40, Parallelism: 4, MaxParallelism: 128, Now: 1_700_000_000_000})
+	p := storetest.NewProxy(t, srv.Endpoint())
+	d, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", "in"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := snapshotfmt.OpenLazily(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	files := len(r.DataFiles())
+	if files < 4 {
+		t.Fatalf("%d data files, want several", files)
+	}
+	heads, gets := p.Ops("HeadObject"), p.Ops("GetObject")
+	headsTogether := p.Gather("HeadObject", files, 3*time.Second)
+	preamblesTogether := p.Gather("GetObject", files, 3*time.Second)
+	segs := inFileOrder(mustSegments(t, r))
+	w := savepoint.WalkSegments(ctx, r, segs)
+	defer w.Close()
+	if !headsTogether() || !preamblesTogether() {
+		t.Errorf("the %d data files were not opened together (sizes together: %v, preambles together: %v)", files, headsTogether(), preamblesTogether())
+	}
+	if got := p.Ops("HeadObject") - heads; got != files {
+		t.Errorf("%d HEADs for %d data files", got, files)
+	}
+	n, want := 0, 0
+	for i, seg := range segs {
+		it := w.Entries(ctx, i)
+		for it.Next() {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatalf("segment %d: %v", i, err)
+		}
+		it.Close()
+		for it := savepoint.SegmentEntries(ctx, local, seg); it.Next(); {
+			want++
+		}
+	}
+	if n != want || n == 0 {
+		t.Errorf("%d entries from the bucket, %d from the local copy", n, want)
+	}
+	t.Logf("%d files, %d entries, %d GETs", files, n, p.Ops("GetObject")-gets)
 }
 
 // inFileOrder is segs sorted by file and offset, as a scan takes them.

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -126,10 +128,56 @@ func openBucketDir(ctx context.Context, loc Location, opts Options) (DirCloser, 
 	if err != nil {
 		return nil, err
 	}
-	return &bucketDir{st}, nil
+	return &bucketDir{bucketStore: st}, nil
 }
 
-type bucketDir struct{ *bucketStore }
+type bucketDir struct {
+	*bucketStore
+	mu sync.Mutex
+	// preloaded holds the objects Preload read, by name.
+	preloaded map[string][]byte
+}
+
+// Preload reads the file name of d whole when d lies in a bucket and the
+// file is at most limit bytes, in one request after the one that finds
+// its size, and has d serve the later opens of it from those bytes. It is
+// for a small file that several readers open one after another, as
+// opening a savepoint does its _metadata (once to tell its layout, once
+// to read it), where every open and read is a round trip. Elsewhere it
+// does nothing. A missing file is an error that wraps fs.ErrNotExist.
+func Preload(ctx context.Context, d Dir, name string, limit int64) error {
+	bd, ok := d.(*bucketDir)
+	if !ok {
+		return nil
+	}
+	f, err := bd.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if f.Size() > limit {
+		return nil
+	}
+	b := make([]byte, f.Size())
+	if n, err := f.ReadAt(b, 0); n < len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("storage: %s ended after %d of its %d bytes", bd.where(name), n, len(b))
+		}
+		return err
+	}
+	bd.mu.Lock()
+	defer bd.mu.Unlock()
+	if bd.preloaded == nil {
+		bd.preloaded = map[string][]byte{}
+	}
+	bd.preloaded[name] = b
+	return nil
+}
+
+// preloadedFile is a file Preload read.
+type preloadedFile struct{ *bytes.Reader }
+
+func (preloadedFile) Close() error { return nil }
 
 // Open asks for the object's size and version. The reads that follow are
 // bound to ctx, and to that version: a replaced object fails them with
@@ -140,6 +188,12 @@ func (d *bucketDir) Open(ctx context.Context, name string) (File, error) {
 	}
 	if isTempName(name) {
 		return nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
+	}
+	d.mu.Lock()
+	b, ok := d.preloaded[name]
+	d.mu.Unlock()
+	if ok {
+		return preloadedFile{bytes.NewReader(b)}, nil
 	}
 	d.c.Requests.Add(1)
 	attrs, err := d.b.Attributes(ctx, d.key(name))

@@ -44,7 +44,19 @@ type Proxy struct {
 	// TakeConcurrency.
 	inFlight, peak map[string]int
 	busy           map[string]time.Duration
+	gathers        []*gather
 	srv            *httptest.Server
+}
+
+// gather holds the first n requests of op until all n are in, or until
+// wait has passed since the first came.
+type gather struct {
+	op      string
+	n, in   int
+	wait    time.Duration
+	release chan struct{}
+	// met is set when all n came before the wait ran out.
+	met bool
 }
 
 // Fault kinds.
@@ -115,6 +127,56 @@ func (p *Proxy) Inject(kind int, op string, n int, status int, code string, afte
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults = append(p.faults, &fault{kind: kind, op: op, left: n, status: status, code: code, after: after})
+}
+
+// Gather holds the next n requests of op until all n of them are in, and
+// lets them on together; if they are not all in within wait of the first,
+// it lets on those it holds, and those after, at once. The function it
+// returns reports whether all n were in together: a client that sends
+// them one after another, each waiting for the one before, is not.
+func (p *Proxy) Gather(op string, n int, wait time.Duration) (together func() bool) {
+	g := &gather{op: op, n: n, wait: wait, release: make(chan struct{})}
+	p.mu.Lock()
+	p.gathers = append(p.gathers, g)
+	p.mu.Unlock()
+	return func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return g.met
+	}
+}
+
+// hold keeps a request of op back while a gather of op wants it.
+func (p *Proxy) hold(op string) {
+	p.mu.Lock()
+	var g *gather
+	for _, x := range p.gathers {
+		if x.op == op && x.in < x.n {
+			g = x
+			break
+		}
+	}
+	if g == nil {
+		p.mu.Unlock()
+		return
+	}
+	g.in++
+	switch {
+	case g.in == g.n:
+		g.met = true
+		close(g.release)
+	case g.in == 1:
+		time.AfterFunc(g.wait, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !g.met {
+				g.in = g.n // the rest pass at once
+				close(g.release)
+			}
+		})
+	}
+	p.mu.Unlock()
+	<-g.release
 }
 
 // Throttle answers the next n requests of op with 503 SlowDown.
@@ -214,6 +276,7 @@ func (p *Proxy) take(op string) *fault {
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := Operation(r)
+	p.hold(op)
 	f := p.take(op)
 	if f != nil {
 		switch f.kind {
