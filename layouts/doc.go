@@ -18,7 +18,7 @@
 // OpenLocation opens a savepoint by location, a bucket URL included
 // (package storage). In a bucket, where each request is a round trip,
 // opening reads a _metadata of up to 16 MiB whole, once, in one ranged GET
-// after its HEAD, while it looks for an incremental checkpoint's manifest
-// beside it; a stateproc savepoint then opens its data files when first
+// that also gives its size and version, while it looks for an incremental
+// checkpoint's manifest beside it; a stateproc savepoint then opens its data files when first
 // read, so that reading the index costs that one object.
 package layouts

@@ -88,9 +88,9 @@ func open(ctx context.Context, dir storage.Dir, local string, o Options) (savepo
 }
 
 // metaInMemory is the largest _metadata of a bucket that opening reads
-// whole up front: both layouts read all of it next. A larger one (an
-// Apache Flink savepoint's with much state inline) is read as its layout
-// reads it.
+// whole up front: both layouts read all of it next. Of a larger one (an
+// Apache Flink savepoint's with much state inline) it reads this much, and
+// the rest as its layout reads it.
 const metaInMemory = 16 << 20
 
 // readHead returns the first bytes of dir's _metadata: enough for every

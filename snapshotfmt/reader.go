@@ -132,10 +132,10 @@ func (r *Reader) file(name string) (storage.File, error) {
 const openInFlight = 16
 
 // openFiles opens the named data files several at a time. In a bucket
-// each open is two round trips (the object's size and version, then its
-// preamble), which would otherwise be made one file after another; on a
-// local disk it costs little either way. What fails stays in its file's
-// slot, for the caller that needs the file to report.
+// each open is a round trip (a GET of the preamble that also gives the
+// object's size and version), which would otherwise be made one file
+// after another; on a local disk it costs little either way. What fails
+// stays in its file's slot, for the caller that needs the file to report.
 func (r *Reader) openFiles(names []string) {
 	if len(names) < 2 {
 		return
@@ -153,12 +153,14 @@ func (r *Reader) openFiles(names []string) {
 }
 
 func (r *Reader) openDataFile(df dataFile) (storage.File, error) {
-	f, err := r.dir.Open(r.ctx, df.name)
+	// The preamble comes with the open: in a bucket, one request.
+	pre := make([]byte, preambleLen)
+	f, n, err := storage.OpenFirst(r.ctx, r.dir, df.name, pre)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, at(df.name, -1, -1, corruptf("data file named in the metadata is missing"))
 		}
-		return nil, at(df.name, -1, -1, err)
+		return nil, at(df.name, -1, int64(n), err)
 	}
 	if size := f.Size(); size != df.size {
 		f.Close()
@@ -168,10 +170,9 @@ func (r *Reader) openDataFile(df dataFile) (storage.File, error) {
 		}
 		return nil, at(df.name, -1, min(size, df.size), corruptf("%s: the file is %d bytes, the metadata says %d", what, size, df.size))
 	}
-	pre := make([]byte, preambleLen)
-	if err := readAt(f, df.name, -1, pre, 0); err != nil {
+	if n < len(pre) {
 		f.Close()
-		return nil, err
+		return nil, at(df.name, -1, int64(n), corruptf("truncated: the file ends after %d bytes", n))
 	}
 	if err := checkDataPreamble(df.name, pre, r.idx.version); err != nil {
 		f.Close()

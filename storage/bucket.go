@@ -1,12 +1,12 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -135,49 +135,83 @@ type bucketDir struct {
 	*bucketStore
 	mu sync.Mutex
 	// preloaded holds the objects Preload read, by name.
-	preloaded map[string][]byte
+	preloaded map[string]preloaded
 }
 
-// Preload reads the file name of d whole when d lies in a bucket and the
-// file is at most limit bytes, in one request after the one that finds
-// its size, and has d serve the later opens of it from those bytes. It is
-// for a small file that several readers open one after another, as
-// opening a savepoint does its _metadata (once to tell its layout, once
-// to read it), where every open and read is a round trip. Elsewhere it
-// does nothing. A missing file is an error that wraps fs.ErrNotExist.
+// preloaded is what Preload read of an object: its first bytes, all of
+// them when rest is nil, and otherwise the object for the bytes after.
+type preloaded struct {
+	head []byte
+	rest *bucketFile
+}
+
+// Preload reads the file name of d when d lies in a bucket, its first limit
+// bytes, in one request that also gives its size and version, and has d
+// serve the later opens of it from those bytes. It is for a small file
+// that several readers open one after another, as opening a savepoint
+// does its _metadata (once to tell its layout, once to read it), where
+// every open and read is a round trip. The bytes past limit of a larger
+// file are read as any file's are. Elsewhere it does nothing. A missing
+// file is an error that wraps fs.ErrNotExist.
 func Preload(ctx context.Context, d Dir, name string, limit int64) error {
 	bd, ok := d.(*bucketDir)
 	if !ok {
 		return nil
 	}
-	f, err := bd.Open(ctx, name)
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	f, head, err := bd.openHead(ctx, name, limit)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if f.Size() > limit {
-		return nil
-	}
-	b := make([]byte, f.Size())
-	if n, err := f.ReadAt(b, 0); n < len(b) {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = fmt.Errorf("storage: %s ended after %d of its %d bytes", bd.where(name), n, len(b))
-		}
-		return err
+	p := preloaded{head: head}
+	if f.size > int64(len(head)) {
+		p.rest = f
 	}
 	bd.mu.Lock()
 	defer bd.mu.Unlock()
 	if bd.preloaded == nil {
-		bd.preloaded = map[string][]byte{}
+		bd.preloaded = map[string]preloaded{}
 	}
-	bd.preloaded[name] = b
+	bd.preloaded[name] = p
 	return nil
 }
 
-// preloadedFile is a file Preload read.
-type preloadedFile struct{ *bytes.Reader }
+// preloadedFile is a file Preload read, opened with its own context.
+type preloadedFile struct {
+	preloaded
+	ctx context.Context
+}
 
-func (preloadedFile) Close() error { return nil }
+func (f *preloadedFile) Size() int64 {
+	if f.rest != nil {
+		return f.rest.size
+	}
+	return int64(len(f.head))
+}
+
+func (f *preloadedFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("storage: negative offset %d", off)
+	}
+	n := 0
+	if off < int64(len(f.head)) {
+		n = copy(p, f.head[off:])
+	}
+	if n == len(p) {
+		return n, nil
+	}
+	if f.rest == nil {
+		return n, io.EOF
+	}
+	rest := *f.rest
+	rest.ctx = f.ctx
+	m, err := rest.ReadAt(p[n:], off+int64(n))
+	return n + m, err
+}
+
+func (*preloadedFile) Close() error { return nil }
 
 // Open asks for the object's size and version. The reads that follow are
 // bound to ctx, and to that version: a replaced object fails them with
@@ -189,11 +223,8 @@ func (d *bucketDir) Open(ctx context.Context, name string) (File, error) {
 	if isTempName(name) {
 		return nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
 	}
-	d.mu.Lock()
-	b, ok := d.preloaded[name]
-	d.mu.Unlock()
-	if ok {
-		return preloadedFile{bytes.NewReader(b)}, nil
+	if f, ok := d.preloadedFile(ctx, name); ok {
+		return f, nil
 	}
 	d.c.Requests.Add(1)
 	attrs, err := d.b.Attributes(ctx, d.key(name))
@@ -209,6 +240,144 @@ func (d *bucketDir) Open(ctx context.Context, name string) (File, error) {
 		f.generation = ga.Generation
 	}
 	return f, nil
+}
+
+func (d *bucketDir) preloadedFile(ctx context.Context, name string) (File, bool) {
+	d.mu.Lock()
+	p, ok := d.preloaded[name]
+	d.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return &preloadedFile{preloaded: p, ctx: ctx}, true
+}
+
+// OpenFirst opens the file name of d and reads its first len(p) bytes
+// into p, or all of it when it is shorter, and returns the file and the
+// bytes read. In a bucket one ranged GET does both, taking the object's
+// size and version from the answer, where Open and ReadAt would be two
+// round trips; it is how a reader that checks every file's first bytes
+// opens its files. A missing file is an error that wraps fs.ErrNotExist.
+func OpenFirst(ctx context.Context, d Dir, name string, p []byte) (File, int, error) {
+	if bd, ok := d.(*bucketDir); ok && len(p) > 0 {
+		if err := CheckName(name); err != nil {
+			return nil, 0, err
+		}
+		if f, ok := bd.preloadedFile(ctx, name); ok {
+			return readFirst(f, p)
+		}
+		f, head, err := bd.openHead(ctx, name, int64(len(p)))
+		if err != nil {
+			return nil, 0, err
+		}
+		return f, copy(p, head), nil
+	}
+	f, err := d.Open(ctx, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	return readFirst(f, p)
+}
+
+// readFirst reads the first bytes of an open file for OpenFirst.
+func readFirst(f File, p []byte) (File, int, error) {
+	n, err := f.ReadAt(p, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == f.Size()) {
+		f.Close()
+		return nil, n, err
+	}
+	return f, n, nil
+}
+
+// openHead opens the object name with a GET of its first limit bytes,
+// and returns it with those bytes, fewer where it is shorter. An empty
+// object has no range to serve: it is opened as Open does.
+func (d *bucketDir) openHead(ctx context.Context, name string, limit int64) (*bucketFile, []byte, error) {
+	if isTempName(name) {
+		return nil, nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
+	}
+	var r *blob.Reader
+	for attempt := 1; ; attempt++ {
+		d.c.Requests.Add(1)
+		var err error
+		r, err = d.b.NewRangeReader(ctx, d.key(name), 0, limit, nil)
+		switch {
+		case err == nil:
+		case gcerrors.Code(err) == gcerrors.NotFound:
+			return nil, nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
+		case isRangeNotSatisfiable(err):
+			return d.openEmpty(ctx, name)
+		// The S3 client has retried the request itself.
+		case d.s3 != nil, !Retryable(err), attempt >= d.policy.Attempts:
+			return nil, nil, fmt.Errorf("storage: %s: %w", d.where(name), err)
+		default:
+			d.c.Retries.Add(1)
+			if err := d.policy.sleep(ctx, attempt); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		break
+	}
+	defer r.Close()
+	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: r.Size(), modTime: r.ModTime()}
+	var out s3.GetObjectOutput
+	if r.As(&out) {
+		f.etag = aws.ToString(out.ETag)
+	}
+	var v objectVersion
+	if r.As(&v) {
+		f.etag, f.generation = v.ETag, v.Generation
+	}
+	if f.size < 0 {
+		return nil, nil, fmt.Errorf("storage: %s: the server gives a size of %d", d.where(name), f.size)
+	}
+	head := make([]byte, min(limit, f.size))
+	n, err := io.ReadFull(r, head)
+	d.c.BytesRead.Add(int64(n))
+	if err == nil {
+		// Reading on to the body's end lets the connection be reused. A
+		// server that ignores the range sends the whole object, whose
+		// rest closing discards.
+		r.Read(make([]byte, 1))
+	} else if n < len(head) {
+		// The body broke off: the rest is read as every read is, with
+		// retries, and bound to the version the answer gave.
+		if m, err := f.ReadAt(head[n:], int64(n)); n+m < len(head) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = fmt.Errorf("storage: %s ended after %d of its %d bytes", d.where(name), n+m, f.size)
+			}
+			return nil, nil, err
+		}
+	}
+	return f, head, nil
+}
+
+// openEmpty opens an object whose first byte a GET could not serve: an
+// empty one, unless it was replaced since.
+func (d *bucketDir) openEmpty(ctx context.Context, name string) (*bucketFile, []byte, error) {
+	f, err := d.Open(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Size() != 0 {
+		return nil, nil, fmt.Errorf("%w: %s had no first byte to read, and now has %d bytes", ErrChanged, d.where(name), f.Size())
+	}
+	return f.(*bucketFile), nil, nil
+}
+
+// isRangeNotSatisfiable reports the answer to a ranged read of an empty
+// object.
+func isRangeNotSatisfiable(err error) bool {
+	var status interface{ HTTPStatusCode() int }
+	return errors.As(err, &status) && status.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
+}
+
+// objectVersion is what the As of a reader of the project's own clients
+// gives of the version it serves: the ETag, and on GCS the generation.
+type objectVersion struct {
+	ETag       string
+	Generation int64
 }
 
 // List names the objects under the prefix, temporary uploads left out.

@@ -66,6 +66,74 @@ func conformance(t *testing.T, loc func(prefix string) string) {
 			t.Fatalf("OpenTarget over a savepoint = %v, want ErrExists", err)
 		}
 	})
+	t.Run("first bytes with the open, in one request", func(t *testing.T) {
+		big := randomBytes(21, 3<<20+7)
+		if _, err := writeSavepoint(t, openTarget(t, loc("k"), false), "meta", map[string][]byte{"big": big, "small": []byte("hello"), "empty": nil}); err != nil {
+			t.Fatal(err)
+		}
+		var c storage.Counters
+		d, err := storage.OpenDir(ctx, loc("k"), storage.Options{Retry: fastRetries, Counters: &c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for _, tc := range []struct {
+			name string
+			want []byte
+			size int
+		}{{"big", big[:12], len(big)}, {"small", []byte("hello"), 5}, {"empty", nil, 0}} {
+			reqs := c.Requests.Load()
+			p := make([]byte, 12)
+			f, n, err := storage.OpenFirst(ctx, d, tc.name, p)
+			if err != nil {
+				t.Fatalf("OpenFirst(%s): %v", tc.name, err)
+			}
+			if !bytes.Equal(p[:n], tc.want) || f.Size() != int64(tc.size) {
+				t.Errorf("OpenFirst(%s) read %q of a file of %d bytes, want %q of %d", tc.name, p[:n], f.Size(), tc.want, tc.size)
+			}
+			// An empty object has no first byte to ask for: it is opened
+			// as Open does.
+			if r := c.Requests.Load() - reqs; r != 1 && tc.size > 0 {
+				t.Errorf("OpenFirst(%s) made %d requests, want 1", tc.name, r)
+			}
+			if tc.size > 12 {
+				tail := make([]byte, 100)
+				if _, err := f.ReadAt(tail, int64(tc.size-100)); err != nil || !bytes.Equal(tail, big[len(big)-100:]) {
+					t.Errorf("reading the end of a file OpenFirst opened: %v", err)
+				}
+			}
+			f.Close()
+		}
+		if _, _, err := storage.OpenFirst(ctx, d, "missing", make([]byte, 12)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("OpenFirst of a missing file = %v", err)
+		}
+		// Preloading the first bytes of a larger file serves them from
+		// memory, and the rest with one more request: every byte is read
+		// once.
+		reqs, read := c.Requests.Load(), c.BytesRead.Load()
+		if err := storage.Preload(ctx, d, "big", 1000); err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, d, "big"); !bytes.Equal(got, big) {
+			t.Fatal("a preloaded file reads other bytes than were written")
+		}
+		if r, n := c.Requests.Load()-reqs, c.BytesRead.Load()-read; r != 2 || n != int64(len(big)) {
+			t.Errorf("preloading and reading %d bytes made %d requests for %d bytes, want 2 for each byte once", len(big), r, n)
+		}
+		// The open is bound to the version the GET served, not to its size
+		// and time alone: a replacement of the same size, at once, fails
+		// the reads that follow.
+		held, _, err := storage.OpenFirst(ctx, d, storage.MetadataName, make([]byte, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := writeSavepoint(t, openTarget(t, loc("k"), true), "META", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := held.ReadAt(make([]byte, 4), 0); !errors.Is(err, storage.ErrChanged) {
+			t.Errorf("reading a file replaced by one of its size after OpenFirst = %v, want ErrChanged", err)
+		}
+	})
 	t.Run("nothing visible before publish, create-only names", func(t *testing.T) {
 		tg := openTarget(t, loc("b"), false)
 		w, _ := tg.Create(ctx, "data-000")
@@ -124,6 +192,10 @@ func conformance(t *testing.T, loc func(prefix string) string) {
 			t.Fatal(err)
 		}
 		heldMeta, _ := reader.Open(ctx, storage.MetadataName)
+		heldFirst, _, err := storage.OpenFirst(ctx, reader, storage.MetadataName, make([]byte, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
 		// Object times may be kept to the second: the new _metadata must
 		// not share the old one's.
 		time.Sleep(1100 * time.Millisecond)
@@ -137,7 +209,7 @@ func conformance(t *testing.T, loc func(prefix string) string) {
 		if !slices.Equal(list, want) {
 			t.Fatalf("after the forced publish: %v, want %v", list, want)
 		}
-		for _, f := range []storage.File{held, heldMeta} {
+		for _, f := range []storage.File{held, heldMeta, heldFirst} {
 			if _, err := f.ReadAt(make([]byte, 2), 0); !errors.Is(err, storage.ErrChanged) {
 				t.Fatalf("reading a replaced or removed file = %v, want ErrChanged", err)
 			}

@@ -318,14 +318,23 @@ func (b *gcsBucket) NewRangeReader(ctx context.Context, key string, offset, leng
 
 // httpReader is the body of a GET with the attributes of its answer.
 type httpReader struct {
-	body  io.ReadCloser
-	attrs driver.ReaderAttributes
+	body    io.ReadCloser
+	attrs   driver.ReaderAttributes
+	version objectVersion
 }
 
 func (r *httpReader) Read(p []byte) (int, error)           { return r.body.Read(p) }
 func (r *httpReader) Close() error                         { return r.body.Close() }
 func (r *httpReader) Attributes() *driver.ReaderAttributes { return &r.attrs }
-func (r *httpReader) As(any) bool                          { return false }
+
+// As gives the version served, as an *objectVersion.
+func (r *httpReader) As(i any) bool {
+	p, ok := i.(*objectVersion)
+	if ok {
+		*p = r.version
+	}
+	return ok
+}
 
 // byteRange is the value of a Range header for length bytes from offset,
 // or for the rest of the object when length is negative.
@@ -362,7 +371,13 @@ func rangedReader(resp *http.Response, store, key string, offset int64, failed f
 		return nil, failed(resp, "reading "+key)
 	}
 	mod, _ := http.ParseTime(resp.Header.Get("Last-Modified"))
-	return &httpReader{body: resp.Body, attrs: driver.ReaderAttributes{ContentType: resp.Header.Get("Content-Type"), ModTime: mod, Size: size}}, nil
+	// GCS names the generation served; elsewhere it is 0.
+	gen, _ := strconv.ParseInt(resp.Header.Get("X-Goog-Generation"), 10, 64)
+	return &httpReader{
+		body:    resp.Body,
+		attrs:   driver.ReaderAttributes{ContentType: resp.Header.Get("Content-Type"), ModTime: mod, Size: size},
+		version: objectVersion{ETag: resp.Header.Get("ETag"), Generation: gen},
+	}, nil
 }
 
 func (b *gcsBucket) NewTypedWriter(ctx context.Context, key, contentType string, opts *driver.WriterOptions) (driver.Writer, error) {

@@ -183,6 +183,38 @@ func TestGCSRetries(t *testing.T) {
 	}
 }
 
+// TestGCSOpenFirstRetries answers the first try of each GET with 503: the
+// GET that opens an object and reads its first bytes is tried again,
+// counted, and gives the object's size and generation.
+func TestGCSOpenFirstRetries(t *testing.T) {
+	startFakeGCS(t)
+	ctx := context.Background()
+	w, _, _ := openFakeGCS(t, "")
+	if err := w.WriteAll(ctx, "p/x", []byte("hello, world"), &blob.WriterOptions{ContentType: "application/octet-stream"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := w.Attributes(ctx, "p/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ga gcsAttrs
+	a.As(&ga)
+	b, g, rec := openFakeGCS(t, "GET")
+	d := &bucketDir{bucketStore: &bucketStore{loc: Location{Scheme: "gs", Bucket: "state", Prefix: "p"}, b: b, policy: g.policy, c: g.c}}
+	p := make([]byte, 5)
+	f, n, err := OpenFirst(ctx, d, "x", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf := f.(*bucketFile)
+	if string(p[:n]) != "hello" || bf.size != 12 || bf.generation != ga.Generation || ga.Generation == 0 {
+		t.Errorf("OpenFirst read %q of %d bytes at generation %d, want \"hello\" of 12 at %d", p[:n], bf.size, bf.generation, ga.Generation)
+	}
+	if r, gets := g.c.Retries.Load(), rec.counts["GET"]; r != 1 || gets != 1 {
+		t.Errorf("%d retries and %d GETs passed, want 1 of each", r, gets)
+	}
+}
+
 // TestGCSParameters refuses parameters the client does not know, rather
 // than ignoring what may be a typo of a meaningful one.
 func TestGCSParameters(t *testing.T) {

@@ -129,9 +129,10 @@ func (p *Proxy) Inject(kind int, op string, n int, status int, code string, afte
 	p.faults = append(p.faults, &fault{kind: kind, op: op, left: n, status: status, code: code, after: after})
 }
 
-// Gather holds the next n requests of op until all n of them are in, and
-// lets them on together; if they are not all in within wait of the first,
-// it lets on those it holds, and those after, at once. The function it
+// Gather holds the next n requests of op (of any operation when op is
+// empty) until all n of them are in, and lets them on together; if they
+// are not all in within wait of the first, it lets on those it holds, and
+// those after, at once. The function it
 // returns reports whether all n were in together: a client that sends
 // them one after another, each waiting for the one before, is not.
 func (p *Proxy) Gather(op string, n int, wait time.Duration) (together func() bool) {
@@ -151,7 +152,7 @@ func (p *Proxy) hold(op string) {
 	p.mu.Lock()
 	var g *gather
 	for _, x := range p.gathers {
-		if x.op == op && x.in < x.n {
+		if (x.op == op || x.op == "") && x.in < x.n {
 			g = x
 			break
 		}
