@@ -252,6 +252,41 @@ func TestTruncatedMetadata(t *testing.T) {
 	}
 }
 
+// claimingDir serves its _metadata with a size far beyond its bytes, as a
+// store that lies about an object's length would.
+type claimingDir struct {
+	*memDir
+	claim int64
+}
+
+type claimingFile struct {
+	storage.File
+	claim int64
+}
+
+func (f claimingFile) Size() int64 { return f.claim }
+
+func (c claimingDir) Open(ctx context.Context, name string) (storage.File, error) {
+	f, err := c.memDir.Open(ctx, name)
+	if err != nil || name != MetadataName {
+		return f, err
+	}
+	return claimingFile{f, c.claim}, nil
+}
+
+// TestMetadataClaimingTerabytes: a _metadata whose store claims a size of
+// a terabyte and serves a few hundred bytes fails as truncated, at the
+// offset where its bytes end, without asking memory for the claim.
+func TestMetadataClaimingTerabytes(t *testing.T) {
+	d := smallSavepoint(t)
+	n := len(d.files[MetadataName])
+	_, err := Open(context.Background(), claimingDir{d, 1 << 40})
+	e := wantCorrupt(t, err, "truncated")
+	if e.Offset != int64(n) || e.File != MetadataName {
+		t.Errorf("the error names %s at offset %d, want %s at %d: %v", e.File, e.Offset, MetadataName, n, err)
+	}
+}
+
 // TestHostileIndexFigures: the index's figures are bounded by the bytes
 // they describe before anything is planned from them.
 func TestHostileIndexFigures(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"slices"
 	"sort"
 	"sync"
 
@@ -86,10 +87,9 @@ func OpenLazily(ctx context.Context, dir storage.Dir) (*Reader, error) {
 }
 
 func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
-	// One read of the whole file: in a bucket each read is a request.
 	size := f.Size()
-	all := make([]byte, size)
-	if err := readAt(f, MetadataName, -1, all, 0); err != nil {
+	all, err := readWhole(f, MetadataName, size)
+	if err != nil {
 		return nil, nil, err
 	}
 	version, err := checkMetadataPreamble(all[:min(size, preambleLen)])
@@ -115,6 +115,28 @@ func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
 		return nil, nil, at(MetadataName, -1, size-crc32.Size, corruptf("metadata checksum mismatch: stored %08x, computed %08x", want, got))
 	}
 	return decodeMetadataBody(covered[8:], version)
+}
+
+// wholeReadStep is the most readWhole reads in one request, and the most
+// it asks memory for before the bytes are there.
+const wholeReadStep = 64 << 20
+
+// readWhole reads the size bytes of a file: in one read where that is at
+// most wholeReadStep (in a bucket each read is a request), in reads of
+// that much otherwise. The size is what the store says; memory grows with
+// the bytes that arrive, so that a store that claims more than it holds
+// fails with the offset where the file ended, not out of memory.
+func readWhole(f storage.File, name string, size int64) ([]byte, error) {
+	all := make([]byte, 0, min(size, wholeReadStep))
+	for off := int64(0); off < size; {
+		n := min(size-off, wholeReadStep)
+		all = slices.Grow(all, int(n))[:off+n]
+		if err := readAt(f, name, -1, all[off:], off); err != nil {
+			return nil, err
+		}
+		off += n
+	}
+	return all, nil
 }
 
 // file returns the data file name, opening and checking it at its first
