@@ -427,6 +427,52 @@ func TestBucketRewriteCopiesUnread(t *testing.T) {
 	}
 }
 
+// inspect --scan of an Apache Flink savepoint in a bucket reads every byte
+// of it once, in the read that counts its segments (Flink keeps no index),
+// and in a few requests: a file is opened once, and the bytes of the next
+// key groups come with each read rather than a request per key group.
+// What it reports is what it reports on disk.
+func TestBucketFlinkScanReadsEachByteOnce(t *testing.T) {
+	f := newBucketFixture(t)
+	c := flinkgen.SessionsLarge()
+	c.Users = 300
+	src := filepath.Join(f.dir, "flink")
+	if _, err := flinkgen.WriteDir(context.Background(), src, false, c); err != nil {
+		t.Fatal(err)
+	}
+	f.upload(t, src, "in/flink")
+	var total int64
+	files := 0
+	for _, b := range localFiles(t, src) {
+		total += int64(len(b))
+		files++
+	}
+	local, stderr, code := runCLI(t, "inspect", "--scan", "-o", "json", src)
+	if code != 0 {
+		t.Fatalf("inspect --scan on disk: exit %d: %s", code, stderr)
+	}
+	gets, heads, served := f.proxy.Ops("GetObject"), f.proxy.Ops("HeadObject"), f.proxy.ServedBytes()
+	remote, stderr, code := runCLI(t, "inspect", "--scan", "-o", "json", f.url("in/flink"))
+	if code != 0 {
+		t.Fatalf("inspect --scan in the bucket: exit %d: %s", code, stderr)
+	}
+	gets, heads, served = f.proxy.Ops("GetObject")-gets, f.proxy.Ops("HeadObject")-heads, f.proxy.ServedBytes()-served
+	remote = strings.ReplaceAll(bytesRead.ReplaceAllString(remote, ""), "s3://state/in/flink", src)
+	if remote != local {
+		t.Errorf("the bucket's scan differs from the disk's:\n%s\nwant\n%s", remote, local)
+	}
+	if served != total {
+		t.Errorf("the scan read %d bytes of a savepoint of %d", served, total)
+	}
+	// Each data file opened once, the manifest looked for; a GET per range
+	// of key groups that a worker counts, or two where it spans two
+	// files: fewer than the key groups on any number of cores.
+	if heads > files+1 || gets >= c.MaxParallelism {
+		t.Errorf("the scan made %d HEADs and %d GETs for %d files of %d key groups", heads, gets, files, c.MaxParallelism)
+	}
+	t.Logf("%d files, %d bytes: %d HEADs, %d GETs", files, total, heads, gets)
+}
+
 // A rewrite of an Apache Flink savepoint in a bucket has the store copy
 // the files it keeps as they are: operator rename bucket to bucket reads
 // _metadata and the heads of the keyed state files (their state meta

@@ -20,11 +20,15 @@ import (
 // EntryIterator streams a keyed state's entries key group by key group,
 // with a sticky error.
 type EntryIterator struct {
-	ctx      context.Context
-	k        *Keyed
-	state    int // -1 for every state
-	kgs      keygroup.Range
-	steps    []step
+	ctx   context.Context
+	k     *Keyed
+	state int // -1 for every state
+	kgs   keygroup.Range
+	steps []step
+	// reach is, per subtask, where the bytes of its key groups that the
+	// iteration reads end in its stream: how far a read from a bucket may
+	// take the next key groups' bytes along.
+	reach    []int64
 	next     int
 	buf      []Entry
 	pos      int
@@ -143,6 +147,8 @@ func (it *EntryIterator) NextValueSizes(sizes []int) int {
 func (it *EntryIterator) release() {
 	if it.bufs != nil {
 		it.cursor.active = false
+		// The buffers stay; what the window holds is this walk's.
+		it.bufs.win = window{b: it.bufs.win.b[:0]}
 		bufPool.Put(it.bufs)
 		it.bufs = nil
 	}
@@ -201,6 +207,24 @@ func (it *EntryIterator) plan() []step {
 	return steps
 }
 
+// reachOf is where the bytes of the iteration's key groups of sub end in
+// its stream, for a canonical handle (0 for any other).
+func (it *EntryIterator) reachOf(sub int) int64 {
+	if it.reach == nil {
+		it.reach = make([]int64, len(it.k.subtasks))
+		for _, st := range it.steps {
+			sk := it.k.subtasks[st.sub]
+			if st.idx < 0 || sk.layout != LayoutCanonical {
+				continue
+			}
+			if off := sk.handle.Offsets[st.idx]; off > 0 {
+				it.reach[st.sub] = max(it.reach[st.sub], it.k.r.spanEnd(sk.handle, off, sk))
+			}
+		}
+	}
+	return it.reach[sub]
+}
+
 // loadNext reads the next key group with entries into buf, or of a native
 // handle, the next chunk of a key group.
 func (it *EntryIterator) loadNext() bool {
@@ -224,7 +248,7 @@ func (it *EntryIterator) loadNext() bool {
 					return it.fail(err)
 				}
 			case sk.layout == LayoutCanonical:
-				if err := it.startCanonical(sk, st.idx, st.kg); err != nil {
+				if err := it.startCanonical(sk, st.idx, st.kg, it.reachOf(st.sub)); err != nil {
 					return it.fail(err)
 				}
 				if it.cursor.active {
@@ -273,7 +297,7 @@ func (it *EntryIterator) fail(err error) bool {
 // subtask's canonical handle). Reading one state of a key group that a
 // whole walk has already mapped reads only that state's bytes, or nothing
 // when the key group holds none of it.
-func (it *EntryIterator) startCanonical(sk *subtaskKeyed, i, kg int) error {
+func (it *EntryIterator) startCanonical(sk *subtaskKeyed, i, kg int, reach int64) error {
 	k := it.k
 	var part *stateSpan
 	sid := -1
@@ -294,6 +318,7 @@ func (it *EntryIterator) startCanonical(sk *subtaskKeyed, i, kg int) error {
 	if it.bufs == nil {
 		it.bufs = bufPool.Get().(*kgBuffers)
 	}
+	it.bufs.win.until = reach
 	d, err := k.r.readKeyGroup(it.ctx, sk, i, kg, LayoutCanonical, it.bufs, part)
 	if err != nil {
 		return at(sk.file, k.Operator.ID.String(), kg, sk.handle.Offsets[i], err)

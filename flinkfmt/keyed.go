@@ -389,10 +389,12 @@ type keyGroupData struct {
 }
 
 // kgBuffers is the memory a walk of many key groups reads and decompresses
-// them into, one key group at a time.
+// them into, one key group at a time; from a bucket, it reads the next key
+// groups with the one asked for, into win.
 type kgBuffers struct {
 	raw []byte
 	un  unsnappier
+	win window
 }
 
 // readKeyGroup reads key group kg (index i of the subtask's handle), into
@@ -415,10 +417,17 @@ func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, 
 		from, n = off+int64(part.start), int64(part.end-part.start)
 	}
 	var dst *[]byte
+	var win *window
 	if bufs != nil {
 		dst = &bufs.raw
+		// The next key groups are read along when all of this one is:
+		// a read of one state's part of each would take the other
+		// states' bytes too.
+		if part == nil || compressed {
+			win = &bufs.win
+		}
 	}
-	b, _, err := r.streamBytesInto(ctx, h.Stream, from, n, dst)
+	b, _, err := r.streamBytesInto(ctx, h.Stream, from, n, dst, win)
 	if err != nil {
 		return nil, err
 	}

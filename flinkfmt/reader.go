@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/golang/snappy"
 
@@ -45,6 +46,9 @@ type Reader struct {
 	// root is the job's checkpoint directory of a reader from
 	// OpenCheckpoint, nil otherwise.
 	root storage.Dir
+	// files holds the files opened in buckets, by location and name.
+	mu    sync.Mutex
+	files map[string]storage.File
 }
 
 // Open reads the metadata of the Flink savepoint or checkpoint in dir.
@@ -175,13 +179,14 @@ func hasPathPrefix(path, prefix string) bool {
 // streamBytes reads length bytes at off of a stream handle; length < 0
 // reads to its end.
 func (r *Reader) streamBytes(ctx context.Context, s *StreamHandle, off, length int64) ([]byte, string, error) {
-	return r.streamBytesInto(ctx, s, off, length, nil)
+	return r.streamBytesInto(ctx, s, off, length, nil, nil)
 }
 
 // streamBytesInto is streamBytes reading into *dst, grown as needed, when
 // dst is not nil: a walk of many key groups reuses one buffer. Inline
-// bytes are returned as they are.
-func (r *Reader) streamBytesInto(ctx context.Context, s *StreamHandle, off, length int64, dst *[]byte) ([]byte, string, error) {
+// bytes are returned as they are. win, when set, is the walk's window on
+// a bucket's file (see fileBytes).
+func (r *Reader) streamBytesInto(ctx context.Context, s *StreamHandle, off, length int64, dst *[]byte, win *window) ([]byte, string, error) {
 	if s == nil {
 		return nil, "", corruptf("missing stream handle")
 	}
@@ -205,13 +210,23 @@ func (r *Reader) streamBytesInto(ctx context.Context, s *StreamHandle, off, leng
 		if s.KeyGroups == nil {
 			return nil, "", corruptf("key-group stream handle without a delegate")
 		}
-		return r.streamBytesInto(ctx, s.KeyGroups.Stream, off, length, dst)
+		return r.streamBytesInto(ctx, s.KeyGroups.Stream, off, length, dst, win)
+	}
+	return r.fileBytes(ctx, s, off, length, dst, win)
+}
+
+// fileBytes is streamBytesInto for a handle of a file. With win set, and
+// the file in a bucket, it reads up to win.until rather than the bytes
+// asked for alone, and serves the next reads in win from what it read.
+func (r *Reader) fileBytes(ctx context.Context, s *StreamHandle, off, length int64, dst *[]byte, win *window) ([]byte, string, error) {
+	if b, ok := win.serve(s, off, length); ok {
+		return b, win.name, nil
 	}
 	dir, name, err := r.resolve(s)
 	if err != nil {
 		return nil, s.Name, err
 	}
-	f, err := dir.Open(ctx, name)
+	f, err := r.open(ctx, dir, name)
 	if err != nil {
 		return nil, name, r.openFailed(name, s, err)
 	}
@@ -232,23 +247,86 @@ func (r *Reader) streamBytesInto(ctx context.Context, s *StreamHandle, off, leng
 		}
 		n = length
 	}
+	read := n
+	if win != nil && storage.ReadSize(f) > 0 {
+		// Up to where the walk will read next, in requests of the
+		// store's read size, and no further than the stream.
+		read = max(n, min(win.until, limit, off+storage.ReadSize(f))-off)
+		dst = &win.b
+	} else {
+		win = nil
+	}
 	var b []byte
 	switch {
 	case dst == nil:
-		b = make([]byte, n)
-	case int64(cap(*dst)) < n:
+		b = make([]byte, read)
+	case int64(cap(*dst)) < read:
 		// With room to spare: the next key group is as likely to be a
 		// little larger as smaller, and each new buffer is memory the
 		// kernel faults in afresh.
-		*dst = make([]byte, n, n+n/8)
+		*dst = make([]byte, read, read+read/8)
 		b = *dst
 	default:
-		b = (*dst)[:n]
+		b = (*dst)[:read]
 	}
-	if _, err := f.ReadAt(b, base+off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+	if _, err := f.ReadAt(b, base+off); err != nil && !(errors.Is(err, io.EOF) && read == 0) {
 		return nil, name, fmt.Errorf("flinkfmt: reading %s: %w", name, err)
 	}
-	return b, name, nil
+	if win != nil {
+		win.s, win.name, win.off, win.b = s, name, off, b
+	}
+	return b[:n], name, nil
+}
+
+// window is what a walk of key groups read of a bucket's stream beyond
+// the key group it asked for: the next key groups' bytes, up to until
+// (where the walk's key groups of the stream end), which the next reads
+// take without a request. The bytes served are valid until the next read.
+type window struct {
+	s     *StreamHandle
+	name  string
+	off   int64
+	b     []byte
+	until int64
+}
+
+// serve returns the length bytes at off of stream s from w, if w holds
+// them.
+func (w *window) serve(s *StreamHandle, off, length int64) ([]byte, bool) {
+	if w == nil || w.s != s || length < 0 || off < w.off || off+length > w.off+int64(len(w.b)) {
+		return nil, false
+	}
+	return w.b[off-w.off : off-w.off+length], true
+}
+
+// open opens the file name of dir. A bucket's file is opened once per
+// reader, since each open is a request and a walk reads a file once per key
+// group; its reads are bound to ctx. Elsewhere each call opens the file.
+func (r *Reader) open(ctx context.Context, dir storage.Dir, name string) (storage.File, error) {
+	if !storage.InBucket(dir) {
+		return dir.Open(ctx, name)
+	}
+	key := dir.Location() + "\x00" + name
+	r.mu.Lock()
+	f, ok := r.files[key]
+	r.mu.Unlock()
+	if !ok {
+		var err error
+		if f, err = dir.Open(ctx, name); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		if r.files == nil {
+			r.files = map[string]storage.File{}
+		}
+		if g, ok := r.files[key]; ok {
+			f = g
+		} else {
+			r.files[key] = f
+		}
+		r.mu.Unlock()
+	}
+	return storage.WithContext(ctx, f), nil
 }
 
 // streamSize returns the number of bytes of a stream.
@@ -268,7 +346,7 @@ func (r *Reader) streamSize(ctx context.Context, s *StreamHandle) (int64, string
 	if err != nil {
 		return 0, s.Name, err
 	}
-	f, err := dir.Open(ctx, name)
+	f, err := r.open(ctx, dir, name)
 	if err != nil {
 		return 0, name, r.openFailed(name, s, err)
 	}

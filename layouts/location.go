@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/stateproc/stateproc/flinkfmt/flinksource"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
@@ -40,8 +41,11 @@ func OpenLocation(ctx context.Context, location string, opts storage.Options) (s
 		dir.Close()
 		return nil, err
 	}
-	if r, ok := src.(*snapshotfmt.Reader); ok {
-		return &bucketReader{Reader: r, dir: dir}, nil
+	switch s := src.(type) {
+	case *snapshotfmt.Reader:
+		return &bucketReader{Reader: s, dir: dir}, nil
+	case *flinksource.Source:
+		return &bucketFlink{Source: s, dir: dir}, nil
 	}
 	return &bucketSource{Source: src, dir: dir}, nil
 }
@@ -55,9 +59,19 @@ type bucketSource struct {
 
 func (s *bucketSource) Close() error { return errors.Join(s.Source.Close(), s.dir.Close()) }
 
-// Unwrap is the layout's own Source, whose methods the rewrites of that
-// layout use (an Apache Flink savepoint's reader).
-func (s *bucketSource) Unwrap() savepoint.Source { return s.Source }
+// bucketFlink is an Apache Flink savepoint read from a bucket. It keeps the
+// source's own methods: its walk, which counts the segments in the read
+// that scans them (Flink keeps no index), its warnings, and its reader,
+// for the rewrites and diff.
+type bucketFlink struct {
+	*flinksource.Source
+	dir storage.DirCloser
+}
+
+func (s *bucketFlink) Close() error { return errors.Join(s.Source.Close(), s.dir.Close()) }
+
+// Unwrap is the source itself, whose reader the Flink rewrites use.
+func (s *bucketFlink) Unwrap() savepoint.Source { return s.Source }
 
 // bucketReader is a stateproc savepoint read from a bucket. It keeps the
 // reader's own methods, which the rewrites use to copy segments as they

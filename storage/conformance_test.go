@@ -107,6 +107,21 @@ func conformance(t *testing.T, loc func(prefix string) string) {
 		if _, _, err := storage.OpenFirst(ctx, d, "missing", make([]byte, 12)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("OpenFirst of a missing file = %v", err)
 		}
+		// A file opened under a context that has ended reads under another
+		// once rebound to it, and not before.
+		opening, cancel := context.WithCancel(ctx)
+		f, _, err := storage.OpenFirst(opening, d, "big", make([]byte, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if _, err := f.ReadAt(make([]byte, 10), 100); !errors.Is(err, context.Canceled) {
+			t.Errorf("reading a file whose context ended = %v, want context.Canceled", err)
+		}
+		got := make([]byte, 10)
+		if _, err := storage.WithContext(ctx, f).ReadAt(got, 100); err != nil || !bytes.Equal(got, big[100:110]) {
+			t.Errorf("reading it rebound to a live context: %v", err)
+		}
 		// Preloading the first bytes of a larger file serves them from
 		// memory, and the rest with one more request: every byte is read
 		// once.

@@ -92,6 +92,24 @@ func ReadSize(f File) int64 {
 	return 0
 }
 
+// WithContext returns f with its reads bound to ctx. A bucket's file keeps
+// the context it was opened with for every read: a reader that opens a
+// file once and reads it for several callers gives each its own. Any
+// other file is returned as it is.
+func WithContext(ctx context.Context, f File) File {
+	switch f := f.(type) {
+	case *bucketFile:
+		c := *f
+		c.ctx = ctx
+		return &c
+	case *preloadedFile:
+		c := *f
+		c.ctx = ctx
+		return &c
+	}
+	return f
+}
+
 // InBucket reports whether x, a Dir, Target or File that this package
 // opened, lies in an object store.
 func InBucket(x any) bool {
