@@ -57,6 +57,12 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	target := filepath.Join(*out, "flink-sessions-large")
+	// The savepoint is staged beside its target, in -out, which may not
+	// exist yet.
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "genflink: %v\n", err)
+		return 1
+	}
 	stats, err := flinkgen.WriteDir(ctx, target, *force, c)
 	if err != nil {
 		fmt.Fprintf(stderr, "genflink: %s: %v\n", target, err)

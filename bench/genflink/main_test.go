@@ -18,7 +18,8 @@ import (
 // with the entries the command reports; the full size is for benchmark
 // runs, never for tests.
 func TestGenerateAtATinyScale(t *testing.T) {
-	dir := t.TempDir()
+	// -out need not exist.
+	dir := filepath.Join(t.TempDir(), "new", "bench")
 	var stderr bytes.Buffer
 	if code := run([]string{"-out", dir, "-scale", "0.002", "-compressed"}, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
