@@ -427,12 +427,12 @@ func TestBucketRewriteCopiesUnread(t *testing.T) {
 	}
 }
 
-// inspect --scan of an Apache Flink savepoint in a bucket reads every byte
-// of it once, in the read that counts its segments (Flink keeps no index),
-// and in a few requests: a file is opened once, and the bytes of the next
-// key groups come with each read rather than a request per key group.
-// What it reports is what it reports on disk.
-func TestBucketFlinkScanReadsEachByteOnce(t *testing.T) {
+// inspect --scan and verify --deep of an Apache Flink savepoint in a
+// bucket read every byte of it once, in the read that counts its segments
+// (Flink keeps no index), and in a few requests: a file is opened once,
+// and the bytes of the next key groups come with each read rather than a
+// request per key group. What they report is what they report on disk.
+func TestBucketFlinkScanAndVerifyReadEachByteOnce(t *testing.T) {
 	f := newBucketFixture(t)
 	c := flinkgen.SessionsLarge()
 	c.Users = 300
@@ -447,30 +447,32 @@ func TestBucketFlinkScanReadsEachByteOnce(t *testing.T) {
 		total += int64(len(b))
 		files++
 	}
-	local, stderr, code := runCLI(t, "inspect", "--scan", "-o", "json", src)
-	if code != 0 {
-		t.Fatalf("inspect --scan on disk: exit %d: %s", code, stderr)
+	for _, cmd := range [][]string{{"inspect", "--scan"}, {"verify", "--deep"}} {
+		local, stderr, code := runCLI(t, append(cmd, "-o", "json", src)...)
+		if code != 0 {
+			t.Fatalf("%v on disk: exit %d: %s", cmd, code, stderr)
+		}
+		gets, heads, served := f.proxy.Ops("GetObject"), f.proxy.Ops("HeadObject"), f.proxy.ServedBytes()
+		remote, stderr, code := runCLI(t, append(cmd, "-o", "json", f.url("in/flink"))...)
+		if code != 0 {
+			t.Fatalf("%v in the bucket: exit %d: %s", cmd, code, stderr)
+		}
+		gets, heads, served = f.proxy.Ops("GetObject")-gets, f.proxy.Ops("HeadObject")-heads, f.proxy.ServedBytes()-served
+		remote = strings.ReplaceAll(bytesRead.ReplaceAllString(remote, ""), "s3://state/in/flink", src)
+		if remote != local {
+			t.Errorf("%v: the bucket's output differs from the disk's:\n%s\nwant\n%s", cmd, remote, local)
+		}
+		if served != total {
+			t.Errorf("%v read %d bytes of a savepoint of %d", cmd, served, total)
+		}
+		// Each data file opened once, the manifest looked for; a GET per
+		// range of key groups that a worker counts, or two where it spans
+		// two files: fewer than the key groups on any number of cores.
+		if heads > files+1 || gets >= c.MaxParallelism {
+			t.Errorf("%v made %d HEADs and %d GETs for %d files of %d key groups", cmd, heads, gets, files, c.MaxParallelism)
+		}
+		t.Logf("%v: %d files, %d bytes: %d HEADs, %d GETs", cmd, files, total, heads, gets)
 	}
-	gets, heads, served := f.proxy.Ops("GetObject"), f.proxy.Ops("HeadObject"), f.proxy.ServedBytes()
-	remote, stderr, code := runCLI(t, "inspect", "--scan", "-o", "json", f.url("in/flink"))
-	if code != 0 {
-		t.Fatalf("inspect --scan in the bucket: exit %d: %s", code, stderr)
-	}
-	gets, heads, served = f.proxy.Ops("GetObject")-gets, f.proxy.Ops("HeadObject")-heads, f.proxy.ServedBytes()-served
-	remote = strings.ReplaceAll(bytesRead.ReplaceAllString(remote, ""), "s3://state/in/flink", src)
-	if remote != local {
-		t.Errorf("the bucket's scan differs from the disk's:\n%s\nwant\n%s", remote, local)
-	}
-	if served != total {
-		t.Errorf("the scan read %d bytes of a savepoint of %d", served, total)
-	}
-	// Each data file opened once, the manifest looked for; a GET per range
-	// of key groups that a worker counts, or two where it spans two
-	// files: fewer than the key groups on any number of cores.
-	if heads > files+1 || gets >= c.MaxParallelism {
-		t.Errorf("the scan made %d HEADs and %d GETs for %d files of %d key groups", heads, gets, files, c.MaxParallelism)
-	}
-	t.Logf("%d files, %d bytes: %d HEADs, %d GETs", files, total, heads, gets)
 }
 
 // A rewrite of an Apache Flink savepoint in a bucket has the store copy

@@ -68,19 +68,9 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 			return nil, err
 		}
 	}
-	segs, err := savepoint.AllSegments(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	segs = shard.Segments(segs, opts.Shard)
 	var entries atomic.Uint64
-	progress := meter(segs, opts.Progress)
-	walk := savepoint.WalkSegments(ctx, src, segs)
-	defer walk.Close()
-	err = workers.Run(ctx, len(segs), opts.Workers, func(ctx context.Context, _, i int) error {
-		seg := segs[i]
-		it := walk.Entries(ctx, i)
-		defer it.Close()
+	// check reads the entries of segment seg and checks them.
+	check := func(seg savepoint.Segment, it savepoint.EntryIterator) error {
 		dec, counts := decoders[seg.Ref], opaque.counts(m, seg.Ref)
 		var n uint64
 		for it.Next() {
@@ -89,27 +79,32 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 			case counts:
 				d, err := dec.Decode(it.Entry())
 				if err != nil {
-					return Undecodable(m, seg, n, err)
+					return Undecodable(m, placed(seg, it), n, err)
 				}
 				opaque.entry(m, seg.Ref, d)
 			default:
 				// Validate fails exactly where Decode does, with its
 				// error, and builds no values that nothing reads.
 				if err := dec.Validate(it.Entry()); err != nil {
-					return Undecodable(m, seg, n, err)
+					return Undecodable(m, placed(seg, it), n, err)
 				}
 			}
 			n++
 		}
 		entries.Add(n)
-		if err := it.Err(); err != nil {
-			return err
-		}
-		if progress != nil {
-			progress(seg.Length)
-		}
-		return nil
-	})
+		return it.Err()
+	}
+	var segs []savepoint.Segment
+	var err error
+	if w, ok := src.(segmentWalker); ok && opts.Shard.Count <= 1 {
+		// A source that keeps no index counts its segments by reading
+		// every entry: they are checked in that read, not in a second.
+		segs, err = w.WalkSegments(ctx, opts.Workers, func(_ int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
+			return check(savepoint.Segment{Ref: ref, Stats: savepoint.Stats{KeyGroup: -1}}, it)
+		}, opts.Progress)
+	} else {
+		segs, err = verifySegments(ctx, src, opts, check)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +115,41 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 	v.Warnings = Warnings(src)
 	v.Opaque = opaque.report()
 	return v, nil
+}
+
+// verifySegments has check read every segment of src, or of opts.Shard's
+// share of them, on opts.Workers workers, and returns the segments.
+func verifySegments(ctx context.Context, src savepoint.Source, opts VerifyOptions, check func(savepoint.Segment, savepoint.EntryIterator) error) ([]savepoint.Segment, error) {
+	segs, err := savepoint.AllSegments(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	segs = shard.Segments(segs, opts.Shard)
+	progress := meter(segs, opts.Progress)
+	walk := savepoint.WalkSegments(ctx, src, segs)
+	defer walk.Close()
+	err = workers.Run(ctx, len(segs), opts.Workers, func(ctx context.Context, _, i int) error {
+		it := walk.Entries(ctx, i)
+		defer it.Close()
+		if err := check(segs[i], it); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(segs[i].Length)
+		}
+		return nil
+	})
+	return segs, err
+}
+
+// placed is seg as an error names it: where its walk's iterator says it
+// lies, when it says so (the segments a walk counts are known whole only
+// after it).
+func placed(seg savepoint.Segment, it savepoint.EntryIterator) savepoint.Segment {
+	if p, ok := it.(interface{ Segment() savepoint.Segment }); ok {
+		return p.Segment()
+	}
+	return seg
 }
 
 // restoreDecoders restores the serializers of every state and timer

@@ -572,6 +572,20 @@ func (w *segmentWalk) advance() *flinkfmt.Entry {
 	return fe
 }
 
+// Segment is where the segment being given lies, as its figures will
+// say once it is counted: its state, its key group, and the stored bytes
+// of the key group.
+func (w *segmentWalk) Segment() savepoint.Segment {
+	seg := savepoint.Segment{Ref: w.c.o.refs[w.state], Stats: savepoint.Stats{KeyGroup: w.kg}}
+	for _, sp := range w.c.spans[w.kg] {
+		if sp.File != "" {
+			seg.File, seg.Offset = sp.File, sp.Offset
+			break
+		}
+	}
+	return seg
+}
+
 func (w *segmentWalk) Entry() *savepoint.Entry { return &w.e }
 
 func (w *segmentWalk) Err() error { return nil }

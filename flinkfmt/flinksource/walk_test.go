@@ -259,3 +259,54 @@ func TestWalkSegmentsProgress(t *testing.T) {
 		t.Skip("no fixture with keyed bytes")
 	}
 }
+
+// The iterator a walk gives each segment says where the segment lies, as
+// its figures say once it is counted: an error about an entry of it can
+// name its file and offset before the walk ends.
+func TestWalkSegmentsPlacesItsSegments(t *testing.T) {
+	ctx := context.Background()
+	placed := 0
+	for _, dir := range fixtures(t) {
+		src, err := flinksource.Open(ctx, storage.LocalDir(dir), flinkfmt.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		if src.Metadata().CheckRead(-1) != nil {
+			continue // the changelog layout
+		}
+		var mu sync.Mutex
+		var got []savepoint.Segment
+		segs, err := src.WalkSegments(ctx, 3, func(_ int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
+			p, ok := it.(interface{ Segment() savepoint.Segment })
+			if !ok {
+				return fmt.Errorf("%s: the walk's iterator does not say where its segment lies", src.Metadata().Describe(ref))
+			}
+			seg := p.Segment()
+			if seg.Ref != ref {
+				return fmt.Errorf("a segment of %s placed as one of %s", src.Metadata().Describe(ref), src.Metadata().Describe(seg.Ref))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, seg)
+			return nil
+		}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		where := map[string]savepoint.Segment{}
+		for _, s := range segs {
+			where[segName(src.Metadata(), s.Ref, s.KeyGroup)] = s
+		}
+		for _, g := range got {
+			s, ok := where[segName(src.Metadata(), g.Ref, g.KeyGroup)]
+			if !ok || s.File != g.File || s.Offset != g.Offset {
+				t.Errorf("%s: %s placed in %q at %d, counted in %q at %d", dir, segName(src.Metadata(), g.Ref, g.KeyGroup), g.File, g.Offset, s.File, s.Offset)
+			}
+		}
+		placed += len(got)
+	}
+	t.Logf("%d segments placed", placed)
+	if placed == 0 {
+		t.Error("no segment was placed")
+	}
+}
