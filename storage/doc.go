@@ -48,7 +48,10 @@
 // version of the object that Open saw (If-Match on S3 and Azure's ETag, the
 // generation on GCS, size and time elsewhere): a replaced or removed object
 // fails with ErrChanged rather than mixing versions. A body that breaks is
-// resumed for the bytes still missing. Nothing reads a whole file unless
+// resumed for the bytes still missing. Open asks for the size and version
+// with a HEAD; OpenFirst and Preload take them from the answer to a GET of
+// the object's first bytes, one round trip where there would be two.
+// WithContext binds a file opened once to the context of each caller. Nothing reads a whole file unless
 // asked to: readers ask for a segment's offset and length from the index.
 // To hide latency, a reader lists the segments it will read as Ranges and
 // reads them through Prefetch, which keeps several requests in flight and
