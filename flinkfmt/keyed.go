@@ -381,6 +381,23 @@ func (r *Reader) spanEnd(h *KeyedHandle, off int64, sk *subtaskKeyed) int64 {
 	return sk.streamLen
 }
 
+// keyGroupStart is the start of the key group of sk's handle that holds
+// the byte before end, or end itself where a key group starts there or
+// the stream ends; spanEnd has found the sorted offsets (and the stream's
+// length, when a key group ends there).
+func (r *Reader) keyGroupStart(end int64, sk *subtaskKeyed) int64 {
+	sk.spanMu.Lock()
+	defer sk.spanMu.Unlock()
+	if sk.streamLen >= 0 && end >= sk.streamLen {
+		return sk.streamLen
+	}
+	i := sort.Search(len(sk.sorted), func(i int) bool { return sk.sorted[i] > end })
+	if i == 0 {
+		return end
+	}
+	return sk.sorted[i-1]
+}
+
 // keyGroupData is one key group's bytes, decompressed.
 type keyGroupData struct {
 	b          []byte
@@ -425,6 +442,7 @@ func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, 
 		// states' bytes too.
 		if part == nil || compressed {
 			win = &bufs.win
+			win.cut = func(end int64) int64 { return r.keyGroupStart(end, sk) }
 		}
 	}
 	b, _, err := r.streamBytesInto(ctx, h.Stream, from, n, dst, win)

@@ -251,7 +251,11 @@ func (r *Reader) fileBytes(ctx context.Context, s *StreamHandle, off, length int
 	if win != nil && storage.ReadSize(f) > 0 {
 		// Up to where the walk will read next, in requests of the
 		// store's read size, and no further than the stream.
-		read = max(n, min(win.until, limit, off+storage.ReadSize(f))-off)
+		end := min(win.until, limit, off+storage.ReadSize(f))
+		if win.cut != nil {
+			end = win.cut(end)
+		}
+		read = max(n, end-off)
 		dst = &win.b
 	} else {
 		win = nil
@@ -279,15 +283,20 @@ func (r *Reader) fileBytes(ctx context.Context, s *StreamHandle, off, length int
 }
 
 // window is what a walk of key groups read of a bucket's stream beyond
-// the key group it asked for: the next key groups' bytes, up to until
-// (where the walk's key groups of the stream end), which the next reads
-// take without a request. The bytes served are valid until the next read.
+// the key group it asked for: the next key groups' bytes, whole, up to
+// until (where the walk's key groups of the stream end), which the next
+// reads take without a request. The bytes served are valid until the next
+// read.
 type window struct {
 	s     *StreamHandle
 	name  string
 	off   int64
 	b     []byte
 	until int64
+	// cut, when set, moves the end of a read back to the start of the
+	// key group it would end inside, so that no key group is read in part
+	// and then again whole.
+	cut func(end int64) int64
 }
 
 // serve returns the length bytes at off of stream s from w, if w holds
