@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -99,4 +101,78 @@ func TestBucketWalkReadsEachByteOnce(t *testing.T) {
 		t.Errorf("opening and walking made %d requests, more than %d", requests, limit)
 	}
 	t.Logf("%d entries, files of %d bytes: %d read by the walk, %d requests in all", got, data, read, requests)
+}
+
+// TestBucketKeyedHeadersTogether reads the keyed state headers of an
+// operator of eight subtasks in a bucket: each subtask's file is opened
+// with the read of its header, one GET and no HEAD, and the eight GETs are
+// in flight together rather than one after another (the proxy holds them
+// until all are in, and gives up after a while when they come one at a
+// time). The states are those on disk.
+func TestBucketKeyedHeadersTogether(t *testing.T) {
+	ctx := context.Background()
+	c := flinkgen.SessionsLarge()
+	c.Users, c.Parallelism = 400, 8
+	dir := filepath.Join(t.TempDir(), "sp")
+	if _, err := flinkgen.WriteDir(ctx, dir, false, c); err != nil {
+		t.Fatal(err)
+	}
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"),
+			Key: aws.String("sp/" + e.Name()), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := storetest.NewProxy(t, srv.Endpoint())
+	d, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", "sp"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	states := func(d storage.Dir) []string {
+		r, err := flinkfmt.Open(ctx, d, flinkfmt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := r.Operator(flinkgen.OperatorUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != storage.Dir(storage.LocalDir(dir)) {
+			heads, gets := p.Ops("HeadObject"), p.Ops("GetObject")
+			together := p.Gather("GetObject", c.Parallelism, 3*time.Second)
+			defer func() {
+				if !together() {
+					t.Errorf("the %d subtasks' headers were not read together", c.Parallelism)
+				}
+				if h, g := p.Ops("HeadObject")-heads, p.Ops("GetObject")-gets; h != 0 || g != c.Parallelism {
+					t.Errorf("reading %d headers made %d HEADs and %d GETs, want none and %d", c.Parallelism, h, g, c.Parallelism)
+				}
+			}()
+		}
+		k, err := r.Keyed(ctx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, m := range k.States {
+			names = append(names, m.Name)
+		}
+		return names
+	}
+	want := states(storage.LocalDir(dir))
+	if got := states(d); !slices.Equal(got, want) || len(got) == 0 {
+		t.Errorf("the bucket's operator has states %v, the disk's %v", got, want)
+	}
 }

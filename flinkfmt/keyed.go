@@ -170,18 +170,14 @@ var ErrNotKeyed = errors.New("flinkfmt: operator has no keyed state")
 func (r *Reader) Keyed(ctx context.Context, op *Operator) (*Keyed, error) {
 	k := &Keyed{Operator: op, Layouts: map[Layout]int{}, r: r}
 	byName := map[string]int{}
-	for _, st := range op.Subtasks {
-		h := st.ManagedKeyed
-		if h == nil {
-			continue
-		}
-		sk := &subtaskKeyed{index: st.Index, handle: h}
-		if err := r.keyedHeader(ctx, sk, op); err != nil {
-			return nil, at(sk.file, op.ID.String(), -1, -1, err)
+	sks, errs := r.keyedHeaders(ctx, op)
+	for i, sk := range sks {
+		if errs[i] != nil {
+			return nil, at(sk.file, op.ID.String(), -1, -1, errs[i])
 		}
 		k.Layouts[sk.layout]++
 		for _, n := range sk.notes {
-			k.Notes = append(k.Notes, fmt.Sprintf("subtask %d: %s", st.Index, n))
+			k.Notes = append(k.Notes, fmt.Sprintf("subtask %d: %s", sk.index, n))
 		}
 		if sk.header != nil {
 			if k.Key == nil {
@@ -232,6 +228,35 @@ func (r *Reader) Keyed(ctx context.Context, op *Operator) (*Keyed, error) {
 		return k.subtasks[i].handle.KeyGroups.Start < k.subtasks[j].handle.KeyGroups.Start
 	})
 	return k, nil
+}
+
+// headersInFlight bounds the subtasks whose headers keyedHeaders reads at
+// once.
+const headersInFlight = 16
+
+// keyedHeaders reads the headers of the subtasks' managed keyed state, in
+// subtask order, with the error of each. They are read several at a time:
+// in a bucket each is a request or two, which an operator of many subtasks
+// would otherwise make one after another.
+func (r *Reader) keyedHeaders(ctx context.Context, op *Operator) ([]*subtaskKeyed, []error) {
+	var sks []*subtaskKeyed
+	for _, st := range op.Subtasks {
+		if h := st.ManagedKeyed; h != nil {
+			sks = append(sks, &subtaskKeyed{index: st.Index, handle: h})
+		}
+	}
+	errs := make([]error, len(sks))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, headersInFlight)
+	for i, sk := range sks {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			errs[i] = r.keyedHeader(ctx, sk, op)
+		})
+	}
+	wg.Wait()
+	return sks, errs
 }
 
 // State returns the index of the named state, or -1.

@@ -226,6 +226,9 @@ func (r *Reader) fileBytes(ctx context.Context, s *StreamHandle, off, length int
 	if err != nil {
 		return nil, s.Name, err
 	}
+	if s.Offset == 0 && off == 0 && length > 0 && length <= firstReadMax && storage.InBucket(dir) && !r.opened(dir, name) {
+		return r.openReading(ctx, s, dir, name, length)
+	}
 	f, err := r.open(ctx, dir, name)
 	if err != nil {
 		return nil, name, r.openFailed(name, s, err)
@@ -308,6 +311,58 @@ func (w *window) serve(s *StreamHandle, off, length int64) ([]byte, bool) {
 	return w.b[off-w.off : off-w.off+length], true
 }
 
+// firstReadMax is the most a read at a file's start takes with the open
+// of the file (see openReading): what the metadata asks for is not
+// trusted with more memory before the file's size is known.
+const firstReadMax = 1 << 20
+
+// openReading opens a bucket's file that this reader has not opened with a
+// read of its first length bytes, in one request (storage.OpenFirst),
+// where an open and a read are two: the first read of a file is mostly
+// the keyed state's header at its start.
+func (r *Reader) openReading(ctx context.Context, s *StreamHandle, dir storage.Dir, name string, length int64) ([]byte, string, error) {
+	b := make([]byte, length)
+	f, n, err := storage.OpenFirst(ctx, dir, name, b)
+	if err != nil {
+		return nil, name, r.openFailed(name, s, err)
+	}
+	f = r.keep(dir, name, f)
+	limit := f.Size()
+	if s.Kind == StreamSegment && s.Size < limit {
+		limit = s.Size
+	}
+	if length > limit || int64(n) < length {
+		return nil, name, corruptf("%d bytes at offset 0 run past the end of %d bytes", length, limit)
+	}
+	return b, name, nil
+}
+
+// opened reports whether the reader holds the file name of dir open.
+func (r *Reader) opened(dir storage.Dir, name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.files[fileKey(dir, name)]
+	return ok
+}
+
+// keep holds f, the file name of dir, open for the reader's later reads,
+// and returns the file held: f, or one another goroutine opened first.
+func (r *Reader) keep(dir storage.Dir, name string, f storage.File) storage.File {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.files == nil {
+		r.files = map[string]storage.File{}
+	}
+	key := fileKey(dir, name)
+	if g, ok := r.files[key]; ok {
+		return g
+	}
+	r.files[key] = f
+	return f
+}
+
+func fileKey(dir storage.Dir, name string) string { return dir.Location() + "\x00" + name }
+
 // open opens the file name of dir. A bucket's file is opened once per
 // reader, since each open is a request and a walk reads a file once per key
 // group; its reads are bound to ctx. Elsewhere each call opens the file.
@@ -315,25 +370,15 @@ func (r *Reader) open(ctx context.Context, dir storage.Dir, name string) (storag
 	if !storage.InBucket(dir) {
 		return dir.Open(ctx, name)
 	}
-	key := dir.Location() + "\x00" + name
 	r.mu.Lock()
-	f, ok := r.files[key]
+	f, ok := r.files[fileKey(dir, name)]
 	r.mu.Unlock()
 	if !ok {
 		var err error
 		if f, err = dir.Open(ctx, name); err != nil {
 			return nil, err
 		}
-		r.mu.Lock()
-		if r.files == nil {
-			r.files = map[string]storage.File{}
-		}
-		if g, ok := r.files[key]; ok {
-			f = g
-		} else {
-			r.files[key] = f
-		}
-		r.mu.Unlock()
+		f = r.keep(dir, name, f)
 	}
 	return storage.WithContext(ctx, f), nil
 }
