@@ -50,10 +50,17 @@ func TestAzureBearerAzurite(t *testing.T) {
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "--blobHost", host, "--blobPort", port, "--location", dir, "--silent", "--skipApiVersionCheck", "--loose",
 		"--oauth", "basic", "--cert", filepath.Join(dir, "cert.pem"), "--key", filepath.Join(dir, "key.pem"))
+	// What Azurite says goes to a log that a failure to reach it shows.
+	logPath := filepath.Join(dir, "azurite.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); log.Close() })
 
 	now := time.Now()
 	var issuer atomic.Value
@@ -88,7 +95,8 @@ func TestAzureBearerAzurite(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("azurite over HTTPS: %v", err)
+			said, _ := os.ReadFile(logPath)
+			t.Fatalf("azurite over HTTPS: %v; azurite's output:\n%s", err, said)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
