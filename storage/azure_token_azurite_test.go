@@ -31,6 +31,54 @@ import (
 // its issuer, audience and lifetime but not its signature: a token that
 // the managed identity stand-in hands out reaches it through the driver,
 // which lists, copies and deletes under it.
+// startAzuriteHTTPS starts Azurite's blob service over HTTPS with bearer
+// tokens on a free loopback port, and returns its address once it
+// accepts connections, with the log of its output. A port that another
+// process took between its choice and Azurite's start ends Azurite: it is
+// started again on another, twice at most.
+func startAzuriteHTTPS(t *testing.T, bin, dir string) (addr, logPath string) {
+	for attempt := 1; ; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		l.Close()
+		host, port, _ := net.SplitHostPort(addr)
+		cmd := exec.Command(bin, "--blobHost", host, "--blobPort", port, "--location", dir, "--silent", "--skipApiVersionCheck", "--loose",
+			"--oauth", "basic", "--cert", filepath.Join(dir, "cert.pem"), "--key", filepath.Join(dir, "key.pem"))
+		logPath = filepath.Join(dir, fmt.Sprintf("azurite-%d.log", attempt))
+		log, err := os.Create(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); log.Close(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				return addr, logPath
+			}
+			select {
+			case <-exited:
+			default:
+				if time.Now().Before(deadline) {
+					continue
+				}
+			}
+			break
+		}
+		if said, _ := os.ReadFile(logPath); attempt == 3 {
+			t.Fatalf("azurite did not listen on %s: %s", addr, said)
+		}
+	}
+}
+
 func TestAzureBearerAzurite(t *testing.T) {
 	bin := os.Getenv("STATEPROC_AZURITE")
 	if bin == "" {
@@ -41,26 +89,7 @@ func TestAzureBearerAzurite(t *testing.T) {
 	}
 	dir := t.TempDir()
 	pool := selfSignedCert(t, dir)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, "--blobHost", host, "--blobPort", port, "--location", dir, "--silent", "--skipApiVersionCheck", "--loose",
-		"--oauth", "basic", "--cert", filepath.Join(dir, "cert.pem"), "--key", filepath.Join(dir, "key.pem"))
-	// What Azurite says goes to a log that a failure to reach it shows.
-	logPath := filepath.Join(dir, "azurite.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); log.Close() })
+	addr, logPath := startAzuriteHTTPS(t, bin, dir)
 
 	now := time.Now()
 	var issuer atomic.Value
