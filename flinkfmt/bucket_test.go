@@ -19,15 +19,12 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// TestBucketWalkReadsEachByteOnce walks every key group of a savepoint in
-// a bucket whose files are larger than a bucket read: the reads that take
-// the next key groups along end where a key group starts, so that no key
-// group is read in part and then again, and every byte of the files is
-// read once, in a few requests; the entries are those on disk.
-func TestBucketWalkReadsEachByteOnce(t *testing.T) {
+// bucketSavepoint writes the savepoint c generates to a local directory,
+// starts a server and uploads it under sp/ of the bucket state, and
+// returns the directory, the server and the files' bytes by name.
+func bucketSavepoint(t *testing.T, c flinkgen.Config) (string, *storetest.Server, map[string][]byte) {
+	t.Helper()
 	ctx := context.Background()
-	c := flinkgen.SessionsLarge()
-	c.Users = 12_000
 	dir := filepath.Join(t.TempDir(), "sp")
 	if _, err := flinkgen.WriteDir(ctx, dir, false, c); err != nil {
 		t.Fatal(err)
@@ -39,21 +36,53 @@ func TestBucketWalkReadsEachByteOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var data int64
+	files := map[string][]byte{}
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Name() != flinkfmt.MetadataFile {
-			data += int64(len(b))
-			if len(b) <= 4<<20 {
-				t.Fatalf("%s is %d bytes, not larger than a bucket read", e.Name(), len(b))
-			}
-		}
 		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"),
 			Key: aws.String("sp/" + e.Name()), Body: bytes.NewReader(b)}); err != nil {
 			t.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	return dir, srv, files
+}
+
+// sessionOperator opens the savepoint in d and its SessionFeatures
+// operator.
+func sessionOperator(t *testing.T, d storage.Dir) (*flinkfmt.Reader, *flinkfmt.Operator) {
+	t.Helper()
+	r, err := flinkfmt.Open(context.Background(), d, flinkfmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := r.Operator(flinkgen.OperatorUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, op
+}
+
+// TestBucketWalkReadsEachByteOnce walks every key group of a savepoint in
+// a bucket whose files are larger than a bucket read: the reads that take
+// the next key groups along end where a key group starts, so that no key
+// group is read in part and then again, and every byte of the files is
+// read once, in a few requests; the entries are those on disk.
+func TestBucketWalkReadsEachByteOnce(t *testing.T) {
+	ctx := context.Background()
+	c := flinkgen.SessionsLarge()
+	c.Users = 12_000
+	dir, srv, files := bucketSavepoint(t, c)
+	var data int64
+	for name, b := range files {
+		if name != flinkfmt.MetadataFile {
+			data += int64(len(b))
+			if len(b) <= 4<<20 {
+				t.Fatalf("%s is %d bytes, not larger than a bucket read", name, len(b))
+			}
 		}
 	}
 	var counters storage.Counters
@@ -63,14 +92,7 @@ func TestBucketWalkReadsEachByteOnce(t *testing.T) {
 	}
 	defer d.Close()
 	count := func(d storage.Dir) (n int, read int64) {
-		r, err := flinkfmt.Open(ctx, d, flinkfmt.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		op, err := r.Operator(flinkgen.OperatorUID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, op := sessionOperator(t, d)
 		k, err := r.Keyed(ctx, op)
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +119,7 @@ func TestBucketWalkReadsEachByteOnce(t *testing.T) {
 	if read > data {
 		t.Errorf("the walk read %d bytes of files of %d", read, data)
 	}
-	if limit := int64(2 * len(entries) * int(data/(4<<20)+2)); requests > limit {
+	if limit := int64(2 * len(files) * int(data/(4<<20)+2)); requests > limit {
 		t.Errorf("opening and walking made %d requests, more than %d", requests, limit)
 	}
 	t.Logf("%d entries, files of %d bytes: %d read by the walk, %d requests in all", got, data, read, requests)
@@ -113,27 +135,7 @@ func TestBucketKeyedHeadersTogether(t *testing.T) {
 	ctx := context.Background()
 	c := flinkgen.SessionsLarge()
 	c.Users, c.Parallelism = 400, 8
-	dir := filepath.Join(t.TempDir(), "sp")
-	if _, err := flinkgen.WriteDir(ctx, dir, false, c); err != nil {
-		t.Fatal(err)
-	}
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"),
-			Key: aws.String("sp/" + e.Name()), Body: bytes.NewReader(b)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, srv, _ := bucketSavepoint(t, c)
 	p := storetest.NewProxy(t, srv.Endpoint())
 	d, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", "sp"), storage.Options{})
 	if err != nil {
@@ -141,14 +143,7 @@ func TestBucketKeyedHeadersTogether(t *testing.T) {
 	}
 	defer d.Close()
 	states := func(d storage.Dir) []string {
-		r, err := flinkfmt.Open(ctx, d, flinkfmt.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		op, err := r.Operator(flinkgen.OperatorUID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, op := sessionOperator(t, d)
 		if d != storage.Dir(storage.LocalDir(dir)) {
 			heads, gets := p.Ops("HeadObject"), p.Ops("GetObject")
 			together := p.Gather("GetObject", c.Parallelism, 3*time.Second)

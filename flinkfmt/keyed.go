@@ -11,6 +11,7 @@ import (
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
 	"github.com/stateproc/stateproc/flinkfmt/typeser"
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/savepoint"
 )
 
@@ -246,16 +247,12 @@ func (r *Reader) keyedHeaders(ctx context.Context, op *Operator) ([]*subtaskKeye
 		}
 	}
 	errs := make([]error, len(sks))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, headersInFlight)
-	for i, sk := range sks {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			errs[i] = r.keyedHeader(ctx, sk, op)
-		})
-	}
-	wg.Wait()
+	// Each keeps its error, so that the first in subtask order is
+	// reported, whatever the timing; the files opened keep ctx.
+	workers.Run(ctx, len(sks), headersInFlight, func(_ context.Context, _, i int) error {
+		errs[i] = r.keyedHeader(ctx, sks[i], op)
+		return nil
+	})
 	return sks, errs
 }
 
@@ -410,7 +407,7 @@ func (r *Reader) spanEnd(h *KeyedHandle, off int64, sk *subtaskKeyed) int64 {
 // the byte before end, or end itself where a key group starts there or
 // the stream ends; spanEnd has found the sorted offsets (and the stream's
 // length, when a key group ends there).
-func (r *Reader) keyGroupStart(end int64, sk *subtaskKeyed) int64 {
+func keyGroupStart(end int64, sk *subtaskKeyed) int64 {
 	sk.spanMu.Lock()
 	defer sk.spanMu.Unlock()
 	if sk.streamLen >= 0 && end >= sk.streamLen {
@@ -467,7 +464,7 @@ func (r *Reader) readKeyGroup(ctx context.Context, sk *subtaskKeyed, i, kg int, 
 		// states' bytes too.
 		if part == nil || compressed {
 			win = &bufs.win
-			win.cut = func(end int64) int64 { return r.keyGroupStart(end, sk) }
+			win.sk = sk
 		}
 	}
 	b, _, err := r.streamBytesInto(ctx, h.Stream, from, n, dst, win)

@@ -254,10 +254,7 @@ func (r *Reader) fileBytes(ctx context.Context, s *StreamHandle, off, length int
 	if win != nil && storage.ReadSize(f) > 0 {
 		// Up to where the walk will read next, in requests of the
 		// store's read size, and no further than the stream.
-		end := min(win.until, limit, off+storage.ReadSize(f))
-		if win.cut != nil {
-			end = win.cut(end)
-		}
+		end := keyGroupStart(min(win.until, limit, off+storage.ReadSize(f)), win.sk)
 		read = max(n, end-off)
 		dst = &win.b
 	} else {
@@ -296,10 +293,10 @@ type window struct {
 	off   int64
 	b     []byte
 	until int64
-	// cut, when set, moves the end of a read back to the start of the
-	// key group it would end inside, so that no key group is read in part
-	// and then again whole.
-	cut func(end int64) int64
+	// sk is the subtask whose key groups the stream holds: a read ends
+	// where a key group starts, so that no key group is read in part and
+	// then again whole.
+	sk *subtaskKeyed
 }
 
 // serve returns the length bytes at off of stream s from w, if w holds

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/stateproc/stateproc/internal/crc"
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
@@ -162,16 +163,10 @@ func (r *Reader) openFiles(names []string) {
 	if len(names) < 2 {
 		return
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, openInFlight)
-	for _, name := range names {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			r.file(name)
-		})
-	}
-	wg.Wait()
+	workers.Run(context.Background(), len(names), openInFlight, func(_ context.Context, _, i int) error {
+		r.file(names[i])
+		return nil
+	})
 }
 
 func (r *Reader) openDataFile(df dataFile) (storage.File, error) {

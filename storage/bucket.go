@@ -205,9 +205,7 @@ func (f *preloadedFile) ReadAt(p []byte, off int64) (int, error) {
 	if f.rest == nil {
 		return n, io.EOF
 	}
-	rest := *f.rest
-	rest.ctx = f.ctx
-	m, err := rest.ReadAt(p[n:], off+int64(n))
+	m, err := WithContext(f.ctx, f.rest).ReadAt(p[n:], off+int64(n))
 	return n + m, err
 }
 
