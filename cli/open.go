@@ -25,7 +25,7 @@ func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 		return nil, usagef("%v", err)
 	}
 	if loc.IsBucket() {
-		src, err := layouts.OpenLocation(ctx, path, storage.Options{Counters: transfersOf(ctx)})
+		src, err := layouts.OpenLocationWith(ctx, path, layouts.Options{PathMap: pathMapOf(ctx), Store: storage.Options{Counters: transfersOf(ctx)}})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", loc, err)
 		}
@@ -48,7 +48,7 @@ func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 	if rewrite.IsTempName(filepath.Base(filepath.Clean(path))) {
 		return nil, fmt.Errorf("%s is the temporary directory of an unfinished or killed rewrite: %w", path, savepoint.ErrNotSavepoint)
 	}
-	src, err := layouts.OpenWith(ctx, path, layouts.Options{PathMap: pathMapOf(ctx)})
+	src, err := layouts.OpenWith(ctx, path, layouts.Options{PathMap: pathMapOf(ctx), Store: storage.Options{Counters: transfersOf(ctx)}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stateproc/stateproc/storage"
 )
 
 // pathMapKey holds --path-map in a command's context, where openSavepoint
@@ -21,7 +23,7 @@ func pathMapOf(ctx context.Context) map[string]string {
 // savepoint takes, to the root.
 func addPathMapFlag(root *cobra.Command, p *[]string) {
 	root.PersistentFlags().StringArrayVar(p, "path-map", nil,
-		"read the files an Apache Flink _metadata records under the absolute path `OLD=NEW` from NEW (a directory; relative to the savepoint's); repeatable")
+		"read the files an Apache Flink _metadata records under the absolute path `OLD=NEW` from NEW (a directory, relative to the savepoint's, or a location such as s3://bucket/prefix); repeatable")
 }
 
 // withPathMap parses --path-map into the context of cmd.
@@ -34,6 +36,11 @@ func withPathMap(cmd *cobra.Command, flags []string) error {
 		old, repl, ok := strings.Cut(f, "=")
 		if !ok || old == "" || repl == "" {
 			return usagef("--path-map %q: want OLD=NEW, an absolute path recorded in the metadata and the directory that holds its files now", f)
+		}
+		if strings.Contains(repl, "://") {
+			if _, err := storage.ParseLocation(repl); err != nil {
+				return usagef("--path-map %q: %v", f, err)
+			}
 		}
 		if _, dup := m[old]; dup {
 			return usagef("--path-map gives %q twice", old)

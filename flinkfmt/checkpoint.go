@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,7 @@ const (
 func OpenCheckpoint(ctx context.Context, root storage.Dir, id int64, opts Options) (*Reader, error) {
 	if id < 0 {
 		var err error
-		if id, err = newestCheckpoint(ctx, root); err != nil {
+		if id, err = NewestCheckpoint(ctx, root); err != nil {
 			return nil, err
 		}
 	}
@@ -55,25 +56,33 @@ func OpenCheckpoint(ctx context.Context, root storage.Dir, id int64, opts Option
 // retained checkpoint.
 var ErrNoCheckpoint = errors.New("flinkfmt: no retained checkpoint")
 
-func newestCheckpoint(ctx context.Context, root storage.Dir) (int64, error) {
-	names, err := root.List(ctx)
+// NewestCheckpoint returns the id of the newest retained checkpoint in a
+// job's checkpoint directory: the highest chk-<id> that holds a _metadata.
+func NewestCheckpoint(ctx context.Context, root storage.Dir) (int64, error) {
+	// The directories alone: a job's shared/ may hold many thousands of
+	// files, which a listing of every name would page through.
+	dirs, err := storage.Subdirs(ctx, root)
 	if err != nil {
 		return 0, err
 	}
-	newest := int64(-1)
-	for _, n := range names {
-		dir, file, ok := strings.Cut(n, "/")
-		if !ok || file != MetadataFile {
-			continue
-		}
-		if id, ok := checkpointID(dir); ok && id > newest {
-			newest = id
+	var ids []int64
+	for _, d := range dirs {
+		if id, ok := checkpointID(d); ok {
+			ids = append(ids, id)
 		}
 	}
-	if newest < 0 {
-		return 0, fmt.Errorf("%w: %s has no %s<id>/%s", ErrNoCheckpoint, root.Location(), checkpointDirPrefix, MetadataFile)
+	slices.Sort(ids)
+	for i := len(ids) - 1; i >= 0; i-- {
+		f, err := root.Open(ctx, checkpointDirPrefix+strconv.FormatInt(ids[i], 10)+"/"+MetadataFile)
+		switch {
+		case err == nil:
+			f.Close()
+			return ids[i], nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return 0, err
+		}
 	}
-	return newest, nil
+	return 0, fmt.Errorf("%w: %s has no %s<id>/%s", ErrNoCheckpoint, root.Location(), checkpointDirPrefix, MetadataFile)
 }
 
 // checkpointID reads the id of a chk-<id> directory name.

@@ -48,6 +48,14 @@ func (r *Reader) OpenStream(ctx context.Context, s *StreamHandle) (storage.File,
 	return &segmentFile{File: f, off: s.Offset, size: s.Size}, name, nil
 }
 
+// readSize is storage.ReadSize of the file a stream is read from.
+func readSize(f storage.File) int64 {
+	if s, ok := f.(*segmentFile); ok {
+		return storage.ReadSize(s.File)
+	}
+	return storage.ReadSize(f)
+}
+
 // inlineFile is a storage.File over an inline handle's bytes.
 type inlineFile struct{ *bytes.Reader }
 

@@ -119,6 +119,20 @@ func (n *nativeInstance) iter(sid int) *rocksdb.Iter {
 	return n.iters[sid]
 }
 
+// A table in a bucket is read through a window (storage.Windowed), so that
+// its blocks, which the iterators read in order, cost a request per window
+// rather than one each. An instance's tables share tableWindows between
+// them, each window at least minTableWindow: every worker of a walk opens
+// its own instance, so this is held once per worker.
+const (
+	tableWindows   = 8 << 20
+	minTableWindow = 128 << 10
+)
+
+func tableWindow(tables int) int64 {
+	return max(minTableWindow, tableWindows/int64(max(tables, 1)))
+}
+
 // openNative opens the tables and the OPTIONS file of a native handle.
 func (r *Reader) openNative(ctx context.Context, sk *subtaskKeyed) (*nativeInstance, error) {
 	nf := sk.native
@@ -132,10 +146,14 @@ func (r *Reader) openNative(ctx context.Context, sk *subtaskKeyed) (*nativeInsta
 			inst.close()
 		}
 	}()
+	window := tableWindow(len(nf.tables))
 	open := func(f NamedHandle) (storage.File, string, error) {
 		file, name, err := r.OpenStream(ctx, f.Handle)
 		if err != nil {
 			return nil, name, err
+		}
+		if rs := readSize(file); rs > 0 {
+			file = storage.Windowed(file, min(window, rs))
 		}
 		inst.files = append(inst.files, file)
 		return file, name + " (" + f.LocalPath + ")", nil

@@ -27,8 +27,10 @@ type Options struct {
 	// looked up by its base name in the savepoint directory and nowhere
 	// else.
 	PathMap map[string]string
-	// OpenDir opens the directory of a mapped absolute path; by default the
-	// local file system.
+	// OpenDir opens the directory of a mapped absolute path or URL (a
+	// location, as storage.ParseLocation reads it). It is called for every
+	// file read through a mapping, so it should keep what it opens. By
+	// default it opens local directories, and refuses buckets.
 	OpenDir func(location string) (storage.Dir, error)
 	// MaxKeyGroupBytes bounds the bytes one key group may decompress to;
 	// 1 GiB by default. For native RocksDB handles, it bounds a table's
@@ -57,13 +59,25 @@ func Open(ctx context.Context, dir storage.Dir, opts Options) (*Reader, error) {
 		opts.MaxKeyGroupBytes = defaultMaxKeyGroupBytes
 	}
 	if opts.OpenDir == nil {
-		opts.OpenDir = func(loc string) (storage.Dir, error) { return storage.LocalDir(loc), nil }
+		opts.OpenDir = localOnly
 	}
 	m, err := ReadMetadata(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	return &Reader{dir: dir, meta: m, opts: opts}, nil
+}
+
+// localOnly is the OpenDir of Options without one.
+func localOnly(location string) (storage.Dir, error) {
+	loc, err := storage.ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	if loc.IsBucket() {
+		return nil, fmt.Errorf("flinkfmt: path map to %s: this reader opens no bucket (Options.OpenDir)", loc)
+	}
+	return storage.LocalDir(loc.Path), nil
 }
 
 // Metadata returns the parsed metadata.
@@ -130,7 +144,26 @@ func (r *Reader) resolve(s *StreamHandle) (storage.Dir, string, error) {
 		if !hasPathPrefix(s.Name, best) {
 			rest = strings.TrimPrefix(strings.TrimPrefix(p, best), "/")
 		}
-		target := path.Join(r.opts.PathMap[best], rest)
+		// The mapped directory is all a mapping opens: a path that climbs
+		// out of it (a "..") is refused, not followed.
+		if rest != "" && storage.CheckName(path.Clean(rest)) != nil {
+			return nil, "", corruptf("file handle %q: %q below the mapped path %q is no name inside it", s.Name, rest, best)
+		}
+		repl := r.opts.PathMap[best]
+		if strings.Contains(repl, "://") {
+			// A URL: a prefix in a bucket, or a file:// directory.
+			loc, err := storage.ParseLocation(repl)
+			if err != nil {
+				return nil, "", fmt.Errorf("flinkfmt: path map for %q: %w", best, err)
+			}
+			target := loc.Join(rest)
+			d, err := r.opts.OpenDir(target.Parent().URL())
+			if err != nil {
+				return nil, "", err
+			}
+			return d, target.Base(), nil
+		}
+		target := path.Join(repl, rest)
 		if !strings.HasPrefix(target, "/") && !filepath.IsAbs(target) {
 			if err := storage.CheckName(target); err != nil {
 				return nil, "", fmt.Errorf("flinkfmt: path map gives %q for %q: %w", target, s.Name, err)

@@ -10,10 +10,12 @@
 // the canonical metadata), and Apache Flink's savepoints and checkpoints,
 // recognized by the magic number of their metadata and read through
 // package flinkfmt/flinksource; a Flink checkpoint's chk-<id> directory
-// beside its job's shared/ directory is read with the files it shares, and
-// the job's directory itself as its newest checkpoint.
-// Options.PathMap says where the absolute paths of a Flink _metadata
-// lie now. A new layout is one more case in open, in layouts.go.
+// beside its job's shared/ directory, on disk or in a bucket, is read with
+// the files it shares, and the job's directory itself as its newest
+// checkpoint (flink.go). Options.PathMap says where the absolute paths of
+// a Flink _metadata lie now, a bucket included; the directories it names
+// are opened once each and closed with the source. A new layout is one
+// more case in open, in layouts.go.
 //
 // OpenLocation opens a savepoint by location, a bucket URL included
 // (package storage). In a bucket, where each request is a round trip,

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/flinkfmt"
@@ -31,6 +27,15 @@ type Options struct {
 	// one, an absolute path is looked up by its base name in the
 	// savepoint's directory and nowhere else.
 	PathMap map[string]string
+	// Store says how locations in buckets are opened: the savepoint's own
+	// (OpenLocationWith), its job's checkpoint directory, and those PathMap
+	// names, whose reads its Counters count too.
+	Store storage.Options
+
+	// bucket is the savepoint's location when it lies in a bucket.
+	bucket *storage.Location
+	// mapped opens what PathMap names.
+	mapped *mappedDirs
 }
 
 // Open opens the savepoint or checkpoint in the local directory path,
@@ -44,8 +49,9 @@ func Open(ctx context.Context, path string) (savepoint.Source, error) {
 
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, o Options) (savepoint.Source, error) {
+	o.mapped = newMappedDirs(ctx, o)
 	if id, ok := flinkJobDir(ctx, path); ok {
-		return flinksource.OpenCheckpoint(ctx, storage.LocalDir(path), id, flinkfmt.Options{PathMap: o.PathMap})
+		return o.source(flinksource.OpenCheckpoint(ctx, storage.LocalDir(path), id, o.flink()))
 	}
 	return open(ctx, storage.LocalDir(path), path, o)
 }
@@ -75,7 +81,7 @@ func open(ctx context.Context, dir storage.Dir, local string, o Options) (savepo
 			return nil, metadataError(dir, err)
 		}
 	}
-	head, err := readHead(ctx, dir)
+	head, err := readHead(ctx, dir, savepoint.MetadataFile)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +99,10 @@ func open(ctx context.Context, dir storage.Dir, local string, o Options) (savepo
 // the rest as its layout reads it.
 const metaInMemory = 16 << 20
 
-// readHead returns the first bytes of dir's _metadata: enough for every
-// layout's magic and version, fewer when the file is shorter.
-func readHead(ctx context.Context, dir storage.Dir) ([]byte, error) {
-	f, err := dir.Open(ctx, savepoint.MetadataFile)
+// readHead returns the first bytes of a _metadata, name in dir: enough for
+// every layout's magic and version, fewer when the file is shorter.
+func readHead(ctx context.Context, dir storage.Dir, name string) ([]byte, error) {
+	f, err := dir.Open(ctx, name)
 	if err != nil {
 		return nil, metadataError(dir, err)
 	}
@@ -104,7 +110,7 @@ func readHead(ctx context.Context, dir storage.Dir) ([]byte, error) {
 	head := make([]byte, min(f.Size(), headLen))
 	if n, err := f.ReadAt(head, 0); n < len(head) {
 		if err == nil || errors.Is(err, io.EOF) {
-			err = fmt.Errorf("%w: %s ends after %d bytes", savepoint.ErrCorrupt, savepoint.MetadataFile, n)
+			err = fmt.Errorf("%w: %s ends after %d bytes", savepoint.ErrCorrupt, name, n)
 		}
 		return nil, err
 	}
@@ -175,77 +181,3 @@ func openStateproc(ctx context.Context, dir storage.Dir, local string, manifest 
 }
 
 func isFlink(head []byte) bool { return flinkfmt.IsFlink(head) }
-
-// openFlink opens an Apache Flink savepoint or checkpoint. A local chk-<id>
-// directory beside the shared/ or taskowned/ directory of Flink's
-// checkpoint storage is read as that checkpoint of the job's directory,
-// so that the files it shares with other checkpoints are found there.
-func openFlink(ctx context.Context, dir storage.Dir, local string, o Options) (savepoint.Source, error) {
-	opts := flinkfmt.Options{PathMap: o.PathMap}
-	if local != "" {
-		if root, id, ok := flinkCheckpoint(local); ok {
-			return flinksource.OpenCheckpoint(ctx, storage.LocalDir(root), id, opts)
-		}
-	}
-	return flinksource.Open(ctx, dir, opts)
-}
-
-// flinkCheckpoint reports whether path is the chk-<id> directory of a job's
-// checkpoint directory, which holds shared/ or taskowned/ beside it.
-func flinkCheckpoint(path string) (root string, id int64, ok bool) {
-	clean := filepath.Clean(path)
-	n, found := strings.CutPrefix(filepath.Base(clean), "chk-")
-	if !found {
-		return "", 0, false
-	}
-	id, err := strconv.ParseInt(n, 10, 64)
-	if err != nil || id < 0 {
-		return "", 0, false
-	}
-	root = filepath.Dir(clean)
-	if !hasSharedDirs(root) {
-		return "", 0, false
-	}
-	return root, id, true
-}
-
-// hasSharedDirs reports whether root holds the shared/ or taskowned/
-// directory of Flink's checkpoint storage.
-func hasSharedDirs(root string) bool {
-	for _, d := range []string{"shared", "taskowned"} {
-		if st, err := os.Lstat(filepath.Join(root, d)); err == nil && st.IsDir() {
-			return true
-		}
-	}
-	return false
-}
-
-// flinkJobDir reports whether path is a Flink job's checkpoint directory,
-// which users point at to read the job's newest checkpoint: no _metadata
-// of its own, shared/ or taskowned/, and chk-<id> directories, the newest
-// of which with a _metadata holds a Flink one. It returns that id.
-func flinkJobDir(ctx context.Context, path string) (int64, bool) {
-	if _, err := os.Lstat(filepath.Join(path, savepoint.MetadataFile)); !errors.Is(err, fs.ErrNotExist) || !hasSharedDirs(path) {
-		return 0, false
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return 0, false
-	}
-	newest := int64(-1)
-	for _, e := range entries {
-		n, found := strings.CutPrefix(e.Name(), "chk-")
-		id, err := strconv.ParseInt(n, 10, 64)
-		if !found || err != nil || id <= newest || !e.IsDir() {
-			continue
-		}
-		if _, err := os.Lstat(filepath.Join(path, e.Name(), savepoint.MetadataFile)); err == nil {
-			newest = id
-		}
-	}
-	if newest < 0 {
-		return 0, false
-	}
-	head, err := readHead(ctx, storage.LocalDir(filepath.Join(path, "chk-"+strconv.FormatInt(newest, 10))))
-	return newest, err == nil && isFlink(head)
-}

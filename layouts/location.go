@@ -3,6 +3,7 @@ package layouts
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/stateproc/stateproc/flinkfmt/flinksource"
 	"github.com/stateproc/stateproc/savepoint"
@@ -18,67 +19,77 @@ import (
 // Source releases the bucket's connection when closed; opts.Counters, when
 // set, counts what is read.
 func OpenLocation(ctx context.Context, location string, opts storage.Options) (savepoint.Source, error) {
+	return OpenLocationWith(ctx, location, Options{Store: opts})
+}
+
+// OpenLocationWith is OpenLocation with options. In a bucket as on disk, an
+// Apache Flink checkpoint's chk-<id> beside its job's shared/ or taskowned/
+// is read with the files it shares, and the job's directory as its newest
+// checkpoint.
+func OpenLocationWith(ctx context.Context, location string, o Options) (savepoint.Source, error) {
 	loc, err := storage.ParseLocation(location)
 	if err != nil {
 		return nil, err
 	}
 	if !loc.IsBucket() {
-		if opts.Counters == nil {
-			return Open(ctx, loc.Path)
+		if o.Store.Counters == nil {
+			return OpenWith(ctx, loc.Path, o)
 		}
-		dir, err := storage.OpenDir(ctx, loc.Path, opts)
+		dir, err := storage.OpenDir(ctx, loc.Path, o.Store)
 		if err != nil {
 			return nil, err
 		}
-		return open(ctx, dir, loc.Path, Options{})
+		o.mapped = newMappedDirs(ctx, o)
+		return open(ctx, dir, loc.Path, o)
 	}
-	dir, err := storage.OpenDir(ctx, location, opts)
+	dir, err := storage.OpenDir(ctx, location, o.Store)
 	if err != nil {
 		return nil, err
 	}
-	src, err := open(ctx, dir, "", Options{})
+	o.bucket, o.mapped = &loc, newMappedDirs(ctx, o)
+	src, err := open(ctx, dir, "", o)
+	if errors.Is(err, savepoint.ErrNotSavepoint) {
+		if job, jerr := openBucketJob(ctx, dir, o); job != nil || jerr != nil {
+			src, err = job, jerr
+		}
+	}
 	if err != nil {
 		dir.Close()
 		return nil, err
 	}
+	return withCloser(src, dir), nil
+}
+
+// withCloser is src, which closes c after itself. It keeps the methods of
+// the layouts' own sources that the tools look for.
+func withCloser(src savepoint.Source, c io.Closer) savepoint.Source {
 	switch s := src.(type) {
 	case *snapshotfmt.Reader:
-		return &bucketReader{Reader: s, dir: dir}, nil
+		return &bucketReader{Reader: s, dir: c}
 	case *flinksource.Source:
-		return &bucketFlink{Source: s, dir: dir}, nil
+		return &flinkSource{Source: s, closers: []io.Closer{c}}
+	case *flinkSource:
+		s.closers = append(s.closers, c)
+		return s
 	}
-	return &bucketSource{Source: src, dir: dir}, nil
+	return &bucketSource{Source: src, dir: c}
 }
 
 // bucketSource is a Source read from a bucket, which closes the bucket
 // after itself.
 type bucketSource struct {
 	savepoint.Source
-	dir storage.DirCloser
+	dir io.Closer
 }
 
 func (s *bucketSource) Close() error { return errors.Join(s.Source.Close(), s.dir.Close()) }
-
-// bucketFlink is an Apache Flink savepoint read from a bucket. It keeps the
-// source's own methods: its walk, which counts the segments in the read
-// that scans them (Flink keeps no index), its warnings, and its reader,
-// for the rewrites and diff.
-type bucketFlink struct {
-	*flinksource.Source
-	dir storage.DirCloser
-}
-
-func (s *bucketFlink) Close() error { return errors.Join(s.Source.Close(), s.dir.Close()) }
-
-// Unwrap is the source itself, whose reader the Flink rewrites use.
-func (s *bucketFlink) Unwrap() savepoint.Source { return s.Source }
 
 // bucketReader is a stateproc savepoint read from a bucket. It keeps the
 // reader's own methods, which the rewrites use to copy segments as they
 // are stored.
 type bucketReader struct {
 	*snapshotfmt.Reader
-	dir storage.DirCloser
+	dir io.Closer
 }
 
 func (s *bucketReader) Close() error { return errors.Join(s.Reader.Close(), s.dir.Close()) }

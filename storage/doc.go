@@ -63,9 +63,14 @@
 // one ReadAhead instead, whose reads run on across the segments' ends
 // within one budget, and adjacent segments shorter than a read are read
 // in one request: a segment shorter than a read would otherwise leave its
-// worker waiting for a request of its own at its start. Counters
-// count bytes and requests for progress output; CountersOf returns those
-// of a Dir or Target.
+// worker waiting for a request of its own at its start. A reader that
+// reads a file in many small pieces it cannot list up front (a RocksDB
+// table's blocks, located through its index) goes through Windowed, which
+// serves them from a window that moves forward a request at a time.
+// Subdirs lists the directories directly under a Dir, in one listing
+// with a delimiter rather than of every object below. Counters count
+// bytes and requests for progress output; CountersOf returns those of a
+// Dir or Target.
 //
 // # Writing a bucket
 //

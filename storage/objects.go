@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 
 	"gocloud.dev/blob"
@@ -103,4 +105,58 @@ func ListUnder(ctx context.Context, d Dir, under string) ([]Object, error) {
 		}
 	}
 	return out, nil
+}
+
+// Subdirs names the directories directly inside d, sorted. Of a bucket
+// they are the prefixes a listing with a "/" delimiter gives, in one
+// request (or one per thousand), without naming the objects under them;
+// of a local directory, its subdirectories. Another Dir gives the first
+// elements of the names List returns.
+func Subdirs(ctx context.Context, d Dir) ([]string, error) {
+	var names []string
+	switch d := d.(type) {
+	case *bucketDir:
+		prefix := ""
+		if d.loc.Prefix != "" {
+			prefix = d.loc.Prefix + "/"
+		}
+		d.c.Requests.Add(1)
+		it := d.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+		for {
+			o, err := it.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("storage: listing %s: %w", d.loc, err)
+			}
+			if o.IsDir {
+				names = append(names, strings.TrimSuffix(strings.TrimPrefix(o.Key, prefix), "/"))
+			}
+		}
+	case *countedLocalDir:
+		return Subdirs(ctx, d.localDir)
+	case localDir:
+		entries, err := os.ReadDir(string(d))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+	default:
+		all, err := d.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range all {
+			if dir, _, ok := strings.Cut(n, "/"); ok {
+				names = append(names, dir)
+			}
+		}
+	}
+	sort.Strings(names)
+	return slices.Compact(names), nil
 }
