@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -512,4 +513,31 @@ func TestBucketFlinkRewriteCopiesOnTheServer(t *testing.T) {
 	if !maps.EqualFunc(got, want, bytes.Equal) {
 		t.Errorf("the bucket holds %v, the disk %v, or other bytes", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 	}
+}
+
+// dump of a state in a bucket reads its segments ahead: after _metadata
+// and the head of the data file, the requests for its segments are in
+// flight together, where a dump that
+// read one segment after another would make each wait for the last. The
+// proxy holds the first three until all are in, and lets them on after a
+// while when they come one at a time.
+func TestDumpOfABucketReadsAhead(t *testing.T) {
+	f := newBucketFixture(t)
+	args := []string{"dump", f.url("in/sp"), "--operator", "features", "--state", "category-counts"}
+	want, stderr, code := runCLI(t, append(args[:1:1], append([]string{f.sp}, args[2:]...)...)...)
+	if code != cli.ExitOK {
+		t.Fatalf("dump on disk: exit %d: %s", code, stderr)
+	}
+	gets := f.proxy.Ops("GetObject")
+	f.proxy.Gather("GetObject", 1, time.Second)
+	f.proxy.Gather("GetObject", 1, time.Second)
+	segmentsTogether := f.proxy.Gather("GetObject", 3, 3*time.Second)
+	got, stderr, code := runCLI(t, args...)
+	if code != cli.ExitOK || got != want {
+		t.Fatalf("dump in the bucket: exit %d: %s\n%s\nwant\n%s", code, stderr, got, want)
+	}
+	if !segmentsTogether() {
+		t.Errorf("the first three segments were not read together")
+	}
+	t.Logf("%d GETs", f.proxy.Ops("GetObject")-gets)
 }

@@ -181,8 +181,11 @@ func dumpKeyed(ctx context.Context, src savepoint.Source, ref stateRef, o dumpOp
 	if err != nil {
 		return err
 	}
-	for _, seg := range segs {
-		if err := p.segment(m, savepoint.SegmentEntries(ctx, src, seg), seg, key); err != nil {
+	// In a bucket the walk reads the next segments while this one prints.
+	walk := savepoint.WalkSegments(ctx, src, segs)
+	defer walk.Close()
+	for i, seg := range segs {
+		if err := p.segment(m, walk.Entries(ctx, i), seg, key); err != nil {
 			return err
 		}
 	}

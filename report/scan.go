@@ -36,6 +36,10 @@ func charts(ctx context.Context, src savepoint.Source, sp *Savepoint, n int) (*L
 	}
 	perWorker := make([]map[savepoint.StateRef]*tally, n)
 	seed := maphash.MakeSeed()
+	// The workers take the segments in order: in a bucket the walk reads
+	// the next ones ahead of them.
+	walk := savepoint.WalkSegments(ctx, src, segs)
+	defer walk.Close()
 	err = workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
 		if perWorker[w] == nil {
 			perWorker[w] = map[savepoint.StateRef]*tally{}
@@ -46,7 +50,7 @@ func charts(ctx context.Context, src savepoint.Source, sp *Savepoint, n int) (*L
 			t = &tally{}
 			perWorker[w][seg.Ref] = t
 		}
-		it := savepoint.SegmentEntries(ctx, src, seg)
+		it := walk.Entries(ctx, i)
 		defer it.Close()
 		if seg.Ref.Timer {
 			return t.timers(it, seed)

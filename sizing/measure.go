@@ -141,8 +141,11 @@ func measureState(ctx context.Context, r savepoint.Source, ref savepoint.StateRe
 	t := newTally(st.Kind, st.TTL, opts.Now, st.heap)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		for _, seg := range segs[:sample.KeyGroups] {
-			if err := t.segment(gctx, r, seg); err != nil {
+		// In a bucket the walk reads the next segments ahead.
+		walk := savepoint.WalkSegments(gctx, r, segs[:sample.KeyGroups])
+		defer walk.Close()
+		for i, seg := range segs[:sample.KeyGroups] {
+			if err := t.segment(seg, walk.Entries(gctx, i)); err != nil {
 				return err
 			}
 		}

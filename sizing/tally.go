@@ -2,7 +2,6 @@ package sizing
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 
 	"github.com/stateproc/stateproc/internal/jsonvalue"
@@ -47,12 +46,11 @@ func newTally(kind string, c *ttl.Config, now int64, shape *heapShape) *tally {
 	return t
 }
 
-// segment streams one segment's entries, and checks them as the reader
-// always does.
-func (t *tally) segment(ctx context.Context, r savepoint.Source, seg savepoint.Segment) error {
+// segment streams the entries of seg from it, and checks them as the
+// reader always does.
+func (t *tally) segment(seg savepoint.Segment, it savepoint.EntryIterator) error {
 	t.bytes += float64(seg.Bytes)
 	t.keys += float64(seg.Keys)
-	it := savepoint.SegmentEntries(ctx, r, seg)
 	defer it.Close()
 	for it.Next() {
 		t.add(it.Entry())
