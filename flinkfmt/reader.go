@@ -83,6 +83,15 @@ func localOnly(location string) (storage.Dir, error) {
 // Metadata returns the parsed metadata.
 func (r *Reader) Metadata() *Metadata { return r.meta }
 
+// InBucket reports whether the savepoint (or the checkpoint's job
+// directory) lies in a bucket, where every read is a request.
+func (r *Reader) InBucket() bool {
+	if r.root != nil {
+		return storage.InBucket(r.root)
+	}
+	return storage.InBucket(r.dir)
+}
+
 // ErrNoOperator is returned by Operator for a reference that matches none.
 var ErrNoOperator = errors.New("flinkfmt: no such operator")
 

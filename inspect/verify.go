@@ -99,7 +99,7 @@ func Verify(ctx context.Context, src savepoint.Source, opts VerifyOptions) (*Ver
 	if w, ok := src.(segmentWalker); ok && opts.Shard.Count <= 1 {
 		// A source that keeps no index counts its segments by reading
 		// every entry: they are checked in that read, not in a second.
-		segs, err = w.WalkSegments(ctx, opts.Workers, func(_ int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
+		segs, err = w.CountSegments(ctx, opts.Workers, func(_ int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
 			return check(savepoint.Segment{Ref: ref, Stats: savepoint.Stats{KeyGroup: -1}}, it)
 		}, opts.Progress)
 	} else {

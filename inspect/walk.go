@@ -8,12 +8,12 @@ import (
 )
 
 // segmentWalker is a source whose segments' figures come only from reading
-// every entry (a Flink savepoint keeps no index): WalkSegments returns the
+// every entry (a Flink savepoint keeps no index): CountSegments returns the
 // segments as savepoint.AllSegments does and gives visit each segment's
 // entries from that same read, so that a scan reads the data once, not
 // once to count and again to scan.
 type segmentWalker interface {
-	WalkSegments(ctx context.Context, n int, visit func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error, progress func(done, total int64)) ([]savepoint.Segment, error)
+	CountSegments(ctx context.Context, n int, visit func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error, progress func(done, total int64)) ([]savepoint.Segment, error)
 }
 
 // walkScan is scan for a segmentWalker: it returns the segments too.
@@ -24,7 +24,7 @@ func walkScan(ctx context.Context, src savepoint.Source, w segmentWalker, opts O
 		n = workers.Default()
 	}
 	scanners := make([]*segmentScanner, n)
-	segs, err := w.WalkSegments(ctx, n, func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
+	segs, err := w.CountSegments(ctx, n, func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
 		if scanners[w] == nil {
 			scanners[w] = newSegmentScanner(m, opts.Now, opts.Top)
 		}

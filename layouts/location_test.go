@@ -15,7 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/flinkfmt"
+	"github.com/stateproc/stateproc/internal/flinkgen"
 	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/layouts"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
@@ -176,4 +178,76 @@ func countEntries(t *testing.T, src savepoint.Source) int {
 		it.Close()
 	}
 	return n
+}
+
+// A walk over one state's segments of an Apache Flink savepoint in a
+// bucket starts the next segments' reads ahead of the worker: after the
+// count, the GETs of the first segments are in flight together (the
+// proxy holds them until three are in, and lets them on after a while
+// when they come one at a time), and every segment gives the entries it
+// gives on disk.
+func TestFlinkWalkInABucketReadsAhead(t *testing.T) {
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "flink")
+	c := flinkgen.SessionsLarge()
+	c.Users = 300
+	dir := filepath.Join(t.TempDir(), "flink")
+	ctx := context.Background()
+	if _, err := flinkgen.WriteDir(ctx, dir, false, c); err != nil {
+		t.Fatal(err)
+	}
+	upload(t, srv, dir, "flink", "sp")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	src, err := layouts.OpenLocation(ctx, storetest.URL(p.URL, "flink", "sp"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	local, err := layouts.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	m := src.Metadata()
+	op, err := m.FindOperator(flinkgen.OperatorUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := m.Find(op, flinkgen.CountsState)
+	if !ok {
+		t.Fatalf("no state %q", flinkgen.CountsState)
+	}
+	segs, err := src.Segments(ctx, ref, keygroup.All(c.MaxParallelism))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) < 10 {
+		t.Fatalf("%d segments, want many", len(segs))
+	}
+	gets := p.Ops("GetObject")
+	together := p.Gather("GetObject", 3, 3*time.Second)
+	w := savepoint.WalkSegments(ctx, src, segs)
+	defer w.Close()
+	for i, seg := range segs {
+		n, want := 0, 0
+		it := w.Entries(ctx, i)
+		for it.Next() {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatalf("segment %d: %v", i, err)
+		}
+		it.Close()
+		for it := savepoint.SegmentEntries(ctx, local, seg); it.Next(); {
+			want++
+		}
+		if n != want || n == 0 {
+			t.Fatalf("segment %d: %d entries from the bucket, %d from disk", i, n, want)
+		}
+	}
+	if !together() {
+		t.Errorf("the first segments' reads were not in flight together")
+	}
+	t.Logf("%d segments, %d GETs", len(segs), p.Ops("GetObject")-gets)
 }

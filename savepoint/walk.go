@@ -1,6 +1,10 @@
 package savepoint
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"sync"
+)
 
 // Walk iterates a list of segments for workers that take them in the
 // list's order, each the next one when done with its last (as
@@ -40,3 +44,87 @@ func (w plainWalk) Entries(ctx context.Context, i int) EntryIterator {
 }
 
 func (plainWalk) Close() {}
+
+// StartAhead returns a Walk over segs of src that starts the iterators of
+// the next depth segments ahead of the one asked for, each on a goroutine
+// of its own that makes its first read: for a source in a bucket whose
+// reads cannot be listed up front (an Apache Flink savepoint, whose
+// segments are parts of key groups the reader locates itself), so that a
+// worker seldom waits for a request at a segment's start. It holds at most
+// depth segments' first reads besides those the workers have. The
+// iterators read with ctx, and Close closes those no worker took.
+func StartAhead(ctx context.Context, src Source, segs []Segment, depth int) Walk {
+	return &aheadWalk{ctx: ctx, src: src, segs: segs, depth: max(depth, 1), started: make([]*startedSegment, len(segs))}
+}
+
+type aheadWalk struct {
+	ctx   context.Context
+	src   Source
+	segs  []Segment
+	depth int
+	mu    sync.Mutex
+	// started holds the segments whose iterators were started, until a
+	// worker takes them; next is the first not started yet.
+	started []*startedSegment
+	next    int
+	wg      sync.WaitGroup
+}
+
+// startedSegment is a segment's iterator after its first Next.
+type startedSegment struct {
+	done  chan struct{}
+	it    EntryIterator
+	first bool
+}
+
+func (w *aheadWalk) Entries(_ context.Context, i int) EntryIterator {
+	w.mu.Lock()
+	for ; w.next < len(w.segs) && w.next <= i+w.depth; w.next++ {
+		s := &startedSegment{done: make(chan struct{})}
+		w.started[w.next] = s
+		w.wg.Add(1)
+		go func(seg Segment) {
+			defer w.wg.Done()
+			s.it = SegmentEntries(w.ctx, w.src, seg)
+			s.first = s.it.Next()
+			close(s.done)
+		}(w.segs[w.next])
+	}
+	s := w.started[i]
+	w.started[i] = nil
+	w.mu.Unlock()
+	if s == nil {
+		return Failed(fmt.Errorf("savepoint: segment %d of the walk taken twice", i))
+	}
+	<-s.done
+	return &startedIterator{EntryIterator: s.it, pending: true, first: s.first}
+}
+
+// Close waits for the iterators started ahead and closes those that no
+// worker took.
+func (w *aheadWalk) Close() {
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, s := range w.started {
+		if s != nil {
+			s.it.Close()
+			w.started[i] = nil
+		}
+	}
+}
+
+// startedIterator gives the result of the first Next, made ahead, and
+// then those of the iterator's own.
+type startedIterator struct {
+	EntryIterator
+	pending, first bool
+}
+
+func (it *startedIterator) Next() bool {
+	if it.pending {
+		it.pending = false
+		return it.first
+	}
+	return it.EntryIterator.Next()
+}

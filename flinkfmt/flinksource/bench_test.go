@@ -26,12 +26,12 @@ func generate(b *testing.B, c flinkgen.Config) (string, *flinkgen.Stats) {
 	return target, stats
 }
 
-// BenchmarkWalkSegments walks a canonical savepoint of the shape of
+// BenchmarkCountSegments walks a canonical savepoint of the shape of
 // flink-sessions-large at 50,000 users (about a million entries) written by
 // the generator, as inspect --scan walks it: every segment counted, the
 // sizes of the values read in batches, every timer's key hashed. Workers
 // are 1 (the cost per core) and 2; uncompressed and as Snappy streams.
-func BenchmarkWalkSegments(b *testing.B) {
+func BenchmarkCountSegments(b *testing.B) {
 	for _, compressed := range []bool{false, true} {
 		name := "plain"
 		if compressed {
@@ -54,7 +54,7 @@ func BenchmarkWalkSegments(b *testing.B) {
 						var sink [2]uint64
 						var sizes [2][512]int
 						var times [2][512]int64
-						segs, err := src.WalkSegments(ctx, workers, func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
+						segs, err := src.CountSegments(ctx, workers, func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
 							if ref.Timer {
 								for it.Next() {
 									sink[w] += maphash.Bytes(seed, it.Entry().Key)

@@ -26,10 +26,12 @@
 //     ascend, as RocksDB writes them, and by a set of the key group's keys
 //     once they do not; and Entries streamed key group by key group (after
 //     the count, one state's entries are read from its own bytes only;
-//     value sizes come in batches without building entries); WalkSegments,
+//     value sizes come in batches without building entries); CountSegments,
 //     for a tool that reads every entry anyway, gives each segment's
 //     entries (and value sizes, from the figures) from the read that
-//     counts them;
+//     counts them; WalkSegments, for a savepoint in a bucket, starts the
+//     next segments' reads ahead of the workers that read segments one by
+//     one after the count (savepoint.StartAhead);
 //   - what cannot be read in Operator.Unread (the changelog layout, channel
 //     state), what is not read in Notes, and the bytes a heap key group
 //     cannot be walked past in Warnings.

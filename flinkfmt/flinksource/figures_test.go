@@ -138,17 +138,17 @@ func TestSegmentsAreCountedAsEntryByEntry(t *testing.T) {
 		walked, _, walkErr := walk(ctx, open(), 2, true)
 		switch {
 		case (err != nil) != (wantErr != nil) || (walkErr != nil) != (wantErr != nil):
-			t.Errorf("%s: AllSegments: %v; WalkSegments: %v; entry by entry: %v", dir, err, walkErr, wantErr)
+			t.Errorf("%s: AllSegments: %v; CountSegments: %v; entry by entry: %v", dir, err, walkErr, wantErr)
 		case err != nil:
 			if err.Error() != wantErr.Error() || walkErr.Error() != wantErr.Error() {
-				t.Errorf("%s: AllSegments: %v; WalkSegments: %v; entry by entry: %v", dir, err, walkErr, wantErr)
+				t.Errorf("%s: AllSegments: %v; CountSegments: %v; entry by entry: %v", dir, err, walkErr, wantErr)
 			}
 		default:
 			if err := sameCounts(segs, want); err != nil {
 				t.Errorf("%s: AllSegments: %v", dir, err)
 			}
 			if err := sameCounts(walked, want); err != nil {
-				t.Errorf("%s: WalkSegments: %v", dir, err)
+				t.Errorf("%s: CountSegments: %v", dir, err)
 			}
 			checked++
 			segments += len(segs)

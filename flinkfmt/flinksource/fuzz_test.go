@@ -164,7 +164,7 @@ func decode(t *testing.T, snap serializers.Snapshot, b []byte) {
 	}
 }
 
-// checkWalk reads what src opened once more through WalkSegments, which
+// checkWalk reads what src opened once more through CountSegments, which
 // must fail where AllSegments fails and give its segments where it does
 // not; and both must fail as counting the entries one by one with Next
 // fails, with the same error, and count what it counts where it does not.
@@ -196,10 +196,10 @@ func checkWalk(t *testing.T, b []byte, src savepoint.Source) {
 	got, _, err := walk(ctx, again, 2, false)
 	switch {
 	case (err != nil) != (wantErr != nil):
-		t.Fatalf("WalkSegments: %v; AllSegments: %v", err, wantErr)
+		t.Fatalf("CountSegments: %v; AllSegments: %v", err, wantErr)
 	case err != nil:
 		checkBad(t, err)
 	case !reflect.DeepEqual(got, want):
-		t.Fatalf("WalkSegments gives %v, AllSegments %v", got, want)
+		t.Fatalf("CountSegments gives %v, AllSegments %v", got, want)
 	}
 }

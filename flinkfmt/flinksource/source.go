@@ -407,18 +407,18 @@ func (s *Source) Segments(ctx context.Context, ref savepoint.StateRef, kgs keygr
 // on worker w; the calls of one worker come one after another.
 type visitFunc = func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error
 
-// WalkSegments reads the keyed state of every operator once, on n workers
+// CountSegments reads the keyed state of every operator once, on n workers
 // (0 for the default), and returns every segment with its figures, as
 // savepoint.AllSegments would: a tool that reads every entry anyway, as a
 // scan does, gets them from the read that counts them, since Flink keeps no
 // index. visit is given each segment's entries as they are counted; its
 // iterator's Err is always nil, since an unreadable key group is reported,
-// as Segments reports it, by WalkSegments. progress, when set, is told of
+// as Segments reports it, by CountSegments. progress, when set, is told of
 // the stored bytes read so far and in all (in all as far as it is known
 // before the read: native RocksDB handles do not give their key groups'
 // sizes). An operator whose segments were
 // counted before is read segment by segment.
-func (s *Source) WalkSegments(ctx context.Context, n int, visit func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error, progress func(done, total int64)) ([]savepoint.Segment, error) {
+func (s *Source) CountSegments(ctx context.Context, n int, visit func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error, progress func(done, total int64)) ([]savepoint.Segment, error) {
 	var total int64
 	for _, o := range s.ops {
 		for _, sp := range o.spans {
@@ -466,6 +466,21 @@ func (s *Source) WalkSegments(ctx context.Context, n int, visit func(w int, ref 
 		out = append(out, segs...)
 	}
 	return out, nil
+}
+
+// walkAhead is how many segments a walk of a savepoint in a bucket starts
+// ahead of the one its workers ask for.
+const walkAhead = 6
+
+// WalkSegments is savepoint.WalkSegments' for s: in a bucket, a walk that
+// starts the next segments' reads ahead of the workers (savepoint.
+// StartAhead), since each segment's first read is a request; nil, for
+// plain iteration, on disk.
+func (s *Source) WalkSegments(ctx context.Context, segs []savepoint.Segment) savepoint.Walk {
+	if !s.r.InBucket() {
+		return nil
+	}
+	return savepoint.StartAhead(ctx, s, segs, walkAhead)
 }
 
 // visitEach gives visit the entries of segments counted before.
@@ -598,7 +613,7 @@ func (w *segmentWalk) Close() error { return nil }
 // workers (0 for the default) and joined in key-group order, so the
 // figures, the warnings and which error is reported do not depend on the
 // workers' timing. visit, when set, is given each segment's entries as
-// they are counted (see WalkSegments), and progress each key group's
+// they are counted (see CountSegments), and progress each key group's
 // stored bytes once it is read.
 func (s *Source) count(ctx context.Context, o *operator, n int, visit visitFunc, progress func(int64)) (map[savepoint.StateRef][]savepoint.Segment, error) {
 	spans := map[int][]flinkfmt.Span{}

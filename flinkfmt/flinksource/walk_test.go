@@ -14,7 +14,7 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
-// walked is what WalkSegments gave: per segment (ref and key group), its
+// walked is what CountSegments gave: per segment (ref and key group), its
 // entries rendered.
 type walked map[string][]string
 
@@ -29,14 +29,14 @@ func render(e *savepoint.Entry, sizes bool) string {
 	return fmt.Sprintf("%x/%x/%x/%x/%d/%d", e.Key, e.Namespace, e.MapKey, e.Value, e.Timestamp, e.KeyGroup)
 }
 
-// walk runs WalkSegments on n workers and gathers what visit was given:
+// walk runs CountSegments on n workers and gathers what visit was given:
 // with sizes, only the sizes of the values of keyed states, read in
 // batches as a scan reads them.
 func walk(ctx context.Context, src *flinksource.Source, n int, sizes bool) ([]savepoint.Segment, walked, error) {
 	m := src.Metadata()
 	var mu sync.Mutex
 	got := walked{}
-	segs, err := src.WalkSegments(ctx, n, func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
+	segs, err := src.CountSegments(ctx, n, func(w int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
 		if w < 0 || w >= n {
 			return fmt.Errorf("worker %d of %d", w, n)
 		}
@@ -85,7 +85,7 @@ func walk(ctx context.Context, src *flinksource.Source, n int, sizes bool) ([]sa
 	return segs, got, err
 }
 
-// readAll reads every segment as a scan did before WalkSegments: the
+// readAll reads every segment as a scan did before CountSegments: the
 // segments, then each segment's entries; with sizes, as walk gives them.
 func readAll(ctx context.Context, src savepoint.Source, segs []savepoint.Segment, sizes bool) (walked, error) {
 	m := src.Metadata()
@@ -110,12 +110,12 @@ func readAll(ctx context.Context, src savepoint.Source, segs []savepoint.Segment
 	return out, nil
 }
 
-// One read of every fixture through WalkSegments gives the segments that
+// One read of every fixture through CountSegments gives the segments that
 // AllSegments counts, in its order, and the entries that reading each
 // segment gives, in their order, or their values' sizes in batches; so it
 // does for an operator counted before the walk, which it reads segment by
 // segment.
-func TestWalkSegmentsIsAllSegments(t *testing.T) {
+func TestCountSegmentsIsAllSegments(t *testing.T) {
 	ctx := context.Background()
 	var segments, entries, fixtures0 int
 	for _, dir := range fixtures(t) {
@@ -168,7 +168,7 @@ func TestWalkSegmentsIsAllSegments(t *testing.T) {
 				t.Errorf("%s: the walk's value sizes differ from the values' sizes", dir)
 			}
 			if !reflect.DeepEqual(segs, want) {
-				t.Errorf("%s (counted before: %v): WalkSegments gives\n%v\nAllSegments\n%v", dir, counted, segs, want)
+				t.Errorf("%s (counted before: %v): CountSegments gives\n%v\nAllSegments\n%v", dir, counted, segs, want)
 			}
 			if !reflect.DeepEqual(got, wantEntries) {
 				t.Errorf("%s (counted before: %v): the walk's entries differ from the segments'", dir, counted)
@@ -188,8 +188,8 @@ func TestWalkSegmentsIsAllSegments(t *testing.T) {
 	}
 }
 
-// A visit's error ends the walk and is what WalkSegments returns.
-func TestWalkSegmentsStopsAtVisitError(t *testing.T) {
+// A visit's error ends the walk and is what CountSegments returns.
+func TestCountSegmentsStopsAtVisitError(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range fixtures(t) {
 		src, err := flinksource.Open(ctx, storage.LocalDir(dir), flinkfmt.Options{})
@@ -203,23 +203,23 @@ func TestWalkSegmentsStopsAtVisitError(t *testing.T) {
 		stop := fmt.Errorf("stop")
 		visits := 0
 		var mu sync.Mutex
-		_, err = src.WalkSegments(ctx, 1, func(int, savepoint.StateRef, savepoint.EntryIterator) error {
+		_, err = src.CountSegments(ctx, 1, func(int, savepoint.StateRef, savepoint.EntryIterator) error {
 			mu.Lock()
 			defer mu.Unlock()
 			visits++
 			return stop
 		}, nil)
 		if err != stop || visits != 1 {
-			t.Fatalf("%s: WalkSegments returned %v after %d visits, want the visit's error after one", dir, err, visits)
+			t.Fatalf("%s: CountSegments returned %v after %d visits, want the visit's error after one", dir, err, visits)
 		}
 		return
 	}
 	t.Skip("no fixture with keyed entries")
 }
 
-// The progress WalkSegments reports never goes back and ends where the
+// The progress CountSegments reports never goes back and ends where the
 // segments' lengths add up to, never past the total.
-func TestWalkSegmentsProgress(t *testing.T) {
+func TestCountSegmentsProgress(t *testing.T) {
 	ctx := context.Background()
 	checked := 0
 	for _, dir := range fixtures(t) {
@@ -229,7 +229,7 @@ func TestWalkSegmentsProgress(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var last, total int64
-		segs, err := src.WalkSegments(ctx, 2, func(_ int, _ savepoint.StateRef, it savepoint.EntryIterator) error {
+		segs, err := src.CountSegments(ctx, 2, func(_ int, _ savepoint.StateRef, it savepoint.EntryIterator) error {
 			for it.Next() {
 			}
 			return nil
@@ -263,7 +263,7 @@ func TestWalkSegmentsProgress(t *testing.T) {
 // The iterator a walk gives each segment says where the segment lies, as
 // its figures say once it is counted: an error about an entry of it can
 // name its file and offset before the walk ends.
-func TestWalkSegmentsPlacesItsSegments(t *testing.T) {
+func TestCountSegmentsPlacesItsSegments(t *testing.T) {
 	ctx := context.Background()
 	placed := 0
 	for _, dir := range fixtures(t) {
@@ -276,7 +276,7 @@ func TestWalkSegmentsPlacesItsSegments(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var got []savepoint.Segment
-		segs, err := src.WalkSegments(ctx, 3, func(_ int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
+		segs, err := src.CountSegments(ctx, 3, func(_ int, ref savepoint.StateRef, it savepoint.EntryIterator) error {
 			p, ok := it.(interface{ Segment() savepoint.Segment })
 			if !ok {
 				return fmt.Errorf("%s: the walk's iterator does not say where its segment lies", src.Metadata().Describe(ref))
