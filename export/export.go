@@ -199,8 +199,20 @@ func (x *exporter) run(ctx context.Context, runs []*run, n int) error {
 	slices.SortStableFunc(runs, func(a, b *run) int { return cmp.Compare(b.allRows, a.allRows) })
 	return workers.Run(ctx, len(runs), n, func(ctx context.Context, _, i int) error {
 		var cur cursor
-		defer cur.close()
+		defer func() {
+			cur.close()
+			if cur.walk != nil {
+				cur.walk.Close()
+			}
+		}()
 		r := runs[i]
+		if r.ds.index != nil {
+			// In a bucket the run's segments are read ahead of it, each
+			// of the n runs at once within its share of one walk's
+			// memory and requests.
+			first, end := r.segments()
+			cur.walk, cur.base, cur.end = savepoint.WalkSegmentsShared(ctx, x.src, r.ds.index[first:end], n), first, end
+		}
 		for k := range r.parts {
 			if err := x.writePart(ctx, r.nth(k), k > 0, &cur); err != nil {
 				return err
@@ -298,6 +310,9 @@ type cursor struct {
 	n               uint64
 	index           int32
 	prevKey, prevNs []byte
+	// walk reads the run's index entries [base, end).
+	walk      savepoint.Walk
+	base, end int
 }
 
 func (c *cursor) close() {
@@ -305,6 +320,14 @@ func (c *cursor) close() {
 		c.it.Close()
 		c.it = nil
 	}
+}
+
+// entries iterates index entry c.seg, seg, through the run's walk.
+func (c *cursor) entries(ctx context.Context, src savepoint.Source, seg savepoint.Segment) savepoint.EntryIterator {
+	if c.walk != nil && c.seg >= c.base && c.seg < c.end {
+		return c.walk.Entries(ctx, c.seg-c.base)
+	}
+	return savepoint.SegmentEntries(ctx, src, seg)
 }
 
 // keyedRows appends the rows of a keyed state or timer part: entry skip of
@@ -321,7 +344,7 @@ func (x *exporter) keyedRows(ctx context.Context, p *part, b *batcher, continues
 	for ; left > 0 && cur.seg < len(ds.index); cur.seg, cur.n = cur.seg+1, 0 {
 		st := ds.index[cur.seg]
 		if cur.it == nil {
-			cur.it = savepoint.SegmentEntries(ctx, x.src, st)
+			cur.it = cur.entries(ctx, x.src, st)
 		}
 		it := cur.it
 		for left > 0 && it.Next() {

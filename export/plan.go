@@ -279,6 +279,15 @@ func (ds *dataset) runs(maxRows int64) []*run {
 	return out
 }
 
+// segments returns the index entries [first, end) that r reads rows of.
+func (r *run) segments() (first, end int) {
+	left := r.allRows + int64(r.skip)
+	for end = r.first; end < len(r.ds.index) && left > 0; end++ {
+		left -= int64(r.ds.index[end].Entries)
+	}
+	return r.first, end
+}
+
 // part returns the k-th part of r.
 func (r *run) nth(k int64) *part {
 	p := r.part

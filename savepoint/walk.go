@@ -21,13 +21,21 @@ type Walk interface {
 }
 
 // WalkSegments returns a Walk over segs of src: src's own, if it reads
-// ahead (a stateproc savepoint in a bucket), or one that iterates each
-// segment with SegmentEntries. Close it in every case.
+// ahead (a savepoint in a bucket), or one that iterates each segment with
+// SegmentEntries. Close it in every case.
 func WalkSegments(ctx context.Context, src Source, segs []Segment) Walk {
+	return WalkSegmentsShared(ctx, src, segs, 1)
+}
+
+// WalkSegmentsShared is WalkSegments for one of share walks that run at
+// once (the runs of an export, one per worker): each reads ahead within a
+// share-th of what one walk may hold and keep in flight, so that together
+// they hold what one does.
+func WalkSegmentsShared(ctx context.Context, src Source, segs []Segment, share int) Walk {
 	if s, ok := src.(interface {
-		WalkSegments(context.Context, []Segment) Walk
+		WalkSegments(ctx context.Context, segs []Segment, share int) Walk
 	}); ok {
-		if w := s.WalkSegments(ctx, segs); w != nil {
+		if w := s.WalkSegments(ctx, segs, max(share, 1)); w != nil {
 			return w
 		}
 	}

@@ -31,10 +31,12 @@ type walk struct {
 	lane []int
 }
 
-// WalkSegments is savepoint.WalkSegments' for r: it returns nil, for
-// plain iteration, where reading ahead is not worth it (local files,
-// whose reads the page cache serves).
-func (r *Reader) WalkSegments(ctx context.Context, segs []savepoint.Segment) savepoint.Walk {
+// WalkSegments is savepoint.WalkSegmentsShared's for r: it returns nil,
+// for plain iteration, where reading ahead is not worth it (local files,
+// whose reads the page cache serves). One of share walks holds a share-th
+// of walkBudget and keeps a share-th of walkInFlight requests in flight,
+// at least one.
+func (r *Reader) WalkSegments(ctx context.Context, segs []savepoint.Segment, share int) savepoint.Walk {
 	w := &walk{r: r, segs: segs, lane: make([]int, len(segs))}
 	var names []string
 	seen := map[string]bool{}
@@ -62,7 +64,8 @@ func (r *Reader) WalkSegments(ctx context.Context, segs []savepoint.Segment) sav
 	if len(ranges) == 0 {
 		return nil
 	}
-	w.ahead = storage.ReadAhead(ctx, ranges, storage.PrefetchOptions{InFlight: walkInFlight, ChunkSize: chunk, Budget: walkBudget})
+	budget := int64(walkBudget / share)
+	w.ahead = storage.ReadAhead(ctx, ranges, storage.PrefetchOptions{InFlight: max(1, walkInFlight/share), ChunkSize: min(chunk, budget), Budget: budget})
 	return w
 }
 

@@ -472,15 +472,16 @@ func (s *Source) CountSegments(ctx context.Context, n int, visit func(w int, ref
 // ahead of the one its workers ask for.
 const walkAhead = 6
 
-// WalkSegments is savepoint.WalkSegments' for s: in a bucket, a walk that
-// starts the next segments' reads ahead of the workers (savepoint.
-// StartAhead), since each segment's first read is a request; nil, for
-// plain iteration, on disk.
-func (s *Source) WalkSegments(ctx context.Context, segs []savepoint.Segment) savepoint.Walk {
+// WalkSegments is savepoint.WalkSegmentsShared's for s: in a bucket, a
+// walk that starts the next segments' reads ahead of the workers
+// (savepoint.StartAhead), since each segment's first read is a request,
+// walkAhead of them shared among share walks; nil, for plain iteration,
+// on disk.
+func (s *Source) WalkSegments(ctx context.Context, segs []savepoint.Segment, share int) savepoint.Walk {
 	if !s.r.InBucket() {
 		return nil
 	}
-	return savepoint.StartAhead(ctx, s, segs, walkAhead)
+	return savepoint.StartAhead(ctx, s, segs, max(1, walkAhead/share))
 }
 
 // visitEach gives visit the entries of segments counted before.
