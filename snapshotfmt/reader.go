@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stateproc/stateproc/internal/crc"
 	"github.com/stateproc/stateproc/internal/workers"
@@ -245,22 +246,73 @@ func (r *Reader) DataFiles() []string {
 	return names
 }
 
-// SegmentCodec returns the codec of the first block of seg, which tells a
-// rewrite whether the savepoint was written with compression on. The block
-// is not verified: the codec byte is only a hint here.
-func (r *Reader) SegmentCodec(seg savepoint.Segment) (Codec, error) {
-	f, err := r.file(seg.File)
-	if err != nil {
+// codecInFlight is how many segments' first bytes Codec reads at once
+// from a bucket.
+const codecInFlight = 16
+
+// Codec returns the compression the savepoint was written with: zstd when
+// any segment starts with a compressed block, none otherwise (and for a
+// savepoint without segments). The writer stores a block compressed only
+// when that is smaller, so a savepoint written with zstd on may still
+// start segments uncompressed. The index decides it without a read when
+// one segment cannot be uncompressed blocks alone: each such block frames
+// its raw payload with blockOverhead bytes, so their segment's length is
+// its bytes and a positive multiple of that. Otherwise each segment's
+// first byte, its codec, is read until one is zstd: in a bucket, where
+// each read is a request, codecInFlight at once. The codec byte is not
+// verified here: it is only a hint.
+func (r *Reader) Codec(ctx context.Context) (Codec, error) {
+	var segs []savepoint.Segment
+	for _, ops := range r.idx.segments {
+		for _, seg := range ops {
+			extra := seg.Length - int64(seg.Bytes)
+			if extra < blockOverhead || extra%blockOverhead != 0 {
+				return CodecZstd, nil
+			}
+			segs = append(segs, seg)
+		}
+	}
+	names := r.DataFiles()
+	r.openFiles(names)
+	n := 1
+	for _, name := range names {
+		if f, err := r.file(name); err == nil && storage.ReadSize(f) > 0 {
+			n = codecInFlight
+			break
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var found atomic.Bool
+	err := workers.Run(ctx, len(segs), n, func(_ context.Context, _, i int) error {
+		if found.Load() {
+			return nil
+		}
+		seg := segs[i]
+		f, err := r.file(seg.File)
+		if err != nil {
+			return err
+		}
+		if seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length {
+			return fmt.Errorf("snapshotfmt: segment at %s offset %d length %d is not in the savepoint", seg.File, seg.Offset, seg.Length)
+		}
+		var b [1]byte
+		if err := readAt(f, seg.File, seg.KeyGroup, b[:], seg.Offset); err != nil {
+			return err
+		}
+		if Codec(b[0]) == CodecZstd {
+			found.Store(true)
+			cancel()
+		}
+		return nil
+	})
+	switch {
+	case found.Load():
+		return CodecZstd, nil
+	case err != nil:
 		return 0, err
 	}
-	if seg.Offset < preambleLen || seg.Length <= 0 || seg.Offset > f.Size()-seg.Length {
-		return 0, fmt.Errorf("snapshotfmt: segment at %s offset %d length %d is not in the savepoint", seg.File, seg.Offset, seg.Length)
-	}
-	var b [1]byte
-	if err := readAt(f, seg.File, seg.KeyGroup, b[:], seg.Offset); err != nil {
-		return 0, err
-	}
-	return Codec(b[0]), nil
+	return CodecNone, nil
 }
 
 // Segments returns the index's segments of ref in the key groups kgs,
