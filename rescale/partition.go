@@ -80,13 +80,17 @@ func partition(ctx context.Context, src savepoint.Source, p *opPlan, sh []refSha
 			pws[w].sp = extsort.NewSpiller(dir, fmt.Sprintf("w%02d", w), len(bk.buckets), bufSize)
 		}
 	}
+	// In a bucket the walk reads the next segments, adjacent ones
+	// together, while the workers partition theirs.
+	walk := savepoint.WalkSegments(ctx, src, segs)
 	err := workers.Run(ctx, len(segs), n, func(ctx context.Context, w, i int) error {
-		if err := pws[w].segment(ctx, src, segs[i]); err != nil {
+		if err := pws[w].segment(segs[i], walk.Entries(ctx, i)); err != nil {
 			return err
 		}
 		m.Add(firstPassShare(segs[i].Length))
 		return nil
 	})
+	walk.Close()
 	// Every worker's files are closed, whether the partition failed or not.
 	files := make(spillFiles, n)
 	errs := []error{err}
@@ -173,10 +177,10 @@ type itemReader interface {
 	NextItems() (key, ns, items []byte, n int)
 }
 
-// segment spills the entries of one input segment. A group starts at every
-// change of (key, namespace), and at every timer; only a new key is hashed.
-func (pw *partitioner) segment(ctx context.Context, src savepoint.Source, seg savepoint.Segment) error {
-	it := savepoint.SegmentEntries(ctx, src, seg)
+// segment spills the entries of one input segment, seg, from it. A group
+// starts at every change of (key, namespace), and at every timer; only a
+// new key is hashed.
+func (pw *partitioner) segment(seg savepoint.Segment, it savepoint.EntryIterator) error {
 	defer it.Close()
 	ref := spillRef(pw.shapes, seg.Ref)
 	if ref < 0 {

@@ -121,7 +121,7 @@ func (sh *Shuffle) Blocks(ctx context.Context, src savepoint.Source, seg savepoi
 			}
 			return b
 		}}
-	if err := pw.segment(ctx, src, seg); err != nil {
+	if err := pw.segment(seg, savepoint.SegmentEntries(ctx, src, seg)); err != nil {
 		return err
 	}
 	for _, kg := range order {
