@@ -383,6 +383,33 @@ func (c *comparison) run(ctx context.Context) error {
 	for _, p := range c.pairs {
 		items = p.items(items)
 	}
+	// The segments that the items read, side by side in the items' order,
+	// which the workers take them in: in a bucket their walks read them
+	// ahead. A segment counted from its index alone is not read.
+	walks := map[savepoint.Source]*itemWalk{}
+	walkOf := func(src savepoint.Source, seg *savepoint.Segment) (*itemWalk, int) {
+		w := walks[src]
+		if w == nil {
+			w = &itemWalk{src: src}
+			walks[src] = w
+		}
+		w.segs = append(w.segs, *seg)
+		return w, len(w.segs) - 1
+	}
+	for i := range items {
+		it := &items[i]
+		both, ex := it.segA != nil && it.segB != nil, it.p.examples != nil
+		if it.segA != nil && (both || ex) {
+			it.walkA, it.inA = walkOf(c.a.Source, it.segA)
+		}
+		if it.segB != nil && (both || ex) {
+			it.walkB, it.inB = walkOf(it.p.srcB, it.segB)
+		}
+	}
+	for _, w := range walks {
+		w.walk = savepoint.WalkSegments(ctx, w.src, w.segs)
+		defer w.walk.Close()
+	}
 	pool := make([]*worker, max(1, cmp.Or(c.opts.Workers, workers.Default())))
 	return workers.Run(ctx, len(items), len(pool), func(ctx context.Context, w, i int) error {
 		if pool[w] == nil {
@@ -390,6 +417,13 @@ func (c *comparison) run(ctx context.Context) error {
 		}
 		return pool[w].item(ctx, &items[i])
 	})
+}
+
+// itemWalk is a walk over the segments of one source that the items read.
+type itemWalk struct {
+	src  savepoint.Source
+	segs []savepoint.Segment
+	walk savepoint.Walk
 }
 
 // statePair is a keyed state or timer service of A, B or both, with what
@@ -469,6 +503,10 @@ type item struct {
 	p          *statePair
 	kg         int
 	segA, segB *savepoint.Segment
+	// walkA and walkB read segA and segB, as their inA-th and inB-th
+	// segments, when the item reads them.
+	walkA, walkB *itemWalk
+	inA, inB     int
 }
 
 func (p *statePair) items(out []item) []item {

@@ -32,8 +32,9 @@ type cursor struct {
 	prevTS                  int64
 }
 
-func (c *cursor) open(ctx context.Context, src savepoint.Source, seg savepoint.Segment, p *statePair) error {
-	*c = cursor{it: savepoint.SegmentEntries(ctx, src, seg), seg: seg, meta: src.Metadata(), kind: p.kind, timers: p.timers,
+// open starts reading the segment that w gives as its i-th, seg.
+func (c *cursor) open(ctx context.Context, w *itemWalk, i int, seg savepoint.Segment, p *statePair) error {
+	*c = cursor{it: w.walk.Entries(ctx, i), seg: seg, meta: w.src.Metadata(), kind: p.kind, timers: p.timers,
 		prevKey: c.prevKey[:0], prevNS: c.prevNS[:0], prevMK: c.prevMK[:0]}
 	return c.next()
 }
@@ -164,9 +165,9 @@ func (w *worker) item(ctx context.Context, it *item) error {
 	case it.segA != nil && it.segB != nil:
 		err = w.merge(ctx, it)
 	case it.segA != nil:
-		err = w.oneSide(ctx, w.c.a.Source, *it.segA, kindOnlyA)
+		err = w.oneSide(ctx, it.walkA, it.inA, *it.segA, kindOnlyA)
 	default:
-		err = w.oneSide(ctx, p.srcB, *it.segB, kindOnlyB)
+		err = w.oneSide(ctx, it.walkB, it.inB, *it.segB, kindOnlyB)
 	}
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ func (w *worker) item(ctx context.Context, it *item) error {
 
 // oneSide counts a key group that only one side holds from its index, and
 // reads it only as far as examples need.
-func (w *worker) oneSide(ctx context.Context, src savepoint.Source, seg savepoint.Segment, k kind) error {
+func (w *worker) oneSide(ctx context.Context, walk *itemWalk, i int, seg savepoint.Segment, k kind) error {
 	w.entries.count(k, seg.Entries)
 	if !w.p.timers {
 		w.keys.count(k, seg.Keys)
@@ -190,7 +191,7 @@ func (w *worker) oneSide(ctx context.Context, src savepoint.Source, seg savepoin
 		c = &w.b
 	}
 	defer c.close()
-	if err := c.open(ctx, src, seg, w.p); err != nil {
+	if err := c.open(ctx, walk, i, seg, w.p); err != nil {
 		return err
 	}
 	for c.ok && len(w.ex[k]) < w.c.opts.Examples {
@@ -220,10 +221,10 @@ func (w *worker) merge(ctx context.Context, it *item) error {
 	a, b := &w.a, &w.b
 	defer a.close()
 	defer b.close()
-	if err := a.open(ctx, w.c.a.Source, *it.segA, p); err != nil {
+	if err := a.open(ctx, it.walkA, it.inA, *it.segA, p); err != nil {
 		return err
 	}
-	if err := b.open(ctx, p.srcB, *it.segB, p); err != nil {
+	if err := b.open(ctx, it.walkB, it.inB, *it.segB, p); err != nil {
 		return err
 	}
 	for a.ok || b.ok {
