@@ -156,11 +156,12 @@ func WriteFiles(ctx context.Context, src savepoint.Source, out *Output, plans []
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(plans[b].bytes(), plans[a].bytes()) })
 	return workers.Run(ctx, len(order), n, func(ctx context.Context, _, i int) error {
-		return writeFile(ctx, src, out, &plans[order[i]], m)
+		return writeFile(ctx, src, out, &plans[order[i]], n, m)
 	})
 }
 
-func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FilePlan, m *Meter) error {
+// writeFile writes one planned file, as one of n written at once.
+func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FilePlan, n int, m *Meter) error {
 	var f *DataFile
 	var ahead *snapshotfmt.Ahead
 	if out != nil {
@@ -194,8 +195,19 @@ func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FileP
 			f.ClaimCopy(ctx, r, segs)
 		}
 	}
+	// The segments that are decoded (filtered, or their values rewritten)
+	// are read ahead too, in a bucket, through a walk of their own within
+	// a share of one walk's memory.
+	var decoded []savepoint.Segment
 	for i := range fp.Segments {
-		if err := writeSegment(ctx, src, f, ahead, &fp.Segments[i]); err != nil {
+		if p := &fp.Segments[i]; decodes(src, p) {
+			decoded = append(decoded, p.Src)
+		}
+	}
+	dw := &decodeWalk{walk: savepoint.WalkSegmentsShared(ctx, src, decoded, n)}
+	defer dw.walk.Close()
+	for i := range fp.Segments {
+		if err := writeSegment(ctx, src, f, ahead, dw, &fp.Segments[i]); err != nil {
 			if f != nil {
 				f.Close()
 			}
@@ -254,7 +266,25 @@ func copiedFrom(src savepoint.Source, fp *FilePlan) (r *snapshotfmt.Reader, segs
 	return r, segs, all
 }
 
-func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, ahead *snapshotfmt.Ahead, p *SegmentPlan) error {
+// decodes reports whether writeSegment reads the entries of p.
+func decodes(src savepoint.Source, p *SegmentPlan) bool {
+	_, copies := copied(src, p)
+	return !p.Drop && !copies
+}
+
+// decodeWalk is a walk over the segments of a file that are decoded, and
+// the next of them.
+type decodeWalk struct {
+	walk savepoint.Walk
+	next int
+}
+
+func (w *decodeWalk) entries(ctx context.Context) savepoint.EntryIterator {
+	w.next++
+	return w.walk.Entries(ctx, w.next-1)
+}
+
+func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, ahead *snapshotfmt.Ahead, dw *decodeWalk, p *SegmentPlan) error {
 	if p.Drop {
 		p.Kept = 0
 		return nil
@@ -269,20 +299,19 @@ func writeSegment(ctx context.Context, src savepoint.Source, f *DataFile, ahead 
 		}
 		return f.CopySegment(ctx, r, p.Src, p.Dst, p.Src.KeyGroup)
 	}
-	return filterSegment(ctx, src, f, p)
+	return filterSegment(src.Metadata(), dw.entries(ctx), f, p)
 }
 
-// filterSegment streams the entries of p.Src that p.KeepModified keeps (all
-// when it is nil), with their values rewritten by p.Value when set, into a
-// segment of f, one entry at a time: memory holds one input block, one
-// output block and one value. The output segment is opened at the first
+// filterSegment streams the entries of p.Src, from it, that p.KeepModified
+// keeps (all when it is nil), with their values rewritten by p.Value when
+// set, into a segment of f, one entry at a time: memory holds one input
+// block, one output block and one value. The output segment is opened at the first
 // kept entry, so nothing is written when none is. With f nil it only counts
 // (and rewrites values, whose errors it reports).
-func filterSegment(ctx context.Context, src savepoint.Source, f *DataFile, p *SegmentPlan) (err error) {
-	it := savepoint.SegmentEntries(ctx, src, p.Src)
+func filterSegment(m *savepoint.Metadata, it savepoint.EntryIterator, f *DataFile, p *SegmentPlan) (err error) {
 	defer it.Close()
 	if ir, ok := it.(itemReader); ok && p.KeepModified != nil && p.Value == nil && !p.Src.Ref.Timer {
-		return filterItems(ir, src.Metadata().KeyedState(p.Src.Ref).Kind == savepoint.Map, f, p)
+		return filterItems(ir, m.KeyedState(p.Src.Ref).Kind == savepoint.Map, f, p)
 	}
 	out := outSegment{f: f, p: p}
 	defer out.close(&err)
