@@ -15,6 +15,12 @@
 // locate themselves with an *Error, so that a tool maps them to exit codes
 // without knowing the layout.
 //
+// A tool that reads many segments one after another, on workers that take
+// them in order, reads them through a Walk (WalkSegments): a source in a
+// bucket reads the next segments ahead of the workers, stateproc's by the
+// byte ranges its index gives, Apache Flink's by starting their iterators
+// ahead (StartAhead), and one on disk iterates each as it comes.
+//
 // The package sits at the bottom, beside serializers, keygroup and ttl: it
 // imports nothing of the engine or the tools.
 package savepoint
