@@ -54,26 +54,30 @@ func (w plainWalk) Entries(ctx context.Context, i int) EntryIterator {
 func (plainWalk) Close() {}
 
 // StartAhead returns a Walk over segs of src that starts the iterators of
-// the next depth segments ahead of the one asked for, each on a goroutine
-// of its own that makes its first read: for a source in a bucket whose
-// reads cannot be listed up front (an Apache Flink savepoint, whose
-// segments are parts of key groups the reader locates itself), so that a
-// worker seldom waits for a request at a segment's start. It holds at most
-// depth segments' first reads besides those the workers have. The
-// iterators read with ctx, and Close closes those no worker took.
-func StartAhead(ctx context.Context, src Source, segs []Segment, depth int) Walk {
-	return &aheadWalk{ctx: ctx, src: src, segs: segs, depth: max(depth, 1), started: make([]*startedSegment, len(segs))}
+// up to depth segments ahead of the one asked for, each on a goroutine of
+// its own that makes its first read: for a source in a bucket whose reads
+// cannot be listed up front (an Apache Flink savepoint, whose segments
+// are parts of key groups the reader locates itself), so that a worker
+// seldom waits for a request at a segment's start. The segments started
+// and not taken yet are at most depth, and their stored lengths at most
+// budget, beyond the one a worker asks for. The iterators read with ctx,
+// and Close closes those no worker took.
+func StartAhead(ctx context.Context, src Source, segs []Segment, depth int, budget int64) Walk {
+	return &aheadWalk{ctx: ctx, src: src, segs: segs, depth: max(depth, 1), budget: budget, started: make([]*startedSegment, len(segs))}
 }
 
 type aheadWalk struct {
-	ctx   context.Context
-	src   Source
-	segs  []Segment
-	depth int
-	mu    sync.Mutex
+	ctx    context.Context
+	src    Source
+	segs   []Segment
+	depth  int
+	budget int64
+	mu     sync.Mutex
 	// started holds the segments whose iterators were started, until a
-	// worker takes them; next is the first not started yet.
+	// worker takes them, pending their lengths; next is the first not
+	// started yet.
 	started []*startedSegment
+	pending int64
 	next    int
 	wg      sync.WaitGroup
 }
@@ -87,9 +91,10 @@ type startedSegment struct {
 
 func (w *aheadWalk) Entries(_ context.Context, i int) EntryIterator {
 	w.mu.Lock()
-	for ; w.next < len(w.segs) && w.next <= i+w.depth; w.next++ {
+	for ; w.next < len(w.segs) && w.next <= i+w.depth && (w.next <= i || w.pending+w.segs[w.next].Length <= w.budget); w.next++ {
 		s := &startedSegment{done: make(chan struct{})}
 		w.started[w.next] = s
+		w.pending += w.segs[w.next].Length
 		w.wg.Add(1)
 		go func(seg Segment) {
 			defer w.wg.Done()
@@ -100,6 +105,9 @@ func (w *aheadWalk) Entries(_ context.Context, i int) EntryIterator {
 	}
 	s := w.started[i]
 	w.started[i] = nil
+	if s != nil {
+		w.pending -= w.segs[i].Length
+	}
 	w.mu.Unlock()
 	if s == nil {
 		return Failed(fmt.Errorf("savepoint: segment %d of the walk taken twice", i))

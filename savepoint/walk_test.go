@@ -5,12 +5,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/internal/workers"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 )
 
@@ -34,7 +36,7 @@ func TestStartAheadGivesEverySegment(t *testing.T) {
 	}
 	for _, depth := range []int{1, 3, 100} {
 		got := make([][]savepoint.Entry, len(segs))
-		w := savepoint.StartAhead(ctx, src, segs, depth)
+		w := savepoint.StartAhead(ctx, src, segs, depth, 1<<30)
 		err := workers.Run(ctx, len(segs), 3, func(ctx context.Context, _, i int) error {
 			it := w.Entries(ctx, i)
 			defer it.Close()
@@ -62,7 +64,7 @@ func TestStartAheadGivesEverySegment(t *testing.T) {
 		}
 	}
 	before := runtime.NumGoroutine()
-	w := savepoint.StartAhead(ctx, src, segs, 8)
+	w := savepoint.StartAhead(ctx, src, segs, 8, 1<<30)
 	for i := range 3 {
 		it := w.Entries(ctx, i)
 		if !it.Next() {
@@ -77,5 +79,59 @@ func TestStartAheadGivesEverySegment(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after the walk was closed, %d before", n, before)
+	}
+}
+
+// startCounter counts the iterators a walk starts.
+type startCounter struct {
+	savepoint.Source
+	started atomic.Int64
+}
+
+func (s *startCounter) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+	s.started.Add(1)
+	return s.Source.Entries(ctx, ref, kgs)
+}
+
+// A walk starts no segment ahead past its budget of stored bytes, however
+// deep it may go: with none, only the segment asked for; with the length
+// of the two segments after it, at most those.
+func TestStartAheadKeepsToItsBudget(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "sp")
+	if err := spgen.Write(dir, spgen.Config{Seed: 3, Users: 200, Accounts: 20, Parallelism: 2, MaxParallelism: 64, Now: 1_700_000_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := savepoint.AllSegments(ctx, sptest.Open(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ahead := range []int{0, 2} {
+		src := &startCounter{Source: sptest.Open(t, dir)}
+		var budget int64
+		for _, s := range segs[1 : 1+ahead] {
+			budget = max(budget, s.Length)
+		}
+		budget *= int64(ahead)
+		w := savepoint.StartAhead(ctx, src, segs, 100, budget)
+		for i := range segs {
+			it := w.Entries(ctx, i)
+			for it.Next() {
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			it.Close()
+			// Of the segments after i, as many as fit the budget.
+			fit, sum := 0, int64(0)
+			for j := i + 1; j < len(segs) && sum+segs[j].Length <= budget; j++ {
+				sum += segs[j].Length
+				fit++
+			}
+			if n := src.started.Load(); n > int64(i+1+fit) {
+				t.Fatalf("ahead %d: %d iterators started when segment %d was taken, want at most %d", ahead, n, i, i+1+fit)
+			}
+		}
+		w.Close()
 	}
 }

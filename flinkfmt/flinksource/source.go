@@ -469,19 +469,23 @@ func (s *Source) CountSegments(ctx context.Context, n int, visit func(w int, ref
 }
 
 // walkAhead is how many segments a walk of a savepoint in a bucket starts
-// ahead of the one its workers ask for.
-const walkAhead = 6
+// ahead of the one its workers ask for, and walkBudget the most their
+// stored bytes may be.
+const (
+	walkAhead  = 6
+	walkBudget = 32 << 20
+)
 
 // WalkSegments is savepoint.WalkSegmentsShared's for s: in a bucket, a
 // walk that starts the next segments' reads ahead of the workers
 // (savepoint.StartAhead), since each segment's first read is a request,
-// walkAhead of them shared among share walks; nil, for plain iteration,
-// on disk.
+// walkAhead of them and walkBudget of their bytes shared among share
+// walks; nil, for plain iteration, on disk.
 func (s *Source) WalkSegments(ctx context.Context, segs []savepoint.Segment, share int) savepoint.Walk {
 	if !s.r.InBucket() {
 		return nil
 	}
-	return savepoint.StartAhead(ctx, s, segs, max(1, walkAhead/share))
+	return savepoint.StartAhead(ctx, s, segs, max(1, walkAhead/share), walkBudget/int64(share))
 }
 
 // visitEach gives visit the entries of segments counted before.
