@@ -344,6 +344,19 @@ func (r *Reader) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygro
 	case len(segs) == 1:
 		return r.iterate(ctx, segs[0])
 	}
+	// In a bucket the next segments are read while one is iterated, within
+	// a rangeShare-th of a walk's memory and requests: an engine's restore
+	// iterates every state of its key groups at once.
+	if w := r.WalkSegments(ctx, segs, rangeShare); w != nil {
+		i := 0
+		return &walkedRange{EntryIterator: savepoint.Chain(func() savepoint.EntryIterator {
+			if i == len(segs) {
+				return nil
+			}
+			i++
+			return w.Entries(ctx, i-1)
+		}), walk: w}
+	}
 	return savepoint.Chain(func() savepoint.EntryIterator {
 		if len(segs) == 0 {
 			return nil
@@ -352,6 +365,23 @@ func (r *Reader) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygro
 		segs = segs[1:]
 		return it
 	})
+}
+
+// rangeShare is the share of a walk's budget (see walk.go) that Entries
+// reads a range of key groups ahead within, in a bucket.
+const rangeShare = 4
+
+// walkedRange iterates a range of segments through a walk, which it closes
+// with itself.
+type walkedRange struct {
+	savepoint.EntryIterator
+	walk savepoint.Walk
+}
+
+func (it *walkedRange) Close() error {
+	err := it.EntryIterator.Close()
+	it.walk.Close()
+	return err
 }
 
 // ctxCheckEvery is how many entries an iterator reads between looks at its

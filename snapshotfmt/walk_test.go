@@ -16,6 +16,7 @@ import (
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
@@ -230,4 +231,43 @@ func TestWalkErrorNamesTheSegment(t *testing.T) {
 	if err := it.Err(); !errors.Is(err, storage.ErrChanged) || !errors.As(err, &e) || e.File != pair[1].File || e.Offset != pair[1].Offset || e.KeyGroup != pair[1].KeyGroup {
 		t.Fatalf("reading the replaced file = %v, want ErrChanged at %s offset %d, key group %d", err, pair[1].File, pair[1].Offset, pair[1].KeyGroup)
 	}
+}
+
+// Entries over a range of key groups of a savepoint in a bucket reads the
+// segments through a walk, the next ones while one is iterated: each in
+// one GET, where iterating them one by one took two, and the entries are
+// those of the local copy.
+func TestEntriesOfABucketRangeReadAhead(t *testing.T) {
+	ctx := context.Background()
+	_, p, _, r, local := bucketSavepoint(t)
+	ref := savepoint.StateRef{Operator: spgen.OpFeatures, State: spgen.RefCounts}
+	kgs := keygroup.All(r.Metadata().Operators[ref.Operator].MaxParallelism)
+	segs, err := r.Segments(ctx, ref, kgs)
+	if err != nil || len(segs) < 3 {
+		t.Fatalf("%d segments (%v), want several", len(segs), err)
+	}
+	gets := p.Ops("GetObject")
+	it := r.Entries(ctx, ref, kgs)
+	defer it.Close()
+	if !it.Next() {
+		t.Fatalf("no entry: %v", it.Err())
+	}
+	n := 1
+	for it.Next() {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for it := local.Entries(ctx, ref, kgs); it.Next(); {
+		want++
+	}
+	if n != want {
+		t.Errorf("%d entries from the bucket, %d from the local copy", n, want)
+	}
+	if g := p.Ops("GetObject") - gets; g > len(segs) {
+		t.Errorf("%d GETs for %d segments, want one each at most", g, len(segs))
+	}
+	t.Logf("%d segments, %d entries, %d GETs", len(segs), n, p.Ops("GetObject")-gets)
 }
