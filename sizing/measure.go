@@ -142,7 +142,7 @@ func measureState(ctx context.Context, r savepoint.Source, ref savepoint.StateRe
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		// In a bucket the walk reads the next segments ahead.
-		walk := savepoint.WalkSegments(gctx, r, segs[:sample.KeyGroups])
+		walk := savepoint.WalkSegmentsShared(gctx, r, segs[:sample.KeyGroups], 4)
 		defer walk.Close()
 		for i, seg := range segs[:sample.KeyGroups] {
 			if err := t.segment(seg, walk.Entries(gctx, i)); err != nil {

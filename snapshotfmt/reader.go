@@ -346,7 +346,8 @@ func (r *Reader) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygro
 	}
 	// In a bucket the next segments are read while one is iterated, within
 	// a rangeShare-th of a walk's memory and requests: an engine's restore
-	// iterates every state of its key groups at once.
+	// iterates every state of its key groups at once, and size loads parts
+	// of a state in parallel.
 	if w := r.WalkSegments(ctx, segs, rangeShare); w != nil {
 		i := 0
 		return &walkedRange{EntryIterator: savepoint.Chain(func() savepoint.EntryIterator {
@@ -369,7 +370,7 @@ func (r *Reader) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygro
 
 // rangeShare is the share of a walk's budget (see walk.go) that Entries
 // reads a range of key groups ahead within, in a bucket.
-const rangeShare = 4
+const rangeShare = 8
 
 // walkedRange iterates a range of segments through a walk, which it closes
 // with itself.

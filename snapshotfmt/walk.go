@@ -35,7 +35,7 @@ type walk struct {
 // for plain iteration, where reading ahead is not worth it (local files,
 // whose reads the page cache serves). One of share walks holds a share-th
 // of walkBudget and keeps a share-th of walkInFlight requests in flight,
-// at least one.
+// at least one, each of half its budget at most.
 func (r *Reader) WalkSegments(ctx context.Context, segs []savepoint.Segment, share int) savepoint.Walk {
 	w := &walk{r: r, segs: segs, lane: make([]int, len(segs))}
 	var names []string
@@ -64,8 +64,10 @@ func (r *Reader) WalkSegments(ctx context.Context, segs []savepoint.Segment, sha
 	if len(ranges) == 0 {
 		return nil
 	}
+	// Two reads at least fit the budget, so that one is made while the
+	// other is decoded.
 	budget := int64(walkBudget / share)
-	w.ahead = storage.ReadAhead(ctx, ranges, storage.PrefetchOptions{InFlight: max(1, walkInFlight/share), ChunkSize: min(chunk, budget), Budget: budget})
+	w.ahead = storage.ReadAhead(ctx, ranges, storage.PrefetchOptions{InFlight: max(1, walkInFlight/share), ChunkSize: min(chunk, budget/2), Budget: budget})
 	return w
 }
 
