@@ -34,21 +34,16 @@ func firstUnreadable(ctx context.Context, r savepoint.Source, ref savepoint.Stat
 		found *unreadable
 	)
 	bufs := make([][]byte, max(1, n))
-	// In a bucket the walk reads the next segments ahead of the workers.
-	walk := savepoint.WalkSegments(ctx, r, segs)
-	defer walk.Close()
 	err = workers.Run(ctx, len(segs), max(1, n), func(ctx context.Context, w, i int) error {
-		it := walk.Entries(ctx, i)
 		// Segments are taken in order: past the first that holds an
 		// unreadable value, none can hold an earlier one.
 		mu.Lock()
 		done := i >= first
 		mu.Unlock()
 		if done {
-			it.Close()
 			return nil
 		}
-		u, err := scanSegment(it, segs[i], conv, key, &bufs[w])
+		u, err := scanSegment(ctx, r, segs[i], conv, key, &bufs[w])
 		if err != nil || u == nil {
 			return err
 		}
@@ -62,7 +57,8 @@ func firstUnreadable(ctx context.Context, r savepoint.Source, ref savepoint.Stat
 	return found, err
 }
 
-func scanSegment(it savepoint.EntryIterator, seg savepoint.Segment, conv serializers.Migrate, key func([]byte) string, buf *[]byte) (*unreadable, error) {
+func scanSegment(ctx context.Context, r savepoint.Source, seg savepoint.Segment, conv serializers.Migrate, key func([]byte) string, buf *[]byte) (*unreadable, error) {
+	it := savepoint.SegmentEntries(ctx, r, seg)
 	defer it.Close()
 	for n := uint64(0); it.Next(); n++ {
 		e := it.Entry()
