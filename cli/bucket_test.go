@@ -69,21 +69,7 @@ func (f *bucketFixture) url(prefix string) string {
 // commands' back.
 func (f *bucketFixture) upload(t *testing.T, dir, prefix string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := f.srv.Client(f.srv.Endpoint())
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("state"),
-			Key: aws.String(prefix + "/" + e.Name()), Body: bytes.NewReader(b)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.srv.Upload(t, dir, "state", prefix)
 }
 
 // objects returns the objects under prefix by name, with their bytes.

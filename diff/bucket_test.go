@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/stateproc/stateproc/diff"
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
@@ -43,13 +40,9 @@ func TestDiffReadsABucketAhead(t *testing.T) {
 	}
 	var data int64
 	for prefix, dir := range map[string]string{"a": a, "b": b} {
-		for name, content := range sptest.Files(t, dir) {
-			if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"),
-				Key: aws.String(prefix + "/" + name), Body: bytes.NewReader(content)}); err != nil {
-				t.Fatal(err)
-			}
+		for name, n := range srv.Upload(t, dir, "state", prefix) {
 			if name != savepoint.MetadataFile {
-				data += int64(len(content))
+				data += n
 			}
 		}
 	}

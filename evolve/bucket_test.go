@@ -1,17 +1,12 @@
 package evolve_test
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/stateproc/stateproc/engine"
 	"github.com/stateproc/stateproc/evolve"
-	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/layouts"
 	"github.com/stateproc/stateproc/savepoint"
@@ -41,12 +36,7 @@ func TestCheckOfABucketStopsAtTheFirstUnreadable(t *testing.T) {
 	old, new := c.schemas(t)
 	in := c.input(t, old, 400)
 	writeSavepoint(t, old, in, engine.Heap, sp)
-	for name, b := range sptest.Files(t, sp) {
-		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("sp/" + name),
-			Body: bytes.NewReader(b)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv.Upload(t, sp, "state", "sp")
 	local := openSavepoint(t, sp)
 	tg := target(t, buildJob(t, new, in, engine.NewCollectSink[readBack]()))
 	want, err := evolve.Check(ctx, local, tg, evolve.Options{Workers: 1})

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
@@ -36,13 +33,9 @@ func TestExportReadsABucketAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var data int64
-	for name, b := range sptest.Files(t, dir) {
-		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name),
-			Body: bytes.NewReader(b)}); err != nil {
-			t.Fatal(err)
-		}
+	for name, n := range srv.Upload(t, dir, "state", "in") {
 		if name != savepoint.MetadataFile {
-			data += int64(len(b))
+			data += n
 		}
 	}
 	p := storetest.NewProxy(t, srv.Endpoint())

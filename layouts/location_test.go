@@ -1,7 +1,6 @@
 package layouts_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/stateproc/stateproc/flinkfmt"
 	"github.com/stateproc/stateproc/internal/flinkgen"
 	"github.com/stateproc/stateproc/internal/storetest"
@@ -22,26 +18,6 @@ import (
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
-
-// upload puts the files of a local directory under prefix of bucket.
-func upload(t *testing.T, srv *storetest.Server, dir, bucket, prefix string) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := srv.Client(srv.Endpoint())
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
-			Key: aws.String(prefix + "/" + e.Name()), Body: bytes.NewReader(b)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // A Flink savepoint in a bucket reads through the storage seam as it does
 // from disk: its metadata names its state files relative to itself, and
@@ -56,7 +32,7 @@ func TestFlinkSavepointInABucket(t *testing.T) {
 	srv := storetest.Start(t)
 	srv.Env(t)
 	srv.Bucket(t, "flink")
-	upload(t, srv, fixture, "flink", "savepoints/savepoint-15")
+	srv.Upload(t, fixture, "flink", "savepoints/savepoint-15")
 	ctx := context.Background()
 	loc := storetest.URL(srv.Endpoint(), "flink", "savepoints/savepoint-15")
 	dir, err := storage.OpenDir(ctx, loc, storage.Options{})
@@ -126,7 +102,7 @@ func TestOpenLocationCountsAndDefers(t *testing.T) {
 	srv.Env(t)
 	srv.Bucket(t, "state")
 	const sp = "../testdata/savepoints/v2/gateway-p2-pebble"
-	upload(t, srv, sp, "state", "sp")
+	srv.Upload(t, sp, "state", "sp")
 	ctx := context.Background()
 	p := storetest.NewProxy(t, srv.Endpoint())
 	together := p.Gather("", 2, 3*time.Second)
@@ -197,7 +173,7 @@ func TestFlinkWalkInABucketReadsAhead(t *testing.T) {
 	if _, err := flinkgen.WriteDir(ctx, dir, false, c); err != nil {
 		t.Fatal(err)
 	}
-	upload(t, srv, dir, "flink", "sp")
+	srv.Upload(t, dir, "flink", "sp")
 	p := storetest.NewProxy(t, srv.Endpoint())
 	src, err := layouts.OpenLocation(ctx, storetest.URL(p.URL, "flink", "sp"), storage.Options{})
 	if err != nil {

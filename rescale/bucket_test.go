@@ -1,14 +1,10 @@
 package rescale_test
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
@@ -47,12 +43,7 @@ func TestRescaleReadsABucketAhead(t *testing.T) {
 	for _, s := range segs {
 		segBytes += s.Length
 	}
-	for name, b := range sptest.Files(t, in) {
-		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name),
-			Body: bytes.NewReader(b)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv.Upload(t, in, "state", "in")
 	p := storetest.NewProxy(t, srv.Endpoint())
 	var c storage.Counters
 	loc := storetest.URL(p.URL, "state", "in")

@@ -1,13 +1,9 @@
 package rewrite_test
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
@@ -35,13 +31,9 @@ func TestWriteFilesReadsDecodedSegmentsAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var data int64
-	for name, b := range sptest.Files(t, in) {
-		if _, err := srv.Client(srv.Endpoint()).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name),
-			Body: bytes.NewReader(b)}); err != nil {
-			t.Fatal(err)
-		}
+	for name, n := range srv.Upload(t, in, "state", "in") {
 		if name != savepoint.MetadataFile {
-			data += int64(len(b))
+			data += n
 		}
 	}
 	p := storetest.NewProxy(t, srv.Endpoint())

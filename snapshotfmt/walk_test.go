@@ -55,14 +55,8 @@ func uploadGenerated(t *testing.T, srv *storetest.Server, cfg spgen.Config) *sna
 	if err := spgen.Write(dir, cfg); err != nil {
 		t.Fatal(err)
 	}
-	local := sptest.Open(t, dir)
-	for _, name := range append(local.DataFiles(), storage.MetadataName) {
-		if _, err := srv.Client(srv.Endpoint()).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("in/" + name),
-			Body: bytes.NewReader(mustRead(t, filepath.Join(dir, name)))}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return local
+	srv.Upload(t, dir, "state", "in")
+	return sptest.Open(t, dir)
 }
 
 // TestWalkOpensItsFilesTogether walks a bucket's savepoint of several data

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -213,4 +214,37 @@ func (s *Server) CreateBucket(name string) error {
 		return fmt.Errorf("creating bucket %s: %w", name, err)
 	}
 	return nil
+}
+
+// Upload puts the files of the local directory dir, those of its
+// subdirectories too, under prefix of bucket, behind the storage
+// package's back, and returns the bytes it put, by name relative to dir.
+func (s *Server) Upload(t testing.TB, dir, bucket, prefix string) map[string]int64 {
+	t.Helper()
+	c := s.Client(s.Endpoint())
+	sizes := map[string]int64{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
+			Key: aws.String(prefix + "/" + name), Body: bytes.NewReader(b)}); err != nil {
+			return err
+		}
+		sizes[name] = int64(len(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sizes
 }
