@@ -92,6 +92,8 @@ type bench struct {
 	work  string
 	// before is the s3bench binary of the build to compare with, if any.
 	before string
+	// gets is how many GETs the proxy had served at the last takeGets.
+	gets int
 }
 
 func run(ctx context.Context) error {
@@ -199,6 +201,8 @@ type sample struct {
 	// gets is the most GETs served at once, meanGets how many on average.
 	gets     int
 	meanGets float64
+	// requests is how many GETs the side made.
+	requests int
 	// all is the CPU time of every process of the side: the server's, this
 	// one's (the proxy, and the baseline's client) and the child's.
 	all time.Duration
@@ -232,6 +236,8 @@ func selfCPU() time.Duration {
 func (b *bench) takeGets(s *sample) {
 	peak, busy := b.proxy.TakeConcurrency("GetObject")
 	s.gets, s.meanGets = peak, busy.Seconds()/s.wall.Seconds()
+	n := b.proxy.Ops("GetObject")
+	s.requests, b.gets = n-b.gets, n
 }
 
 func (b *bench) measure(ctx context.Context, p pair, runs int) error {
@@ -268,13 +274,13 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 			continue
 		}
 		cmds, bases = append(cmds, c), append(bases, s)
-		fmt.Printf("  %s run %d: %v (CPU %v, all processes %v, read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (all processes' CPU %v, read %d, sent %d, GETs in flight %.1f, %d); ratio %.2f\n",
-			p.name, i, c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), c.all.Round(time.Millisecond), c.served, c.received, c.meanGets, c.gets, float64(c.rss)/(1<<20),
-			p.baseline, s.wall.Round(time.Millisecond), s.all.Round(time.Millisecond), s.served, s.received, s.meanGets, s.gets, c.wall.Seconds()/s.wall.Seconds())
+		fmt.Printf("  %s run %d: %v (CPU %v, all processes %v, read %d, sent %d bytes, %d GETs, in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (all processes' CPU %v, read %d, sent %d, %d GETs, in flight %.1f, %d); ratio %.2f\n",
+			p.name, i, c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), c.all.Round(time.Millisecond), c.served, c.received, c.requests, c.meanGets, c.gets, float64(c.rss)/(1<<20),
+			p.baseline, s.wall.Round(time.Millisecond), s.all.Round(time.Millisecond), s.served, s.received, s.requests, s.meanGets, s.gets, c.wall.Seconds()/s.wall.Seconds())
 		if b.before != "" {
 			befores = append(befores, o)
-			fmt.Printf("    the build before: %v (CPU %v, read %d, sent %d bytes, GETs in flight %.1f on average, %d at most, peak RSS %.0f MiB)\n",
-				o.wall.Round(time.Millisecond), o.cpu.Round(time.Millisecond), o.served, o.received, o.meanGets, o.gets, float64(o.rss)/(1<<20))
+			fmt.Printf("    the build before: %v (CPU %v, read %d, sent %d bytes, %d GETs, in flight %.1f on average, %d at most, peak RSS %.0f MiB)\n",
+				o.wall.Round(time.Millisecond), o.cpu.Round(time.Millisecond), o.served, o.received, o.requests, o.meanGets, o.gets, float64(o.rss)/(1<<20))
 		}
 	}
 	var ratios []float64
