@@ -99,6 +99,19 @@ func (it *EntryIterator) Next() bool {
 	return false
 }
 
+// Prime makes the iteration's first read, as Next would make it, without
+// taking an entry: for a walk that starts the reads of the next key groups
+// ahead of its workers. An error is the iteration's, for Next and Err. It
+// does nothing once the iteration has begun.
+func (it *EntryIterator) Prime() {
+	if it.err != nil || it.closed || it.steps != nil {
+		return
+	}
+	if !it.loadNext() {
+		it.release()
+	}
+}
+
 // Entry returns the current entry; it and its slices are valid until the
 // next call of Next.
 func (it *EntryIterator) Entry() *Entry { return it.cur }

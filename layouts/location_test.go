@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -206,8 +207,20 @@ func TestFlinkWalkInABucketReadsAhead(t *testing.T) {
 	w := savepoint.WalkSegments(ctx, src, segs)
 	defer w.Close()
 	for i, seg := range segs {
-		n, want := 0, 0
 		it := w.Entries(ctx, i)
+		if i%2 == 1 {
+			// Every other segment by value sizes: the walk keeps the
+			// reader's batch method.
+			if _, ok := it.(savepoint.ValueBatcher); !ok {
+				t.Fatalf("segment %d: the walk's %T gives no value sizes in batches", i, it)
+			}
+			got, want := valueSizes(t, it), valueSizes(t, savepoint.SegmentEntries(ctx, local, seg))
+			if !slices.Equal(got, want) || len(want) == 0 {
+				t.Fatalf("segment %d: value sizes from the bucket %v, from disk %v", i, got, want)
+			}
+			continue
+		}
+		n, want := 0, 0
 		for it.Next() {
 			n++
 		}
@@ -226,4 +239,24 @@ func TestFlinkWalkInABucketReadsAhead(t *testing.T) {
 		t.Errorf("the first segments' reads were not in flight together")
 	}
 	t.Logf("%d segments, %d GETs", len(segs), p.Ops("GetObject")-gets)
+}
+
+// valueSizes reads it to its end by value sizes in batches, and closes it.
+func valueSizes(t *testing.T, it savepoint.EntryIterator) []int {
+	t.Helper()
+	defer it.Close()
+	var all []int
+	var sizes [64]int
+	var times [64]int64
+	for {
+		n := savepoint.NextValues(it, false, sizes[:], times[:])
+		all = append(all, sizes[:n]...)
+		if n < len(sizes) {
+			break
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return all
 }

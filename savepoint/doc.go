@@ -19,7 +19,9 @@
 // them in order, reads them through a Walk (WalkSegments): a source in a
 // bucket reads the next segments ahead of the workers, stateproc's by the
 // byte ranges its index gives, Apache Flink's by starting their iterators
-// ahead (StartAhead), and one on disk iterates each as it comes.
+// ahead (StartAhead: an iterator that is a Primer makes its first read
+// there, before its first entry), and one on disk iterates each as it
+// comes.
 //
 // The package sits at the bottom, beside serializers, keygroup and ttl: it
 // imports nothing of the engine or the tools.

@@ -53,15 +53,24 @@ func (w plainWalk) Entries(ctx context.Context, i int) EntryIterator {
 
 func (plainWalk) Close() {}
 
+// Primer is implemented by the iterators that can make their first read
+// before they are asked for an entry. An error of that read is the
+// iterator's: its Next returns false and Err returns it.
+type Primer interface {
+	Prime()
+}
+
 // StartAhead returns a Walk over segs of src that starts the iterators of
 // up to depth segments ahead of the one asked for, each on a goroutine of
 // its own that makes its first read: for a source in a bucket whose reads
 // cannot be listed up front (an Apache Flink savepoint, whose segments
 // are parts of key groups the reader locates itself), so that a worker
-// seldom waits for a request at a segment's start. The segments started
-// and not taken yet are at most depth, and their stored lengths at most
-// budget, beyond the one a worker asks for. The iterators read with ctx,
-// and Close closes those no worker took.
+// seldom waits for a request at a segment's start. An iterator that is a
+// Primer is primed and given to the worker as it is, with the batch
+// methods it has (ValueBatcher); any other makes its first Next ahead.
+// The segments started and not taken yet are at most depth, and their
+// stored lengths at most budget, beyond the one a worker asks for. The
+// iterators read with ctx, and Close closes those no worker took.
 func StartAhead(ctx context.Context, src Source, segs []Segment, depth int, budget int64) Walk {
 	return &aheadWalk{ctx: ctx, src: src, segs: segs, depth: max(depth, 1), budget: budget, started: make([]*startedSegment, len(segs))}
 }
@@ -82,11 +91,13 @@ type aheadWalk struct {
 	wg      sync.WaitGroup
 }
 
-// startedSegment is a segment's iterator after its first Next.
+// startedSegment is a segment's iterator after its first read: primed,
+// or after its first Next, whose result first is.
 type startedSegment struct {
-	done  chan struct{}
-	it    EntryIterator
-	first bool
+	done   chan struct{}
+	it     EntryIterator
+	primed bool
+	first  bool
 }
 
 func (w *aheadWalk) Entries(_ context.Context, i int) EntryIterator {
@@ -99,7 +110,12 @@ func (w *aheadWalk) Entries(_ context.Context, i int) EntryIterator {
 		go func(seg Segment) {
 			defer w.wg.Done()
 			s.it = SegmentEntries(w.ctx, w.src, seg)
-			s.first = s.it.Next()
+			if p, ok := s.it.(Primer); ok {
+				p.Prime()
+				s.primed = true
+			} else {
+				s.first = s.it.Next()
+			}
 			close(s.done)
 		}(w.segs[w.next])
 	}
@@ -113,6 +129,9 @@ func (w *aheadWalk) Entries(_ context.Context, i int) EntryIterator {
 		return Failed(fmt.Errorf("savepoint: segment %d of the walk taken twice", i))
 	}
 	<-s.done
+	if s.primed {
+		return s.it
+	}
 	return &startedIterator{EntryIterator: s.it, pending: true, first: s.first}
 }
 

@@ -135,3 +135,82 @@ func TestStartAheadKeepsToItsBudget(t *testing.T) {
 		w.Close()
 	}
 }
+
+// primingSource gives iterators that are Primers and ValueBatchers.
+type primingSource struct{ savepoint.Source }
+
+func (s primingSource) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+	return &primingIterator{EntryIterator: s.Source.Entries(ctx, ref, kgs)}
+}
+
+// primingIterator counts its primes, and whether one came before its
+// first entry.
+type primingIterator struct {
+	savepoint.EntryIterator
+	primes       int
+	primedBefore bool
+	begun        bool
+}
+
+func (it *primingIterator) Prime() {
+	it.primes++
+	it.primedBefore = !it.begun
+}
+
+func (it *primingIterator) Next() bool {
+	it.begun = true
+	return it.EntryIterator.Next()
+}
+
+func (it *primingIterator) NextValues(sizes []int, lastModified []int64) int {
+	it.begun = true
+	return savepoint.NextValues(it.EntryIterator, false, sizes, lastModified)
+}
+
+// A walk gives a worker an iterator that can prime itself as it is, primed
+// once before its first entry, so that the worker has its batch methods.
+func TestStartAheadPrimesAndKeepsTheIterator(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "sp")
+	if err := spgen.Write(dir, spgen.Config{Seed: 5, Users: 100, Accounts: 10, Parallelism: 2, MaxParallelism: 32, Now: 1_700_000_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	plain := sptest.Open(t, dir)
+	src := primingSource{plain}
+	segs, err := savepoint.AllSegments(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := savepoint.StartAhead(ctx, src, segs, 4, 1<<30)
+	defer w.Close()
+	for i, seg := range segs {
+		it := w.Entries(ctx, i)
+		p, ok := it.(*primingIterator)
+		if !ok {
+			t.Fatalf("segment %d: the walk gave a %T, not the source's iterator", i, it)
+		}
+		if p.primes != 1 || !p.primedBefore {
+			t.Fatalf("segment %d: primed %d times, before its first entry: %v", i, p.primes, p.primedBefore)
+		}
+		var sizes [7]int
+		var times [7]int64
+		got := 0
+		for seg.Ref.Timer && it.Next() {
+			got++
+		}
+		for !seg.Ref.Timer {
+			n := savepoint.NextValues(it, false, sizes[:], times[:])
+			got += n
+			if n < len(sizes) {
+				break
+			}
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+		if want := len(sptest.SegmentEntries(t, plain, seg)); got != want || want == 0 {
+			t.Fatalf("segment %d: %d values, want %d", i, got, want)
+		}
+	}
+}

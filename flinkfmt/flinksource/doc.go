@@ -31,7 +31,9 @@
 //     entries (and value sizes, from the figures) from the read that
 //     counts them; WalkSegments, for a savepoint in a bucket, starts the
 //     next segments' reads ahead of the workers that read segments one by
-//     one after the count (savepoint.StartAhead);
+//     one after the count (savepoint.StartAhead), priming each iteration
+//     (its first read, without taking an entry) so that the workers get
+//     the iterators themselves, with their value sizes in batches;
 //   - what cannot be read in Operator.Unread (the changelog layout, channel
 //     state), what is not read in Notes, and the bytes a heap key group
 //     cannot be walked past in Warnings.

@@ -893,6 +893,9 @@ func (it *entries) finish() {
 	}
 }
 
+// Prime makes the iteration's first read (savepoint.Primer).
+func (it *entries) Prime() { it.it.Prime() }
+
 func (it *entries) Entry() *savepoint.Entry { return &it.e }
 
 func (it *entries) Err() error { return it.it.Err() }
