@@ -41,7 +41,11 @@ func OpenCheckpoint(ctx context.Context, root storage.Dir, id int64, opts Option
 		}
 	}
 	chk := checkpointDirPrefix + strconv.FormatInt(id, 10)
-	r, err := Open(ctx, &subDir{parent: root, prefix: chk}, opts)
+	dir, err := storage.Sub(root, chk)
+	if err != nil {
+		return nil, err
+	}
+	r, err := Open(ctx, dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -129,29 +133,3 @@ func (r *Reader) outsideHint(s *StreamHandle, err error) string {
 	}
 	return fmt.Sprintf(" (%s lies in the job's checkpoint directory, outside %s: read the checkpoint from the job's directory, or map the path)", rel, r.dir.Location())
 }
-
-// subDir is the directory prefix of another directory.
-type subDir struct {
-	parent storage.Dir
-	prefix string
-}
-
-func (d *subDir) Open(ctx context.Context, name string) (storage.File, error) {
-	if err := storage.CheckName(name); err != nil {
-		return nil, err
-	}
-	return d.parent.Open(ctx, d.prefix+"/"+name)
-}
-
-func (d *subDir) List(ctx context.Context) ([]string, error) {
-	all, err := d.parent.List(ctx)
-	var out []string
-	for _, n := range all {
-		if rest, ok := strings.CutPrefix(n, d.prefix+"/"); ok {
-			out = append(out, rest)
-		}
-	}
-	return out, err
-}
-
-func (d *subDir) Location() string { return d.parent.Location() + "/" + d.prefix }

@@ -48,6 +48,32 @@ func (r *Reader) OpenStream(ctx context.Context, s *StreamHandle) (storage.File,
 	return &segmentFile{File: f, off: s.Offset, size: s.Size}, name, nil
 }
 
+// openWindowed opens a stream handle's bytes for reads through a window of
+// size bytes where they lie in a bucket (storage.Windowed), as a table's
+// reader reads them. A whole file is opened with the read of its tail
+// (storage.OpenWindowed), in one request where the store allows.
+func (r *Reader) openWindowed(ctx context.Context, s *StreamHandle, size int64) (storage.File, string, error) {
+	if s != nil && (s.Kind == StreamFile || s.Kind == StreamRelativeFile) {
+		dir, name, err := r.resolve(s)
+		if err != nil {
+			return nil, s.Name, err
+		}
+		f, err := storage.OpenWindowed(ctx, dir, name, size)
+		if err != nil {
+			return nil, name, r.openFailed(name, s, err)
+		}
+		return f, name, nil
+	}
+	f, name, err := r.OpenStream(ctx, s)
+	if err != nil {
+		return nil, name, err
+	}
+	if rs := readSize(f); rs > 0 {
+		f = storage.Windowed(f, min(size, rs))
+	}
+	return f, name, nil
+}
+
 // readSize is storage.ReadSize of the file a stream is read from.
 func readSize(f storage.File) int64 {
 	if s, ok := f.(*segmentFile); ok {

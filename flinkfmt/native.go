@@ -148,12 +148,9 @@ func (r *Reader) openNative(ctx context.Context, sk *subtaskKeyed) (*nativeInsta
 	}()
 	window := tableWindow(len(nf.tables))
 	open := func(f NamedHandle) (storage.File, string, error) {
-		file, name, err := r.OpenStream(ctx, f.Handle)
+		file, name, err := r.openWindowed(ctx, f.Handle, window)
 		if err != nil {
 			return nil, name, err
-		}
-		if rs := readSize(file); rs > 0 {
-			file = storage.Windowed(file, min(window, rs))
 		}
 		inst.files = append(inst.files, file)
 		return file, name + " (" + f.LocalPath + ")", nil

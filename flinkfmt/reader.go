@@ -268,7 +268,7 @@ func (r *Reader) fileBytes(ctx context.Context, s *StreamHandle, off, length int
 	if err != nil {
 		return nil, s.Name, err
 	}
-	if s.Offset == 0 && off == 0 && length > 0 && length <= firstReadMax && storage.InBucket(dir) && !r.opened(dir, name) {
+	if s.Offset == 0 && off == 0 && length != 0 && length <= firstReadMax && storage.InBucket(dir) && !r.opened(dir, name) {
 		return r.openReading(ctx, s, dir, name, length)
 	}
 	f, err := r.open(ctx, dir, name)
@@ -356,22 +356,38 @@ func (w *window) serve(s *StreamHandle, off, length int64) ([]byte, bool) {
 const firstReadMax = 1 << 20
 
 // openReading opens a bucket's file that this reader has not opened with a
-// read of its first length bytes, in one request (storage.OpenFirst),
-// where an open and a read are two: the first read of a file is mostly
-// the keyed state's header at its start.
+// read of its first length bytes, or of all of it for a length below 0, in
+// one request (storage.OpenHead) where an open and a read are two: the
+// first read of a file is mostly the keyed state's header at its start, or
+// a whole file of metadata. Of a file longer than firstReadMax read whole,
+// the rest is a second request.
 func (r *Reader) openReading(ctx context.Context, s *StreamHandle, dir storage.Dir, name string, length int64) ([]byte, string, error) {
-	b := make([]byte, length)
-	f, n, err := storage.OpenFirst(ctx, dir, name, b)
+	limit := length
+	if length < 0 {
+		limit = firstReadMax
+	}
+	f, head, err := storage.OpenHead(ctx, dir, name, limit)
 	if err != nil {
 		return nil, name, r.openFailed(name, s, err)
 	}
 	f = r.keep(dir, name, f)
-	limit := f.Size()
-	if s.Kind == StreamSegment && s.Size < limit {
-		limit = s.Size
+	end := f.Size()
+	if s.Kind == StreamSegment && s.Size < end {
+		end = s.Size
 	}
-	if length > limit || int64(n) < length {
-		return nil, name, corruptf("%d bytes at offset 0 run past the end of %d bytes", length, limit)
+	if length >= 0 {
+		if length > end || int64(len(head)) < length {
+			return nil, name, corruptf("%d bytes at offset 0 run past the end of %d bytes", length, end)
+		}
+		return head[:length], name, nil
+	}
+	if end <= int64(len(head)) {
+		return head[:end], name, nil
+	}
+	b := make([]byte, end)
+	n := copy(b, head)
+	if _, err := f.ReadAt(b[n:], int64(n)); err != nil {
+		return nil, name, fmt.Errorf("flinkfmt: reading %s: %w", name, err)
 	}
 	return b, name, nil
 }

@@ -32,6 +32,9 @@ type bucketStore struct {
 	s3     *s3.Client // for S3 only: conditions and copies gocloud lacks
 	policy RetryPolicy
 	c      *Counters
+	// view is set for a view of another store's bucket under a longer
+	// prefix (Sub), whose closing is the other's.
+	view bool
 }
 
 func openBucketStore(ctx context.Context, loc Location, opts Options) (*bucketStore, error) {
@@ -118,7 +121,12 @@ func (st *bucketStore) where(name string) string { return st.loc.String() + "/" 
 
 func (st *bucketStore) counters() *Counters { return st.c }
 
-func (st *bucketStore) Close() error { return st.b.Close() }
+func (st *bucketStore) Close() error {
+	if st.view {
+		return nil
+	}
+	return st.b.Close()
+}
 
 func (st *bucketStore) Location() string { return st.loc.String() }
 
@@ -277,6 +285,34 @@ func OpenFirst(ctx context.Context, d Dir, name string, p []byte) (File, int, er
 	return readFirst(f, p)
 }
 
+// OpenHead is OpenFirst for a reader that does not know the file's length:
+// it returns the file's first limit bytes, or all of a shorter file, in a
+// slice of their length, read with the open in one request in a bucket.
+func OpenHead(ctx context.Context, d Dir, name string, limit int64) (File, []byte, error) {
+	if bd, ok := d.(*bucketDir); ok && limit > 0 {
+		if err := CheckName(name); err != nil {
+			return nil, nil, err
+		}
+		if _, ok := bd.preloadedFile(ctx, name); !ok {
+			f, head, err := bd.openHead(ctx, name, limit)
+			if err != nil {
+				return nil, nil, err
+			}
+			return f, head, nil
+		}
+	}
+	f, err := d.Open(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	head := make([]byte, min(max(limit, 0), f.Size()))
+	f, n, err := readFirst(f, head)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, head[:n], nil
+}
+
 // readFirst reads the first bytes of an open file for OpenFirst.
 func readFirst(f File, p []byte) (File, int, error) {
 	n, err := f.ReadAt(p, 0)
@@ -291,31 +327,9 @@ func readFirst(f File, p []byte) (File, int, error) {
 // and returns it with those bytes, fewer where it is shorter. An empty
 // object has no range to serve: it is opened as Open does.
 func (d *bucketDir) openHead(ctx context.Context, name string, limit int64) (*bucketFile, []byte, error) {
-	if isTempName(name) {
-		return nil, nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
-	}
-	var r *blob.Reader
-	for attempt := 1; ; attempt++ {
-		d.c.Requests.Add(1)
-		var err error
-		r, err = d.b.NewRangeReader(ctx, d.key(name), 0, limit, nil)
-		switch {
-		case err == nil:
-		case gcerrors.Code(err) == gcerrors.NotFound:
-			return nil, nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
-		case isRangeNotSatisfiable(err):
-			return d.openEmpty(ctx, name)
-		// The S3 client has retried the request itself.
-		case d.s3 != nil, !Retryable(err), attempt >= d.policy.Attempts:
-			return nil, nil, fmt.Errorf("storage: %s: %w", d.where(name), err)
-		default:
-			d.c.Retries.Add(1)
-			if err := d.policy.sleep(ctx, attempt); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		break
+	r, empty, err := d.openGet(ctx, name, 0, limit, nil)
+	if err != nil || r == nil {
+		return empty, nil, err
 	}
 	defer r.Close()
 	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: r.Size(), modTime: r.ModTime()}
@@ -349,6 +363,36 @@ func (d *bucketDir) openHead(ctx context.Context, name string, limit int64) (*bu
 		}
 	}
 	return f, head, nil
+}
+
+// openGet makes the GET that opens the object name: of length bytes at
+// off, or of the range before sets. It is tried again as a read is, where
+// the client does not retry itself. An empty object has no range to
+// serve: it gives no reader, and the file as Open opens it.
+func (d *bucketDir) openGet(ctx context.Context, name string, off, length int64, before func(func(any) bool) error) (*blob.Reader, *bucketFile, error) {
+	if isTempName(name) {
+		return nil, nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
+	}
+	for attempt := 1; ; attempt++ {
+		d.c.Requests.Add(1)
+		r, err := d.b.NewRangeReader(ctx, d.key(name), off, length, &blob.ReaderOptions{BeforeRead: before})
+		switch {
+		case err == nil:
+			return r, nil, nil
+		case gcerrors.Code(err) == gcerrors.NotFound:
+			return nil, nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
+		case isRangeNotSatisfiable(err):
+			f, _, err := d.openEmpty(ctx, name)
+			return nil, f, err
+		// The S3 client has retried the request itself.
+		case d.s3 != nil, !Retryable(err), attempt >= d.policy.Attempts:
+			return nil, nil, fmt.Errorf("storage: %s: %w", d.where(name), err)
+		}
+		d.c.Retries.Add(1)
+		if err := d.policy.sleep(ctx, attempt); err != nil {
+			return nil, nil, err
+		}
+	}
 }
 
 // openEmpty opens an object whose first byte a GET could not serve: an

@@ -49,8 +49,9 @@
 // generation on GCS, size and time elsewhere): a replaced or removed object
 // fails with ErrChanged rather than mixing versions. A body that breaks is
 // resumed for the bytes still missing. Open asks for the size and version
-// with a HEAD; OpenFirst and Preload take them from the answer to a GET of
-// the object's first bytes, one round trip where there would be two.
+// with a HEAD; OpenFirst, OpenHead and Preload take them from the answer to
+// a GET of the object's first bytes, and OpenWindowed on S3 from a GET of
+// its last ones (a suffix range), one round trip where there would be two.
 // WithContext binds a file opened once to the context of each caller. Nothing reads a whole file unless
 // asked to: readers ask for a segment's offset and length from the index.
 // To hide latency, a reader lists the segments it will read as Ranges and
@@ -66,7 +67,10 @@
 // worker waiting for a request of its own at its start. A reader that
 // reads a file in many small pieces it cannot list up front (a RocksDB
 // table's blocks, located through its index) goes through Windowed, which
-// serves them from a window that moves forward a request at a time.
+// serves them from a window that moves forward a request at a time, and
+// opens it with OpenWindowed, whose open reads the tail a table's reader
+// starts with. Sub is a directory inside another, read as the other is (a
+// checkpoint's chk-<id> within the job's prefix).
 // Subdirs lists the directories directly under a Dir, in one listing
 // with a delimiter rather than of every object below. Counters count
 // bytes and requests for progress output; CountersOf returns those of a

@@ -107,6 +107,55 @@ func ListUnder(ctx context.Context, d Dir, under string) ([]Object, error) {
 	return out, nil
 }
 
+// Sub is the directory name (a relative, slash-separated name) inside d.
+// Of a bucket it is a view of the same store under the longer prefix, read
+// as a bucket is (InBucket, OpenFirst, Preload and Subdirs know it), which
+// closing d closes and closing it does not; of a local directory, the
+// directory inside it, read and counted as d is; of another Dir, one that
+// opens and lists d's names under name.
+func Sub(d Dir, name string) (Dir, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	switch d := d.(type) {
+	case *bucketDir:
+		st := *d.bucketStore
+		st.loc, st.view = st.loc.Join(name), true
+		return &bucketDir{bucketStore: &st}, nil
+	case localDir:
+		return localDir(filepath.Join(string(d), filepath.FromSlash(name))), nil
+	case *countedLocalDir:
+		return &countedLocalDir{localDir: localDir(filepath.Join(string(d.localDir), filepath.FromSlash(name))), c: d.c}, nil
+	}
+	return &prefixDir{parent: d, prefix: name}, nil
+}
+
+// prefixDir is the names under prefix of another directory.
+type prefixDir struct {
+	parent Dir
+	prefix string
+}
+
+func (d *prefixDir) Open(ctx context.Context, name string) (File, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	return d.parent.Open(ctx, d.prefix+"/"+name)
+}
+
+func (d *prefixDir) List(ctx context.Context) ([]string, error) {
+	all, err := d.parent.List(ctx)
+	var out []string
+	for _, n := range all {
+		if rest, ok := strings.CutPrefix(n, d.prefix+"/"); ok {
+			out = append(out, rest)
+		}
+	}
+	return out, err
+}
+
+func (d *prefixDir) Location() string { return d.parent.Location() + "/" + d.prefix }
+
 // Subdirs names the directories directly inside d, sorted. Of a bucket
 // they are the prefixes a listing with a "/" delimiter gives, in one
 // request (or one per thousand), without naming the objects under them;

@@ -1,8 +1,15 @@
 package storage
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // Windowed returns f for a reader that reads it in many small pieces,
@@ -19,6 +26,106 @@ func Windowed(f File, size int64) File {
 		return f
 	}
 	return &windowed{File: f, size: size}
+}
+
+// OpenWindowed opens the file name of d for reads through a window of size
+// bytes, as Windowed gives them, where d lies in a bucket. On S3 the open
+// is the window's first read: one GET of the object's last size bytes (a
+// suffix range) gives its length, its version and the tail a table's
+// reader starts with, where an open and a read are two requests. Elsewhere
+// it is Open, and Windowed for a bucket's file; a local file is returned
+// as it is.
+func OpenWindowed(ctx context.Context, d Dir, name string, size int64) (File, error) {
+	if bd, ok := d.(*bucketDir); ok && bd.s3 != nil && size > 0 {
+		if err := CheckName(name); err != nil {
+			return nil, err
+		}
+		if _, ok := bd.preloadedFile(ctx, name); !ok {
+			f, tail, err := bd.openTail(ctx, name, size)
+			if err != nil {
+				return nil, err
+			}
+			return &windowed{File: f, size: size, buf: tail, off: f.size - int64(len(tail))}, nil
+		}
+	}
+	f, err := d.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if rs := ReadSize(f); rs > 0 {
+		return Windowed(f, min(size, rs)), nil
+	}
+	return f, nil
+}
+
+// openTail opens an S3 object with a read of its last limit bytes, all of
+// it when it is shorter, in one request.
+func (d *bucketDir) openTail(ctx context.Context, name string, limit int64) (*bucketFile, []byte, error) {
+	suffix := func(as func(any) bool) error {
+		var in *s3.GetObjectInput
+		if as(&in) {
+			in.Range = aws.String("bytes=-" + strconv.FormatInt(limit, 10))
+		}
+		return nil
+	}
+	r, empty, err := d.openGet(ctx, name, 0, -1, suffix)
+	if err != nil || r == nil {
+		return empty, nil, err
+	}
+	defer r.Close()
+	var out s3.GetObjectOutput
+	r.As(&out)
+	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: r.Size(), etag: aws.ToString(out.ETag), modTime: r.ModTime()}
+	if f.size < 0 {
+		return nil, nil, fmt.Errorf("storage: %s: the server gives a size of %d", d.where(name), f.size)
+	}
+	n := min(limit, f.size)
+	tail := make([]byte, n)
+	rest, at := tail, f.size-n
+	if start, ok := rangeStart(aws.ToString(out.ContentRange), f.size); ok && start == at && aws.ToInt64(out.ContentLength) == n {
+		m, err := io.ReadFull(r, tail)
+		d.c.BytesRead.Add(int64(m))
+		if err == nil {
+			// Reading on to the body's end lets the connection be reused.
+			r.Read(make([]byte, 1))
+			return f, tail, nil
+		}
+		// The body broke off: the rest is read as every read is.
+		rest, at = tail[m:], at+int64(m)
+	}
+	// Any other answer (a server that sends the whole object) is not
+	// trusted to be the tail: the tail is read as every read is.
+	if m, err := f.ReadAt(rest, at); m < len(rest) {
+		if err == nil || err == io.EOF {
+			err = fmt.Errorf("storage: %s ended after %d of its %d bytes", d.where(name), at+int64(m), f.size)
+		}
+		return nil, nil, err
+	}
+	return f, tail, nil
+}
+
+// rangeStart is the first offset a Content-Range of an object of size
+// bytes gives ("bytes 10-14/27"); no Content-Range is the whole object.
+func rangeStart(contentRange string, size int64) (int64, bool) {
+	if contentRange == "" {
+		return 0, true
+	}
+	r, ok := strings.CutPrefix(contentRange, "bytes ")
+	if !ok {
+		return 0, false
+	}
+	first, rest, ok := strings.Cut(r, "-")
+	last, total, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 {
+		return 0, false
+	}
+	f, err1 := strconv.ParseInt(first, 10, 64)
+	l, err2 := strconv.ParseInt(last, 10, 64)
+	t, err3 := strconv.ParseInt(total, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || t != size || l != size-1 || f < 0 || f > l {
+		return 0, false
+	}
+	return f, true
 }
 
 type windowed struct {

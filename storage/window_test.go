@@ -2,9 +2,13 @@ package storage_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"testing"
 
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -54,5 +58,126 @@ func TestWindowedReadsAWindowAtATime(t *testing.T) {
 	}
 	if n, err := w.ReadAt(b, size); n != 0 || err != io.EOF {
 		t.Errorf("a read at the end: %d, %v", n, err)
+	}
+}
+
+// OpenWindowed on S3 opens an object with the read of its tail: one GET and
+// no HEAD, which serves every read within the last window; a read before
+// it moves the window as Windowed does, bound to the version opened. An
+// object shorter than the window comes whole with the open, an empty one
+// opens, a missing one is fs.ErrNotExist.
+func TestOpenWindowedReadsTheTailWithTheOpen(t *testing.T) {
+	ctx := context.Background()
+	srv := newBucket(t)
+	big, small := randomBytes(21, 2<<20), randomBytes(22, 100_000)
+	putObject(t, srv, "sp/big", big)
+	putObject(t, srv, "sp/small", small)
+	putObject(t, srv, "sp/empty", nil)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	d := openVia(t, p.URL, "sp", fastRetries)
+	const window = 512 << 10
+	requests := func() (gets, heads int) { return p.Ops("GetObject"), p.Ops("HeadObject") }
+	check := func(name string, f storage.File, want []byte, off int64, n int) {
+		t.Helper()
+		b := make([]byte, n)
+		if m, err := f.ReadAt(b, off); m != n || err != nil || !bytes.Equal(b, want[off:off+int64(n)]) {
+			t.Fatalf("%s: ReadAt(%d bytes at %d): %d, %v, or the wrong bytes", name, n, off, m, err)
+		}
+	}
+
+	gets, heads := requests()
+	f, err := storage.OpenWindowed(ctx, d, "big", window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(big))
+	if f.Size() != size {
+		t.Fatalf("big: size %d, want %d", f.Size(), size)
+	}
+	check("big", f, big, size-48, 48)
+	check("big", f, big, size-window, window)
+	check("big", f, big, size-300_000, 1000)
+	if g, h := requests(); g-gets != 1 || h-heads != 0 {
+		t.Errorf("big: the open and the tail's reads made %d GETs and %d HEADs, want 1 and 0", g-gets, h-heads)
+	}
+	check("big", f, big, 0, 4096)
+	if g, _ := requests(); g-gets != 2 {
+		t.Errorf("big: a read before the tail made %d GETs in all, want 2", g-gets)
+	}
+
+	gets, heads = requests()
+	f, err = storage.OpenWindowed(ctx, d, "small", window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Size() != int64(len(small)) {
+		t.Fatalf("small: size %d, want %d", f.Size(), len(small))
+	}
+	check("small", f, small, 0, len(small))
+	check("small", f, small, 5000, 17)
+	if g, h := requests(); g-gets != 1 || h-heads != 0 {
+		t.Errorf("small: %d GETs and %d HEADs, want 1 and 0", g-gets, h-heads)
+	}
+
+	f, err = storage.OpenWindowed(ctx, d, "empty", window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.ReadAt(make([]byte, 1), 0); f.Size() != 0 || n != 0 || err != io.EOF {
+		t.Errorf("empty: size %d, ReadAt: %d, %v", f.Size(), n, err)
+	}
+	if _, err := storage.OpenWindowed(ctx, d, "missing", window); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v, want fs.ErrNotExist", err)
+	}
+
+	f, err = storage.OpenWindowed(ctx, d, "big", window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := bytes.Clone(big)
+	replaced[0] ^= 1
+	putObject(t, srv, "sp/big", replaced)
+	if _, err := f.ReadAt(make([]byte, 10), 0); !errors.Is(err, storage.ErrChanged) {
+		t.Errorf("a read of the object replaced since the open: %v, want ErrChanged", err)
+	}
+}
+
+// OpenWindowed's read of the tail is retried as any read is: under
+// throttling, a reset before the answer and a body cut in its middle, the
+// open gives the object's tail, in at most the policy's attempts.
+func TestOpenWindowedRetries(t *testing.T) {
+	ctx := context.Background()
+	want := randomBytes(23, 1<<20)
+	srv := newBucket(t)
+	putObject(t, srv, "sp/table", want)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	d := openVia(t, p.URL, "sp", fastRetries)
+	const window = 256 << 10
+	for _, tc := range []struct {
+		name   string
+		inject func()
+	}{
+		{"503 SlowDown", func() { p.Throttle("GetObject", 2) }},
+		{"reset before the answer", func() { p.Inject(storetest.Reset, "GetObject", 2, 0, "", 0) }},
+		{"body cut after 100 kB", func() { p.Inject(storetest.CutBody, "GetObject", 1, 0, "", 100_000) }},
+	} {
+		gets := p.Ops("GetObject")
+		tc.inject()
+		f, err := storage.OpenWindowed(ctx, d, "table", window)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if p.Pending() != 0 {
+			t.Fatalf("%s: %d injected faults never struck", tc.name, p.Pending())
+		}
+		g := p.Ops("GetObject") - gets
+		got := make([]byte, window)
+		if n, err := f.ReadAt(got, int64(len(want)-window)); n != window || err != nil || !bytes.Equal(got, want[len(want)-window:]) {
+			t.Fatalf("%s: the tail: %d, %v, or the wrong bytes", tc.name, n, err)
+		}
+		if p.Ops("GetObject")-gets != g || g > fastRetries.Attempts {
+			t.Fatalf("%s: %d GETs to open, %d in all; want the tail served by the open, in at most %d", tc.name, g, p.Ops("GetObject")-gets, fastRetries.Attempts)
+		}
+		t.Logf("%s: %d GETs", tc.name, g)
 	}
 }
