@@ -2,7 +2,7 @@
 // it starts, as the object-storage benchmark defines it:
 //
 //	go run ./bench/gensavepoints -out /tmp/bench
-//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX] [-only inspect|prune-ttl] [-now INSTANT] [-sums] [-before S3BENCH]
+//	STATEPROC_VERSITYGW=PATH go run ./bench/s3bench -savepoint /tmp/bench/sessions-large [-runs N] [-work DIR] [-cpuprofile PREFIX] [-only inspect|prune-ttl] [-now INSTANT] [-sums] [-before S3BENCH] [-latency DURATION]
 //
 // It uploads the savepoint, then runs N times, in turn:
 //
@@ -14,6 +14,10 @@
 //     a server-side CopyObject of every object of the savepoint; with
 //     -now, a prune in which entries expire; with -sums, the SHA-256 of
 //     every object of the first counted run's output.
+//
+// With -latency, every request of both sides waits that long in the proxy
+// before it is served, as a remote store's time to first byte: what the
+// requests in flight hide shows.
 //
 // Every request of both sides goes through the same counting proxy, which
 // gives the bytes each read from the server and sent to it, and how many
@@ -105,6 +109,7 @@ func run(ctx context.Context) error {
 	now := flag.String("now", "", "pass --now `INSTANT` to prune-ttl, so that entries expire")
 	sums := flag.Bool("sums", false, "print the SHA-256 of every object prune-ttl writes in the first counted run")
 	before := flag.String("before", "", "the s3bench `binary` of another build, whose stateproc runs each command too, for comparison")
+	latency := flag.Duration("latency", 0, "make every request of both sides wait this `long` in the proxy before it is served, as a remote store's time to first byte")
 	flag.Parse()
 	if *savepoint == "" {
 		return errors.New("-savepoint is required")
@@ -141,6 +146,10 @@ func run(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("uploaded %d objects, %d bytes, in %v\n", len(b.keys), b.size, time.Since(start).Round(time.Millisecond))
+	if *latency > 0 {
+		proxy.SetLatency(*latency)
+		fmt.Printf("every request waits %v in the proxy\n", *latency)
+	}
 	in := storetest.URL(proxy.URL, bucket, "in")
 	pairs := []pair{
 		{name: "inspect --scan", baseline: "ranged GETs", base: b.rangedGets,

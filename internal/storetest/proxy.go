@@ -45,7 +45,9 @@ type Proxy struct {
 	inFlight, peak map[string]int
 	busy           map[string]time.Duration
 	gathers        []*gather
-	srv            *httptest.Server
+	// latency is how long each request waits before it is forwarded.
+	latency time.Duration
+	srv     *httptest.Server
 }
 
 // gather holds the first n requests of op until all n are in, or until
@@ -116,6 +118,15 @@ func StartProxy(endpoint string) (*Proxy, error) {
 	p.srv = httptest.NewServer(p)
 	p.URL = p.srv.URL
 	return p, nil
+}
+
+// SetLatency makes every request from now on wait d before it is
+// forwarded, as a store's time to the first byte of its answer: a reader's
+// requests in flight together wait once, one after another each time.
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = d
 }
 
 // Close stops the proxy.
@@ -332,6 +343,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.inFlight[op]++
 	p.peak[op] = max(p.peak[op], p.inFlight[op])
+	latency := p.latency
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -339,6 +351,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.busy[op] += time.Since(start)
 		p.mu.Unlock()
 	}()
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
 	p.rp.ServeHTTP(w, r)
 }
 
