@@ -371,7 +371,8 @@ func TestInspectOfBucketReadsOnlyMetadata(t *testing.T) {
 
 // A rewrite into a bucket of the input's store has the store copy the data
 // files it keeps whole without reading them, and reads and checks them
-// with --check-copies; both write the bytes written on disk.
+// with --check-copies; both write the bytes written on disk, and look for
+// a savepoint at the target once.
 func TestBucketRewriteCopiesUnread(t *testing.T) {
 	f := newBucketFixture(t)
 	meta, err := os.ReadFile(filepath.Join(f.sp, savepoint.MetadataFile))
@@ -399,10 +400,15 @@ func TestBucketRewriteCopiesUnread(t *testing.T) {
 		{"out/unread", nil, func(n int64) bool { return n == int64(len(meta))+12*files }, "_metadata, and the 12-byte head of each data file"},
 		{"out/checked", []string{"--check-copies"}, func(n int64) bool { return n >= int64(len(meta))+data }, "_metadata and every data file"},
 	} {
-		served := f.proxy.ServedBytes()
+		served, heads := f.proxy.ServedBytes(), f.proxy.Ops("HeadObject")
 		args := append([]string{"operator", "rename", f.url("in/sp"), "accounts", "ledger", "--out", f.url(c.prefix)}, c.flags...)
 		if _, stderr, code := runCLI(t, args...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		// The input's incremental manifest is looked for, and the
+		// target's _metadata once, by the open that writes it.
+		if n := f.proxy.Ops("HeadObject") - heads; n != 2 {
+			t.Errorf("%v: %d HEAD requests, want 2", args, n)
 		}
 		if n := f.proxy.ServedBytes() - served; !c.read(n) {
 			t.Errorf("%v read %d bytes, want %s (%d and %d bytes)", args, n, c.says, len(meta), data)

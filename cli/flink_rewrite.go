@@ -39,7 +39,7 @@ func stageFlink(ctx context.Context, input string, f *rewriteFlags) (storage.Tar
 	if f.dryRun {
 		return nil, nil
 	}
-	if err := rewrite.CheckTarget(input, f.out, f.force); err != nil {
+	if err := rewrite.CheckTargetToOpen(input, f.out, f.force); err != nil {
 		return nil, err
 	}
 	return storage.OpenTarget(ctx, f.out, storage.TargetOptions{Force: f.force, Options: storage.Options{Counters: transfersOf(ctx)}})

@@ -68,7 +68,7 @@ type Output struct {
 // fails, and a dead run's data files are orphans, which verify reports.
 // Close must be called in every case.
 func Create(ctx context.Context, input string, meta *savepoint.Metadata, opts Options) (*Output, error) {
-	if err := CheckTarget(input, opts.Out, opts.Force); err != nil {
+	if err := CheckTargetToOpen(input, opts.Out, opts.Force); err != nil {
 		return nil, err
 	}
 	loc, err := storage.ParseLocation(opts.Out)

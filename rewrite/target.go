@@ -37,6 +37,20 @@ func Refusef(format string, args ...any) error { return refusef(format, args...)
 // exists. An empty input is a savepoint made from no local directory
 // (bootstrap's from code). It writes nothing, so dry runs call it too.
 func CheckTarget(input, target string, force bool) error {
+	return checkTarget(input, target, force, true)
+}
+
+// CheckTargetToOpen is CheckTarget for a caller that opens the target
+// next (storage.OpenTarget, or Create): a target in a bucket is not looked
+// into, since opening it looks for a savepoint there, in the same request.
+func CheckTargetToOpen(input, target string, force bool) error {
+	loc, err := storage.ParseLocation(target)
+	return checkTarget(input, target, force, err != nil || !loc.IsBucket())
+}
+
+// checkTarget is CheckTarget; without probe, a target in a bucket is not
+// looked into.
+func checkTarget(input, target string, force, probe bool) error {
 	if target == "" {
 		return refusef("no target given")
 	}
@@ -54,7 +68,7 @@ func CheckTarget(input, target string, force bool) error {
 	}
 	switch {
 	case outLoc.IsBucket():
-		return checkBucketTarget(inLoc, outLoc, target, force)
+		return checkBucketTarget(inLoc, outLoc, target, force || !probe)
 	case inLoc.IsBucket():
 		return checkLocalTarget("", outLoc.Path, force)
 	}
