@@ -246,21 +246,24 @@ func (r *Reader) DataFiles() []string {
 	return names
 }
 
-// codecInFlight is how many segments' first bytes Codec reads at once
-// from a bucket.
+// codecInFlight is the most segments whose first bytes Codec reads, all at
+// once from a bucket.
 const codecInFlight = 16
 
-// Codec returns the compression the savepoint was written with: zstd when
-// any segment starts with a compressed block, none otherwise (and for a
-// savepoint without segments). The writer stores a block compressed only
-// when that is smaller, so a savepoint written with zstd on may still
-// start segments uncompressed. The index decides it without a read when
-// one segment cannot be uncompressed blocks alone: each such block frames
-// its raw payload with blockOverhead bytes, so their segment's length is
-// its bytes and a positive multiple of that. Otherwise each segment's
-// first byte, its codec, is read until one is zstd: in a bucket, where
-// each read is a request, codecInFlight at once. The codec byte is not
-// verified here: it is only a hint.
+// Codec returns the compression the savepoint was written with, for a
+// rewrite to write its output alike: zstd when a segment holds a
+// compressed block, none otherwise (and for a savepoint without segments).
+// The index tells it without a read: an uncompressed block frames its raw
+// payload with blockOverhead bytes, so a segment of uncompressed blocks
+// alone is as long as its bytes and a positive multiple of blockOverhead,
+// and one that is not holds a compressed block. The writer stores a block
+// compressed only when that is smaller, so the length of a compressed
+// segment gives it away but for a coincidence of about 1 in 13: where
+// every one of more than codecInFlight segments looks uncompressed, the
+// savepoint is taken as uncompressed (were some block compressed after
+// all, its data hardly compresses). Of fewer, each segment's first byte,
+// its codec, is read, at once in a bucket, until one is zstd. The codec
+// byte is not verified here: it is only a hint.
 func (r *Reader) Codec(ctx context.Context) (Codec, error) {
 	var segs []savepoint.Segment
 	for _, ops := range r.idx.segments {
@@ -271,6 +274,9 @@ func (r *Reader) Codec(ctx context.Context) (Codec, error) {
 			}
 			segs = append(segs, seg)
 		}
+	}
+	if len(segs) > codecInFlight {
+		return CodecNone, nil
 	}
 	names := r.DataFiles()
 	r.openFiles(names)
