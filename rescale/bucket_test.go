@@ -77,3 +77,67 @@ func TestRescaleReadsABucketAhead(t *testing.T) {
 	sptest.SameFiles(t, want, out)
 	t.Logf("%d segments, %d bytes, in %d GETs", len(segs), read, gets)
 }
+
+// A rescale by a factor of two up, or of four down, takes the direct path,
+// which reads each new key group's input segments as it writes it: from a
+// bucket, the walks read them ahead, adjacent segments in one request, so
+// that the writers do not wait a round trip for each. The output is that
+// of a rescale from disk, byte for byte.
+func TestRescaleDirectReadsABucketAhead(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	in := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(in, spgen.Config{Seed: 7, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000,
+		Compression: snapshotfmt.CodecZstd}); err != nil {
+		t.Fatal(err)
+	}
+	local := sptest.Open(t, in)
+	segs, err := savepoint.AllSegments(ctx, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keyedBytes int64
+	keyed := 0
+	for _, s := range segs {
+		if local.Metadata().Operators[s.Ref.Operator].Keyed() {
+			keyedBytes += s.Length
+			keyed++
+		}
+	}
+	srv.Upload(t, in, "state", "in")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	loc := storetest.URL(p.URL, "state", "in")
+	for _, c := range []struct {
+		maxP int
+		// reads is how many times each segment is read: once for each
+		// new key group that takes some of its keys.
+		reads int64
+	}{{256, 2}, {32, 1}} {
+		var cnt storage.Counters
+		src, err := layouts.OpenLocation(ctx, loc, storage.Options{Counters: &cnt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := rescale.Options{MaxParallelism: c.maxP}
+		read, gets := cnt.BytesRead.Load(), p.Ops("GetObject")
+		out := filepath.Join(t.TempDir(), "out")
+		if _, err := rescale.Run(ctx, src, loc, opts, rewrite.Options{Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		read, gets = cnt.BytesRead.Load()-read, p.Ops("GetObject")-gets
+		preambles := int64(12 * len(local.DataFiles()))
+		if read != c.reads*keyedBytes+preambles || gets >= keyed {
+			t.Errorf("max parallelism %d: read %d bytes in %d GETs; want %d times the %d bytes of the %d keyed segments, and the files' heads, in fewer GETs",
+				c.maxP, read, gets, c.reads, keyedBytes, keyed)
+		}
+		want := filepath.Join(t.TempDir(), "want")
+		if _, err := rescale.Run(ctx, local, in, opts, rewrite.Options{Out: want}); err != nil {
+			t.Fatal(err)
+		}
+		sptest.SameFiles(t, want, out)
+		t.Logf("max parallelism %d: %d keyed segments, %d bytes, in %d GETs", c.maxP, keyed, read, gets)
+	}
+}

@@ -80,7 +80,7 @@ func rebucketDirect(ctx context.Context, meta *savepoint.Metadata, src savepoint
 		written[wk] = make([]uint64, len(sh))
 	}
 	err := workers.Run(ctx, p.parallelism, writers, func(ctx context.Context, wk, s int) error {
-		return dw.subtask(ctx, o, names[s], keygroup.ForSubtask(s, p.parallelism, p.maxP), written[wk])
+		return dw.subtask(ctx, o, names[s], keygroup.ForSubtask(s, p.parallelism, p.maxP), written[wk], writers)
 	})
 	if err != nil {
 		return err
@@ -102,21 +102,23 @@ type directWriter struct {
 }
 
 // subtask writes the file of the new key groups kgs, counting the entries
-// written by spill ref into written.
-func (dw *directWriter) subtask(ctx context.Context, o *rewrite.Output, name string, kgs keygroup.Range, written []uint64) error {
+// written by spill ref into written; it is one of writers that run at
+// once.
+func (dw *directWriter) subtask(ctx context.Context, o *rewrite.Output, name string, kgs keygroup.Range, written []uint64, writers int) error {
 	f, err := o.CreateFile(ctx, name)
 	if err != nil {
 		return err
 	}
+	in := dw.inputs(ctx, kgs, writers)
+	defer in.close()
 	var cs []*cursor
 	for kg := kgs.Start; kg <= kgs.End && err == nil; kg++ {
 		for ref := range dw.shapes {
-			if cs, err = dw.cursors(ctx, cs[:0], kg, ref); err != nil {
-				break
-			}
 			var n uint64
-			n, err = dw.segment(f, kg, ref, cs)
-			written[ref] += n
+			if cs, err = dw.cursors(ctx, cs[:0], kg, ref, in); err == nil {
+				n, err = dw.segment(f, kg, ref, cs)
+				written[ref] += n
+			}
 			for _, c := range cs {
 				c.close()
 			}
@@ -131,35 +133,89 @@ func (dw *directWriter) subtask(ctx context.Context, o *rewrite.Output, name str
 	return err
 }
 
+// sources are the old key groups that feed new key group kg, in the order
+// a merge takes them: the whole key groups kg, kg+M', ... where the max
+// parallelism falls to M', the one whose keys kg takes part of where it
+// grows.
+func (dw *directWriter) sources(kg int) []int {
+	if dw.to > dw.from {
+		return []int{kg % dw.from}
+	}
+	var gs []int
+	for g := kg; g < dw.from; g += dw.to {
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+// inputs reads the input segments of a subtask's cursors, in the order
+// its new key groups take them: in a bucket ahead of the writer, through
+// one walk for each place in a merge (savepoint.WalkSegmentsShared), so
+// that each walk's segments are read one after another while a merge holds
+// one of each open. Each walk takes its share of what one walk may hold.
+type inputs struct {
+	walks []savepoint.Walk
+	// next is the index of the next segment each walk gives.
+	next []int
+}
+
+// inputs starts the walks of the new key groups kgs, for one of writers.
+func (dw *directWriter) inputs(ctx context.Context, kgs keygroup.Range, writers int) *inputs {
+	places := len(dw.sources(kgs.Start))
+	lists := make([][]savepoint.Segment, places)
+	for kg := kgs.Start; kg <= kgs.End; kg++ {
+		for ref := range dw.shapes {
+			for j, g := range dw.sources(kg) {
+				if seg := dw.segs[g]; seg != nil && seg[ref] != nil {
+					lists[j] = append(lists[j], *seg[ref])
+				}
+			}
+		}
+	}
+	in := &inputs{walks: make([]savepoint.Walk, places), next: make([]int, places)}
+	for j, list := range lists {
+		in.walks[j] = savepoint.WalkSegmentsShared(ctx, dw.src, list, writers*places)
+	}
+	return in
+}
+
+// take iterates the next segment of place j.
+func (in *inputs) take(ctx context.Context, j int) savepoint.EntryIterator {
+	i := in.next[j]
+	in.next[j]++
+	return in.walks[j].Entries(ctx, i)
+}
+
+func (in *inputs) close() {
+	for _, w := range in.walks {
+		w.Close()
+	}
+}
+
 // cursors opens a cursor on each input segment of spill ref that feeds new
-// key group kg, positioned on its first group of kg.
-func (dw *directWriter) cursors(ctx context.Context, cs []*cursor, kg, ref int) ([]*cursor, error) {
-	add := func(g int, filter bool) error {
+// key group kg, positioned on its first group of kg, taking the segments
+// from in.
+func (dw *directWriter) cursors(ctx context.Context, cs []*cursor, kg, ref int, in *inputs) ([]*cursor, error) {
+	for j, g := range dw.sources(kg) {
 		seg := dw.segs[g]
 		if seg == nil || seg[ref] == nil {
-			return nil
+			continue
 		}
-		c := &cursor{it: savepoint.SegmentEntries(ctx, dw.src, *seg[ref]), shape: dw.shapes[ref], seg: seg[ref], m: dw.m}
+		c := &cursor{it: in.take(ctx, j), shape: dw.shapes[ref], seg: seg[ref], m: dw.m}
 		if ir, ok := c.it.(itemReader); ok && !c.shape.timer {
 			c.ir = ir
 		}
 		c.reads = max(1, dw.to/dw.from)
 		c.read = kg / dw.from
-		if filter {
+		if dw.to > dw.from {
 			c.filter, c.hash, c.to, c.kg = true, dw.hash, uint32(dw.to), kg
 		}
 		cs = append(cs, c)
-		return c.next()
-	}
-	if dw.to < dw.from {
-		for g := kg; g < dw.from; g += dw.to {
-			if err := add(g, false); err != nil {
-				return cs, err
-			}
+		if err := c.next(); err != nil {
+			return cs, err
 		}
-		return cs, nil
 	}
-	return cs, add(kg%dw.from, dw.to > dw.from)
+	return cs, nil
 }
 
 // segment writes the segment of spill ref in new key group kg from the

@@ -41,7 +41,10 @@
 // nothing to sort: a new key group is either the merge of a few whole old
 // ones (fewer key groups) or the keys of one old key group that hash to it
 // (more), both already in order. Each new subtask's file is then written
-// straight from the input segments, without the spill (see direct.go).
+// straight from the input segments, without the spill (see direct.go). In
+// a bucket the segments are read ahead of the writer, in the order it
+// takes them, through one walk for each old key group a merge takes, so
+// that it does not wait a round trip for each segment.
 //
 // The output is what the engine would have written at the new max
 // parallelism: the same data files, byte for byte, when the input came
@@ -57,7 +60,8 @@
 // larger than a chunk grows that chunk to hold it, so beyond the fixed
 // budget memory is bounded by the largest single value (which the format
 // bounds by its 256 MiB block limit). The direct path holds, per writer,
-// the reads of the few input segments it merges and one output block.
+// the reads of the few input segments it merges and one output block; in
+// a bucket its walks hold together what one walk of a scan holds.
 //
 // Operators whose max parallelism does not change are copied as opaque
 // bytes in the input's layout, with only their parallelism changed in the
