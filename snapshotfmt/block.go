@@ -131,13 +131,11 @@ type blockReader struct {
 	win   []byte // file bytes from winAt on
 	winAt int64
 	// ctx and ahead are for reading ahead: the read size, 0 for a local
-	// file; pf is started at the first window.
-	ctx   context.Context
-	ahead int64
-	pf    *storage.Prefetcher
-	// shared, when set, is a prefetcher of several segments of the file
-	// that the caller owns: pf takes its chunks, and is not closed here.
-	shared *storage.Prefetcher
+	// file; pf, unless the caller gives the segment's reads (a walk's),
+	// is started at the first window. It is closed with the reader.
+	ctx    context.Context
+	ahead  int64
+	pf     *storage.Prefetcher
 	cur    []byte // the current block as stored: header, payload, CRC
 	raw    []byte // its decompressed payload, when compressed
 	codec  Codec
@@ -175,7 +173,7 @@ func (br *blockReader) release() {
 	if br.pooledRaw != nil {
 		recycle(&raws, br.pooledRaw, br.raw, pooledRawLimit)
 	}
-	if br.pf != nil && br.pf != br.shared {
+	if br.pf != nil {
 		br.pf.Close()
 	}
 	br.pf = nil
@@ -251,11 +249,8 @@ func (br *blockReader) window(n int) ([]byte, error) {
 // follow until it holds n bytes. The first call starts the reads.
 func (br *blockReader) windowAhead(n int) ([]byte, error) {
 	if br.pf == nil {
-		br.pf = br.shared
-		if br.pf == nil {
-			br.pf = storage.Prefetch(br.ctx, []storage.Range{{File: br.f, Off: br.pos, Len: br.end - br.pos}},
-				storage.PrefetchOptions{InFlight: 1, ChunkSize: br.ahead, Budget: 2 * br.ahead})
-		}
+		br.pf = storage.Prefetch(br.ctx, []storage.Range{{File: br.f, Off: br.pos, Len: br.end - br.pos}},
+			storage.PrefetchOptions{InFlight: 1, ChunkSize: br.ahead, Budget: 2 * br.ahead})
 		br.win, br.winAt = br.win[:0], br.pos
 	}
 	// What the window holds from br.pos on moves to its front.
@@ -273,7 +268,7 @@ func (br *blockReader) windowAhead(n int) ([]byte, error) {
 			return nil, br.fail(br.winAt+int64(len(br.win)), err)
 		}
 		if at := br.winAt + int64(len(br.win)); c.Off != at {
-			// A shared prefetcher out of step with the segments read.
+			// A prefetcher out of step with the segment read.
 			return nil, br.fail(at, fmt.Errorf("read ahead from offset %d, not %d", c.Off, at))
 		}
 		if len(br.win) == 0 {

@@ -329,3 +329,58 @@ func readObject(t *testing.T, d storage.Dir, name string) []byte {
 	}
 	return b
 }
+
+// Segments copied from a bucket are read ahead with adjacent ones in one
+// request: a file of small segments takes far fewer GETs than segments,
+// reads each byte once, and copies to what a copy from disk gives.
+func TestCopyAheadReadsAdjacentSegmentsTogether(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	local := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(local, spgen.Config{Seed: 8, Users: 300, Accounts: 20, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	in := sptest.Open(t, local)
+	srv.Upload(t, local, "state", "in")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	dir, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", "in"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	r, err := snapshotfmt.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	segs := mustSegments(t, r)
+	var segBytes int64
+	for _, s := range segs {
+		segBytes += s.Length
+	}
+	keepAll := func(savepoint.Segment) bool { return false }
+	ref := filepath.Join(t.TempDir(), "ref")
+	st, err := storage.Stage(ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyInto(t, in, st, keepAll, false)
+	gets, served := p.Ops("GetObject"), p.ServedBytes()
+	out := filepath.Join(t.TempDir(), "out")
+	st, err = storage.Stage(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyInto(t, r, st, keepAll, true)
+	gets, served = p.Ops("GetObject")-gets, p.ServedBytes()-served
+	// Each byte once: the segments', and the files' heads if the copies
+	// open the files.
+	heads := int64(12 * len(r.DataFiles()))
+	if gets*10 > len(segs) || served < segBytes || served > segBytes+heads {
+		t.Errorf("%d GETs for %d bytes, want a tenth of the %d segments' at most, for their %d bytes and the files' heads", gets, served, len(segs), segBytes)
+	}
+	sptest.SameFiles(t, ref, out)
+	t.Logf("%d segments, %d bytes, in %d GETs", len(segs), served, gets)
+}

@@ -420,13 +420,14 @@ const copyBatch = 256
 
 // Ahead reads segments of one data file of a savepoint ahead of the
 // CopySegmentAhead calls that copy them, in order, with several reads in
-// flight: from a bucket, a copy that reads one segment at a time, a
-// request after the last, leaves the link idle between them.
+// flight, adjacent segments shorter than a read in one request: from a
+// bucket, a copy that reads one segment at a time, a request after the
+// last, leaves the link idle between them.
 type Ahead struct {
-	src  *Reader
-	pf   *storage.Prefetcher
-	segs []savepoint.Segment
-	next int
+	src   *Reader
+	ahead *storage.Ahead
+	segs  []savepoint.Segment
+	next  int
 }
 
 // aheadInFlight is how many reads an Ahead keeps in flight: with one file
@@ -456,8 +457,8 @@ func (r *Reader) ReadAhead(ctx context.Context, segs []savepoint.Segment) (*Ahea
 		}
 		ranges[i] = storage.Range{File: file, Off: s.Offset, Len: s.Length}
 	}
-	pf := storage.Prefetch(ctx, ranges, storage.PrefetchOptions{InFlight: aheadInFlight, ChunkSize: chunk, Budget: (aheadInFlight + 1) * chunk})
-	return &Ahead{src: r, pf: pf, segs: segs}, nil
+	ahead := storage.ReadAhead(ctx, ranges, storage.PrefetchOptions{InFlight: aheadInFlight, ChunkSize: chunk, Budget: (aheadInFlight + 1) * chunk})
+	return &Ahead{src: r, ahead: ahead, segs: segs}, nil
 }
 
 // Reads reports whether a reads seg ahead: it lies in a's file. A nil
@@ -469,7 +470,7 @@ func (a *Ahead) Reads(seg savepoint.Segment) bool {
 // Close stops the reads.
 func (a *Ahead) Close() {
 	if a != nil {
-		a.pf.Close()
+		a.ahead.Close()
 	}
 }
 
@@ -480,7 +481,7 @@ func (f *DataFileWriter) CopySegmentAhead(ctx context.Context, a *Ahead, seg sav
 		return fmt.Errorf("snapshotfmt: %s offset %d is not the next segment read ahead", seg.File, seg.Offset)
 	}
 	a.next++
-	return f.copySegment(ctx, a.src, a.pf, seg, ref, kg)
+	return f.copySegment(ctx, a.src, a.ahead.Take(a.next-1), seg, ref, kg)
 }
 
 // ClaimCopy starts a server-side copy of a data file of src to the name
@@ -617,6 +618,14 @@ func (f *DataFileWriter) CopySegment(ctx context.Context, src *Reader, seg savep
 
 // copySegment is CopySegment, reading through ahead when it is set.
 func (f *DataFileWriter) copySegment(ctx context.Context, src *Reader, ahead *storage.Prefetcher, seg savepoint.Segment, ref savepoint.StateRef, kg int) error {
+	if ahead != nil {
+		// The block reader closes it with itself; until then, here.
+		defer func() {
+			if ahead != nil {
+				ahead.Close()
+			}
+		}()
+	}
 	if err := f.usable(); err != nil {
 		return err
 	}
@@ -650,7 +659,7 @@ func (f *DataFileWriter) copySegment(ctx context.Context, src *Reader, ahead *st
 	// fails the file.
 	start := f.size
 	br := newBlockReader(ctx, file, seg.File, &seg)
-	br.shared = ahead
+	br.pf, ahead = ahead, nil
 	defer br.release()
 	var e savepoint.Entry
 	rr := newRecordReader(srcShape, &e, br)
