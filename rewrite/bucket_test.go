@@ -1,9 +1,16 @@
 package rewrite_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
@@ -76,4 +83,76 @@ func TestWriteFilesReadsDecodedSegmentsAhead(t *testing.T) {
 	rewriteTo(sptest.Open(t, in), in, want)
 	sptest.SameFiles(t, want, out)
 	t.Logf("%d segments, %d bytes, %d GETs", segments, read, gets)
+}
+
+// A rewrite into a bucket that keeps many files whole has the store copy
+// them with many requests in flight, not as many as it has workers: the
+// proxy holds the CopyObject requests until eight are in (and lets them
+// on after a while when they come fewer at a time). The bucket then holds
+// the files the rewrite writes on disk.
+func TestWriteFilesCopiesManyFilesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.Start(t)
+	srv.Env(t)
+	srv.Bucket(t, "state")
+	in := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(in, spgen.Config{Seed: 5, Users: 200, Accounts: 20, Parallelism: 8, MaxParallelism: 128, Now: 1_700_000_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Upload(t, in, "state", "in")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	loc := storetest.URL(p.URL, "state", "in")
+	src, err := layouts.OpenLocation(ctx, loc, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	rewriteTo := func(src savepoint.Source, input, out string) int {
+		plans, err := rewrite.SameLayout(ctx, src, func(seg savepoint.Segment) (rewrite.SegmentPlan, bool) {
+			return rewrite.SegmentPlan{Src: seg, Dst: seg.Ref}, true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = rewrite.Execute(ctx, input, rewrite.DeriveMetadata(input, src.Metadata(), "test"), rewrite.Options{Out: out},
+			func(ctx context.Context, o *rewrite.Output) error {
+				return rewrite.WriteFiles(ctx, src, o, plans, 2, nil)
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(plans)
+	}
+	copies := p.Ops("CopyObject")
+	together := p.Gather("CopyObject", 8, 3*time.Second)
+	files := rewriteTo(src, loc, storetest.URL(p.URL, "state", "out"))
+	if files < 8 {
+		t.Fatalf("%d data files, want many", files)
+	}
+	if n := p.Ops("CopyObject") - copies; n != files || !together() {
+		t.Errorf("%d CopyObject requests for %d files (eight in flight together: %v), want one each, many at once", n, files, together())
+	}
+	// The data files; _metadata names the input, which differs.
+	want := filepath.Join(t.TempDir(), "want")
+	rewriteTo(sptest.Open(t, in), in, want)
+	names, err := filepath.Glob(filepath.Join(want, "*.data"))
+	if err != nil || len(names) != files {
+		t.Fatalf("%d data files on disk, %v", len(names), err)
+	}
+	c := srv.Client(srv.Endpoint())
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("state"), Key: aws.String("out/" + filepath.Base(name))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(obj.Body)
+		obj.Body.Close()
+		if err != nil || !bytes.Equal(got, b) {
+			t.Errorf("%s differs in the bucket (%v)", filepath.Base(name), err)
+		}
+	}
 }

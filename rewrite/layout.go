@@ -141,13 +141,20 @@ func (fp *FilePlan) bytes() (n int64) {
 }
 
 // WriteFiles writes the planned files into out, files in parallel on up to
-// workers goroutines, each file by one of them front to back, and tells m
-// of each input segment once it is done with it (see PlannedBytes). With
-// out nil it is a dry run: nothing is written, and the segments that Keep
-// filters are still read so that Kept is right. A planned file that copies
-// all the segments of one input file, in order, is that file whole: in a
-// bucket of the input's store it is copied by the store without being read
-// (see snapshotfmt's DataFileWriter.CopyUnread), unless out checks copies.
+// n goroutines (workers.Default for 0), each file by one of them front to
+// back, and tells m of each input segment once it is done with it (see
+// PlannedBytes). With out nil it is a dry run: nothing is written, and the
+// segments that Keep filters are still read so that Kept is right. A
+// planned file that copies all the segments of one input file, in order,
+// is that file whole: in a bucket of the input's store it is copied by the
+// store without being read (see snapshotfmt's DataFileWriter.CopyUnread),
+// unless out checks copies.
+//
+// Into a bucket, unreadInFlight files are in hand at once, of which n at
+// most are written through this process: a file that the store copies
+// unread costs a request or two, not a core, and a rewrite that keeps
+// many files whole would otherwise wait a few round trips for each, n at a
+// time.
 func WriteFiles(ctx context.Context, src savepoint.Source, out *Output, plans []FilePlan, n int, m *Meter) error {
 	// The largest files first, so that one big file does not start last.
 	order := make([]int, len(plans))
@@ -155,22 +162,63 @@ func WriteFiles(ctx context.Context, src savepoint.Source, out *Output, plans []
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(plans[b].bytes(), plans[a].bytes()) })
-	return workers.Run(ctx, len(order), n, func(ctx context.Context, _, i int) error {
-		return writeFile(ctx, src, out, &plans[order[i]], n, m)
+	if n <= 0 {
+		n = workers.Default()
+	}
+	inHand, c := n, cores(nil)
+	if out != nil && out.inBucket && !out.checkCopies && n < unreadInFlight {
+		inHand, c = unreadInFlight, make(cores, n)
+	}
+	return workers.Run(ctx, len(order), inHand, func(ctx context.Context, _, i int) error {
+		return writeFile(ctx, src, out, &plans[order[i]], n, m, c)
 	})
 }
 
-// writeFile writes one planned file, as one of n written at once.
-func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FilePlan, n int, m *Meter) error {
+// unreadInFlight is how many files a rewrite into a bucket has in hand at
+// once.
+const unreadInFlight = 16
+
+// cores bounds the files written through this process at once, where more
+// are in hand; nil bounds nothing.
+type cores chan struct{}
+
+func (c cores) take(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	select {
+	case c <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c cores) give() {
+	if c != nil {
+		<-c
+	}
+}
+
+// writeFile writes one planned file, as one of n written at once, taking
+// one of c for what it writes itself.
+func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FilePlan, n int, m *Meter, c cores) error {
 	var f *DataFile
 	var ahead *snapshotfmt.Ahead
 	if out != nil {
 		r, segs, whole := copiedFrom(src, fp)
+		unread := whole && !out.checkCopies
+		if !unread {
+			if err := c.take(ctx); err != nil {
+				return err
+			}
+			defer c.give()
+		}
 		var err error
 		if f, err = out.CreateFile(ctx, fp.Name); err != nil {
 			return err
 		}
-		if whole && !out.checkCopies {
+		if unread {
 			// A file copied whole is copied by the store, unread, where it
 			// can be.
 			switch done, err := copyUnread(r, f, fp, segs, m); {
@@ -180,6 +228,11 @@ func writeFile(ctx context.Context, src savepoint.Source, out *Output, fp *FileP
 			case done:
 				return f.Close()
 			}
+			if err := c.take(ctx); err != nil {
+				f.Close()
+				return err
+			}
+			defer c.give()
 		}
 		// With no segment copied (r nil), ReadAhead reads nothing.
 		if ahead, err = r.ReadAhead(ctx, segs); err != nil {
