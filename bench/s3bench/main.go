@@ -58,6 +58,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/stateproc/stateproc/bench/internal/measure"
+	"github.com/stateproc/stateproc/bench/internal/s3local"
 	"github.com/stateproc/stateproc/cli"
 	"github.com/stateproc/stateproc/internal/storetest"
 )
@@ -114,35 +115,21 @@ func run(ctx context.Context) error {
 	if *savepoint == "" {
 		return errors.New("-savepoint is required")
 	}
-	bin := storetest.Binary()
-	if bin == "" {
-		return errors.New("versitygw not found: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0, or set STATEPROC_VERSITYGW")
+	st, err := s3local.Start(*work, bucket)
+	if err != nil {
+		return err
 	}
+	defer st.Close()
+	// The children's peak RSS is passed through a file here.
 	dir, err := os.MkdirTemp(*work, "s3bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := storetest.Launch(bin, dir)
-	if err != nil {
-		return err
-	}
-	defer srv.Stop()
-	proxy, err := storetest.StartProxy(srv.Endpoint())
-	if err != nil {
-		return err
-	}
-	defer proxy.Close()
-	if err := srv.CreateBucket(bucket); err != nil {
-		return err
-	}
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey,
-		"AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_EC2_METADATA_DISABLED": "true"} {
-		os.Setenv(k, v)
-	}
+	srv, proxy := st.Srv, st.Proxy
 	b := &bench{srv: srv, proxy: proxy, c: srv.Client(proxy.URL), work: dir, before: *before}
 	start := time.Now()
-	if err := b.upload(ctx, *savepoint); err != nil {
+	if b.keys, b.size, err = st.Upload(ctx, *savepoint, bucket, "in"); err != nil {
 		return err
 	}
 	fmt.Printf("uploaded %d objects, %d bytes, in %v\n", len(b.keys), b.size, time.Since(start).Round(time.Millisecond))
@@ -359,38 +346,6 @@ func median(v []float64) float64 {
 		return v[len(v)/2]
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
-// upload puts the savepoint's files under in/, straight to the server.
-func (b *bench) upload(ctx context.Context, dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	direct := b.srv.Client(b.srv.Endpoint())
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return err
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return err
-		}
-		key := "in/" + e.Name()
-		_, err = direct.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: f, ContentLength: aws.Int64(st.Size())})
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("uploading %s: %w", e.Name(), err)
-		}
-		b.keys = append(b.keys, key)
-		b.size += st.Size()
-	}
-	return nil
 }
 
 // rangedGets reads every object of the savepoint whole, in ranged GETs of
