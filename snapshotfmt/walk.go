@@ -34,8 +34,11 @@ type walk struct {
 // WalkSegments is savepoint.WalkSegmentsShared's for r: it returns nil,
 // for plain iteration, where reading ahead is not worth it (local files,
 // whose reads the page cache serves). One of share walks holds a share-th
-// of walkBudget and keeps a share-th of walkInFlight requests in flight,
-// at least one, each of half its budget at most.
+// of walkBudget, in reads of half of that at most. It keeps walkInFlight
+// requests in flight all the same, as many as its budget holds: fewer
+// large reads, but as many small ones, such as the segments of a state
+// that lie apart in a file between those of others, which would otherwise
+// wait a round trip each.
 func (r *Reader) WalkSegments(ctx context.Context, segs []savepoint.Segment, share int) savepoint.Walk {
 	w := &walk{r: r, segs: segs, lane: make([]int, len(segs))}
 	var names []string
@@ -67,7 +70,7 @@ func (r *Reader) WalkSegments(ctx context.Context, segs []savepoint.Segment, sha
 	// Two reads at least fit the budget, so that one is made while the
 	// other is decoded.
 	budget := int64(walkBudget / share)
-	w.ahead = storage.ReadAhead(ctx, ranges, storage.PrefetchOptions{InFlight: max(1, walkInFlight/share), ChunkSize: min(chunk, budget/2), Budget: budget})
+	w.ahead = storage.ReadAhead(ctx, ranges, storage.PrefetchOptions{InFlight: walkInFlight, ChunkSize: min(chunk, budget/2), Budget: budget})
 	return w
 }
 

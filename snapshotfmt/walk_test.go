@@ -265,3 +265,60 @@ func TestEntriesOfABucketRangeReadAhead(t *testing.T) {
 	}
 	t.Logf("%d segments, %d entries, %d GETs", len(segs), n, p.Ops("GetObject")-gets)
 }
+
+// A walk that holds a share of one walk's budget (one of eight that run at
+// once) still keeps several requests in flight where its segments are
+// small and lie apart (those of one state, between the other states'), as
+// many as the full walk: its budget bounds the bytes, not the requests.
+// The proxy holds the GETs until three are in, and lets them on after a
+// while when they come one at a time.
+func TestSharedWalkKeepsSmallReadsInFlight(t *testing.T) {
+	ctx := context.Background()
+	_, p, _, r, _ := bucketSavepoint(t)
+	all := inFileOrder(mustSegments(t, r))
+	// The segments of one state in one file, of the least bytes among
+	// those of eight segments or more.
+	type group struct {
+		ref  savepoint.StateRef
+		file string
+	}
+	groups := map[group][]savepoint.Segment{}
+	for _, s := range all {
+		g := group{s.Ref, s.File}
+		groups[g] = append(groups[g], s)
+	}
+	var segs []savepoint.Segment
+	var least int64
+	for _, g := range groups {
+		var n int64
+		for _, s := range g {
+			n += s.Length
+		}
+		if len(g) >= 8 && (segs == nil || n < least) {
+			segs, least = g, n
+		}
+	}
+	if segs == nil {
+		t.Fatal("no state has eight segments in a file")
+	}
+	for i := 1; i < len(segs); i++ {
+		if segs[i].Offset == segs[i-1].Offset+segs[i-1].Length {
+			t.Fatalf("segments %d and %d are adjacent", i-1, i)
+		}
+	}
+	together := p.Gather("GetObject", 3, 3*time.Second)
+	w := savepoint.WalkSegmentsShared(ctx, r, segs, 8)
+	defer w.Close()
+	for i := range segs {
+		it := w.Entries(ctx, i)
+		for it.Next() {
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+	}
+	if !together() {
+		t.Errorf("the walk's reads of %d small segments that lie apart were not in flight together", len(segs))
+	}
+}

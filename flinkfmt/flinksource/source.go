@@ -478,14 +478,15 @@ const (
 
 // WalkSegments is savepoint.WalkSegmentsShared's for s: in a bucket, a
 // walk that starts the next segments' reads ahead of the workers
-// (savepoint.StartAhead), since each segment's first read is a request,
-// walkAhead of them and walkBudget of their bytes shared among share
-// walks; nil, for plain iteration, on disk.
+// (savepoint.StartAhead), since each segment's first read is a request:
+// walkAhead of them, within a share-th of walkBudget of their bytes, which
+// holds fewer large segments but as many small ones; nil, for plain
+// iteration, on disk.
 func (s *Source) WalkSegments(ctx context.Context, segs []savepoint.Segment, share int) savepoint.Walk {
 	if !s.r.InBucket() {
 		return nil
 	}
-	return savepoint.StartAhead(ctx, s, segs, max(1, walkAhead/share), walkBudget/int64(share))
+	return savepoint.StartAhead(ctx, s, segs, walkAhead, walkBudget/int64(share))
 }
 
 // visitEach gives visit the entries of segments counted before.
