@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -47,7 +48,16 @@ type MeasureOptions struct {
 func MeasureSavepoint(ctx context.Context, r savepoint.Source, source string, opts MeasureOptions) (*Job, error) {
 	meta := r.Metadata()
 	job := &Job{Source: source, Now: opts.Now}
-	pm := &pebbleMeter{tempDir: opts.TempDir, now: opts.Now}
+	pm := newPebbleMeter(opts.TempDir, opts.Now)
+	// The states in the report's order, each with the meter it is loaded
+	// into Pebble with (none past an operator of Apache Flink's).
+	type measured struct {
+		op  int
+		ref savepoint.StateRef
+		pm  *pebbleMeter
+		st  *State
+	}
+	var states []measured
 	for i := range meta.Operators {
 		op := &meta.Operators[i]
 		if !op.Keyed() || (opts.Operator != "" && op.UID != opts.Operator) {
@@ -57,18 +67,33 @@ func MeasureSavepoint(ctx context.Context, r savepoint.Source, source string, op
 			pm = nil
 			job.HeapOverhead, job.Basis = &flinkHeapOverhead, flinkBasis
 		}
-		o := Operator{UID: op.UID, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism}
+		job.Operators = append(job.Operators, Operator{UID: op.UID, Parallelism: op.Parallelism, MaxParallelism: op.MaxParallelism})
 		for _, ref := range meta.Refs(i) {
-			st, err := measureState(ctx, r, ref, opts, pm)
-			if err != nil {
-				return nil, fmt.Errorf("sizing: operator %q: %w", op.UID, err)
-			}
-			o.States = append(o.States, *st)
+			states = append(states, measured{op: len(job.Operators) - 1, ref: ref, pm: pm})
 		}
-		job.Operators = append(job.Operators, o)
+	}
+	// In a bucket a state's reads start with a few round trips: several
+	// states are measured at once, their loads into Pebble one per core.
+	err := workers.Run(ctx, len(states), statesAtOnce, func(ctx context.Context, _, i int) error {
+		st, err := measureState(ctx, r, states[i].ref, opts, states[i].pm)
+		if err != nil {
+			return fmt.Errorf("sizing: operator %q: %w", job.Operators[states[i].op].UID, err)
+		}
+		states[i].st = st
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range states {
+		o := &job.Operators[m.op]
+		o.States = append(o.States, *m.st)
 	}
 	return job, nil
 }
+
+// statesAtOnce is how many states MeasureSavepoint measures at once.
+const statesAtOnce = 4
 
 // The seeds' arithmetic for a savepoint of Apache Flink's.
 var flinkHeapOverhead = Range{Low: 3, High: 5}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
@@ -26,13 +27,24 @@ import (
 // sample of a small state fits in one small file and would be dominated by
 // it: the meter measures it once, as the size of a database holding one
 // tiny entry, and takes it off every file it measures.
+//
+// Several states may be measured at once: their loads take turns, one per
+// core at a time.
 type pebbleMeter struct {
 	tempDir string
 	now     int64
 	// part is the savepoint bytes per database (measurePart when 0).
 	part int64
-	// perFile is the fixed overhead of an sstable, once measured.
-	perFile *float64
+	// slots holds a token for each load under way.
+	slots chan struct{}
+	// calibrate measures perFile, the fixed overhead of an sstable, once.
+	calibrate  sync.Once
+	perFile    float64
+	perFileErr error
+}
+
+func newPebbleMeter(tempDir string, now int64) *pebbleMeter {
+	return &pebbleMeter{tempDir: tempDir, now: now, slots: make(chan struct{}, workers.Default())}
 }
 
 // measurePart is the savepoint bytes of a sample that the meter loads into
@@ -90,29 +102,36 @@ func cutParts(segs []savepoint.Segment, part int64) []keygroup.Range {
 }
 
 func (m *pebbleMeter) fileOverhead(ctx context.Context) (float64, error) {
-	if m.perFile != nil {
-		return *m.perFile, nil
-	}
-	size, _, err := m.load(ctx, 1, keygroup.All(1), func(b *pebblebackend.Backend) error {
-		v, err := state.GetValue(b, nil, state.NewValue("calibration", serializers.Bytes()))
+	m.calibrate.Do(func() {
+		size, _, err := m.load(ctx, 1, keygroup.All(1), func(b *pebblebackend.Backend) error {
+			v, err := state.GetValue(b, nil, state.NewValue("calibration", serializers.Bytes()))
+			if err != nil {
+				return err
+			}
+			if err := b.SetCurrentKey([]byte("k")); err != nil {
+				return err
+			}
+			return v.Update([]byte{1})
+		})
 		if err != nil {
-			return err
+			m.perFileErr = fmt.Errorf("calibrating: %w", err)
 		}
-		if err := b.SetCurrentKey([]byte("k")); err != nil {
-			return err
-		}
-		return v.Update([]byte{1})
+		m.perFile = size
 	})
-	if err != nil {
-		return 0, fmt.Errorf("calibrating: %w", err)
-	}
-	m.perFile = &size
-	return size, nil
+	return m.perFile, m.perFileErr
 }
 
 // load opens a backend for key groups kgs in a new temporary directory,
 // lets fill put data in it, and returns the compacted size and file count.
 func (m *pebbleMeter) load(ctx context.Context, maxP int, kgs keygroup.Range, fill func(*pebblebackend.Backend) error) (size, files float64, err error) {
+	if m.slots != nil {
+		select {
+		case m.slots <- struct{}{}:
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
+		defer func() { <-m.slots }()
+	}
 	dir, err := os.MkdirTemp(m.tempDir, "stateproc-size-")
 	if err != nil {
 		return 0, 0, err
