@@ -533,3 +533,25 @@ func TestDumpOfABucketReadsAhead(t *testing.T) {
 	}
 	t.Logf("%d GETs", f.proxy.Ops("GetObject")-gets)
 }
+
+// diff opens its two savepoints at once: in buckets, the GETs of their
+// _metadata are in flight together (the proxy holds them until both are
+// in, and lets them on after a while when they come one at a time). A
+// second savepoint that is missing fails the diff with its own error, the
+// first opened all the same.
+func TestDiffOpensBothAtOnce(t *testing.T) {
+	f := newBucketFixture(t)
+	f.upload(t, f.sp, "in/other")
+	together := f.proxy.Gather("GetObject", 2, 3*time.Second)
+	out, stderr, code := runCLI(t, "diff", f.url("in/sp"), f.url("in/other"), "-o", "json")
+	if code != cli.ExitOK || !strings.Contains(out, `"differ": false`) {
+		t.Fatalf("diff: exit %d: %s%s", code, out, stderr)
+	}
+	if !together() {
+		t.Errorf("the two savepoints were opened one after the other")
+	}
+	_, stderr, code = runCLI(t, "diff", f.url("in/sp"), f.url("in/missing"))
+	if code == cli.ExitOK || !strings.Contains(stderr, "in/missing") {
+		t.Errorf("diff with a missing second savepoint: exit %d: %s", code, stderr)
+	}
+}

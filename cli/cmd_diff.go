@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/diff"
+	"github.com/stateproc/stateproc/savepoint"
 )
 
 type diffOptions struct {
@@ -72,16 +73,26 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 	if o.keys < 0 {
 		return usagef("--keys must be 0 or more, not %d", o.keys)
 	}
+	// Both are opened at once: in buckets, each open is a round trip.
+	var b savepoint.Source
+	var berr error
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		b, berr = openSavepoint(ctx, args[1])
+	}()
 	a, err := openSavepoint(ctx, args[0])
+	<-opened
+	if b != nil {
+		defer b.Close()
+	}
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	b, err := openSavepoint(ctx, args[1])
-	if err != nil {
-		return err
+	if berr != nil {
+		return berr
 	}
-	defer b.Close()
 	rep, err := diff.Compare(ctx, diff.Side{Source: a, Path: args[0]}, diff.Side{Source: b, Path: args[1]},
 		diff.Options{Operator: o.operator, State: o.state, Examples: o.keys})
 	if errors.Is(err, diff.ErrNotFound) {
