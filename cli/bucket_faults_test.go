@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,13 +28,37 @@ import (
 // slowProxy forwards to the fault proxy after a pause per request, so that
 // a command over a small savepoint runs long enough to be killed or cut
 // off partway.
-func slowProxy(t *testing.T, p *storetest.Proxy, pause time.Duration) string {
+func slowProxy(t *testing.T, p *storetest.Proxy, pause time.Duration) *slowServer {
+	sp := &slowServer{pause: pause}
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sp.serving.Add(1)
+		defer sp.serving.Add(-1)
 		time.Sleep(pause)
 		p.ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.Close)
-	return s.URL
+	sp.URL = s.URL
+	return sp
+}
+
+// slowServer is a slowProxy.
+type slowServer struct {
+	URL     string
+	pause   time.Duration
+	serving atomic.Int64
+}
+
+// settle waits until the requests the proxy took are served: those of a
+// client killed meanwhile still reach the server, a _metadata among them.
+func (s *slowServer) settle(t *testing.T) {
+	t.Helper()
+	// What the client sent before it died is taken within a pause.
+	time.Sleep(2 * s.pause)
+	for deadline := time.Now().Add(10 * time.Second); s.serving.Load() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still served after 10 s", s.serving.Load())
+		}
+	}
 }
 
 // stateproc runs the command as its own process (testscript.Main puts it
@@ -86,10 +111,10 @@ func TestBucketWriteKilled(t *testing.T) {
 	}
 	want := localFiles(t, ref)
 	slow := slowProxy(t, f.proxy, 4*time.Millisecond)
-	in := storetest.URL(slow, "state", "in/gateway-p2-pebble")
+	in := storetest.URL(slow.URL, "state", "in/gateway-p2-pebble")
 	// One run to completion gives the span to kill within.
 	start := time.Now()
-	if out, err := stateproc(context.Background(), args(in, storetest.URL(slow, "state", "out/whole"))...).CombinedOutput(); err != nil {
+	if out, err := stateproc(context.Background(), args(in, storetest.URL(slow.URL, "state", "out/whole"))...).CombinedOutput(); err != nil {
 		t.Fatalf("rescale into the bucket: %v: %s", err, out)
 	}
 	span := time.Since(start)
@@ -102,7 +127,7 @@ func TestBucketWriteKilled(t *testing.T) {
 	var killed, orphaned, whole int
 	for i := range kills {
 		prefix := "out/killed-" + string(rune('a'+i))
-		target := storetest.URL(slow, "state", prefix)
+		target := storetest.URL(slow.URL, "state", prefix)
 		cmd := stateproc(context.Background(), args(in, target)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -119,6 +144,7 @@ func TestBucketWriteKilled(t *testing.T) {
 		if err := cmd.Wait(); err != nil {
 			killed++
 		}
+		slow.settle(t)
 		if f.hasMetadata(t, prefix) {
 			// It published before the kill: the savepoint is whole.
 			whole++
@@ -199,7 +225,7 @@ func TestBucketCommandsRetry(t *testing.T) {
 func TestBucketServerStopped(t *testing.T) {
 	f := newBucketFixture(t)
 	slow := slowProxy(t, f.proxy, 30*time.Millisecond)
-	in := storetest.URL(slow, "state", "in/sp")
+	in := storetest.URL(slow.URL, "state", "in/sp")
 	files, err := os.ReadDir(f.sp)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +241,7 @@ func TestBucketServerStopped(t *testing.T) {
 		n  int
 	}{
 		{"mid-read", []string{"verify", "--deep", in}, "GetObject", len(files)},
-		{"mid-write", []string{"rescale", in, "--max-parallelism", "256", "--out", storetest.URL(slow, "state", "out/stopped")}, "PutObject", 1},
+		{"mid-write", []string{"rescale", in, "--max-parallelism", "256", "--out", storetest.URL(slow.URL, "state", "out/stopped")}, "PutObject", 1},
 	} {
 		base := f.proxy.Ops(c.op)
 		cmd := stateproc(context.Background(), c.args...)
@@ -256,11 +282,11 @@ func TestBucketConcurrentWriters(t *testing.T) {
 		t.Fatalf("rescale on disk: exit %d: %s", code, stderr)
 	}
 	slow := slowProxy(t, f.proxy, 10*time.Millisecond)
-	in, target := storetest.URL(slow, "state", "in/sp"), storetest.URL(slow, "state", "out/raced")
+	in, target := storetest.URL(slow.URL, "state", "in/sp"), storetest.URL(slow.URL, "state", "out/raced")
 	const rounds = 3
 	for round := range rounds {
 		prefix := "out/raced-" + string(rune('a'+round))
-		target = storetest.URL(slow, "state", prefix)
+		target = storetest.URL(slow.URL, "state", prefix)
 		var wg sync.WaitGroup
 		codes := make([]int, 2)
 		msgs := make([]string, 2)
