@@ -534,12 +534,11 @@ func TestDumpOfABucketReadsAhead(t *testing.T) {
 	t.Logf("%d GETs", f.proxy.Ops("GetObject")-gets)
 }
 
-// diff opens its two savepoints at once: in buckets, the GETs of their
-// _metadata are in flight together (the proxy holds them until both are
-// in, and lets them on after a while when they come one at a time). A
-// second savepoint that is missing fails the diff with its own error, the
-// first opened all the same.
-func TestDiffOpensBothAtOnce(t *testing.T) {
+// diff and report open their savepoints at once: in buckets, the GETs of
+// their _metadata are in flight together (the proxy holds them until all
+// are in, and lets them on after a while when they come one at a time). A
+// savepoint that is missing fails the command with its own error.
+func TestSavepointsOpenAtOnce(t *testing.T) {
 	f := newBucketFixture(t)
 	f.upload(t, f.sp, "in/other")
 	together := f.proxy.Gather("GetObject", 2, 3*time.Second)
@@ -548,10 +547,22 @@ func TestDiffOpensBothAtOnce(t *testing.T) {
 		t.Fatalf("diff: exit %d: %s%s", code, out, stderr)
 	}
 	if !together() {
-		t.Errorf("the two savepoints were opened one after the other")
+		t.Errorf("diff opened its two savepoints one after the other")
 	}
 	_, stderr, code = runCLI(t, "diff", f.url("in/sp"), f.url("in/missing"))
 	if code == cli.ExitOK || !strings.Contains(stderr, "in/missing") {
 		t.Errorf("diff with a missing second savepoint: exit %d: %s", code, stderr)
+	}
+	html := filepath.Join(t.TempDir(), "report.html")
+	together = f.proxy.Gather("GetObject", 3, 3*time.Second)
+	if _, stderr, code := runCLI(t, "report", f.url("in/sp"), f.url("in/other"), f.url("in/sp"), "--out", html); code != cli.ExitOK {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if !together() {
+		t.Errorf("report opened its three savepoints one after another")
+	}
+	_, stderr, code = runCLI(t, "report", f.url("in/missing"), f.url("in/sp"), "--out", html, "--force")
+	if code == cli.ExitOK || !strings.Contains(stderr, "in/missing") {
+		t.Errorf("report with a missing first savepoint: exit %d: %s", code, stderr)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/diff"
-	"github.com/stateproc/stateproc/savepoint"
 )
 
 type diffOptions struct {
@@ -73,26 +72,13 @@ func runDiff(ctx context.Context, o diffOptions, args []string, out io.Writer) e
 	if o.keys < 0 {
 		return usagef("--keys must be 0 or more, not %d", o.keys)
 	}
-	// Both are opened at once: in buckets, each open is a round trip.
-	var b savepoint.Source
-	var berr error
-	opened := make(chan struct{})
-	go func() {
-		defer close(opened)
-		b, berr = openSavepoint(ctx, args[1])
-	}()
-	a, err := openSavepoint(ctx, args[0])
-	<-opened
-	if b != nil {
-		defer b.Close()
-	}
+	srcs, err := openSavepoints(ctx, args[:2])
 	if err != nil {
 		return err
 	}
+	a, b := srcs[0], srcs[1]
 	defer a.Close()
-	if berr != nil {
-		return berr
-	}
+	defer b.Close()
 	rep, err := diff.Compare(ctx, diff.Side{Source: a, Path: args[0]}, diff.Side{Source: b, Path: args[1]},
 		diff.Options{Operator: o.operator, State: o.state, Examples: o.keys})
 	if errors.Is(err, diff.ErrNotFound) {

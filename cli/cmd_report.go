@@ -100,18 +100,14 @@ func runReport(ctx context.Context, o reportOptions, args []string, out io.Write
 	if err := checkReportTarget(o.out, o.force); err != nil {
 		return err
 	}
+	srcs, err := openSavepoints(ctx, args)
+	if err != nil {
+		return err
+	}
 	var inputs []report.Input
-	defer func() {
-		for _, in := range inputs {
-			in.Source.Close()
-		}
-	}()
-	for _, path := range args {
-		src, err := openSavepoint(ctx, path)
-		if err != nil {
-			return err
-		}
-		inputs = append(inputs, report.Input{Path: path, Source: src})
+	for i, src := range srcs {
+		defer src.Close()
+		inputs = append(inputs, report.Input{Path: args[i], Source: src})
 	}
 	rep, err := report.Build(ctx, inputs, opts)
 	if errors.Is(err, sizing.ErrOption) {

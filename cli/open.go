@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/layouts"
@@ -14,6 +15,41 @@ import (
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
+
+// openSavepoints opens the savepoints at paths, all at once (in buckets
+// each open is a round trip): the sources in the order of paths, or the
+// error of the first path that fails, with none left open.
+func openSavepoints(ctx context.Context, paths []string) ([]savepoint.Source, error) {
+	srcs := make([]savepoint.Source, len(paths))
+	errs := make([]error, len(paths))
+	// Not through workers.Run, whose context ends with it: a source keeps
+	// the context it was opened with for its later reads.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, openAtOnce)
+	for i := range paths {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			srcs[i], errs[i] = openSavepoint(ctx, paths[i])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			for _, src := range srcs {
+				if src != nil {
+					src.Close()
+				}
+			}
+			return nil, err
+		}
+	}
+	return srcs, nil
+}
+
+// openAtOnce is how many savepoints openSavepoints opens at once.
+const openAtOnce = 16
 
 // openSavepoint opens the savepoint or checkpoint directory at path, a
 // local directory (or the directory of path when it names a _metadata

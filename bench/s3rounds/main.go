@@ -75,6 +75,9 @@ func run(ctx context.Context) error {
 		{"dump", func(int) []string { return []string{"dump", in, "--operator", *operator, "--state", *state} }},
 		{"diff", func(int) []string { return []string{"diff", in, in} }},
 		{"size", func(int) []string { return []string{"size", in} }},
+		{"report of three", func(r int) []string {
+			return []string{"report", in, in, in, "--out", filepath.Join(local, fmt.Sprintf("report-%d.html", r))}
+		}},
 		{"export to disk", func(r int) []string {
 			return []string{"export", in, "--out", filepath.Join(local, fmt.Sprintf("export-%d", r))}
 		}},
