@@ -566,3 +566,24 @@ func TestSavepointsOpenAtOnce(t *testing.T) {
 		t.Errorf("report with a missing first savepoint: exit %d: %s", code, stderr)
 	}
 }
+
+// A rewrite into a bucket opens its target while it opens its input: the
+// GET of the input's _metadata, the look for its incremental manifest and
+// the look for a savepoint at the target are in flight together (the
+// proxy holds them until all three are in, and lets them on after a while
+// when they come apart). A target that holds a savepoint is refused as
+// before.
+func TestRewriteOpensTargetWithInput(t *testing.T) {
+	f := newBucketFixture(t)
+	together := f.proxy.Gather("", 3, 3*time.Second)
+	if _, stderr, code := runCLI(t, "operator", "rename", f.url("in/sp"), "accounts", "ledger", "--out", f.url("out/renamed")); code != cli.ExitOK {
+		t.Fatalf("operator rename: exit %d: %s", code, stderr)
+	}
+	if !together() {
+		t.Errorf("the target was opened after the input")
+	}
+	_, stderr, code := runCLI(t, "operator", "rename", f.url("in/sp"), "accounts", "ledger", "--out", f.url("out/renamed"))
+	if code != cli.ExitUsage || !strings.Contains(stderr, "holds a savepoint") {
+		t.Errorf("operator rename into a savepoint: exit %d: %s", code, stderr)
+	}
+}

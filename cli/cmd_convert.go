@@ -84,6 +84,7 @@ func runConvert(ctx context.Context, o convertOptions, args []string, out io.Wri
 		return err
 	}
 	defer r.Close()
+	defer o.opened.Close()
 	fr, ok := flinkReader(r)
 	if !ok {
 		return usagef("%s is a stateproc savepoint: convert writes Apache Flink savepoints in Flink's canonical layout", shown(args[0]))

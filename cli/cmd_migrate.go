@@ -85,6 +85,7 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 		return err
 	}
 	defer r.Close()
+	defer o.opened.Close()
 	t, err := o.target(r.Metadata())
 	if err != nil {
 		return err

@@ -104,6 +104,7 @@ func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writ
 		return err
 	}
 	defer r.Close()
+	defer f.opened.Close()
 	if fr, ok := flinkReader(r); ok {
 		return runFlinkOperator(ctx, f, fr, input, out, bar, flink)
 	}

@@ -101,6 +101,7 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 		return err
 	}
 	defer r.Close()
+	defer o.opened.Close()
 	if fr, ok := flinkReader(r); ok {
 		if o.shard.set() {
 			return usagef("--shard: an Apache Flink savepoint is rewritten in one run")

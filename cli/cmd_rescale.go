@@ -88,6 +88,7 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 		return err
 	}
 	defer r.Close()
+	defer o.opened.Close()
 	if fr, ok := flinkReader(r); ok {
 		return runFlinkRescale(ctx, o, fr, args[0], out)
 	}

@@ -42,6 +42,9 @@ func stageFlink(ctx context.Context, input string, f *rewriteFlags) (storage.Tar
 	if err := rewrite.CheckTargetToOpen(input, f.out, f.force); err != nil {
 		return nil, err
 	}
+	if t, ok, err := f.opened.Take(f.out, f.force); ok {
+		return t, err
+	}
 	return storage.OpenTarget(ctx, f.out, storage.TargetOptions{Force: f.force, Options: storage.Options{Counters: transfersOf(ctx)}})
 }
 

@@ -17,6 +17,8 @@ type rewriteFlags struct {
 	dryRun      bool
 	output      string
 	checkCopies bool
+	// opened is the target in a bucket, opened while the input is.
+	opened *rewrite.Opening
 }
 
 func addRewriteFlags(cmd *cobra.Command, f *rewriteFlags) {
@@ -45,15 +47,26 @@ func (f *rewriteFlags) check() error {
 }
 
 func (f *rewriteFlags) options() rewrite.Options {
-	return rewrite.Options{Out: f.out, Force: f.force, DryRun: f.dryRun, CheckCopies: f.checkCopies}
+	return rewrite.Options{Out: f.out, Force: f.force, DryRun: f.dryRun, CheckCopies: f.checkCopies, Opened: f.opened}
 }
 
-// openRewriteInput opens the input of a rewrite.
+// openRewriteInput opens the input of a rewrite, and a target in a bucket
+// at the same time: each is a round trip there. The caller closes f's
+// opened target (f.opened.Close) with the input.
 func openRewriteInput(ctx context.Context, f *rewriteFlags, path string) (savepoint.Source, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	return openSavepoint(ctx, path)
+	if !f.dryRun {
+		f.opened = rewrite.OpenAhead(ctx, f.out, f.force, transfersOf(ctx))
+	}
+	r, err := openSavepoint(ctx, path)
+	if err != nil {
+		f.opened.Close()
+		f.opened = nil
+		return nil, err
+	}
+	return r, nil
 }
 
 // rewriteError maps a rewrite's refusal, found before anything was

@@ -39,6 +39,61 @@ type Options struct {
 	// whole. Without it, a target in a bucket of the input's store has the
 	// store copy such a file without reading it (see WriteFiles).
 	CheckCopies bool
+	// Opened is a target in a bucket being opened ahead (OpenAhead), which
+	// Create takes instead of opening Out again where it was opened for
+	// Out and Force.
+	Opened *Opening
+}
+
+// Opening is a target in a bucket opened while the input is: opening it
+// looks for a savepoint there (a HEAD of its _metadata, and a listing with
+// force), a round trip that need not wait for the input's. Nothing is
+// written until Create takes it, after its checks.
+type Opening struct {
+	out   string
+	force bool
+	done  chan struct{}
+	t     storage.Target
+	err   error
+	taken bool
+}
+
+// OpenAhead starts opening out for writing if it is a bucket URL, and
+// returns nil otherwise: a local target is staged beside itself once it
+// is checked. Close the Opening in every case; it leaves a target Create
+// took to the Output.
+func OpenAhead(ctx context.Context, out string, force bool, counters *storage.Counters) *Opening {
+	if loc, err := storage.ParseLocation(out); out == "" || err != nil || !loc.IsBucket() {
+		return nil
+	}
+	o := &Opening{out: out, force: force, done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		o.t, o.err = storage.OpenTarget(ctx, out, storage.TargetOptions{Force: force, Options: storage.Options{Counters: counters}})
+	}()
+	return o
+}
+
+// Take waits for the target and hands it over, if it was opened for out
+// and force (ok); the taker closes it.
+func (o *Opening) Take(out string, force bool) (t storage.Target, ok bool, err error) {
+	if o == nil || o.out != out || o.force != force {
+		return nil, false, nil
+	}
+	<-o.done
+	o.taken = true
+	return o.t, true, o.err
+}
+
+// Close closes the target unless it was taken.
+func (o *Opening) Close() {
+	if o == nil {
+		return
+	}
+	<-o.done
+	if !o.taken && o.t != nil {
+		o.t.Close()
+	}
 }
 
 // Output is the destination of one rewrite while it is written: the
@@ -111,7 +166,10 @@ func Create(ctx context.Context, input string, meta *savepoint.Metadata, opts Op
 }
 
 func createInBucket(ctx context.Context, loc storage.Location, meta *savepoint.Metadata, opts Options) (*Output, error) {
-	t, err := storage.OpenTarget(ctx, opts.Out, storage.TargetOptions{Force: opts.Force, Options: storage.Options{Counters: opts.Counters}})
+	t, ok, err := opts.Opened.Take(opts.Out, opts.Force)
+	if !ok {
+		t, err = storage.OpenTarget(ctx, opts.Out, storage.TargetOptions{Force: opts.Force, Options: storage.Options{Counters: opts.Counters}})
+	}
 	if err != nil {
 		return nil, err
 	}
