@@ -194,11 +194,13 @@ func (w *metadataWriter) Close() error {
 	return nil
 }
 
-// CreateNamed uploads to a temporary object, and at Close, when the hash
-// is known, copies it on the server to its name and deletes it: S3 cannot
-// rename. The copy is unconditional: an object of the same name holds the
-// same bytes, and rewriting it renews its age, so that an orphan cleanup
-// running meanwhile does not take it for an old one.
+// CreateNamed keeps a file of up to namedInMemory bytes in memory, and at
+// Close, when the hash is known, puts it under its name in one request. A
+// longer one is uploaded to a temporary object as it is written, and at
+// Close copied on the server to its name and deleted: S3 cannot rename.
+// Neither is conditional: an object of the same name holds the same bytes,
+// and rewriting it renews its age, so that an orphan cleanup running
+// meanwhile does not take it for an old one.
 func (t *bucketTarget) CreateNamed(ctx context.Context, stem, ext string) (NamedWriter, error) {
 	if err := t.checkWritable(stem + ext); err != nil {
 		return nil, err
@@ -206,18 +208,20 @@ func (t *bucketTarget) CreateNamed(ctx context.Context, stem, ext string) (Named
 	if stem+ext == t.marker {
 		return nil, fmt.Errorf("%w: a data file cannot be named %s", ErrBadName, t.marker)
 	}
-	tmp := t.key(randomTempName())
-	t.c.Requests.Add(1)
-	w := upload(ctx, t.b, tmp, &blob.WriterOptions{ContentType: "application/octet-stream"})
-	t.mu.Lock()
-	t.temps[tmp] = true
-	t.mu.Unlock()
-	return &bucketNamed{t: t, ctx: ctx, tmp: tmp, w: w, h: sha256.New(), stem: stem, ext: ext}, nil
+	return &bucketNamed{t: t, ctx: ctx, h: sha256.New(), stem: stem, ext: ext}, nil
 }
 
+// namedInMemory is the most a file of CreateNamed holds in memory: one
+// request where the temporary object takes four (its upload, the copy, and
+// the look and the delete that remove it).
+const namedInMemory = 8 << 20
+
 type bucketNamed struct {
-	t         *bucketTarget
-	ctx       context.Context
+	t   *bucketTarget
+	ctx context.Context
+	// held is the file while it is no longer than namedInMemory; then tmp
+	// is its temporary object, written through w.
+	held      []byte
 	tmp       string
 	w         *uploadWriter
 	h         hash.Hash
@@ -227,23 +231,52 @@ type bucketNamed struct {
 }
 
 func (w *bucketNamed) Write(p []byte) (int, error) {
-	n, err := w.w.Write(p)
+	if w.w == nil && len(w.held)+len(p) > namedInMemory {
+		w.upload()
+		if _, err := w.w.Write(w.held); err != nil {
+			return 0, err
+		}
+		w.held = nil
+	}
+	var n int
+	var err error
+	if w.w == nil {
+		w.held, n = append(w.held, p...), len(p)
+	} else {
+		n, err = w.w.Write(p)
+	}
 	w.h.Write(p[:n])
 	w.size += int64(n)
 	w.t.c.BytesWritten.Add(int64(n))
 	return n, err
 }
 
+// upload starts the upload to a temporary object.
+func (w *bucketNamed) upload() {
+	w.tmp = w.t.key(randomTempName())
+	w.t.c.Requests.Add(1)
+	w.w = upload(w.ctx, w.t.b, w.tmp, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	w.t.mu.Lock()
+	w.t.temps[w.tmp] = true
+	w.t.mu.Unlock()
+}
+
 func (w *bucketNamed) Close() error {
-	err := w.w.Close()
 	name := NameByContent(w.stem, w.h.Sum(nil), w.ext)
-	if err == nil {
-		err = w.t.copyKey(w.ctx, w.t.bucketStore, copyFrom{key: w.tmp}, w.t.key(name), w.size, false)
-	}
-	if derr := w.t.deleteKey(w.ctx, w.tmp); derr == nil {
-		w.t.mu.Lock()
-		delete(w.t.temps, w.tmp)
-		w.t.mu.Unlock()
+	var err error
+	if w.w == nil {
+		w.t.c.Requests.Add(1)
+		err = w.t.b.WriteAll(w.ctx, w.t.key(name), w.held, &blob.WriterOptions{ContentType: "application/octet-stream"})
+		w.held = nil
+	} else {
+		if err = w.w.Close(); err == nil {
+			err = w.t.copyKey(w.ctx, w.t.bucketStore, copyFrom{key: w.tmp}, w.t.key(name), w.size, false)
+		}
+		if derr := w.t.deleteKey(w.ctx, w.tmp); derr == nil {
+			w.t.mu.Lock()
+			delete(w.t.temps, w.tmp)
+			w.t.mu.Unlock()
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("storage: writing %s: %w", w.t.where(name), err)

@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/storage"
@@ -133,5 +137,75 @@ func TestBucketWriteThenRead(t *testing.T) {
 	c := storage.CountersOf(d)
 	if c.BytesRead.Load() < int64(len(exact)+len(named)) || c.Requests.Load() == 0 {
 		t.Fatalf("counters: read %d bytes in %d requests", c.BytesRead.Load(), c.Requests.Load())
+	}
+}
+
+// A file named after its bytes goes up in one PutObject under its name
+// when it is small (8 MiB at most), where it took an upload under a
+// temporary name, a copy and a delete; a longer one still takes those,
+// and leaves no temporary object. Both read back, under their content
+// names.
+func TestNamedFilesInOneRequest(t *testing.T) {
+	ctx := context.Background()
+	srv := newBucket(t)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	loc := storetest.URL(p.URL, "state", "named")
+	tg, err := storage.OpenTarget(ctx, loc, storage.TargetOptions{Marker: "_SUCCESS"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	ops := func() [3]int { return [3]int{p.Ops("PutObject"), p.Ops("CopyObject"), p.Ops("DeleteObject")} }
+	for _, c := range []struct {
+		size int
+		want [3]int // PUTs (and part uploads), copies, deletes
+	}{{100_000, [3]int{1, 0, 0}}, {9 << 20, [3]int{0, 1, 1}}} {
+		body := randomBytes(uint64(c.size), c.size)
+		before := ops()
+		w, err := tg.CreateNamed(ctx, fmt.Sprintf("part-%d", c.size), ".parquet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// In pieces, as a writer writes.
+		for off := 0; off < len(body); off += 300_000 {
+			if _, err := w.Write(body[off:min(off+300_000, len(body))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		after := ops()
+		got := [3]int{after[0] - before[0], after[1] - before[1], after[2] - before[2]}
+		if c.size > 8<<20 {
+			// The upload of a long file is multipart or one PUT.
+			got[0] = 0
+		}
+		if got != c.want {
+			t.Errorf("%d bytes: %v PUTs, copies and deletes, want %v", c.size, got, c.want)
+		}
+		sum := sha256.Sum256(body)
+		if want := storage.NameByContent(fmt.Sprintf("part-%d", c.size), sum[:], ".parquet"); w.Name() != want {
+			t.Errorf("%d bytes: named %q, want %q", c.size, w.Name(), want)
+		}
+		d, err := storage.OpenDir(ctx, loc, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, d, w.Name()); !bytes.Equal(got, body) {
+			t.Errorf("%d bytes: %s reads back other bytes", c.size, w.Name())
+		}
+		d.Close()
+	}
+	objs, err := srv.Client(srv.Endpoint()).ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("state"), Prefix: aws.String("named/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs.Contents) != 2 {
+		var keys []string
+		for _, o := range objs.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		t.Errorf("the bucket holds %v, want the two named files and no temporary object", keys)
 	}
 }

@@ -89,8 +89,10 @@
 // Data files are written in one of three ways:
 //
 //   - CreateNamed names a file after its bytes (stem, the first 16 hex
-//     digits of its SHA-256, ext), hashed while written; the bytes go to a
-//     temporary object that is copied to its name on the server at Close.
+//     digits of its SHA-256, ext), hashed while written; a file of up to
+//     8 MiB is held in memory and put under its name at Close in one
+//     request, the bytes of a longer one go to a temporary object that is
+//     copied to its name on the server at Close.
 //     Writes stay byte-identical run after run, a leftover of a dead run
 //     with the same name holds the same bytes, and a forced replacement
 //     never overwrites a file the old _metadata still names. ComposeNamed

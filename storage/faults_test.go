@@ -156,7 +156,9 @@ func TestWritesRetryThrottlingAndResets(t *testing.T) {
 	p.Inject(storetest.Status, "CreateMultipartUpload", 1, 503, "SlowDown", 0)
 	p.Inject(storetest.Status, "CompleteMultipartUpload", 1, 500, "InternalError", 0)
 	p.Throttle("CopyObject", 2)
-	big, small := randomBytes(5, 20<<20), randomBytes(6, 300)
+	// A named file longer than what is held in memory goes up under a
+	// temporary name and is copied to its own: the copy is throttled too.
+	big, small, named := randomBytes(5, 20<<20), randomBytes(6, 300), randomBytes(7, 9<<20)
 	w, err := tg.Create(ctx, "big")
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +169,11 @@ func TestWritesRetryThrottlingAndResets(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAll(t, nw, small)
+	lw, err := tg.CreateNamed(ctx, "named", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, lw, named)
 	mw, _ := tg.Create(ctx, storage.MetadataName)
 	writeAll(t, mw, []byte("meta"))
 	p.Inject(storetest.Reset, "PutObject", 1, 0, "", 0)
@@ -180,7 +187,8 @@ func TestWritesRetryThrottlingAndResets(t *testing.T) {
 		t.Fatalf("%d injected faults never struck", p.Pending())
 	}
 	d := openVia(t, srv.Endpoint(), "sp", storage.RetryPolicy{})
-	if !bytes.Equal(readAll(t, d, "big"), big) || !bytes.Equal(readAll(t, d, nw.Name()), small) || string(readAll(t, d, storage.MetadataName)) != "meta" {
+	if !bytes.Equal(readAll(t, d, "big"), big) || !bytes.Equal(readAll(t, d, nw.Name()), small) || !bytes.Equal(readAll(t, d, lw.Name()), named) ||
+		string(readAll(t, d, storage.MetadataName)) != "meta" {
 		t.Fatal("the savepoint written through faults reads back different bytes")
 	}
 	t.Logf("%d retries", storage.CountersOf(tg).Retries.Load())

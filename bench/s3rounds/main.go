@@ -81,6 +81,9 @@ func run(ctx context.Context) error {
 		{"export to disk", func(r int) []string {
 			return []string{"export", in, "--out", filepath.Join(local, fmt.Sprintf("export-%d", r))}
 		}},
+		{"export to the bucket", func(r int) []string {
+			return []string{"export", in, "--out", st.URL(bucket, fmt.Sprintf("export-%d", r))}
+		}},
 		{"prune-ttl to the bucket", func(r int) []string {
 			return []string{"prune-ttl", in, "--out", st.URL(bucket, fmt.Sprintf("prune-%d", r))}
 		}},
