@@ -265,14 +265,8 @@ func (d *bucketDir) preloadedFile(ctx context.Context, name string) (File, bool)
 // round trips; it is how a reader that checks every file's first bytes
 // opens its files. A missing file is an error that wraps fs.ErrNotExist.
 func OpenFirst(ctx context.Context, d Dir, name string, p []byte) (File, int, error) {
-	if bd, ok := d.(*bucketDir); ok && len(p) > 0 {
-		if err := CheckName(name); err != nil {
-			return nil, 0, err
-		}
-		if f, ok := bd.preloadedFile(ctx, name); ok {
-			return readFirst(f, p)
-		}
-		f, head, err := bd.openHead(ctx, name, int64(len(p)))
+	if InBucket(d) && len(p) > 0 {
+		f, head, err := OpenHead(ctx, d, name, int64(len(p)))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -313,7 +307,8 @@ func OpenHead(ctx context.Context, d Dir, name string, limit int64) (File, []byt
 	return f, head[:n], nil
 }
 
-// readFirst reads the first bytes of an open file for OpenFirst.
+// readFirst reads the first bytes of an open file for OpenFirst and
+// OpenHead.
 func readFirst(f File, p []byte) (File, int, error) {
 	n, err := f.ReadAt(p, 0)
 	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == f.Size()) {
