@@ -39,9 +39,7 @@ type bucketFixture struct {
 
 func newBucketFixture(t *testing.T) *bucketFixture {
 	t.Helper()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	f := &bucketFixture{srv: srv, proxy: storetest.NewProxy(t, srv.Endpoint()), dir: t.TempDir()}
 	f.sp = filepath.Join(f.dir, "sp")
 	if err := sptest.Write(f.sp, demoMeta(), demoEntries(), snapshotfmt.Options{}); err != nil {

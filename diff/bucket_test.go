@@ -25,9 +25,7 @@ import (
 // on disk.
 func TestDiffReadsABucketAhead(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	c := spgen.Config{Seed: 8, Users: 300, Accounts: 30, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000}
 	a := filepath.Join(t.TempDir(), "a")
 	if err := spgen.Write(a, c); err != nil {

@@ -118,9 +118,7 @@ func storetestURL(t *testing.T, bucket, prefix string) string {
 // final savepoint, written to the bucket too; on Pebble the checkpoints
 // share their immutable files under shared/ in the bucket.
 func TestCheckpointsInBucket(t *testing.T) {
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	bucketEndpoint = srv.Endpoint()
 	client := srv.Client(srv.Endpoint())
 	src := testSource{splits: 4, n: 20000, keys: 53}
@@ -248,9 +246,7 @@ func mustID(t *testing.T, location string) uint64 {
 // file its manifest lists) is missing, cut short or damaged fails with
 // ErrCorruptCheckpoint naming the object.
 func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	client := srv.Client(srv.Endpoint())
 	ctx := context.Background()
 	src := testSource{splits: 2, n: 5000, keys: 31}

@@ -29,9 +29,7 @@ func TestCheckOfABucketStopsAtTheFirstUnreadable(t *testing.T) {
 		t.Fatal("no case enum-symbol-removed with an unreadable value")
 	}
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	sp := filepath.Join(t.TempDir(), "sp")
 	old, new := c.schemas(t)
 	in := c.input(t, old, 400)

@@ -25,9 +25,7 @@ import (
 // written are those of an export from disk.
 func TestExportReadsABucketAhead(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	dir := filepath.Join(t.TempDir(), "in")
 	if err := spgen.Write(dir, spgen.Config{Seed: 5, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 128, Now: testNow}); err != nil {
 		t.Fatal(err)

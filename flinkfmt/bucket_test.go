@@ -29,9 +29,7 @@ func bucketSavepoint(t *testing.T, c flinkgen.Config) (string, *storetest.Server
 	if _, err := flinkgen.WriteDir(ctx, dir, false, c); err != nil {
 		t.Fatal(err)
 	}
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -30,9 +30,7 @@ func TestFlinkSavepointInABucket(t *testing.T) {
 	if _, err := os.Stat(fixture); err != nil {
 		t.Skipf("the Flink savepoints are not here (%v)", err)
 	}
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "flink")
+	srv := storetest.StartWithBucket(t, "flink")
 	srv.Upload(t, fixture, "flink", "savepoints/savepoint-15")
 	ctx := context.Background()
 	loc := storetest.URL(srv.Endpoint(), "flink", "savepoints/savepoint-15")
@@ -99,9 +97,7 @@ func TestFlinkSavepointInABucket(t *testing.T) {
 // manifest (the GET and the manifest's HEAD are in flight together), and
 // opens no data file; the entries then read are those on disk.
 func TestOpenLocationCountsAndDefers(t *testing.T) {
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	const sp = "../testdata/savepoints/v2/gateway-p2-pebble"
 	srv.Upload(t, sp, "state", "sp")
 	ctx := context.Background()
@@ -164,9 +160,7 @@ func countEntries(t *testing.T, src savepoint.Source) int {
 // when they come one at a time), and every segment gives the entries it
 // gives on disk.
 func TestFlinkWalkInABucketReadsAhead(t *testing.T) {
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "flink")
+	srv := storetest.StartWithBucket(t, "flink")
 	c := flinkgen.SessionsLarge()
 	c.Users = 300
 	dir := filepath.Join(t.TempDir(), "flink")

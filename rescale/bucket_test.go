@@ -25,9 +25,7 @@ import (
 // output is that of a rescale from disk, byte for byte.
 func TestRescaleReadsABucketAhead(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	in := filepath.Join(t.TempDir(), "in")
 	// Compressed, so that the rewrite finds the codec from the index alone.
 	if err := spgen.Write(in, spgen.Config{Seed: 6, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000,
@@ -85,9 +83,7 @@ func TestRescaleReadsABucketAhead(t *testing.T) {
 // of a rescale from disk, byte for byte.
 func TestRescaleDirectReadsABucketAhead(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	in := filepath.Join(t.TempDir(), "in")
 	if err := spgen.Write(in, spgen.Config{Seed: 7, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000,
 		Compression: snapshotfmt.CodecZstd}); err != nil {

@@ -28,9 +28,7 @@ import (
 // it writes is what the same rewrite writes from disk.
 func TestWriteFilesReadsDecodedSegmentsAhead(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	in := filepath.Join(t.TempDir(), "in")
 	// Compressed, so that the rewrite finds the codec from the index alone.
 	if err := spgen.Write(in, spgen.Config{Seed: 4, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000,
@@ -92,9 +90,7 @@ func TestWriteFilesReadsDecodedSegmentsAhead(t *testing.T) {
 // the files the rewrite writes on disk.
 func TestWriteFilesCopiesManyFilesAtOnce(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	in := filepath.Join(t.TempDir(), "in")
 	if err := spgen.Write(in, spgen.Config{Seed: 5, Users: 200, Accounts: 20, Parallelism: 8, MaxParallelism: 128, Now: 1_700_000_000_000}); err != nil {
 		t.Fatal(err)

@@ -81,9 +81,7 @@ func copyInto(t *testing.T, r *snapshotfmt.Reader, target snapshotfmt.Target, dr
 // bucket are copied by the server, and the rest goes through the client.
 func TestWritesIntoABucket(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	local := filepath.Join(t.TempDir(), "in")
 	if err := spgen.Write(local, spgen.Config{Seed: 4, Users: 4200, Accounts: 100, Parallelism: 1, MaxParallelism: 128,
 		Now: 1_700_000_000_000, Pad: 14000}); err != nil {
@@ -237,9 +235,7 @@ func TestWritesIntoABucket(t *testing.T) {
 // order they were given, or the copy is refused.
 func TestCopySegmentAheadInOrder(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	local := filepath.Join(t.TempDir(), "in")
 	if err := spgen.Write(local, spgen.Config{Seed: 4, Users: 200, Accounts: 10, Parallelism: 1, MaxParallelism: 128, Now: 1_700_000_000_000}); err != nil {
 		t.Fatal(err)
@@ -335,9 +331,7 @@ func readObject(t *testing.T, d storage.Dir, name string) []byte {
 // reads each byte once, and copies to what a copy from disk gives.
 func TestCopyAheadReadsAdjacentSegmentsTogether(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	local := filepath.Join(t.TempDir(), "in")
 	if err := spgen.Write(local, spgen.Config{Seed: 8, Users: 300, Accounts: 20, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000}); err != nil {
 		t.Fatal(err)

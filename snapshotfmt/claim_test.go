@@ -156,9 +156,7 @@ type copyFixture struct {
 
 func newCopyFixture(t *testing.T) *copyFixture {
 	t.Helper()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	f := &copyFixture{srv: srv, direct: srv.Client(srv.Endpoint()), local: filepath.Join(t.TempDir(), "in")}
 	if err := spgen.Write(f.local, spgen.Config{Seed: 9, Users: 3000, Accounts: 200, Parallelism: 2, MaxParallelism: 128,
 		Now: 1_700_000_000_000, Pad: 3000}); err != nil {

@@ -28,9 +28,7 @@ import (
 func bucketSavepoint(t *testing.T) (srv *storetest.Server, p *storetest.Proxy, c *storage.Counters, r, local *snapshotfmt.Reader) {
 	t.Helper()
 	ctx := context.Background()
-	srv = storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv = storetest.StartWithBucket(t, "state")
 	// Pad makes the session segments about 120 KiB long: several go into a
 	// read, and a file takes several reads.
 	local = uploadGenerated(t, srv, spgen.Config{Seed: 9, Users: 600, Accounts: 50, Parallelism: 2, MaxParallelism: 128, Now: 1_700_000_000_000, Pad: 20000})
@@ -68,9 +66,7 @@ func uploadGenerated(t *testing.T, srv *storetest.Server, cfg spgen.Config) *sna
 // time. The walk then gives the entries the local copy gives.
 func TestWalkOpensItsFilesTogether(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	local := uploadGenerated(t, srv, spgen.Config{Seed: 4, Users: 300, Accounts: 40, Parallelism: 4, MaxParallelism: 128, Now: 1_700_000_000_000})
 	p := storetest.NewProxy(t, srv.Endpoint())
 	d, err := storage.OpenDir(ctx, storetest.URL(p.URL, "state", "in"), storage.Options{})

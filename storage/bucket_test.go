@@ -23,9 +23,7 @@ import (
 // location of prefix in it, through endpoint (the server's when "").
 func newBucket(t *testing.T) *storetest.Server {
 	t.Helper()
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	return srv
 }
 

@@ -27,9 +27,7 @@ import (
 // number and its content's digits, listed in _SUCCESS, which the commit
 // writes last; and no part is left in the bucket.
 func TestExportToABucket(t *testing.T) {
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	in := checkedIn(t, "sessions-p2-heap")
 	const n = 3
 	local := filepath.Join(t.TempDir(), "cli")

@@ -28,9 +28,7 @@ func TestKilledJobRestoresFromABucket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the job three times, one of them in a child process")
 	}
-	srv := storetest.Start(t)
-	srv.Env(t)
-	srv.Bucket(t, "state")
+	srv := storetest.StartWithBucket(t, "state")
 	events := "100000"
 	if raceDetector {
 		events = "20000"

@@ -72,6 +72,16 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// StartWithBucket is Start, with the credentials in the environment (Env)
+// and the bucket created: what a test of a command against a bucket needs.
+func StartWithBucket(t testing.TB, bucket string) *Server {
+	t.Helper()
+	s := Start(t)
+	s.Env(t)
+	s.Bucket(t, bucket)
+	return s
+}
+
 // Launch starts the versitygw binary bin on a free loopback port, serving
 // a new directory under dir, for a program that is not a test (a
 // benchmark). The caller stops it.
