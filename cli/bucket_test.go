@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,9 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/cli"
 	"github.com/stateproc/stateproc/flinkfmt"
@@ -73,26 +69,7 @@ func (f *bucketFixture) upload(t *testing.T, dir, prefix string) {
 // objects returns the objects under prefix by name, with their bytes.
 func (f *bucketFixture) objects(t *testing.T, prefix string) map[string][]byte {
 	t.Helper()
-	c := f.srv.Client(f.srv.Endpoint())
-	ctx := context.Background()
-	list, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("state"), Prefix: aws.String(prefix + "/")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for _, o := range list.Contents {
-		r, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("state"), Key: o.Key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[strings.TrimPrefix(*o.Key, prefix+"/")] = b
-	}
-	return out
+	return f.srv.Objects(t, "state", prefix)
 }
 
 // localFiles returns the files of a local directory by name, with their

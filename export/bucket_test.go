@@ -3,7 +3,11 @@ package export_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +90,86 @@ func TestExportReadsABucketAhead(t *testing.T) {
 		}
 	}
 	t.Logf("%d rows in %d files, %d bytes of data files in %d GETs", sum.Rows, len(got), data, p.Ops("GetObject")-gets)
+}
+
+// An export into a bucket puts each part while its worker writes the next:
+// on one worker, the PUTs of the first three parts are in flight together
+// (the proxy holds them until three are in, and lets them on after a while
+// when they come one at a time). The parts are those of an export to disk,
+// byte for byte, each under its content's name, and the marker, written
+// once every part is in, lists exactly them. A put that fails fails the
+// export with its own error, and no marker is written.
+func TestExportPutsPartsWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.StartWithBucket(t, "state")
+	dir := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(dir, spgen.Config{Seed: 5, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 128, Now: testNow}); err != nil {
+		t.Fatal(err)
+	}
+	o := export.Options{Workers: 1, MaxRowsPerFile: 500}
+	local := filepath.Join(t.TempDir(), "local")
+	staging, err := storage.Stage(local, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := export.Run(ctx, sptest.Open(t, dir), staging, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := staging.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	p := storetest.NewProxy(t, srv.Endpoint())
+	tg, err := storage.OpenTarget(ctx, storetest.URL(p.URL, "state", "out"), storage.TargetOptions{Marker: export.Marker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	together := p.Gather("PutObject", 3, 3*time.Second)
+	sum, err := export.Run(ctx, sptest.Open(t, dir), tg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !together() {
+		t.Errorf("the first parts were put one after another")
+	}
+
+	objs := srv.Objects(t, "state", "out")
+	var marker export.MarkerContent
+	if err := json.Unmarshal(objs[export.Marker], &marker); err != nil {
+		t.Fatalf("%s: %v", export.Marker, err)
+	}
+	want := sptest.Files(t, local)
+	if len(want) < 10 || len(marker.Files) != len(want) || len(objs) != len(want)+1 || sum.Files != len(want) {
+		t.Fatalf("%d parts on disk, %d listed in %s, %d objects in the bucket, %d in the summary", len(want), len(marker.Files), export.Marker, len(objs), sum.Files)
+	}
+	listed := map[string]int64{}
+	for _, mf := range marker.Files {
+		listed[mf.Name] = mf.Bytes
+	}
+	for name, b := range want {
+		ext := path.Ext(name)
+		digest := sha256.Sum256(b)
+		named := storage.NameByContent(strings.TrimSuffix(name, ext), digest[:], ext)
+		if listed[named] != int64(len(b)) || !bytes.Equal(objs[named], b) {
+			t.Errorf("%s of the export to disk is not %s, listed and with the same bytes, in the bucket", name, named)
+		}
+	}
+
+	p.Inject(storetest.Status, "PutObject", 1, 403, "AccessDenied", 0)
+	tg, err = storage.OpenTarget(ctx, storetest.URL(p.URL, "state", "refused"), storage.TargetOptions{Marker: export.Marker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	_, err = export.Run(ctx, sptest.Open(t, dir), tg, o)
+	if err == nil || !strings.Contains(err.Error(), "AccessDenied") || !strings.Contains(err.Error(), ".parquet") {
+		t.Fatalf("an export whose put was refused: %v, want the refusal and the part's name", err)
+	}
+	if _, ok := srv.Objects(t, "state", "refused")[export.Marker]; ok {
+		t.Errorf("an export that failed wrote its marker")
+	}
 }

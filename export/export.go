@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
@@ -178,7 +180,21 @@ type exporter struct {
 	named storage.Target
 	mu    sync.Mutex
 	files []MarkerFile
+	// putting closes the parts written into a bucket, whose requests the
+	// workers do not wait for: each goes on to its next part meanwhile.
+	// The parts are created under putCtx, which outlives the workers'; a
+	// close that fails stops the workers, and a worker that fails stops
+	// the puts.
+	putting errgroup.Group
+	putCtx  context.Context
+	stop    context.CancelFunc
 }
+
+// putsInFlight bounds the parts of an export into a bucket that are being
+// put while the workers write on. Each holds what it buffered (a part
+// small enough is put in one request at its close) until the store
+// answers; a worker that would start one more waits instead.
+const putsInFlight = 4
 
 // wrote counts rows written, for Options.Progress.
 func (x *exporter) wrote(rows int) {
@@ -195,8 +211,28 @@ func (x *exporter) wrote(rows int) {
 // entries of the files before it again (a key group of many entries is
 // many files). Which worker writes a part does not change the part's
 // bytes.
+//
+// Into a bucket, a part's close (its upload) runs while its worker writes
+// the next one; run returns once every part is closed, so that nothing is
+// still being put when the export is published or aborted.
 func (x *exporter) run(ctx context.Context, runs []*run, n int) error {
 	slices.SortStableFunc(runs, func(a, b *run) int { return cmp.Compare(b.allRows, a.allRows) })
+	x.putting.SetLimit(putsInFlight)
+	x.putCtx, x.stop = context.WithCancel(ctx)
+	defer x.stop()
+	err := x.runParts(x.putCtx, runs, n)
+	if err != nil {
+		x.stop()
+	}
+	// A worker stopped by a failed put returns the cancellation: the put's
+	// error says what went wrong.
+	if perr := x.putting.Wait(); perr != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		err = perr
+	}
+	return err
+}
+
+func (x *exporter) runParts(ctx context.Context, runs []*run, n int) error {
 	return workers.Run(ctx, len(runs), n, func(ctx context.Context, _, i int) error {
 		var cur cursor
 		defer func() {
@@ -232,7 +268,7 @@ func (x *exporter) writePart(ctx context.Context, p *part, continues bool, cur *
 	var err error
 	if x.named != nil {
 		ext := path.Ext(name)
-		named, err = x.named.CreateNamed(ctx, strings.TrimSuffix(name, ext), ext)
+		named, err = x.named.CreateNamed(x.putCtx, strings.TrimSuffix(name, ext), ext)
 		f = named
 	} else {
 		f, err = x.out.Create(ctx, name)
@@ -242,14 +278,22 @@ func (x *exporter) writePart(ctx context.Context, p *part, continues bool, cur *
 	}
 	cw := &countingWriter{w: f}
 	err = x.fillPart(ctx, p, name, cw, continues, cur)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("export: %s: %w", name, cerr)
-	}
 	p.ds.bytes.Add(cw.n)
 	if err == nil && named != nil {
-		x.mu.Lock()
-		x.files = append(x.files, MarkerFile{Name: named.Name(), Bytes: cw.n})
-		x.mu.Unlock()
+		x.putting.Go(func() error {
+			if err := named.Close(); err != nil {
+				x.stop()
+				return fmt.Errorf("export: %s: %w", name, err)
+			}
+			x.mu.Lock()
+			x.files = append(x.files, MarkerFile{Name: named.Name(), Bytes: cw.n})
+			x.mu.Unlock()
+			return nil
+		})
+		return nil
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("export: %s: %w", name, cerr)
 	}
 	return err
 }

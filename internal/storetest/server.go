@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -257,4 +258,34 @@ func (s *Server) Upload(t testing.TB, dir, bucket, prefix string) map[string]int
 		t.Fatal(err)
 	}
 	return sizes
+}
+
+// Objects returns the objects of bucket under prefix (a directory: the
+// keys below prefix + "/"), by their names below it, with their bytes: what
+// Upload put there, or what a command wrote.
+func (s *Server) Objects(t testing.TB, bucket, prefix string) map[string][]byte {
+	t.Helper()
+	c := s.Client(s.Endpoint())
+	ctx := context.Background()
+	out := map[string][]byte{}
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			r, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[strings.TrimPrefix(aws.ToString(o.Key), prefix+"/")] = b
+		}
+	}
+	return out
 }
