@@ -30,13 +30,18 @@ func TestShardsCommittedInABucket(t *testing.T) {
 	f.upload(t, local, "in/sessions-p2-heap")
 	in := f.url("in/sessions-p2-heap")
 	const n = 3
-	shardRuns := func(args ...string) {
+	// shardRuns runs the n shards of a command and returns the most HEAD
+	// requests one of them made.
+	shardRuns := func(args ...string) (heads int) {
 		t.Helper()
 		for i := range n {
+			before := f.proxy.Ops("HeadObject")
 			if _, stderr, code := runCLI(t, append(args, "--shard", fmt.Sprintf("%d/%d", i, n))...); code != 0 {
 				t.Fatalf("%s --shard %d/%d: exit %d: %s", args[0], i, n, code, stderr)
 			}
+			heads = max(heads, f.proxy.Ops("HeadObject")-before)
 		}
+		return heads
 	}
 	partsLeft := func(prefix string) {
 		t.Helper()
@@ -51,7 +56,16 @@ func TestShardsCommittedInABucket(t *testing.T) {
 	if _, stderr, code := runCLI(t, "prune-ttl", local, "--out", single, "--ttl", "session-features/category-counts=48h"); code != 0 {
 		t.Fatalf("prune-ttl: exit %d: %s", code, stderr)
 	}
-	shardRuns("prune-ttl", in, "--out", f.url("pruned"), "--ttl", "session-features/category-counts=48h")
+	// A shard looks for a savepoint where it writes, its part, as a single
+	// run does at its --out, and nowhere else.
+	before := f.proxy.Ops("HeadObject")
+	if _, stderr, code := runCLI(t, "prune-ttl", in, "--out", f.url("pruned-once"), "--ttl", "session-features/category-counts=48h"); code != 0 {
+		t.Fatalf("prune-ttl into the bucket: exit %d: %s", code, stderr)
+	}
+	singleHeads := f.proxy.Ops("HeadObject") - before
+	if heads := shardRuns("prune-ttl", in, "--out", f.url("pruned"), "--ttl", "session-features/category-counts=48h"); heads != singleHeads {
+		t.Errorf("a shard of prune-ttl made %d HEAD requests, a single run %d", heads, singleHeads)
+	}
 	if _, stderr, code := runCLI(t, "commit", "--out", f.url("pruned"), "--shards", fmt.Sprint(n)); code != 0 {
 		t.Fatalf("commit: exit %d: %s", code, stderr)
 	}

@@ -79,7 +79,7 @@ type flinkConverted struct {
 }
 
 func runConvert(ctx context.Context, o convertOptions, args []string, out io.Writer) error {
-	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0])
+	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0], o.out)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func runMigrate(ctx context.Context, o migrateOptions, args []string, out io.Wri
 			return err
 		}
 	}
-	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0])
+	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0], o.out)
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ metadata version 5 records NEW as its uid too.`,
 func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writer, bar *byteProgress,
 	do func(context.Context, savepoint.Source, rewrite.Options) (*operatoredit.Report, error),
 	flink func(context.Context, *flinkfmt.Reader, storage.Target, flinkrewrite.Options) (*flinkrewrite.OperatorChange, error)) error {
-	r, err := openRewriteInput(ctx, f, input)
+	r, err := openRewriteInput(ctx, f, input, f.out)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,11 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 	if err != nil {
 		return err
 	}
-	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0])
+	target := o.out
+	if o.shard.set() && target != "" {
+		target = sp.Part(target)
+	}
+	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0], target)
 	if err != nil {
 		return err
 	}
@@ -109,9 +113,7 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 		return runFlinkPrune(ctx, o, fr, overrides, args[0], out)
 	}
 	wopts := o.options()
-	if o.shard.set() && wopts.Out != "" {
-		wopts.Out = sp.Part(wopts.Out)
-	}
+	wopts.Out = target
 	now := r.Metadata().CreatedAt
 	if o.now != "" {
 		if now, err = parseTime(o.now); err != nil {

@@ -83,7 +83,7 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 	if o.parallelism < 0 {
 		return usagef("--parallelism must be 1 or more, not %d", o.parallelism)
 	}
-	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0])
+	r, err := openRewriteInput(ctx, &o.rewriteFlags, args[0], o.out)
 	if err != nil {
 		return err
 	}

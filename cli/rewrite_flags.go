@@ -50,15 +50,16 @@ func (f *rewriteFlags) options() rewrite.Options {
 	return rewrite.Options{Out: f.out, Force: f.force, DryRun: f.dryRun, CheckCopies: f.checkCopies, Opened: f.opened}
 }
 
-// openRewriteInput opens the input of a rewrite, and a target in a bucket
-// at the same time: each is a round trip there. The caller closes f's
+// openRewriteInput opens the input of a rewrite, and its target in a
+// bucket at the same time: each is a round trip there. target is where the
+// rewrite writes: --out, or a shard's part of it. The caller closes f's
 // opened target (f.opened.Close) with the input.
-func openRewriteInput(ctx context.Context, f *rewriteFlags, path string) (savepoint.Source, error) {
+func openRewriteInput(ctx context.Context, f *rewriteFlags, path, target string) (savepoint.Source, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
 	if !f.dryRun {
-		f.opened = rewrite.OpenAhead(ctx, f.out, f.force, transfersOf(ctx))
+		f.opened = rewrite.OpenAhead(ctx, target, f.force, transfersOf(ctx))
 	}
 	r, err := openSavepoint(ctx, path)
 	if err != nil {
