@@ -232,6 +232,12 @@ func (d *bucketDir) Open(ctx context.Context, name string) (File, error) {
 	if f, ok := d.preloadedFile(ctx, name); ok {
 		return f, nil
 	}
+	return d.stat(ctx, name)
+}
+
+// stat opens the object name as it is now on the server, with a request
+// for its attributes, whether or not a copy of it was preloaded.
+func (d *bucketDir) stat(ctx context.Context, name string) (*bucketFile, error) {
 	d.c.Requests.Add(1)
 	attrs, err := d.b.Attributes(ctx, d.key(name))
 	if err != nil {
@@ -331,6 +337,11 @@ func (d *bucketDir) openHead(ctx context.Context, name string, limit int64) (*bu
 	var out s3.GetObjectOutput
 	if r.As(&out) {
 		f.etag = aws.ToString(out.ETag)
+		if !sizeGiven(aws.ToString(out.ContentRange)) {
+			// The answer does not say how long the object is: it is
+			// asked, and the head read as every read is.
+			return d.statHead(ctx, name, limit)
+		}
 	}
 	var v objectVersion
 	if r.As(&v) {
@@ -356,6 +367,23 @@ func (d *bucketDir) openHead(ctx context.Context, name string, limit int64) (*bu
 			}
 			return nil, nil, err
 		}
+	}
+	return f, head, nil
+}
+
+// statHead is openHead by a request for the object's attributes, then a
+// read of its first limit bytes.
+func (d *bucketDir) statHead(ctx context.Context, name string, limit int64) (*bucketFile, []byte, error) {
+	f, err := d.stat(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	head := make([]byte, min(limit, f.size))
+	if m, err := f.ReadAt(head, 0); m < len(head) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("storage: %s ended after %d of its %d bytes", d.where(name), m, f.size)
+		}
+		return nil, nil, err
 	}
 	return f, head, nil
 }
@@ -393,14 +421,14 @@ func (d *bucketDir) openGet(ctx context.Context, name string, off, length int64,
 // openEmpty opens an object whose first byte a GET could not serve: an
 // empty one, unless it was replaced since.
 func (d *bucketDir) openEmpty(ctx context.Context, name string) (*bucketFile, []byte, error) {
-	f, err := d.Open(ctx, name)
+	f, err := d.stat(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	if f.Size() != 0 {
-		return nil, nil, fmt.Errorf("%w: %s had no first byte to read, and now has %d bytes", ErrChanged, d.where(name), f.Size())
+	if f.size != 0 {
+		return nil, nil, fmt.Errorf("%w: %s had no first byte to read, and now has %d bytes", ErrChanged, d.where(name), f.size)
 	}
-	return f.(*bucketFile), nil, nil
+	return f, nil, nil
 }
 
 // isRangeNotSatisfiable reports the answer to a ranged read of an empty

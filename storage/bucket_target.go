@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"net/url"
 	"sync"
 	"time"
@@ -228,9 +229,16 @@ type bucketNamed struct {
 	size      int64
 	stem, ext string
 	name      string
+	// closed is set by the first Close, whose outcome closeErr is: a
+	// second Close writes nothing again, and returns it.
+	closed   bool
+	closeErr error
 }
 
 func (w *bucketNamed) Write(p []byte) (int, error) {
+	if w.closed {
+		return 0, fmt.Errorf("storage: writing %s after its close: %w", w.t.where(w.stem+w.ext), fs.ErrClosed)
+	}
 	if w.w == nil && len(w.held)+len(p) > namedInMemory {
 		w.upload()
 		if _, err := w.w.Write(w.held); err != nil {
@@ -262,6 +270,14 @@ func (w *bucketNamed) upload() {
 }
 
 func (w *bucketNamed) Close() error {
+	if !w.closed {
+		w.closed = true
+		w.closeErr = w.close()
+	}
+	return w.closeErr
+}
+
+func (w *bucketNamed) close() error {
 	name := NameByContent(w.stem, w.h.Sum(nil), w.ext)
 	var err error
 	if w.w == nil {

@@ -207,3 +207,80 @@ func TestNamedFilesInOneRequest(t *testing.T) {
 		t.Errorf("the bucket holds %v, want the two named files and no temporary object", keys)
 	}
 }
+
+// A file named after its bytes is put once: a second Close writes nothing
+// and returns what the first did, so that a Close retried after a failed
+// put cannot leave an empty object under the name of the bytes; a Write
+// after Close fails.
+func TestNamedFileClosesOnce(t *testing.T) {
+	ctx := context.Background()
+	srv := newBucket(t)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	tg, err := storage.OpenTarget(ctx, storetest.URL(p.URL, "state", "once"), storage.TargetOptions{Options: storage.Options{Retry: fastRetries}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	body := randomBytes(31, 1000)
+	write := func() storage.NamedWriter {
+		t.Helper()
+		w, err := tg.CreateNamed(ctx, "part", ".bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(body); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w := write()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	puts := p.Ops("PutObject")
+	if err := w.Close(); err != nil || p.Ops("PutObject") != puts {
+		t.Errorf("a second Close: %v, and %d more PUTs, want nil and none", err, p.Ops("PutObject")-puts)
+	}
+	if _, err := w.Write(body); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("a Write after Close: %v, want fs.ErrClosed", err)
+	}
+	d := openVia(t, srv.Endpoint(), "once", fastRetries)
+	defer d.Close()
+	if got := readAll(t, d, w.Name()); !bytes.Equal(got, body) {
+		t.Errorf("%s holds %d bytes, want the %d written", w.Name(), len(got), len(body))
+	}
+
+	// A put refused; the Close tried again is refused alike, and writes
+	// nothing.
+	body = randomBytes(32, 1000)
+	w = write()
+	p.Inject(storetest.Status, "PutObject", 1, 403, "AccessDenied", 0)
+	err1 := w.Close()
+	puts = p.Ops("PutObject")
+	if err2 := w.Close(); err1 == nil || err2 != err1 || p.Ops("PutObject") != puts {
+		t.Errorf("a Close after a refused one: %v after %v, and %d more PUTs, want the same error and none", err2, err1, p.Ops("PutObject")-puts)
+	}
+	sum := sha256.Sum256(body)
+	if _, err := d.Open(ctx, storage.NameByContent("part", sum[:], ".bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused file: %v, want it missing", err)
+	}
+}
+
+// An empty object preloaded twice, or opened by OpenHead after it was
+// preloaded, is opened as an empty file, not refused (nor a panic).
+func TestPreloadEmptyTwice(t *testing.T) {
+	ctx := context.Background()
+	srv := newBucket(t)
+	putObject(t, srv, "sp/empty", nil)
+	d := openVia(t, srv.Endpoint(), "sp", fastRetries)
+	defer d.Close()
+	for i := range 2 {
+		if err := storage.Preload(ctx, d, "empty", 1<<20); err != nil {
+			t.Fatalf("Preload %d: %v", i+1, err)
+		}
+	}
+	f, head, err := storage.OpenHead(ctx, d, "empty", 1<<20)
+	if err != nil || f.Size() != 0 || len(head) != 0 {
+		t.Fatalf("OpenHead of the preloaded empty object: %v, size %v, %d bytes", err, f, len(head))
+	}
+}

@@ -76,6 +76,13 @@ func (d *bucketDir) openTail(ctx context.Context, name string, limit int64) (*bu
 	var out s3.GetObjectOutput
 	r.As(&out)
 	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: r.Size(), etag: aws.ToString(out.ETag), modTime: r.ModTime()}
+	if !sizeGiven(aws.ToString(out.ContentRange)) {
+		// The answer does not say how long the object is (the body's
+		// length is not): it is asked, and the tail read as below.
+		if f, err = d.stat(ctx, name); err != nil {
+			return nil, nil, err
+		}
+	}
 	if f.size < 0 {
 		return nil, nil, fmt.Errorf("storage: %s: the server gives a size of %d", d.where(name), f.size)
 	}
@@ -102,6 +109,19 @@ func (d *bucketDir) openTail(ctx context.Context, name string, limit int64) (*bu
 		return nil, nil, err
 	}
 	return f, tail, nil
+}
+
+// sizeGiven reports whether a Content-Range gives the length of the whole
+// object ("bytes 10-14/27"), from which the reader takes its size; none
+// means the answer is the whole object. An unknown length ("bytes
+// 10-14/*") leaves the client with the body's length for the object's.
+func sizeGiven(contentRange string) bool {
+	if contentRange == "" {
+		return true
+	}
+	_, total, ok := strings.Cut(contentRange, "/")
+	n, err := strconv.ParseInt(total, 10, 64)
+	return ok && err == nil && n >= 0
 }
 
 // rangeStart is the first offset a Content-Range of an object of size

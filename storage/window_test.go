@@ -181,3 +181,43 @@ func TestOpenWindowedRetries(t *testing.T) {
 		t.Logf("%s: %d GETs", tc.name, g)
 	}
 }
+
+// A server may answer a ranged GET without the object's length ("bytes
+// 0-99/*"), and the client then gives the body's length as the object's.
+// Opened by such an answer, a file takes its size from a request for the
+// object's attributes, and reads its tail, or its head, as any read: the
+// file is the object, not the few bytes the answer held.
+func TestOpenWithoutTheObjectsLength(t *testing.T) {
+	ctx := context.Background()
+	srv := newBucket(t)
+	obj := randomBytes(23, 300_000)
+	putObject(t, srv, "sp/table", obj)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	d := openVia(t, p.URL, "sp", fastRetries)
+	heads := p.Ops("HeadObject")
+
+	p.Inject(storetest.UnknownLength, "GetObject", 1, 0, "", 0)
+	f, err := storage.OpenWindowed(ctx, d, "table", 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := make([]byte, 1000)
+	if f.Size() != int64(len(obj)) {
+		t.Fatalf("OpenWindowed: size %d, want %d", f.Size(), len(obj))
+	}
+	if n, err := f.ReadAt(tail, f.Size()-1000); n != 1000 || err != nil || !bytes.Equal(tail, obj[len(obj)-1000:]) {
+		t.Errorf("OpenWindowed: the last 1000 bytes read %d, %v, or other bytes", n, err)
+	}
+
+	p.Inject(storetest.UnknownLength, "GetObject", 1, 0, "", 0)
+	g, head, err := storage.OpenHead(ctx, d, "table", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Size() != int64(len(obj)) || !bytes.Equal(head, obj[:1000]) {
+		t.Errorf("OpenHead: size %d and %d bytes of head, want %d and the object's first 1000", g.Size(), len(head), len(obj))
+	}
+	if h := p.Ops("HeadObject") - heads; h != 2 {
+		t.Errorf("%d HEADs, want one for each open whose answer left the length out", h)
+	}
+}

@@ -75,6 +75,10 @@ const (
 	// closes the connection without the answer: the client cannot tell
 	// whether it took effect.
 	LostAnswer
+	// UnknownLength forwards the request and answers with the complete
+	// length of the object left out of its Content-Range ("bytes
+	// 0-99/*"), as HTTP allows a server that does not know it.
+	UnknownLength
 )
 
 type fault struct {
@@ -334,6 +338,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f != nil && f.kind == CutBody {
 		r = r.WithContext(withCut(r.Context(), f.after))
 	}
+	if f != nil && f.kind == UnknownLength {
+		r = r.WithContext(context.WithValue(r.Context(), unknownLengthKey{}, true))
+	}
 	if f != nil && f.kind == LostAnswer {
 		p.rp.ServeHTTP(httptest.NewRecorder(), r)
 		reset(w)
@@ -442,16 +449,26 @@ func reset(w http.ResponseWriter) {
 }
 
 // modifyResponse cuts the body of an answer whose request carries a cut,
+// leaves the object's length out of one that is to lose it,
 // and counts the bytes of objects served.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if after, ok := cutOf(resp.Request.Context()); ok {
 		resp.Body = &cutBody{ReadCloser: resp.Body, left: after}
+	}
+	if resp.Request.Context().Value(unknownLengthKey{}) != nil {
+		if r, _, ok := strings.Cut(resp.Header.Get("Content-Range"), "/"); ok {
+			resp.Header.Set("Content-Range", r+"/*")
+		}
 	}
 	if Operation(resp.Request) == "GetObject" && resp.StatusCode/100 == 2 {
 		resp.Body = &servedBody{ReadCloser: resp.Body, p: p}
 	}
 	return nil
 }
+
+// unknownLengthKey marks a request whose answer's Content-Range loses the
+// object's length.
+type unknownLengthKey struct{}
 
 // servedBody counts what the client reads of an object.
 type servedBody struct {
