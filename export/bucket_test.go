@@ -5,9 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 	"github.com/stateproc/stateproc/internal/spgen"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/layouts"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
@@ -171,5 +177,90 @@ func TestExportPutsPartsWhileWriting(t *testing.T) {
 	}
 	if _, ok := srv.Objects(t, "state", "refused")[export.Marker]; ok {
 		t.Errorf("an export that failed wrote its marker")
+	}
+}
+
+// errUndecodable is the failure of one worker's reads in
+// TestFailedExportPutsNothingMore.
+var errUndecodable = errors.New("undecodable entry")
+
+// failingSource gives, of the iterators opened, the first to a reader that
+// waits after its first entry until the export is stopped (and then, with
+// readsOn, reads on as a local reader that looks at its context now and
+// then does), and the second to one that fails at once.
+type failingSource struct {
+	savepoint.Source
+	readsOn bool
+	mu      sync.Mutex
+	opened  int
+}
+
+func (s *failingSource) Entries(ctx context.Context, ref savepoint.StateRef, kgs keygroup.Range) savepoint.EntryIterator {
+	s.mu.Lock()
+	s.opened++
+	n := s.opened
+	s.mu.Unlock()
+	return &failingIterator{EntryIterator: s.Source.Entries(ctx, ref, kgs), ctx: ctx, fails: n == 2, waits: n == 1, readsOn: s.readsOn}
+}
+
+type failingIterator struct {
+	savepoint.EntryIterator
+	ctx                   context.Context
+	fails, waits, readsOn bool
+	read                  int
+	err                   error
+}
+
+func (it *failingIterator) Next() bool {
+	switch {
+	case it.fails:
+		it.err = errUndecodable
+		return false
+	case it.waits && it.read == 1:
+		<-it.ctx.Done()
+		if !it.readsOn {
+			it.err = it.ctx.Err()
+			return false
+		}
+	}
+	it.read++
+	return it.EntryIterator.Next()
+}
+
+func (it *failingIterator) Err() error {
+	if it.err != nil {
+		return it.err
+	}
+	return it.EntryIterator.Err()
+}
+
+// An export into a bucket that fails puts nothing more: not the part that
+// failed, nor the part another worker was writing meanwhile, nor the parts
+// that worker would write next, whether its reader stops at the
+// cancellation or reads on; the failure is the export's error.
+func TestFailedExportPutsNothingMore(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.StartWithBucket(t, "state")
+	dir := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(dir, spgen.Config{Seed: 5, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 2, Now: testNow}); err != nil {
+		t.Fatal(err)
+	}
+	p := storetest.NewProxy(t, srv.Endpoint())
+	for _, readsOn := range []bool{false, true} {
+		prefix := fmt.Sprintf("out-%v", readsOn)
+		tg, err := storage.OpenTarget(ctx, storetest.URL(p.URL, "state", prefix), storage.TargetOptions{Marker: export.Marker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		puts := p.Ops("PutObject")
+		_, err = export.Run(ctx, &failingSource{Source: sptest.Open(t, dir), readsOn: readsOn}, tg, export.Options{Workers: 2, MaxRowsPerFile: 20})
+		if !errors.Is(err, errUndecodable) {
+			t.Fatalf("reads on %v: the export failed with %v, want the worker's failure", readsOn, err)
+		}
+		tg.Abort()
+		tg.Close()
+		if objs := srv.Objects(t, "state", prefix); len(objs) != 0 || p.Ops("PutObject") != puts {
+			t.Errorf("reads on %v: %d PUTs and %d objects left by the failed export: %v", readsOn, p.Ops("PutObject")-puts, len(objs), slices.Sorted(maps.Keys(objs)))
+		}
 	}
 }

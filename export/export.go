@@ -182,12 +182,14 @@ type exporter struct {
 	files []MarkerFile
 	// putting closes the parts written into a bucket, whose requests the
 	// workers do not wait for: each goes on to its next part meanwhile.
-	// The parts are created under putCtx, which outlives the workers'; a
-	// close that fails stops the workers, and a worker that fails stops
-	// the puts.
+	// The parts are created under putCtx, which outlives the workers' and
+	// is theirs too; stop cancels it with the failure that stops the
+	// export: a close that fails stops the workers, and a worker that
+	// fails stops the puts, its own part's included, and the other
+	// workers.
 	putting errgroup.Group
 	putCtx  context.Context
-	stop    context.CancelFunc
+	stop    context.CancelCauseFunc
 }
 
 // putsInFlight bounds the parts of an export into a bucket that are being
@@ -218,16 +220,19 @@ func (x *exporter) wrote(rows int) {
 func (x *exporter) run(ctx context.Context, runs []*run, n int) error {
 	slices.SortStableFunc(runs, func(a, b *run) int { return cmp.Compare(b.allRows, a.allRows) })
 	x.putting.SetLimit(putsInFlight)
-	x.putCtx, x.stop = context.WithCancel(ctx)
-	defer x.stop()
+	x.putCtx, x.stop = context.WithCancelCause(ctx)
+	defer x.stop(nil)
 	err := x.runParts(x.putCtx, runs, n)
 	if err != nil {
-		x.stop()
+		x.stop(err)
 	}
-	// A worker stopped by a failed put returns the cancellation: the put's
-	// error says what went wrong.
-	if perr := x.putting.Wait(); perr != nil && (err == nil || errors.Is(err, context.Canceled)) {
+	if perr := x.putting.Wait(); err == nil {
 		err = perr
+	}
+	// What the others return once stopped is the cancellation: the first
+	// failure, which stopped them, says what went wrong.
+	if cause := context.Cause(x.putCtx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
 	}
 	return err
 }
@@ -250,7 +255,11 @@ func (x *exporter) runParts(ctx context.Context, runs []*run, n int) error {
 			cur.walk, cur.base, cur.end = savepoint.WalkSegmentsShared(ctx, x.src, r.ds.index[first:end], n), first, end
 		}
 		for k := range r.parts {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := x.writePart(ctx, r.nth(k), k > 0, &cur); err != nil {
+				x.stop(err)
 				return err
 			}
 		}
@@ -279,11 +288,17 @@ func (x *exporter) writePart(ctx context.Context, p *part, continues bool, cur *
 	cw := &countingWriter{w: f}
 	err = x.fillPart(ctx, p, name, cw, continues, cur)
 	p.ds.bytes.Add(cw.n)
+	if err != nil && named != nil {
+		// The export fails: nothing more is put, this part included,
+		// whose close then only lets go of what it holds.
+		x.stop(err)
+	}
 	if err == nil && named != nil {
 		x.putting.Go(func() error {
 			if err := named.Close(); err != nil {
-				x.stop()
-				return fmt.Errorf("export: %s: %w", name, err)
+				err = fmt.Errorf("export: %s: %w", name, err)
+				x.stop(err)
+				return err
 			}
 			x.mu.Lock()
 			x.files = append(x.files, MarkerFile{Name: named.Name(), Bytes: cw.n})
