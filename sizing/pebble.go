@@ -101,9 +101,12 @@ func cutParts(segs []savepoint.Segment, part int64) []keygroup.Range {
 	return parts
 }
 
+// fileOverhead calibrates the sstables' fixed overhead once, for every
+// state. It is measured apart from the context of the state that asks first:
+// that state's failure or cancellation is not every state's.
 func (m *pebbleMeter) fileOverhead(ctx context.Context) (float64, error) {
 	m.calibrate.Do(func() {
-		size, _, err := m.load(ctx, 1, keygroup.All(1), func(b *pebblebackend.Backend) error {
+		size, _, err := m.load(context.WithoutCancel(ctx), 1, keygroup.All(1), func(b *pebblebackend.Backend) error {
 			v, err := state.GetValue(b, nil, state.NewValue("calibration", serializers.Bytes()))
 			if err != nil {
 				return err

@@ -125,3 +125,17 @@ func TestPebbleParts(t *testing.T) {
 		t.Errorf("the sample measures %.0f B in %d parts against %.0f B in one", several, len(parts), one)
 	}
 }
+
+// The sstables' overhead is calibrated once for every state: the state
+// that asks first may be cancelled meanwhile (another state failed), and
+// the states after it still get the calibration, not its cancellation.
+func TestCalibrationOutlivesTheFirstAsker(t *testing.T) {
+	m := newPebbleMeter(t.TempDir(), 0)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	first, err1 := m.fileOverhead(cancelled)
+	second, err2 := m.fileOverhead(context.Background())
+	if err1 != nil || err2 != nil || first <= 0 || second != first {
+		t.Fatalf("calibrated %v (%v) for a cancelled state, then %v (%v), want the same positive overhead and no error", first, err1, second, err2)
+	}
+}
