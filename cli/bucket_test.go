@@ -547,7 +547,7 @@ func TestSavepointsOpenAtOnce(t *testing.T) {
 // the look for a savepoint at the target are in flight together (the
 // proxy holds them until all three are in, and lets them on after a while
 // when they come apart). A target that holds a savepoint is refused as
-// before.
+// before, and an input that is missing is not held back by its target.
 func TestRewriteOpensTargetWithInput(t *testing.T) {
 	f := newBucketFixture(t)
 	together := f.proxy.Gather("", 3, 3*time.Second)
@@ -560,5 +560,28 @@ func TestRewriteOpensTargetWithInput(t *testing.T) {
 	_, stderr, code := runCLI(t, "operator", "rename", f.url("in/sp"), "accounts", "ledger", "--out", f.url("out/renamed"))
 	if code != cli.ExitUsage || !strings.Contains(stderr, "holds a savepoint") {
 		t.Errorf("operator rename into a savepoint: exit %d: %s", code, stderr)
+	}
+
+	// An input that is missing is reported at once: the target's opening,
+	// held by a store that takes a minute to answer, is stopped, not
+	// waited for.
+	slow := storetest.NewProxy(t, f.srv.Endpoint())
+	slow.SetLatency(time.Minute)
+	type result struct {
+		stderr string
+		code   int
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, stderr, code := runCLI(t, "operator", "rename", f.url("in/missing"), "accounts", "ledger", "--out", storetest.URL(slow.URL, "state", "out/slow"))
+		done <- result{stderr, code}
+	}()
+	select {
+	case r := <-done:
+		if r.code != cli.ExitBadInput || !strings.Contains(r.stderr, "in/missing") {
+			t.Errorf("operator rename of a missing savepoint: exit %d: %s", r.code, r.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("operator rename of a missing savepoint waited for its target's store")
 	}
 }

@@ -56,6 +56,8 @@ type Opening struct {
 	t     storage.Target
 	err   error
 	taken bool
+	// cancel stops an opening that nobody takes.
+	cancel context.CancelFunc
 }
 
 // OpenAhead starts opening out for writing if it is a bucket URL, and
@@ -66,7 +68,10 @@ func OpenAhead(ctx context.Context, out string, force bool, counters *storage.Co
 	if loc, err := storage.ParseLocation(out); out == "" || err != nil || !loc.IsBucket() {
 		return nil
 	}
-	o := &Opening{out: out, force: force, done: make(chan struct{})}
+	// The target keeps the context it was opened with: it is cancelled
+	// only if the target is not taken (Close).
+	ctx, cancel := context.WithCancel(ctx)
+	o := &Opening{out: out, force: force, done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(o.done)
 		o.t, o.err = storage.OpenTarget(ctx, out, storage.TargetOptions{Force: force, Options: storage.Options{Counters: counters}})
@@ -85,13 +90,16 @@ func (o *Opening) Take(out string, force bool) (t storage.Target, ok bool, err e
 	return o.t, true, o.err
 }
 
-// Close closes the target unless it was taken.
+// Close closes the target unless it was taken; an opening still under way
+// is stopped rather than waited for, so that a rewrite whose input failed
+// to open says so without waiting for a slow target.
 func (o *Opening) Close() {
-	if o == nil {
+	if o == nil || o.taken {
 		return
 	}
+	o.cancel()
 	<-o.done
-	if !o.taken && o.t != nil {
+	if o.t != nil {
 		o.t.Close()
 	}
 }
