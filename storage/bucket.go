@@ -328,9 +328,16 @@ func readFirst(f File, p []byte) (File, int, error) {
 // and returns it with those bytes, fewer where it is shorter. An empty
 // object has no range to serve: it is opened as Open does.
 func (d *bucketDir) openHead(ctx context.Context, name string, limit int64) (*bucketFile, []byte, error) {
-	r, empty, err := d.openGet(ctx, name, 0, limit, nil)
-	if err != nil || r == nil {
-		return empty, nil, err
+	r, refused, err := d.openGet(ctx, name, 0, limit, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r == nil {
+		// Only an empty object has no first byte to serve.
+		if refused.size != 0 {
+			return nil, nil, fmt.Errorf("%w: %s had no first byte to read, and now has %d bytes", ErrChanged, d.where(name), refused.size)
+		}
+		return refused, nil, nil
 	}
 	defer r.Close()
 	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: r.Size(), modTime: r.ModTime()}
@@ -390,8 +397,9 @@ func (d *bucketDir) statHead(ctx context.Context, name string, limit int64) (*bu
 
 // openGet makes the GET that opens the object name: of length bytes at
 // off, or of the range before sets. It is tried again as a read is, where
-// the client does not retry itself. An empty object has no range to
-// serve: it gives no reader, and the file as Open opens it.
+// the client does not retry itself. A range the server refuses as not
+// satisfiable (an empty object has none to serve) gives no reader, and the
+// object as it is now, opened by its attributes.
 func (d *bucketDir) openGet(ctx context.Context, name string, off, length int64, before func(func(any) bool) error) (*blob.Reader, *bucketFile, error) {
 	if isTempName(name) {
 		return nil, nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
@@ -405,7 +413,7 @@ func (d *bucketDir) openGet(ctx context.Context, name string, off, length int64,
 		case gcerrors.Code(err) == gcerrors.NotFound:
 			return nil, nil, &fs.PathError{Op: "open", Path: d.where(name), Err: fs.ErrNotExist}
 		case isRangeNotSatisfiable(err):
-			f, _, err := d.openEmpty(ctx, name)
+			f, err := d.stat(ctx, name)
 			return nil, f, err
 		// The S3 client has retried the request itself.
 		case d.s3 != nil, !Retryable(err), attempt >= d.policy.Attempts:
@@ -416,19 +424,6 @@ func (d *bucketDir) openGet(ctx context.Context, name string, off, length int64,
 			return nil, nil, err
 		}
 	}
-}
-
-// openEmpty opens an object whose first byte a GET could not serve: an
-// empty one, unless it was replaced since.
-func (d *bucketDir) openEmpty(ctx context.Context, name string) (*bucketFile, []byte, error) {
-	f, err := d.stat(ctx, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if f.size != 0 {
-		return nil, nil, fmt.Errorf("%w: %s had no first byte to read, and now has %d bytes", ErrChanged, d.where(name), f.size)
-	}
-	return f, nil, nil
 }
 
 // isRangeNotSatisfiable reports the answer to a ranged read of an empty

@@ -68,19 +68,27 @@ func (d *bucketDir) openTail(ctx context.Context, name string, limit int64) (*bu
 		}
 		return nil
 	}
-	r, empty, err := d.openGet(ctx, name, 0, -1, suffix)
-	if err != nil || r == nil {
-		return empty, nil, err
+	r, refused, err := d.openGet(ctx, name, 0, -1, suffix)
+	if err != nil {
+		return nil, nil, err
 	}
-	defer r.Close()
+	var f *bucketFile
 	var out s3.GetObjectOutput
-	r.As(&out)
-	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: r.Size(), etag: aws.ToString(out.ETag), modTime: r.ModTime()}
-	if !sizeGiven(aws.ToString(out.ContentRange)) {
-		// The answer does not say how long the object is (the body's
-		// length is not): it is asked, and the tail read as below.
-		if f, err = d.stat(ctx, name); err != nil {
-			return nil, nil, err
+	if r == nil {
+		// The range was refused: the object is empty, or the server
+		// refuses a suffix longer than the object (which it should serve
+		// whole). Either way the tail is read as below.
+		f = refused
+	} else {
+		defer r.Close()
+		r.As(&out)
+		f = &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: r.Size(), etag: aws.ToString(out.ETag), modTime: r.ModTime()}
+		if !sizeGiven(aws.ToString(out.ContentRange)) {
+			// The answer does not say how long the object is (the body's
+			// length is not): it is asked, and the tail read as below.
+			if f, err = d.stat(ctx, name); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	if f.size < 0 {
@@ -89,7 +97,7 @@ func (d *bucketDir) openTail(ctx context.Context, name string, limit int64) (*bu
 	n := min(limit, f.size)
 	tail := make([]byte, n)
 	rest, at := tail, f.size-n
-	if start, ok := rangeStart(aws.ToString(out.ContentRange), f.size); ok && start == at && aws.ToInt64(out.ContentLength) == n {
+	if start, ok := rangeStart(aws.ToString(out.ContentRange), f.size); r != nil && ok && start == at && aws.ToInt64(out.ContentLength) == n {
 		m, err := io.ReadFull(r, tail)
 		d.c.BytesRead.Add(int64(m))
 		if err == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
 	"testing"
 
 	"github.com/stateproc/stateproc/internal/storetest"
@@ -219,5 +220,31 @@ func TestOpenWithoutTheObjectsLength(t *testing.T) {
 	}
 	if h := p.Ops("HeadObject") - heads; h != 2 {
 		t.Errorf("%d HEADs, want one for each open whose answer left the length out", h)
+	}
+}
+
+// A server that refuses a suffix range longer than the object (416, where
+// HTTP says to serve the whole object) does not make the object look
+// changed: the file is opened by its attributes and its tail read as any
+// read. The head of an object that has bytes is refused as changed.
+func TestOpenWindowedWhenTheSuffixIsRefused(t *testing.T) {
+	ctx := context.Background()
+	srv := newBucket(t)
+	obj := randomBytes(24, 50_000)
+	putObject(t, srv, "sp/short", obj)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	d := openVia(t, p.URL, "sp", fastRetries)
+	p.Inject(storetest.Status, "GetObject", 1, http.StatusRequestedRangeNotSatisfiable, "InvalidRange", 0)
+	f, err := storage.OpenWindowed(ctx, d, "short", 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(obj))
+	if n, err := f.ReadAt(got, 0); f.Size() != int64(len(obj)) || n != len(obj) || err != nil || !bytes.Equal(got, obj) {
+		t.Errorf("size %d, read %d bytes (%v), want the object's %d", f.Size(), n, err, len(obj))
+	}
+	p.Inject(storetest.Status, "GetObject", 1, http.StatusRequestedRangeNotSatisfiable, "InvalidRange", 0)
+	if _, _, err := storage.OpenHead(ctx, d, "short", 1000); !errors.Is(err, storage.ErrChanged) {
+		t.Errorf("OpenHead whose first bytes were refused: %v, want ErrChanged", err)
 	}
 }
