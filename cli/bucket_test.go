@@ -585,3 +585,39 @@ func TestRewriteOpensTargetWithInput(t *testing.T) {
 		t.Fatalf("operator rename of a missing savepoint waited for its target's store")
 	}
 }
+
+// verify --remove-orphans removes nothing where a _metadata exists that
+// does not read as a savepoint's (one damaged byte of its header), nor at
+// an export, whose _SUCCESS is not an orphan: exit 4, every file kept.
+func TestRemoveOrphansWhereNoSavepointReads(t *testing.T) {
+	f := newBucketFixture(t)
+	before := f.objects(t, "in/sp")
+	meta := bytes.Clone(before["_metadata"])
+	meta[0] ^= 0xff
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, savepoint.MetadataFile), meta, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.upload(t, dir, "in/sp")
+	if _, stderr, code := runCLI(t, "export", f.sp, "--out", f.url("exported")); code != cli.ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	exported := f.objects(t, "exported")
+	time.Sleep(1100 * time.Millisecond)
+	for _, c := range []struct {
+		prefix string
+		want   map[string][]byte
+		says   string
+	}{{"in/sp", before, "does not read as a savepoint"}, {"exported", exported, "holds an export"}} {
+		_, stderr, code := runCLI(t, "verify", "--remove-orphans", "--orphan-age", "1s", f.url(c.prefix))
+		if code != cli.ExitBadInput || !strings.Contains(stderr, c.says) {
+			t.Errorf("verify --remove-orphans of %s: exit %d: %s", c.prefix, code, stderr)
+		}
+		left := f.objects(t, c.prefix)
+		for name := range c.want {
+			if _, ok := left[name]; !ok {
+				t.Errorf("%s/%s was removed", c.prefix, name)
+			}
+		}
+	}
+}

@@ -41,8 +41,11 @@ In a bucket, it also lists the orphans: files under the savepoint's prefix
 that its _metadata does not name, left by a run that died before it
 published or lost a race to another writer (a local target has none: runs
 stage theirs beside it). --remove-orphans deletes those last modified more
-than --orphan-age ago, sparing a run still writing there; under a prefix
-with no _metadata at all, every file is an orphan.
+than --orphan-age ago, sparing a run still writing there, and against the
+_metadata there when it removes them, read again in case the savepoint was
+replaced meanwhile. Under a prefix with no _metadata at all, every file is
+an orphan; a _metadata that does not read, or an export's _SUCCESS, makes it
+remove nothing (exit 4).
 
 --shard I/N reads shard I (from 0) of N only, cut from the index at segment
 boundaries to about equal bytes: N such runs read every segment once, and

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
+	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
@@ -71,9 +73,10 @@ func findOrphans(ctx context.Context, location string, src savepoint.Source, o o
 	// Objects under a deeper prefix belong to other savepoints, and are
 	// kept out of the listing and of the removal.
 	var found []orphan
+	var deeper []string
 	for _, ob := range all {
 		if strings.Contains(ob.Name, "/") {
-			referenced = append(referenced, ob.Name)
+			deeper = append(deeper, ob.Name)
 			continue
 		}
 		found = append(found, orphan{Name: ob.Name, Bytes: ob.Size, Modified: jsonvalue.Instant(ob.ModTime.UnixMilli())})
@@ -81,7 +84,26 @@ func findOrphans(ctx context.Context, location string, src savepoint.Source, o o
 	if !o.remove || len(found) == 0 {
 		return found, nil
 	}
-	removed, rerr := storage.RemoveOrphans(ctx, dir, referenced, minAge, time.Now())
+	if src == nil {
+		if err := nothingToOrphan(ctx, loc, dir, found); err != nil {
+			return nil, err
+		}
+	} else {
+		// The savepoint may have been replaced while it was verified: the
+		// orphans are the files that the one there now does not name.
+		now, err := openSavepoint(ctx, location)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading _metadata again before removing orphans: %w; nothing removed", loc, err)
+		}
+		df, ok := now.(interface{ DataFiles() []string })
+		if !ok {
+			now.Close()
+			return nil, fmt.Errorf("%w: %s: the savepoint there now is of another layout; nothing removed", savepoint.ErrNotSavepoint, loc)
+		}
+		referenced = df.DataFiles()
+		now.Close()
+	}
+	removed, rerr := storage.RemoveOrphans(ctx, dir, append(referenced, deeper...), minAge, time.Now())
 	gone := map[string]bool{}
 	for _, ob := range removed {
 		gone[ob.Name] = true
@@ -110,6 +132,26 @@ func orphanSummary(found []orphan, o orphanOptions) string {
 		s += ": remove them with verify --remove-orphans"
 	}
 	return s
+}
+
+// nothingToOrphan refuses to remove the files at a location whose
+// _metadata did not open as a savepoint's, unless there is no _metadata at
+// all: a _metadata that exists but does not read (damaged, or another
+// tool's) still names files that are not orphans, and an export's marker
+// says the location holds an export, whose files are not a savepoint's.
+func nothingToOrphan(ctx context.Context, loc storage.Location, dir storage.Dir, found []orphan) error {
+	if f, err := dir.Open(ctx, storage.MetadataName); err == nil {
+		f.Close()
+		return fmt.Errorf("%w: %s has a _metadata that does not read as a savepoint's; the files beside it may be its own: nothing removed", savepoint.ErrNotSavepoint, loc)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, f := range found {
+		if f.Name == export.Marker {
+			return fmt.Errorf("%w: %s holds an export (%s), not a savepoint: nothing removed", savepoint.ErrNotSavepoint, loc, export.Marker)
+		}
+	}
+	return nil
 }
 
 // notSavepointOrphans adds to the error of a bucket location without
