@@ -235,7 +235,11 @@ func mustID(t *testing.T, location string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, ok := chkdir.ParseName(path.Base(loc.Prefix))
+	name := path.Base(loc.Prefix)
+	if !loc.IsBucket() {
+		name = filepath.Base(loc.Path)
+	}
+	id, ok := chkdir.ParseName(name)
 	if !ok {
 		t.Fatalf("%s is no checkpoint", location)
 	}
@@ -335,4 +339,85 @@ func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// A checkpoint whose _metadata the bucket stored, though its publication
+// was reported failed (a lost answer), and whose settling look then meets
+// an error, is looked at again before the restart: the restart starts from
+// it, not from the one before (which would drop what it holds pending and
+// leave it unrestorable), and numbers the next checkpoints after it. The
+// output is exactly that of an unbroken run.
+func TestRestartAfterAnUndecidedPublication(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	proxy := storetest.NewProxy(t, srv.Endpoint())
+	src := testSource{splits: 2, n: 20000, keys: 31}
+	stop := int64(src.splits * src.n)
+	dir := t.TempDir()
+	ctx := context.Background()
+	var seen atomic.Int64
+	clean := filepath.Join(dir, "clean")
+	if _, err := Run(ctx, failingJob(src, 2, NewFileSink(clean, formatResult), &seen, -1), RunOptions{Backend: Heap, StopAfter: stop}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	seen.Store(0)
+	var fired atomic.Bool
+	res, err := Run(ctx, failingJob(src, 2, NewFileSink(out, formatResult), &seen, -1), RunOptions{
+		Backend: Heap, CheckpointDir: storetest.URL(proxy.URL, "state", "chk"), CheckpointInterval: 5 * time.Millisecond,
+		MaxRestarts: 3, StopAfter: stop,
+		inject: func(p faultPoint, _ *task, cp *checkpoint) error {
+			if p == faultPublished && cp.ID == 3 && fired.CompareAndSwap(false, true) {
+				// The next request, the look that settles checkpoint 3,
+				// is refused.
+				proxy.Inject(storetest.Status, "", 1, 403, "AccessDenied", 0)
+				return errInjected
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("run: %v (restored %v)", err, res.Restored)
+	}
+	if !fired.Load() || len(res.Restored) < 2 || mustID(t, res.Restored[1]) != 3 {
+		t.Errorf("restored %v, want the second attempt from chk-3", res.Restored)
+	}
+	if got, want := readParts(t, out), readParts(t, clean); !slices.Equal(got, want) {
+		t.Errorf("output: %d lines, an unbroken run's %d", len(got), len(want))
+	}
+}
+
+// A second run of a job into the checkpoint root of a first, not restored
+// from it, numbers its checkpoints after the first run's: retention, which
+// keeps the highest numbers, keeps the second run's own, and its restart
+// finds the checkpoint it recorded; in a bucket and on disk.
+func TestSecondRunIntoTheSameRoot(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	src := testSource{splits: 2, n: 20000, keys: 31}
+	stop := int64(src.splits * src.n)
+	ctx := context.Background()
+	for _, root := range []string{storetest.URL(srv.Endpoint(), "state", "chk"), filepath.Join(t.TempDir(), "chk")} {
+		dir := t.TempDir()
+		var seen atomic.Int64
+		first, err := Run(ctx, failingJob(src, 2, NewFileSink(filepath.Join(dir, "a"), formatResult), &seen, -1), RunOptions{
+			Backend: Pebble, CheckpointDir: root, CheckpointInterval: 5 * time.Millisecond, StopAfter: stop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		firstID := mustID(t, first.LastCheckpoint)
+		seen.Store(0)
+		second, err := Run(ctx, failingJob(src, 2, NewFileSink(filepath.Join(dir, "b"), formatResult), &seen, 20000), RunOptions{
+			Backend: Pebble, CheckpointDir: root, CheckpointInterval: 5 * time.Millisecond, StopAfter: stop, MaxRestarts: 1})
+		if err != nil {
+			t.Fatalf("%s: the second run: %v (restored %v)", root, err, second.Restored)
+		}
+		secondID := mustID(t, second.LastCheckpoint)
+		if secondID <= firstID || second.Restarts != 1 {
+			t.Errorf("%s: the second run's last checkpoint is %d, the first's %d, after %d restarts; want it higher, after one", root, secondID, firstID, second.Restarts)
+		}
+		if latest, err := LatestCheckpoint(root); err != nil || mustID(t, latest) != secondID {
+			t.Errorf("%s: latest checkpoint %s (%v), want the second run's %d", root, latest, err, secondID)
+		}
+	}
+	bucketEndpoint = srv.Endpoint()
+	checkBucketRoot(t, srv.Client(srv.Endpoint()), "state", "chk", 2)
 }

@@ -104,7 +104,10 @@
 // acknowledges only after its shared files and the shared/ directory are
 // synced. After each checkpoint, retention keeps the newest
 // RetainCheckpoints checkpoint directories and deletes every shared file
-// that none of them references.
+// that none of them references. A run numbers its checkpoints after every
+// complete one already under the root (an earlier run's too, when it is
+// not restored from it), so that the newest are its own and no number is
+// taken twice.
 //
 // The checkpoint root and SavepointDir may also be bucket URLs (s3://,
 // gs://, azblob://; file:// is a local path), with the same layout under
@@ -118,7 +121,12 @@
 // acknowledges. Objects that a dead run left under the name of the
 // checkpoint being begun, or of an unfinished one older than the newest,
 // are removed; retention deletes a checkpoint _metadata first, then the
-// shared objects no retained checkpoint references. A restore from a
+// shared objects no retained checkpoint references. A checkpoint whose
+// publication failed may still be there (the answer to the PUT of its
+// _metadata lost): the coordinator looks, and when the store cannot tell,
+// the restart looks again and starts from it if it is there, since a
+// restart from the one before would drop the sink transactions it holds
+// pending; a store that still cannot tell ends the run, naming it. A restore from a
 // bucket downloads each database's files into the attempt's work
 // directory, checking sizes and checksums, and reads the canonical part
 // with ranged reads.

@@ -20,6 +20,7 @@ import (
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // BackendKind selects where keyed state lives.
@@ -255,10 +256,31 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (*Result, err
 				res.Restarts++
 			}
 		}
+		if u := att.undecided(); u != "" {
+			// Whether the checkpoint whose publication failed is there
+			// decides where the restart starts: from it, or from the one
+			// before, whose restore drops what it holds pending.
+			visible, err := chkstore.Exists(ctx, u)
+			if err != nil {
+				return res, fmt.Errorf("engine: checkpoint %s: its publication failed and the store cannot tell whether it took effect (%w); restart from the latest checkpoint under the root once it answers", shownLocation(u), err)
+			}
+			if visible {
+				res.LastCheckpoint = u
+			}
+		}
 		if res.LastCheckpoint != "" {
 			restoreFrom = res.LastCheckpoint
 		}
 	}
+}
+
+// shownLocation is a location for a message: a bucket URL without its
+// parameters, which may hold credentials.
+func shownLocation(location string) string {
+	if loc, err := storage.ParseLocation(location); err == nil {
+		return loc.String()
+	}
+	return location
 }
 
 // recoverSinks hands every sink of j the transactions that the savepoint in
@@ -313,6 +335,13 @@ type attempt struct {
 
 // lastCheckpoint returns the directory of the attempt's latest completed
 // periodic checkpoint, "" if none completed.
+func (a *attempt) undecided() string {
+	if a.coord == nil {
+		return ""
+	}
+	return a.coord.Undecided()
+}
+
 func (a *attempt) lastCheckpoint() string {
 	if a.coord == nil {
 		return ""
@@ -364,6 +393,13 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 		a.frontier = flow.NewAlignGroup[*task]()
 	}
 	a.store = chkstore.NewStore(a.opts.CheckpointDir, a.dir(), a.opts.Compression)
+	if a.opts.CheckpointDir != "" {
+		next, err := a.store.NextID(ctx)
+		if err != nil {
+			return fmt.Errorf("engine: checkpoint root: %w", err)
+		}
+		firstID = max(firstID, next)
+	}
 	a.chans = map[*edge]any{}
 	for _, n := range a.job.nodes {
 		for _, e := range n.outputs {

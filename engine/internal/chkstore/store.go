@@ -88,6 +88,33 @@ func (s *Store) openBucket(ctx context.Context) (*chkdir.Bucket, error) {
 	return s.bucket, nil
 }
 
+// NextID is the number after those of every complete checkpoint under the
+// root: an earlier run's, or one of this run's whose publication was
+// reported failed but took effect. A run numbers its checkpoints from it at
+// least, so that retention, which keeps the highest numbers, keeps the
+// run's own, and no number is taken twice.
+func (s *Store) NextID(ctx context.Context) (uint64, error) {
+	var ids []uint64
+	if InBucket(s.root) {
+		b, err := s.openBucket(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ids, err = b.List(ctx); err != nil {
+			return 0, err
+		}
+	} else {
+		var err error
+		if ids, err = chkdir.List(s.root); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+	}
+	if len(ids) == 0 {
+		return 1, nil
+	}
+	return ids[len(ids)-1] + 1, nil
+}
+
 // Close releases the bucket root's connection, if any.
 func (s *Store) Close() error {
 	if s.bucket == nil {
@@ -121,7 +148,12 @@ func (s *Store) begin(ctx context.Context, cp *Pending) error {
 		if done, err := b.HasCheckpoint(ctx, cp.id); err != nil {
 			return err
 		} else if done {
-			return fmt.Errorf("%w: %s holds a checkpoint", storage.ErrExists, cp.target)
+			where := cp.target
+			if loc, err := storage.ParseLocation(where); err == nil {
+				// A bucket URL's parameters may hold credentials.
+				where = loc.String()
+			}
+			return fmt.Errorf("%w: %s holds a checkpoint", storage.ErrExists, where)
 		}
 		if err := b.RemoveCheckpoint(ctx, cp.id); err != nil {
 			return fmt.Errorf("removing what a dead run left of the checkpoint: %w", err)

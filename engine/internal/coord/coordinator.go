@@ -269,8 +269,10 @@ type Coordinator[S Subtask] struct {
 	prepared  map[S]Message[S]
 	pending   *Checkpoint
 	// unsettled is the periodic checkpoint whose publication failed, which
-	// may nevertheless be visible (see settle).
+	// may nevertheless be visible (see settle); undecided is its location
+	// when settle could not tell, under mu.
 	unsettled *Checkpoint
+	undecided string
 	// inFlight is pending, for the gates: it is set before the sources may
 	// send the watermark that announces its barrier.
 	inFlight  atomic.Pointer[Checkpoint]
@@ -684,9 +686,25 @@ func (c *Coordinator[S]) settle() {
 	c.unsettled = nil
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	if visible, err := chkstore.Exists(ctx, cp.Target); err == nil && visible {
+	visible, err := chkstore.Exists(ctx, cp.Target)
+	switch {
+	case err != nil:
+		c.mu.Lock()
+		c.undecided = cp.Target
+		c.mu.Unlock()
+	case visible:
 		c.record(cp)
 	}
+}
+
+// Undecided returns the location of the checkpoint whose publication
+// failed and which settle could not tell visible or not, or "". A restart
+// must not take the checkpoint before it until that is told: were this one
+// visible, the restart would drop the transactions it holds pending.
+func (c *Coordinator[S]) Undecided() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.undecided
 }
 
 // FreeTarget refuses a savepoint target that exists, a directory or a
