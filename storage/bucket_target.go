@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,7 +87,11 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 			return nil, err
 		}
 		for _, o := range objs {
-			if o.Name != t.marker && !isTempName(o.Name) {
+			// A savepoint's files lie directly under its prefix: an object
+			// below a deeper prefix is another savepoint's, or anybody's,
+			// and stays. An export's datasets are its own directories.
+			nested := t.marker == MetadataName && strings.Contains(o.Name, "/")
+			if o.Name != t.marker && !isTempName(o.Name) && !nested {
 				t.old = append(t.old, o.Name)
 			}
 		}

@@ -120,7 +120,10 @@
 //     the copy made (If-Match on the DELETE).
 //
 // A forced publish then deletes the files of the replaced savepoint that
-// the new one does not use. A reader that opened the old _metadata before
+// the new one does not use: those directly under its prefix (an object
+// under a deeper prefix is another savepoint's, not the replaced one's; an
+// export's files, which lie in its datasets' directories, are all its
+// own). A reader that opened the old _metadata before
 // the replacement may find, on its next read, that the old _metadata or an
 // old data file has changed or gone: it gets ErrChanged, never bytes of the
 // new savepoint, and must start again. Files both savepoints use (same

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,7 +247,8 @@ func TestConcurrentWritersOneWins(t *testing.T) {
 // TestForceReplacesAndRemovesTheOldFiles replaces a savepoint: the new
 // _metadata lands in one PUT, the old data files that the new one does not
 // use are deleted, and a reader still holding the old ones gets ErrChanged,
-// never bytes of the new savepoint.
+// never bytes of the new savepoint. Objects under a deeper prefix (another
+// savepoint's) are not the replaced savepoint's, and stay.
 func TestForceReplacesAndRemovesTheOldFiles(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
@@ -265,6 +267,8 @@ func TestForceReplacesAndRemovesTheOldFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	putObject(t, srv, "sp/nested/sp-2/"+storage.MetadataName, []byte("another savepoint"))
+	putObject(t, srv, "sp/nested/sp-2/data", []byte("its data"))
 	newNames, err := writeSavepoint(t, openTarget(t, loc, true), "new meta", map[string][]byte{
 		"kept*": []byte("bytes in both"), "only-new*": []byte("new bytes")})
 	if err != nil {
@@ -274,6 +278,7 @@ func TestForceReplacesAndRemovesTheOldFiles(t *testing.T) {
 		t.Fatalf("the same bytes got two names: %s, %s", oldNames["kept*"], newNames["kept*"])
 	}
 	names, _ := reader.List(ctx)
+	names = slices.DeleteFunc(names, func(n string) bool { return strings.HasPrefix(n, "nested/") })
 	want := []string{storage.MetadataName, newNames["kept*"], newNames["only-new*"]}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
@@ -286,6 +291,9 @@ func TestForceReplacesAndRemovesTheOldFiles(t *testing.T) {
 	}
 	if got := string(readAll(t, reader, storage.MetadataName)); got != "new meta" {
 		t.Fatalf("_metadata = %q", got)
+	}
+	if nested := srv.Objects(t, "state", "sp/nested/sp-2"); len(nested) != 2 {
+		t.Fatalf("the savepoint under a deeper prefix lost objects to the replacement: %d left", len(nested))
 	}
 }
 
