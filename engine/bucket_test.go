@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
+	"github.com/stateproc/stateproc/engine/internal/chkstore"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -420,4 +422,39 @@ func TestSecondRunIntoTheSameRoot(t *testing.T) {
 	}
 	bucketEndpoint = srv.Endpoint()
 	checkBucketRoot(t, srv.Client(srv.Endpoint()), "state", "chk", 2)
+}
+
+// An incremental checkpoint that lost its _incremental.json (a lifecycle
+// rule, a cleanup by hand) is not restored as the canonical checkpoint it
+// then looks like, whose keyed state is empty: the restore fails with
+// ErrCorruptCheckpoint naming the missing file, in a bucket and on disk.
+func TestRestoreWithoutTheManifest(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	client := srv.Client(srv.Endpoint())
+	src := testSource{splits: 2, n: 5000, keys: 31}
+	ctx := context.Background()
+	for _, root := range []string{storetest.URL(srv.Endpoint(), "state", "chk"), filepath.Join(t.TempDir(), "chk")} {
+		var seen atomic.Int64
+		if _, err := Run(ctx, failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
+			Backend: Pebble, CheckpointDir: root, CheckpointInterval: 2 * time.Millisecond, StopAfter: int64(src.splits * src.n)}); err != nil {
+			t.Fatal(err)
+		}
+		latest, err := LatestCheckpoint(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chkstore.InBucket(root) {
+			key := "chk/" + chkdir.Name(mustID(t, latest)) + "/" + chkdir.ManifestName
+			if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("state"), Key: aws.String(key)}); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Remove(filepath.Join(latest, chkdir.ManifestName)); err != nil {
+			t.Fatal(err)
+		}
+		seen.Store(0)
+		_, err = Run(ctx, failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{Backend: Pebble, RestoreFrom: latest, StopAfter: int64(src.splits * src.n)})
+		if !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), chkdir.ManifestName) || strings.Contains(err.Error(), "endpoint=") {
+			t.Errorf("%s: restore without the manifest: %v, want ErrCorruptCheckpoint naming %s", root, err, chkdir.ManifestName)
+		}
+	}
 }

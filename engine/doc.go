@@ -133,7 +133,10 @@
 //
 // Restoring from an incremental checkpoint (RunOptions.RestoreFrom naming a
 // chk-<id> directory, or the restart after a failure) checks each listed
-// file's size and checksum, naming the file that is missing or damaged,
+// file's size and checksum, naming the file that is missing or damaged (a
+// checkpoint that holds native databases' files without the
+// _incremental.json that lists them is refused alike, rather than read as
+// the canonical checkpoint it would look like, with no keyed state),
 // links (or copies) each database's files into the attempt's work
 // directory, opens them read-only, and reads them as savepoint entries: the
 // checkpoint restores, as a savepoint does, at another parallelism and into

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
@@ -45,6 +46,18 @@ func Open(ctx context.Context, dir, work string) (src savepoint.Source, release,
 		return nil, nil, nil, err
 	}
 	if !ok {
+		// Without _incremental.json the checkpoint reads as canonical. The
+		// files of native databases beside _metadata say it is an
+		// incremental checkpoint that lost its manifest, whose keyed state
+		// the canonical part does not hold: read as canonical, it would
+		// restore as empty.
+		if native, err := hasNativeFiles(ctx, d); err != nil || native {
+			r.Close()
+			if err == nil {
+				err = fmt.Errorf("%w: %s: %s is missing, but the checkpoint holds native databases' files, which it lists", chkdir.ErrCorrupt, d.Location(), chkdir.ManifestName)
+			}
+			return nil, nil, nil, err
+		}
 		return r, func() error { return nil }, func() error { return errors.Join(r.Close(), d.Close()) }, nil
 	}
 	// The checkpoint's parent is the checkpoint root.
@@ -62,6 +75,24 @@ func Open(ctx context.Context, dir, work string) (src savepoint.Source, release,
 		return nil, nil, nil, err
 	}
 	return cs, cs.closeNative, func() error { return errors.Join(cs.Close(), d.Close()) }, nil
+}
+
+// hasNativeFiles reports whether the checkpoint or savepoint in d holds
+// files of native databases: files in directories named as
+// chkdir.NativeDirName names them.
+func hasNativeFiles(ctx context.Context, d storage.Dir) (bool, error) {
+	names, err := d.List(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, name := range names {
+		dir, _, nested := strings.Cut(name, "/")
+		var op, subtask int
+		if n, _ := fmt.Sscanf(dir, "op%03d-%05d", &op, &subtask); nested && n == 2 && dir == chkdir.NativeDirName(op, subtask) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // fetchFunc puts the file f of a checkpoint root at dst, a new local file,
