@@ -458,3 +458,45 @@ func TestRestoreWithoutTheManifest(t *testing.T) {
 		}
 	}
 }
+
+// A restart whose store refuses to answer the opening of its checkpoint
+// (a request refused, as by an outage longer than the client's retries)
+// is one failed attempt, not the end of the job: the next restart opens
+// the checkpoint, and the output is that of an unbroken run.
+func TestRestartOutlivesAStoreThatDidNotAnswer(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	proxy := storetest.NewProxy(t, srv.Endpoint())
+	src := testSource{splits: 2, n: 20000, keys: 31}
+	stop := int64(src.splits * src.n)
+	dir := t.TempDir()
+	ctx := context.Background()
+	var seen atomic.Int64
+	clean := filepath.Join(dir, "clean")
+	if _, err := Run(ctx, failingJob(src, 2, NewFileSink(clean, formatResult), &seen, -1), RunOptions{Backend: Heap, StopAfter: stop}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	seen.Store(0)
+	var fired atomic.Bool
+	res, err := Run(ctx, failingJob(src, 2, NewFileSink(out, formatResult), &seen, -1), RunOptions{
+		Backend: Heap, CheckpointDir: storetest.URL(proxy.URL, "state", "chk"), CheckpointInterval: 5 * time.Millisecond,
+		MaxRestarts: 3, StopAfter: stop,
+		inject: func(p faultPoint, _ *task, cp *checkpoint) error {
+			if p == faultPublished && cp.ID == 3 && fired.CompareAndSwap(false, true) {
+				// The restart's first read of the checkpoint is refused.
+				proxy.Inject(storetest.Status, "GetObject", 1, 403, "AccessDenied", 0)
+				return errInjected
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("run: %v (restored %v)", err, res.Restored)
+	}
+	if res.Restarts != 2 || proxy.Pending() != 0 {
+		t.Errorf("%d restarts and %d faults left, want 2 (the refused open, then the one that opened) and none", res.Restarts, proxy.Pending())
+	}
+	if got, want := readParts(t, out), readParts(t, clean); !slices.Equal(got, want) {
+		t.Errorf("output: %d lines, an unbroken run's %d", len(got), len(want))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -57,7 +58,9 @@ type RunOptions struct {
 	CheckpointInterval time.Duration
 	RetainCheckpoints  int
 	// MaxRestarts is how many times a failed run restarts from its last
-	// completed checkpoint.
+	// completed checkpoint. A failure that a restart cannot cure ends the
+	// run at once: a checkpoint or savepoint that does not read or that the
+	// job cannot take (a store that does not answer is one failed attempt).
 	MaxRestarts int
 
 	// StopAfter stops every source after that many records in all (dealt
@@ -379,7 +382,13 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	if restoreFrom != "" {
 		r, err := openRestore(ctx, a, restoreFrom)
 		if err != nil {
-			return permanent(err)
+			// A checkpoint that does not read, or that the job cannot
+			// take, stays so; a store that did not answer may answer the
+			// next attempt.
+			if savepoint.BadInput(err) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrRestore) {
+				return permanent(err)
+			}
+			return err
 		}
 		defer r.close()
 		a.restore = r
