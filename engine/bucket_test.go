@@ -350,6 +350,20 @@ func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
 // leave it unrestorable), and numbers the next checkpoints after it. The
 // output is exactly that of an unbroken run.
 func TestRestartAfterAnUndecidedPublication(t *testing.T) {
+	// The next request, the look that settles checkpoint 3, is refused.
+	res, _ := runRefusedAfterCheckpoint3(t, "")
+	if len(res.Restored) < 2 || mustID(t, res.Restored[1]) != 3 {
+		t.Errorf("restored %v, want the second attempt from chk-3", res.Restored)
+	}
+}
+
+// runRefusedAfterCheckpoint3 runs a heap job that checkpoints into a
+// bucket through a proxy and fails once checkpoint 3 is published, as if
+// its publication failed, with the proxy set to refuse the next request of
+// op (of any operation when ""). The run must end well, with the output of
+// an unbroken run.
+func runRefusedAfterCheckpoint3(t *testing.T, op string) (*Result, *storetest.Proxy) {
+	t.Helper()
 	srv := storetest.StartWithBucket(t, "state")
 	proxy := storetest.NewProxy(t, srv.Endpoint())
 	src := testSource{splits: 2, n: 20000, keys: 31}
@@ -369,9 +383,7 @@ func TestRestartAfterAnUndecidedPublication(t *testing.T) {
 		MaxRestarts: 3, StopAfter: stop,
 		inject: func(p faultPoint, _ *task, cp *checkpoint) error {
 			if p == faultPublished && cp.ID == 3 && fired.CompareAndSwap(false, true) {
-				// The next request, the look that settles checkpoint 3,
-				// is refused.
-				proxy.Inject(storetest.Status, "", 1, 403, "AccessDenied", 0)
+				proxy.Inject(storetest.Status, op, 1, 403, "AccessDenied", 0)
 				return errInjected
 			}
 			return nil
@@ -380,12 +392,13 @@ func TestRestartAfterAnUndecidedPublication(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v (restored %v)", err, res.Restored)
 	}
-	if !fired.Load() || len(res.Restored) < 2 || mustID(t, res.Restored[1]) != 3 {
-		t.Errorf("restored %v, want the second attempt from chk-3", res.Restored)
+	if !fired.Load() {
+		t.Fatalf("the run never published checkpoint 3")
 	}
 	if got, want := readParts(t, out), readParts(t, clean); !slices.Equal(got, want) {
 		t.Errorf("output: %d lines, an unbroken run's %d", len(got), len(want))
 	}
+	return res, proxy
 }
 
 // A second run of a job into the checkpoint root of a first, not restored
@@ -464,39 +477,9 @@ func TestRestoreWithoutTheManifest(t *testing.T) {
 // is one failed attempt, not the end of the job: the next restart opens
 // the checkpoint, and the output is that of an unbroken run.
 func TestRestartOutlivesAStoreThatDidNotAnswer(t *testing.T) {
-	srv := storetest.StartWithBucket(t, "state")
-	proxy := storetest.NewProxy(t, srv.Endpoint())
-	src := testSource{splits: 2, n: 20000, keys: 31}
-	stop := int64(src.splits * src.n)
-	dir := t.TempDir()
-	ctx := context.Background()
-	var seen atomic.Int64
-	clean := filepath.Join(dir, "clean")
-	if _, err := Run(ctx, failingJob(src, 2, NewFileSink(clean, formatResult), &seen, -1), RunOptions{Backend: Heap, StopAfter: stop}); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	seen.Store(0)
-	var fired atomic.Bool
-	res, err := Run(ctx, failingJob(src, 2, NewFileSink(out, formatResult), &seen, -1), RunOptions{
-		Backend: Heap, CheckpointDir: storetest.URL(proxy.URL, "state", "chk"), CheckpointInterval: 5 * time.Millisecond,
-		MaxRestarts: 3, StopAfter: stop,
-		inject: func(p faultPoint, _ *task, cp *checkpoint) error {
-			if p == faultPublished && cp.ID == 3 && fired.CompareAndSwap(false, true) {
-				// The restart's first read of the checkpoint is refused.
-				proxy.Inject(storetest.Status, "GetObject", 1, 403, "AccessDenied", 0)
-				return errInjected
-			}
-			return nil
-		},
-	})
-	if err != nil {
-		t.Fatalf("run: %v (restored %v)", err, res.Restored)
-	}
+	// The restart's first read of the checkpoint is refused.
+	res, proxy := runRefusedAfterCheckpoint3(t, "GetObject")
 	if res.Restarts != 2 || proxy.Pending() != 0 {
 		t.Errorf("%d restarts and %d faults left, want 2 (the refused open, then the one that opened) and none", res.Restarts, proxy.Pending())
-	}
-	if got, want := readParts(t, out), readParts(t, clean); !slices.Equal(got, want) {
-		t.Errorf("output: %d lines, an unbroken run's %d", len(got), len(want))
 	}
 }

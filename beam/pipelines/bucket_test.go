@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path"
 	"path/filepath"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/storetest"
@@ -43,7 +40,7 @@ func TestExportToABucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := objects(t, srv, "")
+	objs := srv.Objects(t, "state", "")
 	var marker export.MarkerContent
 	if err := json.Unmarshal(objs["exported/"+export.Marker], &marker); err != nil {
 		t.Fatalf("%s: %v", export.Marker, err)
@@ -60,30 +57,4 @@ func TestExportToABucket(t *testing.T) {
 			t.Errorf("%s of the CLI is not %s in the bucket, with the same bytes", name, named)
 		}
 	}
-}
-
-// objects returns the bucket's objects under prefix by key, with their
-// bytes.
-func objects(t *testing.T, srv *storetest.Server, prefix string) map[string][]byte {
-	t.Helper()
-	c := srv.Client(srv.Endpoint())
-	ctx := t.Context()
-	list, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("state"), Prefix: aws.String(prefix)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for _, o := range list.Contents {
-		r, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("state"), Key: o.Key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[*o.Key] = b
-	}
-	return out
 }

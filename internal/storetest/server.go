@@ -262,13 +262,17 @@ func (s *Server) Upload(t testing.TB, dir, bucket, prefix string) map[string]int
 
 // Objects returns the objects of bucket under prefix (a directory: the
 // keys below prefix + "/"), by their names below it, with their bytes: what
-// Upload put there, or what a command wrote.
+// Upload put there, or what a command wrote. An empty prefix is the whole
+// bucket, by key.
 func (s *Server) Objects(t testing.TB, bucket, prefix string) map[string][]byte {
 	t.Helper()
 	c := s.Client(s.Endpoint())
 	ctx := context.Background()
 	out := map[string][]byte{}
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
+	if prefix != "" {
+		prefix += "/"
+	}
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -284,7 +288,7 @@ func (s *Server) Objects(t testing.TB, bucket, prefix string) map[string][]byte 
 			if err != nil {
 				t.Fatal(err)
 			}
-			out[strings.TrimPrefix(aws.ToString(o.Key), prefix+"/")] = b
+			out[strings.TrimPrefix(aws.ToString(o.Key), prefix)] = b
 		}
 	}
 	return out
