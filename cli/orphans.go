@@ -73,10 +73,8 @@ func findOrphans(ctx context.Context, location string, src savepoint.Source, o o
 	// Objects under a deeper prefix belong to other savepoints, and are
 	// kept out of the listing and of the removal.
 	var found []orphan
-	var deeper []string
 	for _, ob := range all {
 		if strings.Contains(ob.Name, "/") {
-			deeper = append(deeper, ob.Name)
 			continue
 		}
 		found = append(found, orphan{Name: ob.Name, Bytes: ob.Size, Modified: jsonvalue.Instant(ob.ModTime.UnixMilli())})
@@ -84,26 +82,29 @@ func findOrphans(ctx context.Context, location string, src savepoint.Source, o o
 	if !o.remove || len(found) == 0 {
 		return found, nil
 	}
-	if src == nil {
-		if err := nothingToOrphan(ctx, loc, dir, found); err != nil {
-			return nil, err
-		}
-	} else {
-		// The savepoint may have been replaced while it was verified: the
-		// orphans are the files that the one there now does not name.
+	// The savepoint may have been replaced while it was verified, or one
+	// published where there was none: the orphans are the files that the
+	// one there now does not name, read again once the removal holds the
+	// location.
+	referencedNow := func(ctx context.Context) ([]string, error) {
 		now, err := openSavepoint(ctx, location)
-		if err != nil {
+		switch {
+		case errors.Is(err, savepoint.ErrNotSavepoint):
+			if err := nothingToOrphan(ctx, loc, dir, found); err != nil {
+				return nil, err
+			}
+			return nil, nil
+		case err != nil:
 			return nil, fmt.Errorf("%s: reading _metadata again before removing orphans: %w; nothing removed", loc, err)
 		}
+		defer now.Close()
 		df, ok := now.(interface{ DataFiles() []string })
 		if !ok {
-			now.Close()
 			return nil, fmt.Errorf("%w: %s: the savepoint there now is of another layout; nothing removed", savepoint.ErrNotSavepoint, loc)
 		}
-		referenced = df.DataFiles()
-		now.Close()
+		return df.DataFiles(), nil
 	}
-	removed, rerr := storage.RemoveOrphans(ctx, dir, append(referenced, deeper...), minAge, time.Now())
+	removed, rerr := storage.RemoveOrphans(ctx, dir, referencedNow, minAge, time.Now())
 	gone := map[string]bool{}
 	for _, ob := range removed {
 		gone[ob.Name] = true

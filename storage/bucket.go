@@ -440,7 +440,8 @@ type objectVersion struct {
 	Generation int64
 }
 
-// List names the objects under the prefix, temporary uploads left out.
+// List names the objects under the prefix, temporary uploads and the
+// lease of a removal of orphans left out.
 func (d *bucketDir) List(ctx context.Context) ([]string, error) {
 	objs, err := d.listObjects(ctx, "")
 	if err != nil {
@@ -448,7 +449,7 @@ func (d *bucketDir) List(ctx context.Context) ([]string, error) {
 	}
 	var names []string
 	for _, o := range objs {
-		if !isTempName(o.Name) {
+		if !isTempName(o.Name) && o.Name != CleanupName {
 			names = append(names, o.Name)
 		}
 	}

@@ -10,12 +10,12 @@ import (
 	"io"
 	"io/fs"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -91,7 +91,7 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 			// below a deeper prefix is another savepoint's, or anybody's,
 			// and stays. An export's datasets are its own directories.
 			nested := t.marker == MetadataName && strings.Contains(o.Name, "/")
-			if o.Name != t.marker && !isTempName(o.Name) && !nested {
+			if o.Name != t.marker && o.Name != CleanupName && !isTempName(o.Name) && !nested {
 				t.old = append(t.old, o.Name)
 			}
 		}
@@ -105,6 +105,9 @@ func (t *bucketTarget) checkWritable(name string) error {
 	}
 	if isTempName(name) {
 		return fmt.Errorf("%w: %q has the prefix of temporary objects", ErrBadName, name)
+	}
+	if name == CleanupName {
+		return fmt.Errorf("%w: %q is the lease of a removal of orphans", ErrBadName, name)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -577,23 +580,11 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 	}
 	opts := &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: t.oldETag == ""}
 	if t.oldETag != "" {
-		// The replacement is conditional on the version replaced: its ETag
-		// on S3 and Azure, its generation on GCS.
-		opts.BeforeWrite = func(as func(any) bool) error {
-			var in *transfermanager.UploadObjectInput
-			if as(&in) {
-				in.IfMatch = aws.String(t.oldETag)
-			}
-			var c *gcsConditions
-			if t.oldGeneration != 0 && as(&c) {
-				c.IfGenerationMatch = &t.oldGeneration
-			}
-			var ac *azureConditions
-			if as(&ac) {
-				ac.IfMatch = t.oldETag
-			}
-			return nil
-		}
+		// The replacement is conditional on the version replaced.
+		opts.BeforeWrite = ifMatch(t.oldETag, t.oldGeneration)
+	}
+	if err := t.settleWithCleanup(ctx); err != nil {
+		return err
 	}
 	t.c.Requests.Add(1)
 	if err := t.b.Upload(ctx, t.key(t.marker), bytes.NewReader(meta.Bytes()), opts); err != nil {
@@ -629,6 +620,49 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("storage: the savepoint is published at %s, but %d files of the one it replaced could not be removed and are orphans now: %w",
 			t.Location(), len(errs), errors.Join(errs...))
+	}
+	return nil
+}
+
+// settleWithCleanup makes sure that no removal of orphans took a file this
+// run wrote by its content. Such a file may have been an orphan already,
+// a dead run's of the same bytes, which a removal that listed it before
+// this run wrote it again would delete by the age it had then. A removal
+// holds the prefix's lease (CleanupName) from before its listing to after
+// its last delete, so once no lease is held, a file that is still there
+// stays: a later removal lists it with the age this run gave it.
+// Create-only files need no check: no listing before this run saw them.
+func (t *bucketTarget) settleWithCleanup(ctx context.Context) error {
+	t.mu.Lock()
+	named := make([]string, 0, len(t.named))
+	for name := range t.named {
+		named = append(named, name)
+	}
+	t.mu.Unlock()
+	if len(named) == 0 {
+		return nil
+	}
+	if err := awaitCleanup(ctx, t.bucketStore); err != nil {
+		return err
+	}
+	objs, err := t.listObjects(ctx, "")
+	if err != nil {
+		return err
+	}
+	there := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		there[o.Name] = true
+	}
+	var gone []string
+	for _, name := range named {
+		if !there[name] {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		sort.Strings(gone)
+		return fmt.Errorf("%w: a removal of orphans at %s deleted %d files this run had written (%s) while it wrote them; nothing of this run is visible, run it again",
+			ErrConflict, t.Location(), len(gone), strings.Join(gone, ", "))
 	}
 	return nil
 }

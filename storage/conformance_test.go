@@ -302,7 +302,7 @@ func conformance(t *testing.T, loc func(prefix string) string) {
 		if err != nil || len(orphans) != 1 || orphans[0].Name != "left" {
 			t.Fatalf("Orphans = %v, %v", orphans, err)
 		}
-		if _, err := storage.RemoveOrphans(ctx, d, nil, 0, time.Now().Add(time.Minute)); err != nil {
+		if _, err := storage.RemoveOrphans(ctx, d, referencing(), 0, time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if names, _ := d.List(ctx); len(names) != 0 {

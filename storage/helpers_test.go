@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"context"
 	"iter"
 	"maps"
 	"os"
@@ -17,4 +18,10 @@ func writeLocal(t *testing.T, p string, b []byte) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// referencing is RemoveOrphans' referenced for a savepoint that names
+// these files.
+func referencing(names ...string) func(context.Context) ([]string, error) {
+	return func(context.Context) ([]string, error) { return names, nil }
 }

@@ -106,10 +106,14 @@ func TestOpenLocalTargetAndDir(t *testing.T) {
 	if err != nil || len(orphans) != 1 || orphans[0].Name != nw.Name() {
 		t.Fatalf("Orphans = %v, %v", orphans, err)
 	}
-	if removed, err := RemoveOrphans(ctx, d, []string{"composed", "copied"}, 0, time.Now()); err != nil || len(removed) != 1 {
+	if removed, err := RemoveOrphans(ctx, d, referencing("composed", "copied"), 0, time.Now()); err != nil || len(removed) != 1 {
 		t.Fatalf("RemoveOrphans = %v, %v", removed, err)
 	}
 	if names, _ := d.List(ctx); len(names) != 3 {
 		t.Fatalf("after RemoveOrphans: %v", names)
 	}
+}
+
+func referencing(names ...string) func(context.Context) ([]string, error) {
+	return func(context.Context) ([]string, error) { return names, nil }
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -15,7 +16,8 @@ import (
 // With no _metadata at all, every file is one. On a bucket, these are the
 // data files of runs that died or lost before their _metadata, and the
 // temporary uploads of dead runs; a local savepoint directory has none
-// unless something else put files there.
+// unless something else put files there. The lease of a removal of
+// orphans (CleanupName) is none.
 func Orphans(ctx context.Context, d Dir, referenced []string) ([]Object, error) {
 	objs, err := objectsOf(ctx, d)
 	if err != nil {
@@ -27,28 +29,59 @@ func Orphans(ctx context.Context, d Dir, referenced []string) ([]Object, error) 
 	}
 	var out []Object
 	for _, o := range objs {
-		if !keep[o.Name] {
+		if !keep[o.Name] && !(o.Name == CleanupName && isBucket(d)) {
 			out = append(out, o)
 		}
 	}
 	return out, nil
 }
 
-// RemoveOrphans deletes the orphans last modified at least minAge before
-// now, and returns them. The age spares the files of a run still writing
-// into the same location, which are orphans until its _metadata lands:
-// minAge must exceed the longest such run. (A content-named file that a
-// run reuses is rewritten by it, which renews its age.)
-func RemoveOrphans(ctx context.Context, d Dir, referenced []string, minAge time.Duration, now time.Time) ([]Object, error) {
-	orphans, err := Orphans(ctx, d, referenced)
+// RemoveOrphans deletes the orphans directly under d's prefix (files
+// under a deeper one are other savepoints') that were last modified at
+// least minAge before now, and returns them. referenced gives the data
+// files of the savepoint there now, nil if none. The age spares the files
+// of a run still writing into the same location, which are orphans until
+// its _metadata lands: minAge must exceed the longest such run.
+//
+// On a bucket, RemoveOrphans holds the prefix's lease (CleanupName) from
+// before it calls referenced and lists until after its last delete, and
+// deletes nothing once it could not renew it. A run that publishes there
+// waits while the lease is held and then checks that the content-named
+// files it wrote are all still there. That closes the one race the age
+// cannot: a run that writes again a dead run's file of the same bytes,
+// after this listing saw the old copy, renews its age too late. A second
+// removal at the same prefix fails with ErrConflict while the first holds
+// the lease.
+func RemoveOrphans(ctx context.Context, d Dir, referenced func(context.Context) ([]string, error), minAge time.Duration, now time.Time) (removed []Object, err error) {
+	var lease *cleanupLease
+	if bd, ok := d.(*bucketDir); ok {
+		if lease, err = takeCleanupLease(ctx, bd.bucketStore); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if rerr := lease.release(ctx); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}()
+	}
+	names, err := referenced(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var removed []Object
+	orphans, err := Orphans(ctx, d, names)
+	if err != nil {
+		return nil, err
+	}
 	var errs []error
 	for _, o := range orphans {
-		if now.Sub(o.ModTime) < minAge {
+		if now.Sub(o.ModTime) < minAge || strings.Contains(o.Name, "/") {
 			continue
+		}
+		if lease != nil {
+			if err := lease.hold(); err != nil {
+				errs = append(errs, err)
+				break
+			}
 		}
 		if err := Remove(ctx, d, o.Name); err != nil {
 			errs = append(errs, err)
@@ -57,6 +90,11 @@ func RemoveOrphans(ctx context.Context, d Dir, referenced []string, minAge time.
 		removed = append(removed, o)
 	}
 	return removed, errors.Join(errs...)
+}
+
+func isBucket(d Dir) bool {
+	_, ok := d.(*bucketDir)
+	return ok
 }
 
 func objectsOf(ctx context.Context, d Dir) ([]Object, error) {

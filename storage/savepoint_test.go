@@ -221,7 +221,7 @@ func TestKilledBucketWritesLeaveNothingPartial(t *testing.T) {
 		if len(orphans) > 0 {
 			outcome += ", orphans found"
 		}
-		if _, err := storage.RemoveOrphans(context.Background(), d, referenced, 0, time.Now()); err != nil {
+		if _, err := storage.RemoveOrphans(context.Background(), d, referencing(referenced...), 0, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if left, _ := storage.Orphans(context.Background(), d, referenced); len(left) != 0 {

@@ -324,10 +324,10 @@ func TestOrphansOfADeadRun(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("Orphans = %v, want %v", names, want)
 	}
-	if removed, err := storage.RemoveOrphans(ctx, d, nil, time.Hour, time.Now()); err != nil || len(removed) != 0 {
+	if removed, err := storage.RemoveOrphans(ctx, d, referencing(), time.Hour, time.Now()); err != nil || len(removed) != 0 {
 		t.Fatalf("RemoveOrphans of fresh files = %v, %v; want none removed", removed, err)
 	}
-	removed, err := storage.RemoveOrphans(ctx, d, []string{"data-000"}, time.Hour, time.Now().Add(2*time.Hour))
+	removed, err := storage.RemoveOrphans(ctx, d, referencing("data-000"), time.Hour, time.Now().Add(2*time.Hour))
 	if err != nil || len(removed) != 2 {
 		t.Fatalf("RemoveOrphans = %v, %v; want the two unreferenced files", removed, err)
 	}

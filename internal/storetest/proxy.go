@@ -45,6 +45,8 @@ type Proxy struct {
 	inFlight, peak map[string]int
 	busy           map[string]time.Duration
 	gathers        []*gather
+	// holding counts the requests a gather holds now.
+	holding int
 	// latency is how long each request waits before it is forwarded.
 	latency time.Duration
 	srv     *httptest.Server
@@ -177,6 +179,12 @@ func (p *Proxy) hold(op string) {
 		return
 	}
 	g.in++
+	p.holding++
+	defer func() {
+		p.mu.Lock()
+		p.holding--
+		p.mu.Unlock()
+	}()
 	switch {
 	case g.in == g.n:
 		g.met = true
@@ -193,6 +201,13 @@ func (p *Proxy) hold(op string) {
 	}
 	p.mu.Unlock()
 	<-g.release
+}
+
+// Holding reports how many requests a gather holds back now.
+func (p *Proxy) Holding() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holding
 }
 
 // Throttle answers the next n requests of op with 503 SlowDown.
