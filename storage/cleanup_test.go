@@ -96,34 +96,45 @@ func TestRerunDuringARemovalOfOrphans(t *testing.T) {
 	}
 }
 
-// TestRerunAfterARemovalOfOrphans publishes once the removal is over: the
-// files the rerun wrote are there, and so the savepoint is published. A
-// removal that ran wholly between the rerun's writes and its publish is
-// found by the check of its files, not by the lease.
+// TestRerunAfterARemovalOfOrphans: a run that created its files publishes
+// with no look for a removal; a run that wrote a dead run's file again is
+// checked against a removal that ran wholly between that write and its
+// publish, which the lease, gone by then, cannot show.
 func TestRerunAfterARemovalOfOrphans(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
-	kept := openTarget(t, storetest.URL(srv.Endpoint(), "state", "sp"), false)
-	name := writeNamed(t, kept, []byte("kept"))
-	mw, _ := kept.Create(ctx, storage.MetadataName)
+	proxy := storetest.NewProxy(t, srv.Endpoint())
+	openProxied := func(prefix string) storage.Target {
+		t.Helper()
+		return openTarget(t, storetest.URL(proxy.URL, "state", prefix), false)
+	}
+	fresh := openProxied("sp")
+	name := writeNamed(t, fresh, []byte("fresh"))
+	mw, _ := fresh.Create(ctx, storage.MetadataName)
 	writeAll(t, mw, []byte("metadata"))
-	if err := kept.Publish(ctx); err != nil {
-		t.Fatalf("Publish with no removal under way: %v", err)
+	heads, lists := proxy.Ops("HeadObject"), proxy.Ops("ListObjects")
+	if err := fresh.Publish(ctx); err != nil {
+		t.Fatalf("Publish of a run that created its files: %v", err)
+	}
+	if h, l := proxy.Ops("HeadObject")-heads, proxy.Ops("ListObjects")-lists; h != 0 || l != 0 {
+		t.Errorf("the publish of a run that created its files made %d HEADs and %d listings; want none", h, l)
 	}
 	if objs := srv.Objects(t, "state", "sp"); len(objs) != 2 || objs[name] == nil {
 		t.Fatalf("objects = %v; want _metadata and %s", objs, name)
 	}
 
-	lost := openTarget(t, storetest.URL(srv.Endpoint(), "state", "sp2"), false)
-	gone := writeNamed(t, lost, []byte("lost"))
-	d2 := openVia(t, srv.Endpoint(), "sp2", fastRetries)
-	if _, err := storage.RemoveOrphans(ctx, d2, referencing(), time.Hour, time.Now().Add(2*time.Hour)); err != nil {
+	data := []byte("written by a dead run and again")
+	x := writeNamed(t, openProxied("sp2"), data) // the dead run's
+	rerun := openProxied("sp2")
+	writeNamed(t, rerun, data)
+	d := openVia(t, srv.Endpoint(), "sp2", fastRetries)
+	if _, err := storage.RemoveOrphans(ctx, d, referencing(), time.Hour, time.Now().Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	mw, _ = lost.Create(ctx, storage.MetadataName)
+	mw, _ = rerun.Create(ctx, storage.MetadataName)
 	writeAll(t, mw, []byte("metadata"))
-	if err := lost.Publish(ctx); !errors.Is(err, storage.ErrConflict) || !strings.Contains(err.Error(), gone) {
-		t.Fatalf("Publish after a removal took its file = %v; want ErrConflict naming %s", err, gone)
+	if err := rerun.Publish(ctx); !errors.Is(err, storage.ErrConflict) || !strings.Contains(err.Error(), x) {
+		t.Fatalf("Publish after a removal took its file = %v; want ErrConflict naming %s", err, x)
 	}
 	if objs := srv.Objects(t, "state", "sp2"); len(objs) != 0 {
 		t.Fatalf("objects left at sp2 = %v; want none", objs)
