@@ -66,7 +66,6 @@ import (
 const (
 	childFlag = "-child"
 	bucket    = "bench"
-	chunk     = 8 << 20
 	inFlight  = 4
 )
 
@@ -99,6 +98,8 @@ type bench struct {
 	before string
 	// gets is how many GETs the proxy had served at the last takeGets.
 	gets int
+	// chunk is the size of the baseline's ranged GETs.
+	chunk int64
 }
 
 func run(ctx context.Context) error {
@@ -110,10 +111,14 @@ func run(ctx context.Context) error {
 	now := flag.String("now", "", "pass --now `INSTANT` to prune-ttl, so that entries expire")
 	sums := flag.Bool("sums", false, "print the SHA-256 of every object prune-ttl writes in the first counted run")
 	before := flag.String("before", "", "the s3bench `binary` of another build, whose stateproc runs each command too, for comparison")
+	chunk := flag.Int64("chunk", 8<<20, "the `bytes` of each of the baseline's ranged GETs")
 	latency := flag.Duration("latency", 0, "make every request of both sides wait this `long` in the proxy before it is served, as a remote store's time to first byte")
 	flag.Parse()
 	if *savepoint == "" {
 		return errors.New("-savepoint is required")
+	}
+	if *chunk < 1 {
+		return errors.New("-chunk must be positive")
 	}
 	st, err := s3local.Start(*work, bucket)
 	if err != nil {
@@ -127,7 +132,7 @@ func run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(dir)
 	srv, proxy := st.Srv, st.Proxy
-	b := &bench{srv: srv, proxy: proxy, c: srv.Client(proxy.URL), work: dir, before: *before}
+	b := &bench{srv: srv, proxy: proxy, c: srv.Client(proxy.URL), work: dir, before: *before, chunk: *chunk}
 	start := time.Now()
 	if b.keys, b.size, err = st.Upload(ctx, *savepoint, bucket, "in"); err != nil {
 		return err
@@ -202,6 +207,8 @@ type sample struct {
 	// all is the CPU time of every process of the side: the server's, this
 	// one's (the proxy, and the baseline's client) and the child's.
 	all time.Duration
+	// server is the server's share of all.
+	server time.Duration
 }
 
 // cpuMark is what the processes of a side have used of the CPU when it
@@ -214,9 +221,10 @@ func (b *bench) markCPU() cpuMark {
 }
 
 // since is the CPU that the server and this process used since m, plus
-// child.
-func (m cpuMark) since(b *bench, child time.Duration) time.Duration {
-	return b.markCPU().server - m.server + selfCPU() - m.self + child
+// child, and the server's share of it.
+func (m cpuMark) since(b *bench, child time.Duration) (all, server time.Duration) {
+	now := b.markCPU()
+	return now.server - m.server + now.self - m.self + child, now.server - m.server
 }
 
 // selfCPU is the CPU time this process has used so far.
@@ -259,7 +267,8 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 		if err := p.base(ctx, i); err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
-		s := sample{wall: time.Since(start), served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received, all: mark.since(b, 0)}
+		s := sample{wall: time.Since(start), served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+		s.all, s.server = mark.since(b, 0)
 		b.takeGets(&s)
 		if p.afterBase != nil {
 			if err := p.afterBase(i); err != nil {
@@ -270,9 +279,9 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 			continue
 		}
 		cmds, bases = append(cmds, c), append(bases, s)
-		fmt.Printf("  %s run %d: %v (CPU %v, all processes %v, read %d, sent %d bytes, %d GETs, in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (all processes' CPU %v, read %d, sent %d, %d GETs, in flight %.1f, %d); ratio %.2f\n",
-			p.name, i, c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), c.all.Round(time.Millisecond), c.served, c.received, c.requests, c.meanGets, c.gets, float64(c.rss)/(1<<20),
-			p.baseline, s.wall.Round(time.Millisecond), s.all.Round(time.Millisecond), s.served, s.received, s.requests, s.meanGets, s.gets, c.wall.Seconds()/s.wall.Seconds())
+		fmt.Printf("  %s run %d: %v (CPU %v, all processes %v, the server %v, read %d, sent %d bytes, %d GETs, in flight %.1f on average, %d at most, peak RSS %.0f MiB); %s %v (all processes' CPU %v, the server %v, read %d, sent %d, %d GETs, in flight %.1f, %d); ratio %.2f\n",
+			p.name, i, c.wall.Round(time.Millisecond), c.cpu.Round(time.Millisecond), c.all.Round(time.Millisecond), c.server.Round(time.Millisecond), c.served, c.received, c.requests, c.meanGets, c.gets, float64(c.rss)/(1<<20),
+			p.baseline, s.wall.Round(time.Millisecond), s.all.Round(time.Millisecond), s.server.Round(time.Millisecond), s.served, s.received, s.requests, s.meanGets, s.gets, c.wall.Seconds()/s.wall.Seconds())
 		if b.before != "" {
 			befores = append(befores, o)
 			fmt.Printf("    the build before: %v (CPU %v, read %d, sent %d bytes, %d GETs, in flight %.1f on average, %d at most, peak RSS %.0f MiB)\n",
@@ -285,8 +294,9 @@ func (b *bench) measure(ctx context.Context, p pair, runs int) error {
 		ratios = append(ratios, cmds[i].wall.Seconds()/bases[i].wall.Seconds())
 		peak = max(peak, cmds[i].rss)
 	}
-	fmt.Printf("%s: median %v (CPU %v, all processes %v) against %s %v (all processes %v); median ratio %.2f over %d runs; peak RSS %.0f MiB; savepoint %d bytes\n",
-		p.name, medianOf(cmds, wallOf), medianOf(cmds, cpuOf), medianOf(cmds, allOf), p.baseline, medianOf(bases, wallOf), medianOf(bases, allOf), median(ratios), len(ratios), float64(peak)/(1<<20), b.size)
+	fmt.Printf("%s: median %v (CPU %v, all processes %v, the server %v) against %s %v (all processes %v, the server %v); median ratio %.2f over %d runs; peak RSS %.0f MiB; savepoint %d bytes\n",
+		p.name, medianOf(cmds, wallOf), medianOf(cmds, cpuOf), medianOf(cmds, allOf), medianOf(cmds, serverOf), p.baseline, medianOf(bases, wallOf), medianOf(bases, allOf), medianOf(bases, serverOf),
+		median(ratios), len(ratios), float64(peak)/(1<<20), b.size)
 	if b.before != "" {
 		var walls, cpus, theirs []float64
 		var peak int64
@@ -316,7 +326,8 @@ func (b *bench) child(ctx context.Context, p pair, bin string, i int, rss string
 	if err != nil {
 		return sample{}, fmt.Errorf("stateproc %v: %w: %s", p.command(i), err, stderr.String())
 	}
-	c := sample{wall: u.Wall, cpu: u.CPU, rss: u.PeakRSS, served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received, all: mark.since(b, u.CPU)}
+	c := sample{wall: u.Wall, cpu: u.CPU, rss: u.PeakRSS, served: b.proxy.ServedBytes() - served, received: b.proxy.BodyBytes() - received}
+	c.all, c.server = mark.since(b, u.CPU)
 	b.takeGets(&c)
 	if p.after != nil {
 		if err := p.after(i); err != nil {
@@ -335,9 +346,10 @@ func medianOf(s []sample, f func(*sample) time.Duration) time.Duration {
 	return time.Duration(median(v)).Round(time.Millisecond)
 }
 
-func wallOf(s *sample) time.Duration { return s.wall }
-func cpuOf(s *sample) time.Duration  { return s.cpu }
-func allOf(s *sample) time.Duration  { return s.all }
+func wallOf(s *sample) time.Duration   { return s.wall }
+func cpuOf(s *sample) time.Duration    { return s.cpu }
+func allOf(s *sample) time.Duration    { return s.all }
+func serverOf(s *sample) time.Duration { return s.server }
 
 func median(v []float64) float64 {
 	v = slices.Clone(v)
@@ -349,7 +361,8 @@ func median(v []float64) float64 {
 }
 
 // rangedGets reads every object of the savepoint whole, in ranged GETs of
-// 8 MiB, 4 in flight, and discards the bytes.
+// b.chunk bytes (8 MiB unless -chunk says otherwise), 4 in flight, and
+// discards the bytes.
 func (b *bench) rangedGets(ctx context.Context, _ int) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(inFlight)
@@ -359,8 +372,8 @@ func (b *bench) rangedGets(ctx context.Context, _ int) error {
 			return err
 		}
 		size := aws.ToInt64(head.ContentLength)
-		for off := int64(0); off < size; off += chunk {
-			end := min(off+chunk, size) - 1
+		for off := int64(0); off < size; off += b.chunk {
+			end := min(off+b.chunk, size) - 1
 			g.Go(func() error {
 				out, err := b.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 					Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, end))})
