@@ -406,3 +406,24 @@ func killAfterCopies(t *testing.T, f *bucketFixture, url, prefix, now string, fl
 	}
 	f.sameFiles(t, "a rerun after the kill", prefix, want)
 }
+
+// TestRemovalOfOrphansWhileAnotherRuns: verify --remove-orphans where
+// another removal holds the lease (a _cleanup renewed just now) removes
+// nothing and exits 1, saying so.
+func TestRemovalOfOrphansWhileAnotherRuns(t *testing.T) {
+	f := newBucketFixture(t)
+	for _, key := range []string{"in/sp/op001-00000-0123456789abcdef.data", "in/sp/" + storage.CleanupName} {
+		if _, err := f.srv.Client(f.srv.Endpoint()).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("state"),
+			Key: aws.String(key), Body: strings.NewReader(`{"holder":"another"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := f.objects(t, "in/sp")
+	stdout, stderr, code := runCLI(t, "verify", "--remove-orphans", "--orphan-age", "0s", f.url("in/sp"))
+	if code != 1 || !strings.Contains(stderr, "another removal of orphans is under way") {
+		t.Fatalf("exit %d: %s%s; want 1, saying another removal is under way", code, stdout, stderr)
+	}
+	if after := f.objects(t, "in/sp"); len(after) != len(before) {
+		t.Fatalf("%d objects before, %d after: a refused removal removed some", len(before), len(after))
+	}
+}

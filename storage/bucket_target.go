@@ -39,12 +39,9 @@ type bucketTarget struct {
 	// with force: a published replacement deletes those it does not use.
 	old []string
 
-	mu      sync.Mutex
-	created map[string]bool // exact names this run created, create-only
-	named   map[string]bool // content names this run wrote
-	// reused are the content names this run wrote that may have been
-	// there before it wrote them: all but those it put create-only.
-	reused    map[string]bool
+	mu        sync.Mutex
+	created   map[string]bool // exact names this run created, create-only
+	named     map[string]bool // content names this run wrote
 	temps     map[string]bool // keys of temporary uploads in flight
 	composers map[*s3Composer]bool
 	// claims are the claimed copies neither kept nor discarded yet.
@@ -63,7 +60,7 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 		marker = MetadataName
 	}
 	t := &bucketTarget{bucketStore: st, force: opts.Force, marker: marker, created: map[string]bool{}, named: map[string]bool{},
-		reused: map[string]bool{}, temps: map[string]bool{}, composers: map[*s3Composer]bool{}, claims: map[*ClaimedCopy]bool{}}
+		temps: map[string]bool{}, composers: map[*s3Composer]bool{}, claims: map[*ClaimedCopy]bool{}}
 	st.c.Requests.Add(1)
 	attrs, err := st.b.Attributes(ctx, st.key(marker))
 	switch {
@@ -210,11 +207,9 @@ func (w *metadataWriter) Close() error {
 // Close, when the hash is known, puts it under its name in one request. A
 // longer one is uploaded to a temporary object as it is written, and at
 // Close copied on the server to its name and deleted: S3 cannot rename.
-// An object of the same name holds the same bytes, and is written over,
-// which renews its age, so that a removal of orphans does not take it for
-// an old one. The one request is create-only, and written again without
-// the condition when the name exists: a file this run created needs no
-// check before the publish (see settleWithCleanup).
+// Neither is conditional: an object of the same name holds the same bytes,
+// and rewriting it renews its age, so that an orphan cleanup running
+// meanwhile does not take it for an old one.
 func (t *bucketTarget) CreateNamed(ctx context.Context, stem, ext string) (NamedWriter, error) {
 	if err := t.checkWritable(stem + ext); err != nil {
 		return nil, err
@@ -293,16 +288,9 @@ func (w *bucketNamed) Close() error {
 func (w *bucketNamed) close() error {
 	name := NameByContent(w.stem, w.h.Sum(nil), w.ext)
 	var err error
-	fresh := false
 	if w.w == nil {
 		w.t.c.Requests.Add(1)
-		opts := &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true}
-		err = w.t.b.WriteAll(w.ctx, w.t.key(name), w.held, opts)
-		if fresh = err == nil; isPreconditionFailed(err) {
-			w.t.c.Requests.Add(1)
-			opts.IfNotExist = false
-			err = w.t.b.WriteAll(w.ctx, w.t.key(name), w.held, opts)
-		}
+		err = w.t.b.WriteAll(w.ctx, w.t.key(name), w.held, &blob.WriterOptions{ContentType: "application/octet-stream"})
 		w.held = nil
 	} else {
 		if err = w.w.Close(); err == nil {
@@ -318,11 +306,7 @@ func (w *bucketNamed) close() error {
 		return fmt.Errorf("storage: writing %s: %w", w.t.where(name), err)
 	}
 	w.name = name
-	if fresh {
-		w.t.markFresh(name)
-	} else {
-		w.t.markNamed(name)
-	}
+	w.t.markNamed(name)
 	return nil
 }
 
@@ -546,16 +530,7 @@ func (t *bucketTarget) CopyNamed(ctx context.Context, src File, name string) err
 	return nil
 }
 
-// markNamed records a content-named file this run wrote over whatever was
-// under its name, markFresh one it created there.
 func (t *bucketTarget) markNamed(name string) {
-	t.mu.Lock()
-	t.named[name] = true
-	t.reused[name] = true
-	t.mu.Unlock()
-}
-
-func (t *bucketTarget) markFresh(name string) {
 	t.mu.Lock()
 	t.named[name] = true
 	t.mu.Unlock()
@@ -650,19 +625,21 @@ func (t *bucketTarget) Publish(ctx context.Context) error {
 }
 
 // settleWithCleanup makes sure that no removal of orphans took a file this
-// run wrote by its content over one of that name. Such a file may have
-// been an orphan already, a dead run's of the same bytes, which a removal
-// that listed it before this run wrote it again would delete by the age it
-// had then. A removal holds the prefix's lease (CleanupName) from before
-// its listing to after its last delete, so once no lease is held, a file
-// that is still there stays: a later removal lists it with the age this
-// run gave it. Files this run created need no check, since no listing
-// before saw them, and neither do files under a deeper prefix (an
-// export's), which a removal leaves.
+// run wrote by its content. Such a file may have been an orphan already,
+// a dead run's of the same bytes, which a removal that listed it before
+// this run wrote it again would delete by the age it had then. A removal
+// holds the prefix's lease (CleanupName) from before its listing to after
+// its last delete, so once no lease is held, a file that is still there
+// stays: a later removal lists it with the age this run gave it.
+// Create-only files need no check: no listing before this run saw them.
+// Neither do files under a deeper prefix (an export's), which a removal
+// leaves. A content-named file this run put create-only needs the check
+// all the same: a removal's DELETE of an older copy that it sent again
+// after its answer was lost may land after this run's create.
 func (t *bucketTarget) settleWithCleanup(ctx context.Context) error {
 	t.mu.Lock()
 	var named []string
-	for name := range t.reused {
+	for name := range t.named {
 		if !strings.Contains(name, "/") {
 			named = append(named, name)
 		}

@@ -83,9 +83,8 @@ func (c *ClaimedCopy) Wait() error {
 func (c *ClaimedCopy) Keep() {
 	c.t.mu.Lock()
 	delete(c.t.claims, c)
+	c.t.named[c.name] = true
 	c.t.mu.Unlock()
-	// Made create-only: nothing was under its name before.
-	c.t.markFresh(c.name)
 }
 
 // Discard waits for the copy and deletes it if it was made and is still

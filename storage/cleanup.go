@@ -3,7 +3,10 @@ package storage
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -34,12 +38,22 @@ var (
 	cleanupPoll  = 2 * time.Second
 )
 
+// ErrLeaseHeld is the error of a removal of orphans at a location where
+// another one holds the lease.
+var ErrLeaseHeld = errors.New("storage: another removal of orphans is under way there")
+
 // cleanupLease is a held lease: the version of the lease object that its
-// holder wrote last, and when it sent that write.
+// holder wrote last, and when it sent that write. token, in the object's
+// body, tells the holder its own lease from another's when a write of it
+// was refused: the answer to an earlier attempt of that write may have
+// been lost, so that its retry met the object it had made itself.
 type cleanupLease struct {
-	st   *bucketStore
-	stop context.CancelFunc
-	done chan struct{}
+	st    *bucketStore
+	token string
+	stop  func()
+	done  chan struct{}
+	// dead is the lease of a dead holder that this one took over, if any.
+	dead *Object
 
 	mu         sync.Mutex
 	etag       string
@@ -49,12 +63,23 @@ type cleanupLease struct {
 	lost error
 }
 
+// leaseBody is the lease object's content.
+type leaseBody struct {
+	Holder  string `json:"holder"`
+	Token   string `json:"token"`
+	Renewed string `json:"renewed"`
+}
+
 // takeCleanupLease takes the lease of st's prefix, create-only, or over a
 // lease whose holder stopped renewing it leaseTerm ago. A lease held by a
-// live holder fails with ErrConflict. The lease is renewed in the
+// live holder fails with ErrLeaseHeld. The lease is renewed in the
 // background until release.
 func takeCleanupLease(ctx context.Context, st *bucketStore) (*cleanupLease, error) {
-	l := &cleanupLease{st: st}
+	var t [8]byte
+	if _, err := rand.Read(t[:]); err != nil {
+		return nil, err
+	}
+	l := &cleanupLease{st: st, token: hex.EncodeToString(t[:])}
 	err := l.write(ctx, true)
 	if isPreconditionFailed(err) {
 		st.c.Requests.Add(1)
@@ -66,8 +91,8 @@ func takeCleanupLease(ctx context.Context, st *bucketStore) (*cleanupLease, erro
 		case aerr != nil:
 			return nil, fmt.Errorf("storage: %s: %w", st.where(CleanupName), aerr)
 		case time.Since(attrs.ModTime) < leaseTerm:
-			return nil, fmt.Errorf("%w: another removal of orphans at %s holds %s, renewed %s ago; nothing removed",
-				ErrConflict, st.loc, CleanupName, time.Since(attrs.ModTime).Round(time.Second))
+			return nil, fmt.Errorf("%w: %s holds %s, renewed %s ago; nothing removed",
+				ErrLeaseHeld, st.loc, CleanupName, time.Since(attrs.ModTime).Round(time.Second))
 		default:
 			// A dead holder's: taken over on the condition that it is
 			// still that object, so that of two takers one wins.
@@ -76,29 +101,30 @@ func takeCleanupLease(ctx context.Context, st *bucketStore) (*cleanupLease, erro
 			if attrs.As(&ga) {
 				l.generation = ga.Generation
 			}
+			l.dead = &Object{Name: CleanupName, Size: attrs.Size, ModTime: attrs.ModTime}
 			err = l.write(ctx, false)
 		}
 	}
 	if isPreconditionFailed(err) {
-		return nil, fmt.Errorf("%w: another removal of orphans at %s took %s first; nothing removed", ErrConflict, st.loc, CleanupName)
+		return nil, fmt.Errorf("%w: another removal at %s took %s first; nothing removed", ErrLeaseHeld, st.loc, CleanupName)
 	}
 	if err != nil {
 		return nil, err
 	}
-	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	l.stop, l.done = stop, make(chan struct{})
-	go l.keep(kctx)
+	quit := make(chan struct{})
+	l.stop, l.done = func() { close(quit) }, make(chan struct{})
+	go l.keep(context.WithoutCancel(ctx), quit)
 	return l, nil
 }
 
 // write puts the lease object, create-only or over the version this
-// holder wrote last, and records the version it made.
+// holder wrote last, and records the version it made. A write refused by
+// its condition that finds the holder's own token there made that object
+// itself, in an attempt whose answer was lost.
 func (l *cleanupLease) write(ctx context.Context, createOnly bool) error {
 	host, _ := os.Hostname()
-	body, err := json.Marshal(struct {
-		Holder  string `json:"holder"`
-		Renewed string `json:"renewed"`
-	}{fmt.Sprintf("%s:%d", host, os.Getpid()), time.Now().UTC().Format(time.RFC3339Nano)})
+	body, err := json.Marshal(leaseBody{Holder: fmt.Sprintf("%s:%d", host, os.Getpid()), Token: l.token,
+		Renewed: time.Now().UTC().Format(time.RFC3339Nano)})
 	if err != nil {
 		return err
 	}
@@ -112,7 +138,7 @@ func (l *cleanupLease) write(ctx context.Context, createOnly bool) error {
 	sent := time.Now()
 	key := l.st.key(CleanupName)
 	l.st.c.Requests.Add(1)
-	if err := l.st.b.Upload(ctx, key, bytes.NewReader(body), opts); err != nil {
+	if err := l.st.b.Upload(ctx, key, bytes.NewReader(body), opts); err != nil && !(isPreconditionFailed(err) && l.ours(ctx)) {
 		return err
 	}
 	l.st.c.Requests.Add(1)
@@ -130,57 +156,87 @@ func (l *cleanupLease) write(ctx context.Context, createOnly bool) error {
 	return nil
 }
 
-// keep renews the lease every leaseRenewal until it is stopped or lost. A
-// renewal that fails for another reason is tried again at the next tick;
-// hold refuses once none has succeeded for leaseHold.
-func (l *cleanupLease) keep(ctx context.Context) {
+// ours reports whether the lease object holds this holder's token.
+func (l *cleanupLease) ours(ctx context.Context) bool {
+	l.st.c.Requests.Add(1)
+	b, err := l.st.b.ReadAll(ctx, l.st.key(CleanupName))
+	var lb leaseBody
+	return err == nil && json.Unmarshal(b, &lb) == nil && lb.Token == l.token
+}
+
+// keep renews the lease every leaseRenewal until quit is closed or the
+// lease lost. A renewal that fails for another reason is tried again at
+// the next tick; hold refuses once none has succeeded for leaseHold. A
+// renewal under way when quit closes is let finish, so that release knows
+// the version it made.
+func (l *cleanupLease) keep(ctx context.Context, quit <-chan struct{}) {
 	defer close(l.done)
 	tick := time.NewTicker(leaseRenewal)
 	defer tick.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-quit:
 			return
 		case <-tick.C:
 		}
-		err := l.write(ctx, false)
+		wctx, cancel := context.WithTimeout(ctx, leaseHold)
+		err := l.write(wctx, false)
+		cancel()
 		if isPreconditionFailed(err) || gcerrors.Code(err) == gcerrors.NotFound {
 			l.mu.Lock()
-			l.lost = fmt.Errorf("%w: the lease %s was taken or removed by someone else", ErrConflict, l.st.where(CleanupName))
+			l.lost = fmt.Errorf("%w: the lease %s was taken or removed by someone else; stopped", ErrLeaseHeld, l.st.where(CleanupName))
 			l.mu.Unlock()
 			return
 		}
 	}
 }
 
-// hold reports why the holder must not delete now: the lease was lost, or
-// not renewed for leaseHold, after which another may take it.
-func (l *cleanupLease) hold() error {
+// hold returns a context for the next delete, which ends when the lease
+// may no longer be this holder's: leaseHold after its last renewal, so
+// that neither the delete nor a retry of it is sent after that. It fails
+// when the lease was lost or that time has passed.
+func (l *cleanupLease) hold(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lost != nil {
-		return l.lost
+		return nil, nil, l.lost
 	}
-	if age := time.Since(l.renewed); age >= leaseHold {
-		return fmt.Errorf("storage: the lease %s was last renewed %s ago: stopped, since another removal may take it now",
-			l.st.where(CleanupName), age.Round(time.Second))
+	until := l.renewed.Add(leaseHold)
+	if !time.Now().Before(until) {
+		return nil, nil, fmt.Errorf("storage: the lease %s was last renewed %s ago: stopped, since another removal may take it now",
+			l.st.where(CleanupName), time.Since(l.renewed).Round(time.Second))
 	}
-	return nil
+	ctx, cancel := context.WithDeadline(ctx, until)
+	return ctx, cancel, nil
 }
 
 // release stops the renewals and deletes the lease, unless it is no longer
-// this holder's. It runs on a context of its own, since the caller's may
-// be done.
+// this holder's: on S3 on the condition that it is still the version this
+// holder wrote last, so that a release that reaches the server late does
+// not remove a lease another removal took over meanwhile. It runs on a
+// context of its own, since the caller's may be done.
 func (l *cleanupLease) release(ctx context.Context) error {
 	l.stop()
 	<-l.done
-	if l.hold() != nil {
+	hctx, cancel, err := l.hold(context.WithoutCancel(ctx))
+	if err != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
+	key := l.st.key(CleanupName)
 	l.st.c.Requests.Add(1)
-	if err := l.st.b.Delete(ctx, l.st.key(CleanupName)); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+	if l.st.s3 != nil {
+		l.mu.Lock()
+		etag := l.etag
+		l.mu.Unlock()
+		_, err = l.st.s3.DeleteObject(hctx, &s3.DeleteObjectInput{Bucket: aws.String(l.st.loc.Bucket), Key: aws.String(key), IfMatch: aws.String(etag)})
+		if isPreconditionFailed(err) || isNotFound(err) {
+			err = nil
+		}
+	} else if err = l.st.b.Delete(hctx, key); gcerrors.Code(err) == gcerrors.NotFound {
+		err = nil
+	}
+	if err != nil {
 		return fmt.Errorf("storage: removing the lease %s: %w", l.st.where(CleanupName), err)
 	}
 	return nil

@@ -33,6 +33,56 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// removal is the outcome of a RemoveOrphans run in the background.
+type removal struct {
+	removed []storage.Object
+	err     error
+}
+
+// startRemoval runs RemoveOrphans of d in the background, with nothing
+// referenced, counting ages at now.
+func startRemoval(d storage.Dir, minAge time.Duration, now time.Time) <-chan removal {
+	done := make(chan removal, 1)
+	go func() {
+		removed, err := storage.RemoveOrphans(context.Background(), d, referencing(), minAge, now)
+		done <- removal{removed, err}
+	}()
+	return done
+}
+
+// leftByADeadRun starts a bucket whose prefix sp holds a content-named file
+// that a run which died before its _metadata wrote, and returns the
+// server, sp's URL, the file's bytes and its name.
+func leftByADeadRun(t *testing.T) (*storetest.Server, string, []byte, string) {
+	t.Helper()
+	srv := newBucket(t)
+	direct := storetest.URL(srv.Endpoint(), "state", "sp")
+	data := []byte("the bytes of a data file both runs write")
+	return srv, direct, data, writeNamed(t, openTarget(t, direct, false), data)
+}
+
+// rerun opens a run into direct that writes the dead run's file again,
+// and its _metadata, ready to publish.
+func rerun(t *testing.T, direct string, data []byte, x string) storage.Target {
+	t.Helper()
+	tg := openTarget(t, direct, false)
+	if got := writeNamed(t, tg, data); got != x {
+		t.Fatalf("the rerun named its file %s, the dead run %s", got, x)
+	}
+	writeMetadata(t, tg, "metadata naming "+x)
+	return tg
+}
+
+// writeMetadata writes a _metadata for tg to publish.
+func writeMetadata(t *testing.T, tg storage.Target, text string) {
+	t.Helper()
+	mw, err := tg.Create(context.Background(), storage.MetadataName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, mw, []byte(text))
+}
+
 // TestRerunDuringARemovalOfOrphans races a removal of orphans against a
 // run that writes again the content-named file a dead run left. The
 // removal lists the old copy as an orphan; its delete is held in the proxy
@@ -42,40 +92,20 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestRerunDuringARemovalOfOrphans(t *testing.T) {
 	storage.SetLeaseTiming(t, time.Second, 3*time.Second, 6*time.Second, 20*time.Millisecond)
 	ctx := context.Background()
-	srv := newBucket(t)
-	direct := storetest.URL(srv.Endpoint(), "state", "sp")
-	data := []byte("the bytes of a data file both runs write")
-	x := writeNamed(t, openTarget(t, direct, false), data) // the dead run's
+	srv, direct, data, x := leftByADeadRun(t)
 
 	proxy := storetest.NewProxy(t, srv.Endpoint())
 	proxy.Gather("DeleteObject", 2, 2*time.Second)
 	d := openVia(t, proxy.URL, "sp", fastRetries)
-	type result struct {
-		removed []storage.Object
-		err     error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// An hour from now, every file is old enough to go.
-		removed, err := storage.RemoveOrphans(ctx, d, referencing(), time.Hour, time.Now().Add(2*time.Hour))
-		done <- result{removed, err}
-	}()
+	done := startRemoval(d, time.Hour, time.Now().Add(2*time.Hour))
 	waitFor(t, "the removal's delete", func() bool { return proxy.Holding() > 0 })
 	if _, ok := srv.Objects(t, "state", "sp")[storage.CleanupName]; !ok {
 		t.Fatalf("a removal under way holds no %s", storage.CleanupName)
 	}
 
-	rerun := openTarget(t, direct, false)
-	if got := writeNamed(t, rerun, data); got != x {
-		t.Fatalf("the rerun named its file %s, the dead run %s", got, x)
-	}
-	mw, err := rerun.Create(ctx, storage.MetadataName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeAll(t, mw, []byte("metadata naming "+x))
+	rr := rerun(t, direct, data, x)
 	start := time.Now()
-	err = rerun.Publish(ctx)
+	err := rr.Publish(ctx)
 	waited := time.Since(start)
 	r := <-done
 	if r.err != nil || len(r.removed) != 1 || r.removed[0].Name != x {
@@ -96,45 +126,32 @@ func TestRerunDuringARemovalOfOrphans(t *testing.T) {
 	}
 }
 
-// TestRerunAfterARemovalOfOrphans: a run that created its files publishes
-// with no look for a removal; a run that wrote a dead run's file again is
-// checked against a removal that ran wholly between that write and its
-// publish, which the lease, gone by then, cannot show.
+// TestRerunAfterARemovalOfOrphans publishes once the removal is over: the
+// files the rerun wrote are there, and so the savepoint is published. A
+// removal that ran wholly between the rerun's writes and its publish is
+// found by the check of its files, not by the lease.
 func TestRerunAfterARemovalOfOrphans(t *testing.T) {
 	ctx := context.Background()
 	srv := newBucket(t)
-	proxy := storetest.NewProxy(t, srv.Endpoint())
-	openProxied := func(prefix string) storage.Target {
-		t.Helper()
-		return openTarget(t, storetest.URL(proxy.URL, "state", prefix), false)
-	}
-	fresh := openProxied("sp")
-	name := writeNamed(t, fresh, []byte("fresh"))
-	mw, _ := fresh.Create(ctx, storage.MetadataName)
-	writeAll(t, mw, []byte("metadata"))
-	heads, lists := proxy.Ops("HeadObject"), proxy.Ops("ListObjects")
-	if err := fresh.Publish(ctx); err != nil {
-		t.Fatalf("Publish of a run that created its files: %v", err)
-	}
-	if h, l := proxy.Ops("HeadObject")-heads, proxy.Ops("ListObjects")-lists; h != 0 || l != 0 {
-		t.Errorf("the publish of a run that created its files made %d HEADs and %d listings; want none", h, l)
+	kept := openTarget(t, storetest.URL(srv.Endpoint(), "state", "sp"), false)
+	name := writeNamed(t, kept, []byte("kept"))
+	writeMetadata(t, kept, "metadata")
+	if err := kept.Publish(ctx); err != nil {
+		t.Fatalf("Publish with no removal under way: %v", err)
 	}
 	if objs := srv.Objects(t, "state", "sp"); len(objs) != 2 || objs[name] == nil {
 		t.Fatalf("objects = %v; want _metadata and %s", objs, name)
 	}
 
-	data := []byte("written by a dead run and again")
-	x := writeNamed(t, openProxied("sp2"), data) // the dead run's
-	rerun := openProxied("sp2")
-	writeNamed(t, rerun, data)
-	d := openVia(t, srv.Endpoint(), "sp2", fastRetries)
-	if _, err := storage.RemoveOrphans(ctx, d, referencing(), time.Hour, time.Now().Add(2*time.Hour)); err != nil {
+	lost := openTarget(t, storetest.URL(srv.Endpoint(), "state", "sp2"), false)
+	gone := writeNamed(t, lost, []byte("lost"))
+	d2 := openVia(t, srv.Endpoint(), "sp2", fastRetries)
+	if _, err := storage.RemoveOrphans(ctx, d2, referencing(), time.Hour, time.Now().Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	mw, _ = rerun.Create(ctx, storage.MetadataName)
-	writeAll(t, mw, []byte("metadata"))
-	if err := rerun.Publish(ctx); !errors.Is(err, storage.ErrConflict) || !strings.Contains(err.Error(), x) {
-		t.Fatalf("Publish after a removal took its file = %v; want ErrConflict naming %s", err, x)
+	writeMetadata(t, lost, "metadata")
+	if err := lost.Publish(ctx); !errors.Is(err, storage.ErrConflict) || !strings.Contains(err.Error(), gone) {
+		t.Fatalf("Publish after a removal took its file = %v; want ErrConflict naming %s", err, gone)
 	}
 	if objs := srv.Objects(t, "state", "sp2"); len(objs) != 0 {
 		t.Fatalf("objects left at sp2 = %v; want none", objs)
@@ -147,31 +164,36 @@ func TestRerunAfterARemovalOfOrphans(t *testing.T) {
 // publish does not delete a live one.
 func TestLeaseOfARemovalOfOrphans(t *testing.T) {
 	// The store gives times in whole seconds: the term is well above one.
-	storage.SetLeaseTiming(t, 100*time.Millisecond, time.Second, 2500*time.Millisecond, 20*time.Millisecond)
+	storage.SetLeaseTiming(t, 100*time.Millisecond, 2*time.Second, 4*time.Second, 20*time.Millisecond)
 	ctx := context.Background()
 	srv := newBucket(t)
 	loc := storetest.URL(srv.Endpoint(), "state", "sp")
-	tg := openTarget(t, loc, false)
-	orphan := writeNamed(t, tg, []byte("an orphan"))
+	const n = 12
+	for i := range n {
+		putObject(t, srv, fmt.Sprintf("sp/orphan-%02d", i), []byte{byte(i)})
+	}
 
-	// A live lease: the first removal's delete is held, and renewed
-	// meanwhile, for longer than the lease's term.
+	// A live lease: the first removal's requests take 0.3 s each (a delete
+	// is a look and the delete), so that it works for longer than the
+	// lease's term, which only its renewals extend.
 	proxy := storetest.NewProxy(t, srv.Endpoint())
-	proxy.Gather("DeleteObject", 2, 5*time.Second)
+	proxy.SetLatency(300 * time.Millisecond)
 	first := make(chan error, 1)
+	start := time.Now()
 	go func() {
-		_, err := storage.RemoveOrphans(ctx, openVia(t, proxy.URL, "sp", fastRetries), referencing(), time.Hour, time.Now().Add(2*time.Hour))
+		removed, err := storage.RemoveOrphans(ctx, openVia(t, proxy.URL, "sp", fastRetries), referencing(), 0, time.Now())
+		if err == nil && len(removed) != n {
+			err = fmt.Errorf("removed %d of %d orphans", len(removed), n)
+		}
 		first <- err
 	}()
-	waitFor(t, "the first removal's delete", func() bool { return proxy.Holding() > 0 })
-	time.Sleep(3 * time.Second) // past the term: only renewals keep it
+	time.Sleep(5 * time.Second) // past the term
 	d := openVia(t, srv.Endpoint(), "sp", fastRetries)
-	if _, err := storage.RemoveOrphans(ctx, d, referencing(), 0, time.Now()); !errors.Is(err, storage.ErrConflict) {
-		t.Fatalf("a second removal while the first holds the lease = %v; want ErrConflict", err)
+	if _, err := storage.RemoveOrphans(ctx, d, referencing(), 0, time.Now()); !errors.Is(err, storage.ErrLeaseHeld) {
+		t.Fatalf("a second removal while the first holds the lease = %v; want ErrLeaseHeld", err)
 	}
 	forced := openTarget(t, loc, true)
-	mw, _ := forced.Create(ctx, storage.MetadataName)
-	writeAll(t, mw, []byte("metadata"))
+	writeMetadata(t, forced, "metadata")
 	if err := forced.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -181,30 +203,29 @@ func TestLeaseOfARemovalOfOrphans(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatalf("the first removal: %v", err)
 	}
-	if objs := srv.Objects(t, "state", "sp"); objs[orphan] != nil || objs[storage.CleanupName] != nil {
-		t.Fatalf("after the first removal: %v; want %s and the lease gone", objs, orphan)
+	if d := time.Since(start); d < 5*time.Second {
+		t.Fatalf("the first removal ended after %v, within the lease's term", d)
+	}
+	if objs := srv.Objects(t, "state", "sp"); objs[storage.CleanupName] != nil || objs["orphan-00"] != nil {
+		t.Fatalf("after the first removal: %v; want the orphans and the lease gone", objectNames(objs))
 	}
 
 	// A dead holder's lease: a writer publishes past it, a removal takes
 	// it over and releases it.
 	putObject(t, srv, "sp2/"+storage.CleanupName, []byte(`{"holder":"dead"}`))
-	time.Sleep(3600 * time.Millisecond)
+	time.Sleep(5200 * time.Millisecond)
 	tg2 := openTarget(t, storetest.URL(srv.Endpoint(), "state", "sp2"), false)
 	kept := writeNamed(t, tg2, []byte("kept"))
-	mw, _ = tg2.Create(ctx, storage.MetadataName)
-	writeAll(t, mw, []byte("metadata"))
+	writeMetadata(t, tg2, "metadata")
 	if err := tg2.Publish(ctx); err != nil {
 		t.Fatalf("Publish past a dead holder's lease: %v", err)
 	}
 	d2 := openVia(t, srv.Endpoint(), "sp2", fastRetries)
-	if orphans, err := storage.Orphans(ctx, d2, []string{kept}); err != nil || len(orphans) != 0 {
-		t.Fatalf("Orphans = %v, %v; the lease is none", orphans, err)
-	}
 	if _, err := storage.RemoveOrphans(ctx, d2, referencing(kept), 0, time.Now()); err != nil {
 		t.Fatalf("a removal over a dead holder's lease: %v", err)
 	}
 	if objs := srv.Objects(t, "state", "sp2"); len(objs) != 2 || objs[kept] == nil || objs[storage.MetadataName] == nil {
-		t.Fatalf("objects = %v; want _metadata and %s", objs, kept)
+		t.Fatalf("objects = %v; want _metadata and %s", objectNames(objs), kept)
 	}
 }
 
@@ -212,7 +233,6 @@ func TestLeaseOfARemovalOfOrphans(t *testing.T) {
 // nothing more once its last renewal is leaseHold old, and says why.
 func TestRemovalStopsWithoutItsLease(t *testing.T) {
 	storage.SetLeaseTiming(t, 100*time.Millisecond, 600*time.Millisecond, 1200*time.Millisecond, 20*time.Millisecond)
-	ctx := context.Background()
 	srv := newBucket(t)
 	const n = 20
 	for i := range n {
@@ -221,15 +241,7 @@ func TestRemovalStopsWithoutItsLease(t *testing.T) {
 	proxy := storetest.NewProxy(t, srv.Endpoint())
 	proxy.SetLatency(100 * time.Millisecond)
 	d := openVia(t, proxy.URL, "sp", storage.RetryPolicy{Attempts: 1})
-	type result struct {
-		removed []storage.Object
-		err     error
-	}
-	done := make(chan result, 1)
-	go func() {
-		removed, err := storage.RemoveOrphans(ctx, d, referencing(), 0, time.Now())
-		done <- result{removed, err}
-	}()
+	done := startRemoval(d, 0, time.Now())
 	// Once the lease is taken, every renewal is refused.
 	waitFor(t, "the lease", func() bool { return srv.Objects(t, "state", "sp")[storage.CleanupName] != nil })
 	proxy.Inject(storetest.Status, "PutObject", 1000, 403, "AccessDenied", 0)

@@ -33,9 +33,8 @@ type s3Composer struct {
 	ctx        context.Context
 	name, key  string
 	createOnly bool
-	// named says the caller named the file by its content (ComposeNamed);
-	// fresh, that it was put create-only, over nothing.
-	named, fresh bool
+	// named says the caller named the file by its content (ComposeNamed).
+	named bool
 	// whole is a first piece that is the whole of an object: if nothing
 	// follows it, the file is one copy of that object.
 	whole *piece
@@ -267,16 +266,13 @@ func (k *s3Composer) Close() error {
 		k.abort()
 		return k.t.conflict(k.name, err)
 	}
-	switch {
-	case k.named && k.fresh:
-		k.t.markFresh(k.name)
-	case k.named:
-		k.t.markNamed(k.name)
-	default:
-		k.t.mu.Lock()
+	k.t.mu.Lock()
+	if k.named {
+		k.t.named[k.name] = true
+	} else {
 		k.t.created[k.name] = true
-		k.t.mu.Unlock()
 	}
+	k.t.mu.Unlock()
 	return nil
 }
 
@@ -298,19 +294,11 @@ func (k *s3Composer) finish() error {
 		}
 		in := &s3.PutObjectInput{Bucket: aws.String(k.t.loc.Bucket), Key: aws.String(k.key), Body: bytes.NewReader(k.pending),
 			ContentLength: aws.Int64(int64(len(k.pending))), ContentType: aws.String("application/octet-stream")}
-		// A content-named file is put create-only too, and over the
-		// object of its name, which holds the same bytes, if there is one:
-		// one this run created needs no check before the publish.
-		if k.createOnly || k.named {
+		if k.createOnly {
 			in.IfNoneMatch = aws.String("*")
 		}
 		k.t.c.Requests.Add(1)
 		_, err := k.t.s3.PutObject(k.ctx, in)
-		if k.fresh = err == nil; k.named && !k.createOnly && isPreconditionFailed(err) {
-			in.IfNoneMatch, in.Body = nil, bytes.NewReader(k.pending)
-			k.t.c.Requests.Add(1)
-			_, err = k.t.s3.PutObject(k.ctx, in)
-		}
 		return err
 	}
 	if err := k.readTail(); err != nil {

@@ -133,13 +133,11 @@
 // names, and perhaps temporary uploads: Orphans lists them (verify reports
 // them) and RemoveOrphans removes those older than a minimum age, which
 // spares the files of a run still writing. A removal holds a lease at the
-// prefix (CleanupName) from its listing to its last delete. A run that
-// wrote a content-named file over an object of that name waits, before
-// its publish, while a live lease is held, and then checks that those
-// files are all there, since a file that a run wrote again after the
+// prefix (CleanupName) from its listing to its last delete, and sends no
+// delete once it may have lost it; Publish waits while a live one is held
+// and then checks that the content-named files of its run directly under
+// the prefix are all there, since a file that a run wrote again after the
 // listing saw its older copy has the age of that copy in the listing.
-// Files put in one request are put create-only first, so that a run that
-// created them needs neither look.
 // Abort removes what only this run can own (its temporaries, create-only
 // files and unconfirmed claimed copies) and leaves content-named files,
 // which a concurrent writer of the same bytes may use, to RemoveOrphans.

@@ -29,7 +29,9 @@ func Orphans(ctx context.Context, d Dir, referenced []string) ([]Object, error) 
 	}
 	var out []Object
 	for _, o := range objs {
-		if !keep[o.Name] && !(o.Name == CleanupName && isBucket(d)) {
+		// The lease of a removal is one only when its holder is dead.
+		live := o.Name == CleanupName && isBucket(d) && time.Since(o.ModTime) < leaseTerm
+		if !keep[o.Name] && !live {
 			out = append(out, o)
 		}
 	}
@@ -44,14 +46,18 @@ func Orphans(ctx context.Context, d Dir, referenced []string) ([]Object, error) 
 // its _metadata lands: minAge must exceed the longest such run.
 //
 // On a bucket, RemoveOrphans holds the prefix's lease (CleanupName) from
-// before it calls referenced and lists until after its last delete, and
-// deletes nothing once it could not renew it. A run that publishes there
-// waits while the lease is held and then checks that the content-named
-// files it wrote are all still there. That closes the one race the age
-// cannot: a run that writes again a dead run's file of the same bytes,
-// after this listing saw the old copy, renews its age too late. A second
-// removal at the same prefix fails with ErrConflict while the first holds
-// the lease.
+// before it calls referenced and lists until after its last delete. A
+// delete, and any retry of it, is sent only while the last renewal is
+// less than leaseHold old, and nothing more once it is not. A run that
+// publishes there waits while the lease is held and then checks that the
+// content-named files it wrote are all still there. That closes the one
+// race the age cannot: a run that writes again a dead run's file of the
+// same bytes, after this listing saw the old copy, renews its age too
+// late. What it cannot close is a delete that the store carries out more
+// than leaseTerm-leaseHold after it was sent. A second removal at the same
+// prefix fails with ErrLeaseHeld while the first holds the lease; the
+// lease of a dead removal is an orphan, which the next one takes over and
+// removes.
 func RemoveOrphans(ctx context.Context, d Dir, referenced func(context.Context) ([]string, error), minAge time.Duration, now time.Time) (removed []Object, err error) {
 	var lease *cleanupLease
 	if bd, ok := d.(*bucketDir); ok {
@@ -61,6 +67,9 @@ func RemoveOrphans(ctx context.Context, d Dir, referenced func(context.Context) 
 		defer func() {
 			if rerr := lease.release(ctx); rerr != nil {
 				err = errors.Join(err, rerr)
+			} else if lease.dead != nil {
+				// The lease of a dead removal, taken over and gone now.
+				removed = append(removed, *lease.dead)
 			}
 		}()
 	}
@@ -74,16 +83,21 @@ func RemoveOrphans(ctx context.Context, d Dir, referenced func(context.Context) 
 	}
 	var errs []error
 	for _, o := range orphans {
-		if now.Sub(o.ModTime) < minAge || strings.Contains(o.Name, "/") {
+		if now.Sub(o.ModTime) < minAge || strings.Contains(o.Name, "/") || lease != nil && o.Name == CleanupName {
 			continue
 		}
+		dctx, cancel := ctx, context.CancelFunc(func() {})
 		if lease != nil {
-			if err := lease.hold(); err != nil {
+			// Neither the delete nor a retry of it goes out once the
+			// lease may have passed to another.
+			if dctx, cancel, err = lease.hold(ctx); err != nil {
 				errs = append(errs, err)
 				break
 			}
 		}
-		if err := Remove(ctx, d, o.Name); err != nil {
+		err := Remove(dctx, d, o.Name)
+		cancel()
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
