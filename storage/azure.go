@@ -769,9 +769,19 @@ func (b *azureBucket) Copy(ctx context.Context, dstKey, srcKey string, opts *dri
 	return nil
 }
 
-func (b *azureBucket) Delete(ctx context.Context, key string, _ *driver.DeleteOptions) error {
+// Delete deletes key, on the conditions that opts' BeforeDelete sets on
+// an *azureConditions (If-Match).
+func (b *azureBucket) Delete(ctx context.Context, key string, opts *driver.DeleteOptions) error {
+	var c azureConditions
+	if opts != nil && opts.BeforeDelete != nil {
+		if err := opts.BeforeDelete(c.as); err != nil {
+			return err
+		}
+	}
 	resp, err := b.do(ctx, "deleting "+key, func() (*http.Request, error) {
-		return b.newRequest(http.MethodDelete, b.blobURL(key), nil, nil, nil)
+		h := http.Header{}
+		c.set(h)
+		return b.newRequest(http.MethodDelete, b.blobURL(key), nil, nil, h)
 	}, http.StatusAccepted, http.StatusOK)
 	if err != nil {
 		return err

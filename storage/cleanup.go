@@ -61,6 +61,9 @@ type cleanupLease struct {
 	renewed    time.Time
 	// lost says why the lease is no longer this holder's.
 	lost error
+	// unsure is set once a delete's outcome is unknown: it may still
+	// land, and the lease is left to lapse rather than released.
+	unsure bool
 }
 
 // leaseBody is the lease object's content.
@@ -81,7 +84,7 @@ func takeCleanupLease(ctx context.Context, st *bucketStore) (*cleanupLease, erro
 	}
 	l := &cleanupLease{st: st, token: hex.EncodeToString(t[:])}
 	err := l.write(ctx, true)
-	if isPreconditionFailed(err) {
+	if errors.Is(err, errNotOurs) {
 		st.c.Requests.Add(1)
 		attrs, aerr := st.b.Attributes(ctx, st.key(CleanupName))
 		switch {
@@ -105,11 +108,11 @@ func takeCleanupLease(ctx context.Context, st *bucketStore) (*cleanupLease, erro
 			err = l.write(ctx, false)
 		}
 	}
-	if isPreconditionFailed(err) {
+	if errors.Is(err, errNotOurs) {
 		return nil, fmt.Errorf("%w: another removal at %s took %s first; nothing removed", ErrLeaseHeld, st.loc, CleanupName)
 	}
 	if err != nil {
-		return nil, err
+		return nil, l.abandon(ctx, err)
 	}
 	quit := make(chan struct{})
 	l.stop, l.done = func() { close(quit) }, make(chan struct{})
@@ -117,10 +120,16 @@ func takeCleanupLease(ctx context.Context, st *bucketStore) (*cleanupLease, erro
 	return l, nil
 }
 
+// errNotOurs is write's error when its condition failed and the lease
+// object there is not this holder's.
+var errNotOurs = errors.New("the lease is another's")
+
 // write puts the lease object, create-only or over the version this
 // holder wrote last, and records the version it made. A write refused by
 // its condition that finds the holder's own token there made that object
-// itself, in an attempt whose answer was lost.
+// itself, in an attempt whose answer was lost; one that finds another's
+// fails with errNotOurs. A renewal known only that way does not count as
+// one: when the attempt that landed was sent is not known.
 func (l *cleanupLease) write(ctx context.Context, createOnly bool) error {
 	host, _ := os.Hostname()
 	body, err := json.Marshal(leaseBody{Holder: fmt.Sprintf("%s:%d", host, os.Getpid()), Token: l.token,
@@ -138,8 +147,19 @@ func (l *cleanupLease) write(ctx context.Context, createOnly bool) error {
 	sent := time.Now()
 	key := l.st.key(CleanupName)
 	l.st.c.Requests.Add(1)
-	if err := l.st.b.Upload(ctx, key, bytes.NewReader(body), opts); err != nil && !(isPreconditionFailed(err) && l.ours(ctx)) {
-		return err
+	renewed := true
+	if err := l.st.b.Upload(ctx, key, bytes.NewReader(body), opts); err != nil {
+		if !isPreconditionFailed(err) {
+			return err
+		}
+		switch mine, err := l.ours(ctx); {
+		case err != nil:
+			return fmt.Errorf("storage: reading %s after a write of it was refused: %w", l.st.where(CleanupName), err)
+		case !mine:
+			return errNotOurs
+		}
+		// A create's attempts were all sent after sent.
+		renewed = createOnly
 	}
 	l.st.c.Requests.Add(1)
 	attrs, err := l.st.b.Attributes(ctx, key)
@@ -148,7 +168,10 @@ func (l *cleanupLease) write(ctx context.Context, createOnly bool) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.etag, l.generation, l.renewed = attrs.ETag, 0, sent
+	l.etag, l.generation = attrs.ETag, 0
+	if renewed {
+		l.renewed = sent
+	}
 	var ga gcsAttrs
 	if attrs.As(&ga) {
 		l.generation = ga.Generation
@@ -157,11 +180,36 @@ func (l *cleanupLease) write(ctx context.Context, createOnly bool) error {
 }
 
 // ours reports whether the lease object holds this holder's token.
-func (l *cleanupLease) ours(ctx context.Context) bool {
+func (l *cleanupLease) ours(ctx context.Context) (bool, error) {
 	l.st.c.Requests.Add(1)
 	b, err := l.st.b.ReadAll(ctx, l.st.key(CleanupName))
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
 	var lb leaseBody
-	return err == nil && json.Unmarshal(b, &lb) == nil && lb.Token == l.token
+	return json.Unmarshal(b, &lb) == nil && lb.Token == l.token, nil
+}
+
+// abandon removes, after a failed take, the lease object this holder may
+// have made, and returns why the take failed, saying so if the lease may
+// be left.
+func (l *cleanupLease) abandon(ctx context.Context, why error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	mine, err := l.ours(ctx)
+	if err == nil && mine {
+		l.st.c.Requests.Add(1)
+		if err = l.st.b.Delete(ctx, l.st.key(CleanupName)); gcerrors.Code(err) == gcerrors.NotFound {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w; the lease %s may be left, to lapse %s after it was written", why, l.st.where(CleanupName), leaseTerm)
+	}
+	return why
 }
 
 // keep renews the lease every leaseRenewal until quit is closed or the
@@ -182,7 +230,7 @@ func (l *cleanupLease) keep(ctx context.Context, quit <-chan struct{}) {
 		wctx, cancel := context.WithTimeout(ctx, leaseHold)
 		err := l.write(wctx, false)
 		cancel()
-		if isPreconditionFailed(err) || gcerrors.Code(err) == gcerrors.NotFound {
+		if errors.Is(err, errNotOurs) || gcerrors.Code(err) == gcerrors.NotFound {
 			l.mu.Lock()
 			l.lost = fmt.Errorf("%w: the lease %s was taken or removed by someone else; stopped", ErrLeaseHeld, l.st.where(CleanupName))
 			l.mu.Unlock()
@@ -210,17 +258,30 @@ func (l *cleanupLease) hold(ctx context.Context) (context.Context, context.Cance
 	return ctx, cancel, nil
 }
 
-// release stops the renewals and deletes the lease, unless it is no longer
-// this holder's: on S3 on the condition that it is still the version this
-// holder wrote last, so that a release that reaches the server late does
-// not remove a lease another removal took over meanwhile. It runs on a
+// release stops the renewals and deletes the lease, on the condition that
+// it is still the version this holder wrote last (its ETag, or on GCS its
+// generation), so that
+// a release that reaches the server late does not remove a lease another
+// removal took over meanwhile. A lease that may have passed to another is
+// not deleted, nor one left to lapse after a delete whose outcome is
+// unknown; the latter is an error, as is a lease that could not be
+// deleted, which lapses leaseTerm after its last renewal. It runs on a
 // context of its own, since the caller's may be done.
 func (l *cleanupLease) release(ctx context.Context) error {
 	l.stop()
 	<-l.done
+	l.mu.Lock()
+	lost, unsure := l.lost, l.unsure
+	l.mu.Unlock()
+	switch {
+	case lost != nil:
+		return nil
+	case unsure:
+		return fmt.Errorf("storage: the lease %s is left to lapse %s after its last renewal: a delete of this removal may still land", l.st.where(CleanupName), leaseTerm)
+	}
 	hctx, cancel, err := l.hold(context.WithoutCancel(ctx))
 	if err != nil {
-		return nil
+		return fmt.Errorf("%w; the lease is left to lapse", err)
 	}
 	defer cancel()
 	key := l.st.key(CleanupName)
@@ -233,13 +294,36 @@ func (l *cleanupLease) release(ctx context.Context) error {
 		if isPreconditionFailed(err) || isNotFound(err) {
 			err = nil
 		}
-	} else if err = l.st.b.Delete(hctx, key); gcerrors.Code(err) == gcerrors.NotFound {
-		err = nil
+	} else {
+		l.mu.Lock()
+		cond := ifMatch(l.etag, l.generation)
+		l.mu.Unlock()
+		err = l.st.b.DeleteWithOptions(hctx, key, &blob.DeleteOptions{BeforeDelete: cond})
+		if c := gcerrors.Code(err); c == gcerrors.NotFound || c == gcerrors.FailedPrecondition {
+			err = nil
+		}
 	}
 	if err != nil {
-		return fmt.Errorf("storage: removing the lease %s: %w", l.st.where(CleanupName), err)
+		return fmt.Errorf("storage: removing the lease %s, which lapses %s after its last renewal: %w", l.st.where(CleanupName), leaseTerm, err)
 	}
 	return nil
+}
+
+// leave records that a delete's outcome is unknown: the lease is left to
+// lapse, so that no writer takes it for released while the delete may
+// still land.
+func (l *cleanupLease) leave() {
+	l.mu.Lock()
+	l.unsure = true
+	l.mu.Unlock()
+}
+
+// outcomeKnown reports whether a failed request's error is the store's
+// answer, so that the request was not carried out, rather than the lack
+// of one.
+func outcomeKnown(err error) bool {
+	var status interface{ HTTPStatusCode() int }
+	return errors.As(err, &status) && status.HTTPStatusCode() >= 400
 }
 
 // awaitCleanup returns once no live removal of orphans holds the lease of

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,49 +91,61 @@ func TestDeleteHeldPastTheLease(t *testing.T) {
 // lands but its answer is lost; the retry meets the lease it made. The
 // removal must know it for its own, remove the orphan, and release it.
 func TestLeaseWhoseCreateLostItsAnswer(t *testing.T) {
-	ctx := context.Background()
-	srv := newBucket(t)
-	putObject(t, srv, "sp/orphan", []byte("an orphan"))
-	proxy := storetest.NewProxy(t, srv.Endpoint())
-	proxy.Inject(storetest.LostAnswer, "PutObject", 1, 0, "", 0)
-	d := openVia(t, proxy.URL, "sp", fastRetries)
-	removed, err := storage.RemoveOrphans(ctx, d, referencing(), 0, time.Now())
-	objs := srv.Objects(t, "state", "sp")
-	t.Logf("RemoveOrphans = %v, %v; objects %v", removed, err, objectNames(objs))
-	if err != nil {
-		t.Errorf("a removal whose lease PUT lost its answer failed: %v", err)
+	removed, objs, err := removeAnOrphanThrough(t, func(p *storetest.Proxy) {
+		p.Inject(storetest.LostAnswer, "PutObject", 1, 0, "", 0)
+	})
+	if err != nil || len(removed) != 1 {
+		t.Errorf("a removal whose lease PUT lost its answer = %v, %v; want the orphan removed", removed, err)
 	}
 	if objs[storage.CleanupName] != nil {
 		t.Errorf("the removal left its own lease %s behind", storage.CleanupName)
-		d2 := openVia(t, srv.Endpoint(), "sp", fastRetries)
-		if _, err := storage.RemoveOrphans(ctx, d2, referencing(), 0, time.Now()); err != nil {
-			t.Errorf("and the next removal is refused: %v", err)
-		}
 	}
+}
+
+// removeAnOrphanThrough removes the one orphan at sp of a new bucket,
+// through a proxy that faults sets up, and returns what RemoveOrphans
+// returned and the objects left.
+func removeAnOrphanThrough(t *testing.T, faults func(*storetest.Proxy)) ([]storage.Object, map[string][]byte, error) {
+	t.Helper()
+	srv := newBucket(t)
+	putObject(t, srv, "sp/orphan", []byte("an orphan"))
+	proxy := storetest.NewProxy(t, srv.Endpoint())
+	faults(proxy)
+	removed, err := storage.RemoveOrphans(context.Background(), openVia(t, proxy.URL, "sp", fastRetries), referencing(), 0, time.Now())
+	objs := srv.Objects(t, "state", "sp")
+	t.Logf("RemoveOrphans = %v, %v; objects %v", removed, err, objectNames(objs))
+	return removed, objs, err
 }
 
 // TestLeaseWhoseRenewalLostItsAnswer: a renewal lands but its answer is
 // lost; the retry carries the version before and is refused. The removal
-// must know the lease for its own still, and finish.
+// must know the lease for its own still, and finish; and so it must when
+// the lease cannot even be read then, which is a failed renewal, to be
+// tried again, not a lease taken by another.
 func TestLeaseWhoseRenewalLostItsAnswer(t *testing.T) {
-	storage.SetLeaseTiming(t, 100*time.Millisecond, 3*time.Second, 6*time.Second, 20*time.Millisecond)
-	srv := newBucket(t)
-	putObject(t, srv, "sp/orphan-a", []byte("a"))
-	putObject(t, srv, "sp/orphan-b", []byte("b"))
-	proxy := storetest.NewProxy(t, srv.Endpoint())
-	proxy.Gather("DeleteObject", 2, 1500*time.Millisecond) // the first delete waits for renewals
-	d := openVia(t, proxy.URL, "sp", fastRetries)
-	done := startRemoval(d, 0, time.Now())
-	waitFor(t, "the removal's delete", func() bool { return proxy.Holding() > 0 })
-	proxy.Inject(storetest.LostAnswer, "PutObject", 1, 0, "", 0) // the next renewal
-	r := <-done
-	objs := srv.Objects(t, "state", "sp")
-	t.Logf("RemoveOrphans = %v, %v; objects %v", r.removed, r.err, objectNames(objs))
-	if r.err != nil {
-		t.Errorf("a removal whose renewal lost its answer failed: %v", r.err)
-	}
-	if objs[storage.CleanupName] != nil {
-		t.Errorf("the removal left its lease behind")
+	for _, unread := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unread=%v", unread), func(t *testing.T) {
+			storage.SetLeaseTiming(t, 100*time.Millisecond, 3*time.Second, 6*time.Second, 20*time.Millisecond)
+			srv := newBucket(t)
+			putObject(t, srv, "sp/orphan-a", []byte("a"))
+			putObject(t, srv, "sp/orphan-b", []byte("b"))
+			proxy := storetest.NewProxy(t, srv.Endpoint())
+			proxy.Gather("DeleteObject", 2, 1500*time.Millisecond) // the first delete waits for renewals
+			done := startRemoval(openVia(t, proxy.URL, "sp", fastRetries), 0, time.Now())
+			waitFor(t, "the removal's delete", func() bool { return proxy.Holding() > 0 })
+			if unread {
+				proxy.Inject(storetest.Status, "GetObject", 4, 503, "SlowDown", 0)
+			}
+			proxy.Inject(storetest.LostAnswer, "PutObject", 1, 0, "", 0) // the next renewal
+			r := <-done
+			objs := srv.Objects(t, "state", "sp")
+			if r.err != nil || len(r.removed) != 2 {
+				t.Errorf("a removal whose renewal lost its answer = %v, %v; want both orphans removed", r.removed, r.err)
+			}
+			if objs[storage.CleanupName] != nil {
+				t.Errorf("the removal left its lease behind")
+			}
+		})
 	}
 }
 

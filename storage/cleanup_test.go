@@ -229,8 +229,8 @@ func TestLeaseOfARemovalOfOrphans(t *testing.T) {
 	}
 }
 
-// TestRemovalStopsWithoutItsLease: a removal whose renewals fail deletes
-// nothing more once its last renewal is leaseHold old, and says why.
+// TestRemovalStopsWithoutItsLease: a removal whose renewals fail sends no
+// delete once its last renewal is leaseHold old, and says why.
 func TestRemovalStopsWithoutItsLease(t *testing.T) {
 	storage.SetLeaseTiming(t, 100*time.Millisecond, 600*time.Millisecond, 1200*time.Millisecond, 20*time.Millisecond)
 	srv := newBucket(t)
@@ -246,7 +246,9 @@ func TestRemovalStopsWithoutItsLease(t *testing.T) {
 	waitFor(t, "the lease", func() bool { return srv.Objects(t, "state", "sp")[storage.CleanupName] != nil })
 	proxy.Inject(storetest.Status, "PutObject", 1000, 403, "AccessDenied", 0)
 	r := <-done
-	if r.err == nil || !strings.Contains(r.err.Error(), "last renewed") {
+	// It stops at its lease's deadline: before a delete, or during one,
+	// whose outcome it then does not know, and leaves the lease to lapse.
+	if r.err == nil || !strings.Contains(r.err.Error(), "last renewed") && !strings.Contains(r.err.Error(), "left to lapse") {
 		t.Fatalf("RemoveOrphans = %v; want it stopped for its lease", r.err)
 	}
 	if len(r.removed) >= n {

@@ -657,9 +657,22 @@ func (b *gcsBucket) Copy(ctx context.Context, dstKey, srcKey string, opts *drive
 	}
 }
 
-func (b *gcsBucket) Delete(ctx context.Context, key string, _ *driver.DeleteOptions) error {
+// Delete deletes key, on the conditions that opts' BeforeDelete sets on
+// a *gcsConditions (ifGenerationMatch).
+func (b *gcsBucket) Delete(ctx context.Context, key string, opts *driver.DeleteOptions) error {
+	var c gcsConditions
+	if opts != nil && opts.BeforeDelete != nil {
+		if err := opts.BeforeDelete(c.as); err != nil {
+			return err
+		}
+	}
 	resp, err := b.do(ctx, "deleting "+key, func() (*http.Request, error) {
-		return http.NewRequest(http.MethodDelete, b.objectURL(key), nil)
+		u := b.objectURL(key)
+		if q := (url.Values{}); c.IfGenerationMatch != nil {
+			c.query(q)
+			u += "?" + q.Encode()
+		}
+		return http.NewRequest(http.MethodDelete, u, nil)
 	}, http.StatusNoContent, http.StatusOK)
 	if err != nil {
 		return err

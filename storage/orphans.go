@@ -99,6 +99,11 @@ func RemoveOrphans(ctx context.Context, d Dir, referenced func(context.Context) 
 		cancel()
 		if err != nil {
 			errs = append(errs, err)
+			if lease != nil && !outcomeKnown(err) {
+				// It may still land: nothing more, and the lease stays.
+				lease.leave()
+				break
+			}
 			continue
 		}
 		removed = append(removed, o)
