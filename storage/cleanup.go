@@ -64,6 +64,8 @@ type cleanupLease struct {
 	// unsure is set once a delete's outcome is unknown: it may still
 	// land, and the lease is left to lapse rather than released.
 	unsure bool
+	// released is set once release deleted the lease.
+	released bool
 }
 
 // leaseBody is the lease object's content.
@@ -213,10 +215,10 @@ func (l *cleanupLease) abandon(ctx context.Context, why error) error {
 }
 
 // keep renews the lease every leaseRenewal until quit is closed or the
-// lease lost. A renewal that fails for another reason is tried again at
-// the next tick; hold refuses once none has succeeded for leaseHold. A
-// renewal under way when quit closes is let finish, so that release knows
-// the version it made.
+// lease lost, which it is for good once no renewal succeeded for
+// leaseHold. A renewal that fails for another reason is tried again at
+// the next tick. A renewal under way when quit closes is let finish, so
+// that release knows the version it made.
 func (l *cleanupLease) keep(ctx context.Context, quit <-chan struct{}) {
 	defer close(l.done)
 	tick := time.NewTicker(leaseRenewal)
@@ -227,8 +229,14 @@ func (l *cleanupLease) keep(ctx context.Context, quit <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		wctx, cancel := context.WithTimeout(ctx, leaseHold)
-		err := l.write(wctx, false)
+		// A lease not renewed for leaseHold may have been taken for dead
+		// meanwhile: a renewal now would revive it under a writer that
+		// went past it. A renewal that cannot land by then is no use.
+		wctx, cancel, err := l.hold(ctx)
+		if err != nil {
+			return
+		}
+		err = l.write(wctx, false)
 		cancel()
 		if errors.Is(err, errNotOurs) || gcerrors.Code(err) == gcerrors.NotFound {
 			l.mu.Lock()
@@ -251,8 +259,10 @@ func (l *cleanupLease) hold(ctx context.Context) (context.Context, context.Cance
 	}
 	until := l.renewed.Add(leaseHold)
 	if !time.Now().Before(until) {
-		return nil, nil, fmt.Errorf("storage: the lease %s was last renewed %s ago: stopped, since another removal may take it now",
+		// For good: a renewal that succeeds later does not give it back.
+		l.lost = fmt.Errorf("storage: the lease %s was last renewed %s ago: stopped, since another removal or a writer may take it for dead now",
 			l.st.where(CleanupName), time.Since(l.renewed).Round(time.Second))
+		return nil, nil, l.lost
 	}
 	ctx, cancel := context.WithDeadline(ctx, until)
 	return ctx, cancel, nil
@@ -274,8 +284,10 @@ func (l *cleanupLease) release(ctx context.Context) error {
 	lost, unsure := l.lost, l.unsure
 	l.mu.Unlock()
 	switch {
+	case errors.Is(lost, ErrLeaseHeld):
+		return nil // another's now
 	case lost != nil:
-		return nil
+		return fmt.Errorf("storage: the lease %s is left to lapse %s after its last renewal, which was too long ago to release it", l.st.where(CleanupName), leaseTerm)
 	case unsure:
 		return fmt.Errorf("storage: the lease %s is left to lapse %s after its last renewal: a delete of this removal may still land", l.st.where(CleanupName), leaseTerm)
 	}
@@ -306,6 +318,9 @@ func (l *cleanupLease) release(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("storage: removing the lease %s, which lapses %s after its last renewal: %w", l.st.where(CleanupName), leaseTerm, err)
 	}
+	l.mu.Lock()
+	l.released = true
+	l.mu.Unlock()
 	return nil
 }
 

@@ -67,7 +67,7 @@ func RemoveOrphans(ctx context.Context, d Dir, referenced func(context.Context) 
 		defer func() {
 			if rerr := lease.release(ctx); rerr != nil {
 				err = errors.Join(err, rerr)
-			} else if lease.dead != nil {
+			} else if lease.dead != nil && lease.released {
 				// The lease of a dead removal, taken over and gone now.
 				removed = append(removed, *lease.dead)
 			}
