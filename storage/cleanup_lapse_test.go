@@ -137,10 +137,8 @@ func TestLeaseNotRevivedAfterItLookedDead(t *testing.T) {
 // report success with the dead lease among the removed files while a
 // lease is still there.
 func TestReleaseOfALapsedLeaseIsReported(t *testing.T) {
-	storage.SetLeaseTiming(t, 100*time.Millisecond, time.Second, 2500*time.Millisecond, 20*time.Millisecond)
 	ctx := context.Background()
-	srv := newBucket(t)
-	putObject(t, srv, "sp/"+storage.CleanupName, []byte(`{"holder":"dead"}`))
+	srv := leaseOfADeadRemoval(t)
 	time.Sleep(3600 * time.Millisecond) // past the term, in whole seconds
 
 	c := newCtlProxy(t, srv.Endpoint())

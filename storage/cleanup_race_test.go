@@ -189,10 +189,8 @@ func TestLateReleaseSparesATakersLease(t *testing.T) {
 // an orphan once its term is over, and the next removal takes it over and
 // removes it.
 func TestDeadLeaseIsAnOrphan(t *testing.T) {
-	storage.SetLeaseTiming(t, 100*time.Millisecond, time.Second, 2500*time.Millisecond, 20*time.Millisecond)
 	ctx := context.Background()
-	srv := newBucket(t)
-	putObject(t, srv, "sp/"+storage.CleanupName, []byte(`{"holder":"dead"}`))
+	srv := leaseOfADeadRemoval(t)
 	d := openVia(t, srv.Endpoint(), "sp", fastRetries)
 	if orphans, err := storage.Orphans(ctx, d, nil); err != nil || len(orphans) != 0 {
 		t.Fatalf("Orphans of a live lease = %v, %v; want none", orphans, err)
@@ -209,4 +207,15 @@ func TestDeadLeaseIsAnOrphan(t *testing.T) {
 	if objs := srv.Objects(t, "state", "sp"); len(objs) != 0 {
 		t.Fatalf("left: %v", objectNames(objs))
 	}
+}
+
+// leaseOfADeadRemoval shortens the lease's timing for the test and starts
+// a bucket whose prefix sp holds a lease such as a removal that died
+// leaves, written now.
+func leaseOfADeadRemoval(t *testing.T) *storetest.Server {
+	t.Helper()
+	storage.SetLeaseTiming(t, 100*time.Millisecond, time.Second, 2500*time.Millisecond, 20*time.Millisecond)
+	srv := newBucket(t)
+	putObject(t, srv, "sp/"+storage.CleanupName, []byte(`{"holder":"dead"}`))
+	return srv
 }
