@@ -2,11 +2,9 @@ package cli_test
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +12,7 @@ import (
 
 	"github.com/stateproc/stateproc/cli"
 	"github.com/stateproc/stateproc/export"
-	"github.com/stateproc/stateproc/storage"
+	"github.com/stateproc/stateproc/internal/sptest"
 )
 
 // Shards run into a bucket and committed there give what they give on
@@ -115,13 +113,8 @@ func TestShardsCommittedInABucket(t *testing.T) {
 	for _, mf := range marker.Files {
 		listed[mf.Name] = mf.Bytes
 	}
-	for name, b := range files {
-		ext := path.Ext(name)
-		sum := sha256.Sum256(b)
-		named := storage.NameByContent(strings.TrimSuffix(name, ext), sum[:], ext)
-		if listed[named] != int64(len(b)) || !bytes.Equal(objs[named], b) {
-			t.Errorf("%s committed on disk is not %s, listed and with the same bytes, in the bucket", name, named)
-		}
+	if bad := sptest.NotByContent(files, objs, listed); len(bad) > 0 {
+		t.Errorf("files committed on disk not in the bucket under their content names, listed and with the same bytes: %v", bad)
 	}
 	if marker.Summary == nil || marker.Summary.Rows != once.Rows || once.Rows < 15773 || len(marker.Summary.Datasets) != len(once.Datasets) {
 		t.Errorf("the committed summary %+v, want the single run's rows and datasets %+v", marker.Summary, once)

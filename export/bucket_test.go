@@ -3,12 +3,10 @@ package export_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +24,19 @@ import (
 	"github.com/stateproc/stateproc/storage"
 )
 
+// bucketAndSavepoint starts a server with the bucket state and writes a
+// generated savepoint of the given max parallelism on disk, in the
+// returned directory.
+func bucketAndSavepoint(t *testing.T, maxParallelism int) (*storetest.Server, string) {
+	t.Helper()
+	srv := storetest.StartWithBucket(t, "state")
+	dir := filepath.Join(t.TempDir(), "in")
+	if err := spgen.Write(dir, spgen.Config{Seed: 5, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: maxParallelism, Now: testNow}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, dir
+}
+
 // An export of a savepoint in a bucket reads each run's segments ahead of
 // the worker that writes it: on one worker, once the data files are open,
 // the GETs of the first segments are in flight together (the proxy holds
@@ -35,11 +46,7 @@ import (
 // written are those of an export from disk.
 func TestExportReadsABucketAhead(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.StartWithBucket(t, "state")
-	dir := filepath.Join(t.TempDir(), "in")
-	if err := spgen.Write(dir, spgen.Config{Seed: 5, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 128, Now: testNow}); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir := bucketAndSavepoint(t, 128)
 	var data int64
 	for name, n := range srv.Upload(t, dir, "state", "in") {
 		if name != savepoint.MetadataFile {
@@ -107,11 +114,7 @@ func TestExportReadsABucketAhead(t *testing.T) {
 // export with its own error, and no marker is written.
 func TestExportPutsPartsWhileWriting(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.StartWithBucket(t, "state")
-	dir := filepath.Join(t.TempDir(), "in")
-	if err := spgen.Write(dir, spgen.Config{Seed: 5, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 128, Now: testNow}); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir := bucketAndSavepoint(t, 128)
 	o := export.Options{Workers: 1, MaxRowsPerFile: 500}
 	local := filepath.Join(t.TempDir(), "local")
 	staging, err := storage.Stage(local, false)
@@ -156,13 +159,8 @@ func TestExportPutsPartsWhileWriting(t *testing.T) {
 	for _, mf := range marker.Files {
 		listed[mf.Name] = mf.Bytes
 	}
-	for name, b := range want {
-		ext := path.Ext(name)
-		digest := sha256.Sum256(b)
-		named := storage.NameByContent(strings.TrimSuffix(name, ext), digest[:], ext)
-		if listed[named] != int64(len(b)) || !bytes.Equal(objs[named], b) {
-			t.Errorf("%s of the export to disk is not %s, listed and with the same bytes, in the bucket", name, named)
-		}
+	if bad := sptest.NotByContent(want, objs, listed); len(bad) > 0 {
+		t.Errorf("parts of the export to disk not in the bucket under their content names, listed and with the same bytes: %v", bad)
 	}
 
 	p.Inject(storetest.Status, "PutObject", 1, 403, "AccessDenied", 0)
@@ -240,11 +238,7 @@ func (it *failingIterator) Err() error {
 // cancellation or reads on; the failure is the export's error.
 func TestFailedExportPutsNothingMore(t *testing.T) {
 	ctx := context.Background()
-	srv := storetest.StartWithBucket(t, "state")
-	dir := filepath.Join(t.TempDir(), "in")
-	if err := spgen.Write(dir, spgen.Config{Seed: 5, Users: 400, Accounts: 40, Parallelism: 2, MaxParallelism: 2, Now: testNow}); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir := bucketAndSavepoint(t, 2)
 	p := storetest.NewProxy(t, srv.Endpoint())
 	for _, readsOn := range []bool{false, true} {
 		prefix := fmt.Sprintf("out-%v", readsOn)

@@ -246,12 +246,8 @@ func (d *bucketDir) stat(ctx context.Context, name string) (*bucketFile, error) 
 		}
 		return nil, fmt.Errorf("storage: %s: %w", d.where(name), err)
 	}
-	f := &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: attrs.Size, etag: attrs.ETag, modTime: attrs.ModTime}
-	var ga gcsAttrs
-	if attrs.As(&ga) {
-		f.generation = ga.Generation
-	}
-	return f, nil
+	return &bucketFile{st: d.bucketStore, ctx: ctx, name: name, size: attrs.Size, etag: attrs.ETag, modTime: attrs.ModTime,
+		generation: generationOf(attrs)}, nil
 }
 
 func (d *bucketDir) preloadedFile(ctx context.Context, name string) (File, bool) {

@@ -72,10 +72,7 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 		return nil, fmt.Errorf("%w: %s holds a finished output: its %s exists (use --force to replace it)", ErrExists, loc, marker)
 	case err == nil:
 		t.oldETag = attrs.ETag
-		var ga gcsAttrs
-		if attrs.As(&ga) {
-			t.oldGeneration = ga.Generation
-		}
+		t.oldGeneration = generationOf(attrs)
 	case gcerrors.Code(err) != gcerrors.NotFound:
 		st.Close()
 		return nil, fmt.Errorf("storage: %s: %w", st.where(marker), err)

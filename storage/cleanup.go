@@ -29,8 +29,9 @@ const CleanupName = "_cleanup"
 // nothing once its last renewal is leaseHold old; anyone else takes a lease
 // not renewed for leaseTerm as a dead holder's. The difference between
 // leaseHold and leaseTerm is what the lease tolerates of clock skew between
-// hosts and of the store's times, which HTTP gives in whole seconds. A writer that finds the lease held looks again every
-// cleanupPoll. Variables, so that tests can make them short.
+// hosts and of the store's times, which HTTP gives in whole seconds. A
+// writer that finds the lease held looks again every cleanupPoll.
+// Variables, so that tests can make them short.
 var (
 	leaseRenewal = 20 * time.Second
 	leaseHold    = time.Minute
@@ -101,11 +102,7 @@ func takeCleanupLease(ctx context.Context, st *bucketStore) (*cleanupLease, erro
 		default:
 			// A dead holder's: taken over on the condition that it is
 			// still that object, so that of two takers one wins.
-			l.etag = attrs.ETag
-			var ga gcsAttrs
-			if attrs.As(&ga) {
-				l.generation = ga.Generation
-			}
+			l.etag, l.generation = attrs.ETag, generationOf(attrs)
 			l.dead = &Object{Name: CleanupName, Size: attrs.Size, ModTime: attrs.ModTime}
 			err = l.write(ctx, false)
 		}
@@ -170,13 +167,9 @@ func (l *cleanupLease) write(ctx context.Context, createOnly bool) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.etag, l.generation = attrs.ETag, 0
+	l.etag, l.generation = attrs.ETag, generationOf(attrs)
 	if renewed {
 		l.renewed = sent
-	}
-	var ga gcsAttrs
-	if attrs.As(&ga) {
-		l.generation = ga.Generation
 	}
 	return nil
 }
@@ -247,9 +240,10 @@ func (l *cleanupLease) keep(ctx context.Context, quit <-chan struct{}) {
 	}
 }
 
-// hold returns a context for the next delete, which ends when the lease
-// may no longer be this holder's: leaseHold after its last renewal, so
-// that neither the delete nor a retry of it is sent after that. It fails
+// hold returns a context for the next request made under the lease (a
+// delete, a renewal, the release), which ends when the lease may no
+// longer be this holder's: leaseHold after its last renewal, so that
+// neither the request nor a retry of it is sent after that. It fails
 // when the lease was lost or that time has passed.
 func (l *cleanupLease) hold(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	l.mu.Lock()

@@ -27,15 +27,22 @@ var fastRetries = storage.RetryPolicy{Attempts: 4, BaseDelay: 5 * time.Milliseco
 // returns the proxy, the directory and the file.
 func proxiedObject(t *testing.T, b []byte) (*storetest.Proxy, storage.DirCloser, storage.File) {
 	t.Helper()
-	srv := newBucket(t)
-	putObject(t, srv, "sp/data-000", b)
-	p := storetest.NewProxy(t, srv.Endpoint())
-	d := openVia(t, p.URL, "sp", fastRetries)
+	p, d := proxiedDir(t, "data-000", b)
 	f, err := d.Open(context.Background(), "data-000")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, d, f
+}
+
+// proxiedDir puts b as sp/name into a bucket of a versitygw started for
+// the test, and opens sp through a proxy that counts requests.
+func proxiedDir(t *testing.T, name string, b []byte) (*storetest.Proxy, storage.DirCloser) {
+	t.Helper()
+	srv := newBucket(t)
+	putObject(t, srv, "sp/"+name, b)
+	p := storetest.NewProxy(t, srv.Endpoint())
+	return p, openVia(t, p.URL, "sp", fastRetries)
 }
 
 func putObject(t *testing.T, srv *storetest.Server, key string, b []byte) {

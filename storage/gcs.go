@@ -133,6 +133,15 @@ func (c *gcsConditions) query(q url.Values) {
 // gcsAttrs is what Attributes.As gives for a GCS object.
 type gcsAttrs struct{ Generation int64 }
 
+// generationOf is the GCS generation that attrs give, 0 off GCS.
+func generationOf(attrs *blob.Attributes) int64 {
+	var ga gcsAttrs
+	if attrs.As(&ga) {
+		return ga.Generation
+	}
+	return 0
+}
+
 // gcsError is an error answer of GCS.
 type gcsError struct {
 	status int

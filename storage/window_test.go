@@ -190,11 +190,8 @@ func TestOpenWindowedRetries(t *testing.T) {
 // file is the object, not the few bytes the answer held.
 func TestOpenWithoutTheObjectsLength(t *testing.T) {
 	ctx := context.Background()
-	srv := newBucket(t)
 	obj := randomBytes(23, 300_000)
-	putObject(t, srv, "sp/table", obj)
-	p := storetest.NewProxy(t, srv.Endpoint())
-	d := openVia(t, p.URL, "sp", fastRetries)
+	p, d := proxiedDir(t, "table", obj)
 	heads := p.Ops("HeadObject")
 
 	p.Inject(storetest.UnknownLength, "GetObject", 1, 0, "", 0)
@@ -229,11 +226,8 @@ func TestOpenWithoutTheObjectsLength(t *testing.T) {
 // read. The head of an object that has bytes is refused as changed.
 func TestOpenWindowedWhenTheSuffixIsRefused(t *testing.T) {
 	ctx := context.Background()
-	srv := newBucket(t)
 	obj := randomBytes(24, 50_000)
-	putObject(t, srv, "sp/short", obj)
-	p := storetest.NewProxy(t, srv.Endpoint())
-	d := openVia(t, p.URL, "sp", fastRetries)
+	p, d := proxiedDir(t, "short", obj)
 	p.Inject(storetest.Status, "GetObject", 1, http.StatusRequestedRangeNotSatisfiable, "InvalidRange", 0)
 	f, err := storage.OpenWindowed(ctx, d, "short", 64<<10)
 	if err != nil {

@@ -3,13 +3,17 @@ package sptest
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // Files returns the contents of every file under dir, by slash-separated
@@ -99,4 +103,23 @@ func Flipped(t testing.TB, in string) (string, savepoint.Segment) {
 		t.Fatal(err)
 	}
 	return dir, big
+}
+
+// NotByContent returns the names of the files of want (by their paths in
+// an output on disk) that objs, a bucket prefix read back, does not hold
+// with the same bytes under their content names (storage.NameByContent),
+// or that listed, the sizes a marker gives by name, does not list with
+// their size.
+func NotByContent(want, objs map[string][]byte, listed map[string]int64) []string {
+	var out []string
+	for name, b := range want {
+		ext := path.Ext(name)
+		digest := sha256.Sum256(b)
+		named := storage.NameByContent(strings.TrimSuffix(name, ext), digest[:], ext)
+		if listed[named] != int64(len(b)) || !bytes.Equal(objs[named], b) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
