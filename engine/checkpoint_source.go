@@ -110,6 +110,13 @@ func (s *CheckpointSource) Close() error { return s.close() }
 // are missing, damaged or inconsistent.
 var ErrCorruptCheckpoint = chkdir.ErrCorrupt
 
+// ErrCheckpointRootHeld is wrapped by the error of a run whose checkpoint
+// root (RunOptions.CheckpointDir) another live run holds, and of a run that
+// lost its hold of the root while it ran (in a bucket, where the hold is a
+// lease that its holder renews): such a run fails for good, without a
+// restart.
+var ErrCheckpointRootHeld = chkstore.ErrRootHeld
+
 // LatestCheckpoint returns the location of the latest checkpoint under the
 // checkpoint root, a local path or a bucket URL: where a job killed while
 // it ran restarts from (RunOptions.RestoreFrom). A checkpoint's directory

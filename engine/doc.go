@@ -107,7 +107,15 @@
 // that none of them references. A run numbers its checkpoints after every
 // complete one already under the root (an earlier run's too, when it is
 // not restored from it), so that the newest are its own and no number is
-// taken twice.
+// taken twice. For that, one run at a time writes a root: a run holds it
+// from its start to its end, on disk by a lock on <root>/_lease, in a
+// bucket by a lease object of that name that it renews (storage.Hold). A
+// run started into a root that a live run holds fails with
+// ErrCheckpointRootHeld; in a bucket the lease of a run that died without
+// releasing it is waited out (two minutes after its last renewal) and
+// taken over. A run that loses its lease (no renewal for a minute, or
+// another run took it) publishes and deletes nothing more under the root
+// and fails with ErrCheckpointRootHeld, without a restart.
 //
 // The checkpoint root and SavepointDir may also be bucket URLs (s3://,
 // gs://, azblob://; file:// is a local path), with the same layout under

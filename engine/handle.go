@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/stateproc/stateproc/engine/internal/chkstore"
 	"github.com/stateproc/stateproc/engine/internal/coord"
 )
 
@@ -17,6 +18,8 @@ type Handle struct {
 	done     chan struct{}
 	res      *Result
 	err      error
+	// hold is the run's hold of its checkpoint root, if it has one.
+	hold *chkstore.RootHold
 
 	mu         sync.Mutex
 	checkpoint string

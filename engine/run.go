@@ -207,7 +207,7 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 
 // run runs the job's attempts until one ends without failing, a failure
 // cannot be cured by a restart, or the restarts are used up.
-func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (*Result, error) {
+func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result, err error) {
 	if opts.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "stateproc-run-")
 		if err != nil {
@@ -216,7 +216,19 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (*Result, err
 		defer os.RemoveAll(dir)
 		opts.WorkDir = dir
 	}
-	res := &Result{}
+	if opts.CheckpointDir != "" {
+		hold, err := chkstore.HoldRoot(ctx, opts.CheckpointDir)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			// A hold not released lapses, and holds up the next run
+			// meanwhile: the run's error.
+			err = errors.Join(err, hold.Release(ctx))
+		}()
+		h.hold = hold
+	}
+	res = &Result{}
 	restoreFrom := opts.RestoreFrom
 	for attemptNo := 0; ; attemptNo++ {
 		att := &attempt{job: j, opts: &opts, number: attemptNo, handle: h}
@@ -240,7 +252,9 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (*Result, err
 			return res, nil
 		}
 		var perm errPermanent
-		if ctx.Err() != nil || errors.As(err, &perm) || attemptNo >= opts.MaxRestarts {
+		// A run that lost its checkpoint root to another must write no
+		// more there, and a restart would.
+		if ctx.Err() != nil || errors.As(err, &perm) || errors.Is(err, ErrCheckpointRootHeld) || attemptNo >= opts.MaxRestarts {
 			return res, err
 		}
 		res.Restarts++
@@ -401,7 +415,7 @@ func (a *attempt) run(ctx context.Context, restoreFrom string) error {
 	if a.opts.ProcessingTime.deterministic() {
 		a.frontier = flow.NewAlignGroup[*task]()
 	}
-	a.store = chkstore.NewStore(a.opts.CheckpointDir, a.dir(), a.opts.Compression)
+	a.store = chkstore.NewStore(a.opts.CheckpointDir, a.handle.hold, a.dir(), a.opts.Compression)
 	if a.opts.CheckpointDir != "" {
 		next, err := a.store.NextID(ctx)
 		if err != nil {

@@ -108,7 +108,7 @@ func (o *Opening) Close() {
 // target's lock, the staging directory and the savepoint writer.
 type Output struct {
 	target    string
-	lock      *targetLock
+	lock      *storage.FileLock
 	staging   storage.Target
 	w         *snapshotfmt.Writer
 	temps     []string
@@ -245,7 +245,7 @@ func (o *Output) Close() error {
 		errs = append(errs, os.RemoveAll(d))
 	}
 	if o.lock != nil {
-		errs = append(errs, o.lock.release())
+		errs = append(errs, o.lock.Release())
 		o.lock = nil
 	}
 	return errors.Join(errs...)

@@ -29,11 +29,11 @@ func StageDir(target string, force bool) (storage.Staging, []string, error) {
 	}
 	removed, err := removeStale(target)
 	if err != nil {
-		return nil, nil, errors.Join(err, lock.release())
+		return nil, nil, errors.Join(err, lock.Release())
 	}
 	st, err := storage.Stage(target, force)
 	if err != nil {
-		return nil, removed, errors.Join(err, lock.release())
+		return nil, removed, errors.Join(err, lock.Release())
 	}
 	return &lockedStaging{Staging: st, lock: lock}, removed, nil
 }
@@ -42,12 +42,12 @@ func StageDir(target string, force bool) (storage.Staging, []string, error) {
 // aborted.
 type lockedStaging struct {
 	storage.Staging
-	lock *targetLock
+	lock *storage.FileLock
 	once sync.Once
 }
 
 func (s *lockedStaging) unlock() (err error) {
-	s.once.Do(func() { err = s.lock.release() })
+	s.once.Do(func() { err = s.lock.Release() })
 	return err
 }
 

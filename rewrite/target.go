@@ -22,6 +22,16 @@ var ErrRefused = errors.New("rewrite: refused")
 // ErrBusy is returned when another rewrite holds the target's lock.
 var ErrBusy = errors.New("rewrite: another stateproc is writing this target")
 
+// lockTarget takes the lock at path, beside a target, or fails with
+// ErrBusy at once.
+func lockTarget(path string) (*storage.FileLock, error) {
+	l, err := storage.LockFile(path)
+	if errors.Is(err, storage.ErrHeld) {
+		return nil, fmt.Errorf("%w (lock %s)", ErrBusy, path)
+	}
+	return l, err
+}
+
 func refusef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
 }

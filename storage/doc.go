@@ -142,6 +142,14 @@
 // files and unconfirmed claimed copies) and leaves content-named files,
 // which a concurrent writer of the same bytes may use, to RemoveOrphans.
 //
+// A Hold is a writer's exclusive hold of a location for as long as it
+// writes there, for writers that, unlike a savepoint's, cannot be made
+// safe by names and create-only writes alone (the engine's checkpoint
+// root, where checkpoints are numbered and old ones deleted): on disk a
+// lock on a file (LockFile), in a bucket the same kind of lease as a
+// removal's, under another name, whose holder makes its writes and deletes
+// under Under's deadline.
+//
 // # Tests
 //
 // The bucket tests run against real servers: versitygw for S3, with a

@@ -59,7 +59,7 @@ func Orphans(ctx context.Context, d Dir, referenced []string) ([]Object, error) 
 // lease of a dead removal is an orphan, which the next one takes over and
 // removes.
 func RemoveOrphans(ctx context.Context, d Dir, referenced func(context.Context) ([]string, error), minAge time.Duration, now time.Time) (removed []Object, err error) {
-	var lease *cleanupLease
+	var lease *lease
 	if bd, ok := d.(*bucketDir); ok {
 		if lease, err = takeCleanupLease(ctx, bd.bucketStore); err != nil {
 			return nil, err

@@ -17,8 +17,14 @@ import (
 // the shared files that no remaining checkpoint references: those of the
 // deleted checkpoints that compaction has since replaced, and those that an
 // aborted checkpoint left behind. It runs between checkpoints, when no
-// subtask is adding shared files.
+// subtask is adding shared files, under the hold of the root: it deletes
+// nothing once the hold may have passed to another run.
 func (s *Store) Retain(ctx context.Context, keep int) error {
+	ctx, cancel, err := s.hold.under(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
 	if s.bucket != nil {
 		return s.retainBucket(ctx, keep)
 	}

@@ -33,7 +33,7 @@ func TestRetentionDeletesWhatNoCheckpointReferences(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := NewStore(root, t.TempDir(), snapshotfmt.CodecNone)
+	s := NewStore(root, nil, t.TempDir(), snapshotfmt.CodecNone)
 	if err := os.MkdirAll(filepath.Join(root, chkdir.SharedDir), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,9 @@ type Store struct {
 	// bucket is the root when it lies in a bucket, opened at the first
 	// checkpoint; nil otherwise.
 	bucket *chkdir.Bucket
+	// hold is the run's hold of the root: the deletes and the _metadata of
+	// checkpoints there are made under it. Nil without a root.
+	hold *RootHold
 	// work is where native checkpoints are made before they are published:
 	// beside the attempt's databases, so that making one links their files
 	// rather than copying them.
@@ -42,10 +45,11 @@ type Store struct {
 	published map[string]chkdir.File
 }
 
-// NewStore returns the store of an attempt whose checkpoint root is root
-// and whose work directory, where native checkpoints are made, is work.
-func NewStore(root, work string, compression snapshotfmt.Codec) *Store {
-	return &Store{compression: compression, root: root, work: work, published: map[string]chkdir.File{}}
+// NewStore returns the store of an attempt whose checkpoint root is root,
+// held by hold (nil without a root), and whose work directory, where
+// native checkpoints are made, is work.
+func NewStore(root string, hold *RootHold, work string, compression snapshotfmt.Codec) *Store {
+	return &Store{compression: compression, root: root, hold: hold, work: work, published: map[string]chkdir.File{}}
 }
 
 // Pending is what one checkpoint in flight has written so far: the
@@ -155,7 +159,13 @@ func (s *Store) begin(ctx context.Context, cp *Pending) error {
 			}
 			return fmt.Errorf("%w: %s holds a checkpoint", storage.ErrExists, where)
 		}
-		if err := b.RemoveCheckpoint(ctx, cp.id); err != nil {
+		hctx, cancel, err := s.hold.under(ctx)
+		if err != nil {
+			return err
+		}
+		err = b.RemoveCheckpoint(hctx, cp.id)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("removing what a dead run left of the checkpoint: %w", err)
 		}
 	case !InBucket(cp.target):
@@ -188,10 +198,20 @@ func (s *Store) begin(ctx context.Context, cp *Pending) error {
 }
 
 // Publish makes cp visible: the list of its native databases, then its
-// _metadata last.
+// _metadata last. A checkpoint's _metadata is written under the hold of
+// the root, and not at all once the hold may have passed to another run.
 func (s *Store) Publish(ctx context.Context, cp *Pending) error {
 	if err := cp.writeManifest(ctx); err != nil {
 		return err
+	}
+	if !cp.savepoint {
+		hctx, cancel, err := s.hold.under(ctx)
+		if err != nil {
+			s.Discard(cp)
+			return err
+		}
+		defer cancel()
+		ctx = hctx
 	}
 	return errors.Join(cp.Writer.Finish(ctx), cp.staging.Close())
 }

@@ -633,7 +633,10 @@ func (c *Coordinator[S]) complete(ctx context.Context, cp *Checkpoint) error {
 		err = c.cfg.AfterPublish(cp)
 	}
 	if err != nil {
-		if !cp.Savepoint {
+		// A checkpoint not published for want of the root's hold is
+		// settled already: a _metadata of its number there is another
+		// run's.
+		if !cp.Savepoint && !errors.Is(err, chkstore.ErrRootHeld) {
 			c.unsettled = cp
 		}
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.ID, err)

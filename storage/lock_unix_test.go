@@ -1,35 +1,37 @@
 //go:build unix && !solaris && !aix
 
-package rewrite
+package storage_test
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stateproc/stateproc/storage"
 )
 
-// One rewrite at a time writes a target; the lock goes with the process
-// or with Close.
+// One holder at a time has a lock; the lock goes with the process or
+// with Release, and its file with Release.
 func TestLockIsExclusive(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "lock")
-	l, err := lockTarget(path)
+	l, err := storage.LockFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lockTarget(path); !errors.Is(err, ErrBusy) {
-		t.Fatalf("a second lock: %v, want ErrBusy", err)
+	if _, err := storage.LockFile(path); !errors.Is(err, storage.ErrHeld) {
+		t.Fatalf("a second lock: %v, want ErrHeld", err)
 	}
-	if err := l.release(); err != nil {
+	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the lock file is left: %v", err)
 	}
-	l2, err := lockTarget(path)
+	l2, err := storage.LockFile(path)
 	if err != nil {
 		t.Fatalf("lock after release: %v", err)
 	}
-	l2.release()
+	l2.Release()
 }

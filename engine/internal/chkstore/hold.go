@@ -1,0 +1,90 @@
+package chkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stateproc/stateproc/storage"
+)
+
+// HoldName is the file, under the checkpoint root, by which a run holds
+// the root while it writes checkpoints there: a lock on disk, a lease in a
+// bucket (see storage.Hold).
+const HoldName = "_lease"
+
+// LeaseTerm is the term of a run's lease on a checkpoint root in a bucket
+// (storage.HoldOptions); 0 is storage's default. Tests shorten it.
+var LeaseTerm time.Duration
+
+// ErrRootHeld is wrapped by the error of a run whose checkpoint root
+// another live run holds, at its start, or which lost the hold while it
+// ran.
+var ErrRootHeld = errors.New("engine: the checkpoint root is held by another run")
+
+// RootHold is a run's hold of its checkpoint root, from its first attempt
+// to its end. Two runs at once in one root would take each other's
+// checkpoint numbers, delete each other's files, and count each other's
+// checkpoints as their own.
+type RootHold struct {
+	hold *storage.Hold
+	// bucket is the root's connection, when it lies in a bucket.
+	bucket storage.DirCloser
+}
+
+// HoldRoot takes the hold of the checkpoint root, a local path or a bucket
+// URL. Another run's live hold fails it with ErrRootHeld; in a bucket, the
+// lease of a run that died without releasing it is waited out first (see
+// storage.TakeHold).
+func HoldRoot(ctx context.Context, root string) (*RootHold, error) {
+	rh := &RootHold{}
+	d := storage.LocalDir(root)
+	if InBucket(root) {
+		b, err := storage.OpenDir(ctx, root, storage.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("engine: checkpoint root: %w", err)
+		}
+		d, rh.bucket = b, b
+	}
+	h, err := storage.TakeHold(ctx, d, HoldName, storage.HoldOptions{Term: LeaseTerm})
+	if err != nil {
+		rh.close()
+		if errors.Is(err, storage.ErrHeld) {
+			return nil, fmt.Errorf("%w: %w", ErrRootHeld, err)
+		}
+		return nil, fmt.Errorf("engine: checkpoint root: %w", err)
+	}
+	rh.hold = h
+	return rh, nil
+}
+
+// under returns a context for a write or delete under the root, which
+// ends when the hold may have passed to another run, or fails with
+// ErrRootHeld once it may have. A nil hold, a run's that has no root,
+// gives ctx.
+func (h *RootHold) under(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if h == nil {
+		return ctx, func() {}, nil
+	}
+	hctx, cancel, err := h.hold.Under(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w, or may be now: %w; this run writes no more there", ErrRootHeld, err)
+	}
+	return hctx, cancel, nil
+}
+
+// Release gives the root up for the next run.
+func (h *RootHold) Release(ctx context.Context) error {
+	if err := errors.Join(h.hold.Release(ctx), h.close()); err != nil {
+		return fmt.Errorf("engine: checkpoint root: %w", err)
+	}
+	return nil
+}
+
+func (h *RootHold) close() error {
+	if h.bucket == nil {
+		return nil
+	}
+	return h.bucket.Close()
+}

@@ -1,0 +1,158 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/storage"
+)
+
+// holdTerm is the term of the test's leases: renewed every 200 ms.
+const holdTerm = 1200 * time.Millisecond
+
+// A second holder of a bucket's hold, while the first lives, is refused
+// once it has seen the first renew its lease; once the first releases it,
+// the hold is taken at once.
+func TestHoldInABucketIsExclusive(t *testing.T) {
+	srv := newBucket(t)
+	ctx := context.Background()
+	d := openVia(t, srv.Endpoint(), "root", fastRetries)
+	first, err := storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{Term: holdTerm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{Term: holdTerm})
+	host, _ := os.Hostname()
+	if !errors.Is(err, storage.ErrHeld) || !strings.Contains(err.Error(), host) {
+		t.Fatalf("a second hold while the first lives: %v; want ErrHeld naming the holder on %s", err, host)
+	}
+	if d := time.Since(start); d >= holdTerm {
+		t.Errorf("the second hold was refused after %v, not at the first renewal it saw", d)
+	}
+	hctx, cancel, err := first.Under(ctx)
+	if err != nil {
+		t.Fatalf("the holder's own hold: %v", err)
+	}
+	if _, ok := hctx.Deadline(); !ok {
+		t.Error("a write under a lease has no deadline")
+	}
+	cancel()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	again, err := storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{Term: holdTerm})
+	if err != nil {
+		t.Fatalf("a hold after the release: %v", err)
+	}
+	if d := time.Since(start); d > holdTerm/2 {
+		t.Errorf("a hold after the release took %v", d)
+	}
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if objs := listAll(t, srv, "root/"); len(objs) != 0 {
+		t.Errorf("objects left after the releases: %v", objs)
+	}
+}
+
+// The lease of a holder that died is waited out, then taken over; a holder
+// whose lease another took is told so by Under, for good.
+func TestHoldOfADeadHolder(t *testing.T) {
+	srv := newBucket(t)
+	ctx := context.Background()
+	putObject(t, srv, "root/_hold", []byte(`{"holder":"dead:1","token":"00"}`))
+	d := openVia(t, srv.Endpoint(), "root", fastRetries)
+	start := time.Now()
+	h, err := storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{Term: holdTerm})
+	if err != nil {
+		t.Fatalf("taking a dead holder's lease: %v", err)
+	}
+	// The store's times are whole seconds: the wait is the term, give or
+	// take one.
+	if waited := time.Since(start); waited < holdTerm-time.Second {
+		t.Errorf("took a dead holder's lease after %v, before its term of %v", waited, holdTerm)
+	}
+	// Another takes it over by hand: the next renewal finds it.
+	putObject(t, srv, "root/_hold", []byte(`{"holder":"other:2","token":"11"}`))
+	deadline := time.Now().Add(holdTerm)
+	for {
+		_, cancel, err := h.Under(ctx)
+		if err != nil {
+			if !errors.Is(err, storage.ErrHeld) {
+				t.Errorf("Under after a takeover: %v, want ErrHeld", err)
+			}
+			break
+		}
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatal("Under still gives a context a term after the lease was taken")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Errorf("releasing a lease another took: %v, want nil (nothing to do)", err)
+	}
+	if got := string(getObject(t, srv, "root/_hold")); !strings.Contains(got, "other:2") {
+		t.Errorf("the taker's lease holds %s after the release", got)
+	}
+}
+
+// On disk the hold is a lock: a second is refused at once, the lock file
+// goes with the release.
+func TestHoldOnDisk(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "root")
+	d := storage.LocalDir(dir)
+	ctx := context.Background()
+	h, err := storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{}); !errors.Is(err, storage.ErrHeld) {
+		t.Fatalf("a second hold: %v, want ErrHeld", err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "_hold")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lock file is left: %v", err)
+	}
+}
+
+func listAll(t *testing.T, srv *storetest.Server, prefix string) []string {
+	t.Helper()
+	out, err := srv.Client(srv.Endpoint()).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("state"), Prefix: aws.String(prefix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, *o.Key)
+	}
+	return keys
+}
+
+func getObject(t *testing.T, srv *storetest.Server, key string) []byte {
+	t.Helper()
+	out, err := srv.Client(srv.Endpoint()).GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("state"), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
