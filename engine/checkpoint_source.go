@@ -117,6 +117,11 @@ var ErrCorruptCheckpoint = chkdir.ErrCorrupt
 // restart.
 var ErrCheckpointRootHeld = chkstore.ErrRootHeld
 
+// CheckpointRootHoldName is the file under a checkpoint root by which a run
+// holds the root while it runs: a lock file on disk, a lease object in a
+// bucket. A run removes it at its end; one that was killed leaves it.
+const CheckpointRootHoldName = chkstore.HoldName
+
 // LatestCheckpoint returns the location of the latest checkpoint under the
 // checkpoint root, a local path or a bucket URL: where a job killed while
 // it ran restarts from (RunOptions.RestoreFrom). A checkpoint's directory

@@ -112,10 +112,11 @@
 // bucket by a lease object of that name that it renews (storage.Hold). A
 // run started into a root that a live run holds fails with
 // ErrCheckpointRootHeld; in a bucket the lease of a run that died without
-// releasing it is waited out (two minutes after its last renewal) and
-// taken over. A run that loses its lease (no renewal for a minute, or
-// another run took it) publishes and deletes nothing more under the root
-// and fails with ErrCheckpointRootHeld, without a restart.
+// releasing it is waited out (RunOptions.CheckpointLease after its last
+// renewal) and taken over. A run that loses its lease (no renewal for
+// half of that, or another run took it) publishes and deletes nothing
+// more under the root and fails with ErrCheckpointRootHeld, without a
+// restart.
 //
 // The checkpoint root and SavepointDir may also be bucket URLs (s3://,
 // gs://, azblob://; file:// is a local path), with the same layout under

@@ -20,13 +20,9 @@ import (
 	"github.com/stateproc/stateproc/internal/storetest"
 )
 
-// shortRootLease makes the lease of a checkpoint root in a bucket last
-// 1.2 s (renewed every 200 ms) for the test.
-func shortRootLease(t *testing.T) {
-	old := chkstore.LeaseTerm
-	chkstore.LeaseTerm = 1200 * time.Millisecond
-	t.Cleanup(func() { chkstore.LeaseTerm = old })
-}
+// testLease is the term of the tests' leases on a checkpoint root in a
+// bucket: renewed every 200 ms.
+const testLease = 1200 * time.Millisecond
 
 // completeCheckpoints lists the ids of the complete checkpoints under root.
 func completeCheckpoints(t *testing.T, root string) []uint64 {
@@ -58,7 +54,6 @@ func completeCheckpoints(t *testing.T, root string) []uint64 {
 // run's leftovers, and the first published it over them, in a bucket; on
 // disk one of them failed later, on a checkpoint number the other took.
 func TestTwoRunsAtOnceIntoOneRoot(t *testing.T) {
-	shortRootLease(t)
 	srv := storetest.StartWithBucket(t, "state")
 	src := testSource{splits: 2, n: 20000, keys: 31}
 	stop := int64(src.splits * src.n)
@@ -74,7 +69,7 @@ func TestTwoRunsAtOnceIntoOneRoot(t *testing.T) {
 				sink := NewFileSink(filepath.Join(dir, string(rune('a'+i))), formatResult)
 				res[i], errs[i] = Run(ctx, failingJob(src, 2, sink, &seen, 30000), RunOptions{
 					Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, StopAfter: stop,
-					MaxRestarts: 1, RetainCheckpoints: 1000})
+					MaxRestarts: 1, RetainCheckpoints: 1000, CheckpointLease: testLease})
 			})
 		}
 		wg.Wait()
@@ -109,9 +104,9 @@ func TestTwoRunsAtOnceIntoOneRoot(t *testing.T) {
 		var seen atomic.Int64
 		start := time.Now()
 		if _, err := Run(ctx, failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
-			Backend: Pebble, CheckpointDir: root, CheckpointInterval: time.Hour, StopAfter: 100}); err != nil {
+			Backend: Pebble, CheckpointDir: root, CheckpointInterval: time.Hour, StopAfter: 100, CheckpointLease: testLease}); err != nil {
 			t.Errorf("%s: a run after both: %v", shownLocation(root), err)
-		} else if d := time.Since(start); d > chkstore.LeaseTerm {
+		} else if d := time.Since(start); d > testLease {
 			t.Errorf("%s: a run after both took %v: it waited for a lease that should have been released", shownLocation(root), d)
 		}
 	}
@@ -122,14 +117,13 @@ func TestTwoRunsAtOnceIntoOneRoot(t *testing.T) {
 // ErrCheckpointRootHeld, without a restart, and leaves the other's lease
 // as it is.
 func TestRunThatLosesItsRoot(t *testing.T) {
-	shortRootLease(t)
 	srv := storetest.StartWithBucket(t, "state")
 	c := srv.Client(srv.Endpoint())
 	root := storetest.URL(srv.Endpoint(), "state", "chk")
 	src := testSource{splits: 2, n: 200000, keys: 31}
 	var seen atomic.Int64
 	h, err := Start(context.Background(), failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
-		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, MaxRestarts: 3})
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, MaxRestarts: 3, CheckpointLease: testLease})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,14 @@ type RunOptions struct {
 	CheckpointDir      string
 	CheckpointInterval time.Duration
 	RetainCheckpoints  int
+	// CheckpointLease is the term of the run's lease on a checkpoint root
+	// in a bucket (see the package documentation): how long after its last
+	// renewal a run that died without releasing it holds up the next run
+	// into the root. The run renews it every sixth of the term and writes
+	// nothing more under the root once half of it has passed since its
+	// last renewal. 0 means DefaultCheckpointLease. A root on disk is held
+	// by a lock that goes with its process.
+	CheckpointLease time.Duration
 	// MaxRestarts is how many times a failed run restarts from its last
 	// completed checkpoint. A failure that a restart cannot cure ends the
 	// run at once: a checkpoint or savepoint that does not read or that the
@@ -154,6 +162,12 @@ type CheckpointStats struct {
 	Reused int64
 }
 
+// DefaultCheckpointLease is RunOptions.CheckpointLease's default: the
+// next run into a bucket root waits at most that long for a killed run's
+// lease, and a run tolerates up to half of it of a store that does not
+// answer its renewals, and the other half of clock skew between hosts.
+const DefaultCheckpointLease = 30 * time.Second
+
 // errPermanent marks failures a restart cannot cure, such as a savepoint
 // the job cannot restore.
 type errPermanent struct{ error }
@@ -191,6 +205,9 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 	if opts.StopAfter != 0 && opts.StopAtWatermark != 0 {
 		return fmt.Errorf("engine: StopAfter and StopAtWatermark both set")
 	}
+	if opts.CheckpointLease <= 0 {
+		opts.CheckpointLease = DefaultCheckpointLease
+	}
 	if opts.RetainCheckpoints <= 0 {
 		opts.RetainCheckpoints = 2
 	}
@@ -217,7 +234,7 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result,
 		opts.WorkDir = dir
 	}
 	if opts.CheckpointDir != "" {
-		hold, err := chkstore.HoldRoot(ctx, opts.CheckpointDir)
+		hold, err := chkstore.HoldRoot(ctx, opts.CheckpointDir, opts.CheckpointLease)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +45,7 @@ func TestKilledJobRestoresFromABucket(t *testing.T) {
 		t.Fatalf("uninterrupted run: exit %d: %s", code, errOut)
 	}
 
-	args := append(common, "-out", out, "-checkpoints", chk, "-checkpoint-interval", "50ms")
+	args := append(common, "-out", out, "-checkpoints", chk, "-checkpoint-interval", "50ms", "-checkpoint-lease", "3s")
 	child := exec.Command(os.Args[0], "-test.run=^$")
 	child.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\n"))
 	child.Stderr = os.Stderr
@@ -90,8 +92,16 @@ func TestKilledJobRestoresFromABucket(t *testing.T) {
 		t.Fatalf("checkpoint %s holds the events source %d records in, of %d: not a checkpoint taken mid-run", latest, read, total)
 	}
 
+	// The killed run left its lease on the root, which the restored run
+	// takes over once it has lapsed, and releases at its end.
+	if !leaseThere(t, chk) {
+		t.Error("the killed run left no lease on the checkpoint root")
+	}
 	if code, _, errOut := runCommand(t, append(args, "-restore-latest", "-savepoint", sp)...); code != 0 {
 		t.Fatalf("restored run: exit %d: %s", code, errOut)
+	}
+	if leaseThere(t, chk) {
+		t.Error("the restored run left its lease on the checkpoint root")
 	}
 	for _, sink := range []string{"request-records", "tenant-totals"} {
 		want, got := jobruntest.CommittedLines(t, filepath.Join(clean, sink)), jobruntest.CommittedLines(t, filepath.Join(out, sink))
@@ -135,4 +145,23 @@ func checkpointID(t *testing.T, location string) uint64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// leaseThere reports whether a run's lease lies on the checkpoint root.
+func leaseThere(t *testing.T, root string) bool {
+	t.Helper()
+	d, err := storage.OpenDir(context.Background(), root, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	f, err := d.Open(context.Background(), engine.CheckpointRootHoldName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return true
 }

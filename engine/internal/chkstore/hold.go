@@ -14,10 +14,6 @@ import (
 // bucket (see storage.Hold).
 const HoldName = "_lease"
 
-// LeaseTerm is the term of a run's lease on a checkpoint root in a bucket
-// (storage.HoldOptions); 0 is storage's default. Tests shorten it.
-var LeaseTerm time.Duration
-
 // ErrRootHeld is wrapped by the error of a run whose checkpoint root
 // another live run holds, at its start, or which lost the hold while it
 // ran.
@@ -34,10 +30,10 @@ type RootHold struct {
 }
 
 // HoldRoot takes the hold of the checkpoint root, a local path or a bucket
-// URL. Another run's live hold fails it with ErrRootHeld; in a bucket, the
-// lease of a run that died without releasing it is waited out first (see
-// storage.TakeHold).
-func HoldRoot(ctx context.Context, root string) (*RootHold, error) {
+// URL, where a lease has the term given. Another run's live hold fails it
+// with ErrRootHeld; in a bucket, the lease of a run that died without
+// releasing it is waited out first (see storage.TakeHold).
+func HoldRoot(ctx context.Context, root string, term time.Duration) (*RootHold, error) {
 	rh := &RootHold{}
 	d := storage.LocalDir(root)
 	if InBucket(root) {
@@ -47,7 +43,7 @@ func HoldRoot(ctx context.Context, root string) (*RootHold, error) {
 		}
 		d, rh.bucket = b, b
 	}
-	h, err := storage.TakeHold(ctx, d, HoldName, storage.HoldOptions{Term: LeaseTerm})
+	h, err := storage.TakeHold(ctx, d, HoldName, storage.HoldOptions{Term: term})
 	if err != nil {
 		rh.close()
 		if errors.Is(err, storage.ErrHeld) {

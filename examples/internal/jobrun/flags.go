@@ -29,6 +29,7 @@ type Common struct {
 
 	Checkpoints        string
 	CheckpointInterval time.Duration
+	CheckpointLease    time.Duration
 	MaxRestarts        int
 
 	Out      string
@@ -51,6 +52,7 @@ func (c *Common) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AllowNonRestored, "allow-non-restored-state", false, "drop restored state that no operator of the job claims")
 	fs.StringVar(&c.Checkpoints, "checkpoints", "", "take periodic checkpoints under this directory")
 	fs.DurationVar(&c.CheckpointInterval, "checkpoint-interval", 10*time.Second, "time between periodic checkpoints (with -checkpoints)")
+	fs.DurationVar(&c.CheckpointLease, "checkpoint-lease", engine.DefaultCheckpointLease, "term of the run's lease on a -checkpoints root in a bucket: how long a killed run holds up the next")
 	fs.IntVar(&c.MaxRestarts, "max-restarts", 0, "restarts from the last checkpoint after a failure")
 	fs.StringVar(&c.Out, "out", "", "write the job's outputs as files under this directory (exactly once)")
 	fs.BoolVar(&c.Manifest, "manifest", false, "print the job's manifest as JSON and exit without running")
@@ -89,6 +91,9 @@ func (c *Common) Check() error {
 	}
 	if c.Checkpoints != "" && c.CheckpointInterval <= 0 {
 		return Usagef("-checkpoint-interval %v: must be positive", c.CheckpointInterval)
+	}
+	if c.CheckpointLease <= 0 {
+		return Usagef("-checkpoint-lease %v: must be positive", c.CheckpointLease)
 	}
 	if c.MaxRestarts < 0 {
 		return Usagef("-max-restarts %d: must not be negative", c.MaxRestarts)
@@ -162,6 +167,7 @@ func (c *Common) Options(total int64) (engine.RunOptions, error) {
 	if c.Checkpoints != "" {
 		opts.CheckpointDir = c.Checkpoints
 		opts.CheckpointInterval = c.CheckpointInterval
+		opts.CheckpointLease = c.CheckpointLease
 	}
 	if c.RestoreLatest {
 		latest, err := engine.LatestCheckpoint(c.Checkpoints)

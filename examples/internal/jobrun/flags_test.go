@@ -34,12 +34,12 @@ func TestOptionsStopAtTheEndOfTheInput(t *testing.T) {
 		opts.ProcessingTime != engine.DeterministicTime {
 		t.Errorf("options: %+v", opts)
 	}
-	opts, err = parse(t, "-stop-after", "100", "-drain", "-checkpoints", "chk", "-checkpoint-interval", "2s", "-restore", "r", "-allow-non-restored-state",
+	opts, err = parse(t, "-stop-after", "100", "-drain", "-checkpoints", "chk", "-checkpoint-interval", "2s", "-checkpoint-lease", "5s", "-restore", "r", "-allow-non-restored-state",
 		"-processing-time", "wall").Options(1234)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.StopAfter != 100 || !opts.Drain || opts.CheckpointDir != "chk" || opts.CheckpointInterval != 2*time.Second || opts.RestoreFrom != "r" || !opts.AllowNonRestoredState ||
+	if opts.StopAfter != 100 || !opts.Drain || opts.CheckpointDir != "chk" || opts.CheckpointInterval != 2*time.Second || opts.CheckpointLease != 5*time.Second || opts.RestoreFrom != "r" || !opts.AllowNonRestoredState ||
 		opts.ProcessingTime != engine.WallClock {
 		t.Errorf("options: %+v", opts)
 	}
@@ -48,6 +48,7 @@ func TestOptionsStopAtTheEndOfTheInput(t *testing.T) {
 func TestOptionsRefuseBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-backend", "rocksdb"},
+		{"-checkpoint-lease", "0s"},
 		{"-compression", "snappy"},
 		{"-parallelism", "0"},
 		{"-parallelism", "4", "-max-parallelism", "2"},
