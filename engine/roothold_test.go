@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,5 +158,189 @@ func TestRunThatLosesItsRoot(t *testing.T) {
 	defer out.Body.Close()
 	if b, _ := io.ReadAll(out.Body); !bytes.Equal(b, taker) {
 		t.Errorf("the lease holds %s, want the taker's %s", b, taker)
+	}
+}
+
+// A run whose lease renewals fail for longer than half its term stops
+// writing under the root, and its restart takes the root again once no
+// other run can have taken it (the lease's term after its last renewal),
+// then runs to its end with the output of an unbroken run.
+func TestRunWhoseLeaseLapses(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	root := storetest.URL(p.URL, "state", "chk")
+	src := testSource{splits: 2, n: 60000, keys: 31}
+	stop := int64(src.splits * src.n)
+	dir := t.TempDir()
+	var seen atomic.Int64
+	want := runUnbroken(t, src, filepath.Join(dir, "clean"))
+	h, err := Start(context.Background(), failingJob(src, 2, NewFileSink(filepath.Join(dir, "out"), formatResult), &seen, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, StopAfter: stop, MaxRestarts: 2, CheckpointLease: testLease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cancel()
+	for h.LatestCheckpoint() == "" {
+		select {
+		case <-h.Done():
+			_, err := h.Wait()
+			t.Fatalf("the run ended before its first checkpoint: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	// Every write of the lease fails for longer than the term.
+	p.InjectOn(storetest.Status, "PutObject", "/chk/"+chkstore.HoldName, 1<<20, 503, "SlowDown")
+	time.Sleep(testLease + testLease/4)
+	p.ClearFaults()
+	res, err := h.Wait()
+	if err != nil || res.Restarts == 0 {
+		t.Fatalf("the run ended with %v after %d restarts; want it to end well after a restart", err, res.Restarts)
+	}
+	if got := readParts(t, filepath.Join(dir, "out")); !slices.Equal(got, want) {
+		t.Errorf("%d lines after the lapse, %d unbroken", len(got), len(want))
+	}
+	if leaseLeft(t, srv, "chk") {
+		t.Error("the run left its lease at its end")
+	}
+}
+
+// runUnbroken runs failingJob without a failure or a checkpoint and returns
+// its output's lines.
+func runUnbroken(t *testing.T, src testSource, dir string) []string {
+	t.Helper()
+	var seen atomic.Int64
+	if _, err := Run(context.Background(), failingJob(src, 2, NewFileSink(dir, formatResult), &seen, -1), RunOptions{
+		Backend: Pebble, StopAfter: int64(src.splits * src.n)}); err != nil {
+		t.Fatal(err)
+	}
+	return readParts(t, dir)
+}
+
+// leaseLeft reports whether a run's lease lies under prefix in the test
+// server's bucket.
+func leaseLeft(t *testing.T, srv *storetest.Server, prefix string) bool {
+	t.Helper()
+	for _, k := range bucketKeys(t, srv.Client(srv.Endpoint()), "state", prefix+"/") {
+		if k == prefix+"/"+chkstore.HoldName {
+			return true
+		}
+	}
+	return false
+}
+
+// Run A is paused (here: held in the coordinator just before it publishes
+// its checkpoint 2) for longer than its lease's term; its lease is taken
+// from it, and run B takes the root over, numbers its checkpoints from 2
+// (A's 2 never completed) and publishes them. When A goes on, it must fail
+// with ErrCheckpointRootHeld, without a restart, and must not count B's
+// checkpoint 2 as its own: its publication looks at its hold before it
+// writes anything, and the restart looks at the hold whatever failed the
+// attempt.
+func TestRunThatLostItsRootTakesNoOthersCheckpoint(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	c := srv.Client(srv.Endpoint())
+	root := storetest.URL(srv.Endpoint(), "state", "chk")
+	ctx := context.Background()
+
+	blocked, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var seenA atomic.Int64
+	srcA := testSource{splits: 2, n: 200000, keys: 31}
+	h, err := Start(ctx, failingJob(srcA, 2, NewCollectSink[windowResult](), &seenA, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, MaxRestarts: 3, RetainCheckpoints: 1000, CheckpointLease: testLease,
+		inject: func(p faultPoint, _ *task, cp *checkpoint) error {
+			if p == faultComplete && cp.ID == 2 {
+				once.Do(func() {
+					close(blocked)
+					<-resume
+				})
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cancel()
+	select {
+	case <-blocked:
+	case <-h.Done():
+		_, err := h.Wait()
+		t.Fatalf("A ended before its checkpoint 2: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("A never reached its checkpoint 2")
+	}
+
+	// A's lease is taken from it meanwhile; B, started now, waits it out
+	// and runs to its end with checkpoints 2, 3, ...
+	key := path.Join("chk", chkstore.HoldName)
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(key),
+		Body: bytes.NewReader([]byte(`{"holder":"elsewhere:1","token":"0123456789abcdef"}`))}); err != nil {
+		t.Fatal(err)
+	}
+	srcB := testSource{splits: 2, n: 20000, keys: 31}
+	var seenB atomic.Int64
+	resB, err := Run(ctx, failingJob(srcB, 2, NewCollectSink[windowResult](), &seenB, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, StopAfter: int64(srcB.splits * srcB.n),
+		RetainCheckpoints: 1000, WorkDir: filepath.Join(t.TempDir(), "b"), CheckpointLease: testLease})
+	if err != nil {
+		t.Fatalf("B: %v", err)
+	}
+	bs := chkdir.Path(root, 2)
+	if ids := completeCheckpoints(t, root); len(ids) == 0 || ids[0] > 2 || resB.Checkpoints == 0 {
+		t.Fatalf("B's checkpoints %v (B completed %d): the scenario needs B's checkpoint 2", ids, resB.Checkpoints)
+	}
+
+	close(resume)
+	var res *Result
+	select {
+	case <-h.Done():
+		res, err = h.Wait()
+	case <-time.After(30 * time.Second):
+		t.Fatal("A goes on after it lost its root")
+	}
+	t.Logf("A: %v; result %+v", err, res)
+	if !errors.Is(err, ErrCheckpointRootHeld) || res.Restarts != 0 {
+		t.Errorf("A ended with %v after %d restarts; want ErrCheckpointRootHeld without a restart", err, res.Restarts)
+	}
+	for _, r := range append([]string{res.LastCheckpoint}, res.Restored...) {
+		if r == bs {
+			t.Errorf("A counts B's checkpoint %s as its own (last %s, restored %v)", shownLocation(bs), shownLocation(res.LastCheckpoint), res.Restored)
+		}
+	}
+}
+
+// A run cancelled while it waits for the lease of a dead run to lapse
+// returns at once; after Cancel, Wait's error wraps ErrCancelled (Wait's
+// documentation), wherever the wait was when the cancel came: here in
+// one of its requests, which the store is slow to answer.
+func TestCancelWhileWaitingForADeadLease(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	c := srv.Client(srv.Endpoint())
+	ctx := context.Background()
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(path.Join("chk", chkstore.HoldName)),
+		Body: bytes.NewReader([]byte(`{"holder":"dead:1","token":"0123456789abcdef"}`))}); err != nil {
+		t.Fatal(err)
+	}
+	proxy := storetest.NewProxy(t, srv.Endpoint())
+	proxy.SetLatency(400 * time.Millisecond)
+	root := storetest.URL(proxy.URL, "state", "chk")
+	var seen atomic.Int64
+	h, err := Start(ctx, failingJob(testSource{splits: 2, n: 100, keys: 3}, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	h.Cancel()
+	start := time.Now()
+	select {
+	case <-h.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run goes on waiting after Cancel")
+	}
+	_, err = h.Wait()
+	t.Logf("Wait after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	if !errors.Is(err, ErrCancelled) {
+		t.Errorf("Wait after Cancel = %v; want ErrCancelled", err)
 	}
 }

@@ -236,6 +236,9 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result,
 	if opts.CheckpointDir != "" {
 		hold, err := chkstore.HoldRoot(ctx, opts.CheckpointDir, opts.CheckpointLease)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("engine: taking the checkpoint root: %w", context.Cause(ctx))
+			}
 			return nil, err
 		}
 		defer func() {
@@ -269,10 +272,25 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result,
 			return res, nil
 		}
 		var perm errPermanent
-		// A run that lost its checkpoint root to another must write no
-		// more there, and a restart would.
-		if ctx.Err() != nil || errors.As(err, &perm) || errors.Is(err, ErrCheckpointRootHeld) || attemptNo >= opts.MaxRestarts {
+		if ctx.Err() != nil || errors.As(err, &perm) || attemptNo >= opts.MaxRestarts {
 			return res, err
+		}
+		if h.hold != nil {
+			// Whatever failed the attempt, a run that lost its
+			// checkpoint root to another must write no more there, and a
+			// restart would; one whose renewals failed takes the root
+			// back if no other run took it.
+			if herr := h.hold.Check(ctx); herr != nil {
+				if !chkstore.Lapsed(herr) {
+					if errors.Is(err, ErrCheckpointRootHeld) {
+						return res, err
+					}
+					return res, errors.Join(err, herr)
+				}
+				if rerr := h.hold.Retake(ctx); rerr != nil {
+					return res, errors.Join(err, rerr)
+				}
+			}
 		}
 		res.Restarts++
 		if res.Savepoint != "" {

@@ -850,10 +850,24 @@ func (w *Writer) Finish(ctx context.Context) error {
 // Abort removes everything written. It is a no-op after Finish succeeded.
 // Call it once no goroutine uses the data file writers any more.
 func (w *Writer) Abort() error {
+	if !w.stop() {
+		return nil
+	}
+	return w.dst.Abort()
+}
+
+// Leave stops the writer as Abort does, but leaves what it wrote at its
+// target where it is: for a writer that may no longer delete there, whose
+// files another writer may have replaced by its own of the same names.
+func (w *Writer) Leave() { w.stop() }
+
+// stop ends the data files' writers; it reports false when the writer had
+// ended already.
+func (w *Writer) stop() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
-		return nil
+		return false
 	}
 	w.done = true
 	for _, f := range w.files {
@@ -867,5 +881,5 @@ func (w *Writer) Abort() error {
 			f.enc.Close()
 		}
 	}
-	return w.dst.Abort()
+	return true
 }

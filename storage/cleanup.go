@@ -22,7 +22,7 @@ var ErrLeaseHeld = errors.New("storage: another removal of orphans is under way 
 // takeCleanupLease takes the lease of st's prefix for a removal of
 // orphans; a lease held by a live holder fails with ErrLeaseHeld.
 func takeCleanupLease(ctx context.Context, st *bucketStore) (*lease, error) {
-	l, err := takeLease(ctx, st, CleanupName, timingOf(0), false)
+	l, err := takeLease(ctx, st, CleanupName, timingOf(0), false, ErrLeaseHeld)
 	var held *heldError
 	if errors.As(err, &held) {
 		return nil, fmt.Errorf("%w: %s; nothing removed", ErrLeaseHeld, held.detail)

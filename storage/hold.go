@@ -42,7 +42,7 @@ func TakeHold(ctx context.Context, d Dir, name string, opts HoldOptions) (*Hold,
 	var dir string
 	switch d := d.(type) {
 	case *bucketDir:
-		l, err := takeLease(ctx, d.bucketStore, name, timingOf(opts.Term), true)
+		l, err := takeLease(ctx, d.bucketStore, name, timingOf(opts.Term), true, ErrHeld)
 		if err != nil {
 			return nil, err
 		}
@@ -75,6 +75,20 @@ func (h *Hold) Under(ctx context.Context) (context.Context, context.CancelFunc, 
 		return ctx, func() {}, nil
 	}
 	return h.lease.hold(ctx)
+}
+
+// Resume takes back a hold in a bucket whose lease lapsed (Under failed
+// because no renewal had succeeded for half its term) and that no one took
+// meanwhile: at once, with a renewal on the condition that the lease is
+// still the version this holder wrote last. A lease that another took or
+// removed fails it with ErrHeld; another error is the store's, and Resume
+// may be called again. On disk, where a lock cannot lapse, it does
+// nothing.
+func (h *Hold) Resume(ctx context.Context) error {
+	if h.lease == nil {
+		return nil
+	}
+	return h.lease.resume(ctx)
 }
 
 // Release gives the hold up: it removes the lock file, or stops renewing

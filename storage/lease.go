@@ -45,6 +45,12 @@ func timingOf(term time.Duration) leaseTiming {
 	return leaseTiming{term / 6, term / 2, term, min(cleanupPoll, term/20)}
 }
 
+// storeTimeGrain is how much older than it is a lease may look: HTTP gives
+// an object's time in whole seconds. A lease is taken for dead only once
+// it looks older than its term by that much, so that a short term is not
+// cut shorter.
+const storeTimeGrain = time.Second
+
 // ErrHeld is the error of taking a lease, or a lock, that another holder
 // has; also of a lease that another took over from its holder.
 var ErrHeld = errors.New("storage: held by another")
@@ -65,8 +71,11 @@ func (e *heldError) Is(target error) bool { return target == ErrHeld }
 type lease struct {
 	st *bucketStore
 	// name is the lease object's, under st's prefix.
-	name  string
-	t     leaseTiming
+	name string
+	t    leaseTiming
+	// taken is what the loss of the lease to another wraps: ErrHeld, or
+	// ErrLeaseHeld for a removal of orphans.
+	taken error
 	token string
 	stop  func()
 	done  chan struct{}
@@ -99,12 +108,12 @@ type leaseBody struct {
 // every cleanupPoll instead, and taken once its holder has not renewed it
 // for leaseTerm, unless a renewal shows meanwhile that the holder lives.
 // The lease is renewed in the background until release.
-func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming, wait bool) (*lease, error) {
+func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming, wait bool, taken error) (*lease, error) {
 	var token [8]byte
 	if _, err := rand.Read(token[:]); err != nil {
 		return nil, err
 	}
-	l := &lease{st: st, name: name, t: t, token: hex.EncodeToString(token[:])}
+	l := &lease{st: st, name: name, t: t, taken: taken, token: hex.EncodeToString(token[:])}
 	err := l.write(ctx, true)
 	seen := ""
 	for errors.Is(err, errNotOurs) {
@@ -117,7 +126,7 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 			continue
 		case aerr != nil:
 			return nil, fmt.Errorf("storage: %s: %w", st.where(name), aerr)
-		case time.Since(attrs.ModTime) >= t.term:
+		case time.Since(attrs.ModTime) >= t.term+storeTimeGrain:
 			// A dead holder's: taken over on the condition that it is
 			// still that object, so that of two takers one wins.
 			l.etag, l.generation = attrs.ETag, generationOf(attrs)
@@ -139,10 +148,60 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 	if err != nil {
 		return nil, l.abandon(ctx, err)
 	}
-	quit := make(chan struct{})
-	l.stop, l.done = func() { close(quit) }, make(chan struct{})
-	go l.keep(context.WithoutCancel(ctx), quit)
+	l.startKeeping(ctx)
 	return l, nil
+}
+
+// startKeeping starts the renewals.
+func (l *lease) startKeeping(ctx context.Context) {
+	quit := make(chan struct{})
+	l.stop, l.done = sync.OnceFunc(func() { close(quit) }), make(chan struct{})
+	go l.keep(context.WithoutCancel(ctx), quit)
+}
+
+// resume takes back a lease that lapsed (its renewals failed for its
+// hold) and that no one took meanwhile: it renews it on the condition that
+// it is still the version this holder wrote last, which no taker can have
+// left as it was. A lease taken or removed meanwhile fails it with
+// l.taken, for good; another failure is the store's, and may be tried
+// again.
+func (l *lease) resume(ctx context.Context) error {
+	l.stop()
+	<-l.done
+	l.mu.Lock()
+	lost := l.lost
+	l.mu.Unlock()
+	switch {
+	case lost == nil:
+		l.startKeeping(ctx)
+		return nil
+	case errors.Is(lost, l.taken):
+		return lost
+	}
+	err := l.write(ctx, false)
+	l.mu.Lock()
+	stale := time.Since(l.renewed) >= l.t.hold
+	l.mu.Unlock()
+	if err == nil && stale {
+		// The version found was this holder's own late renewal, which
+		// counts as none: renewed over it.
+		err = l.write(ctx, false)
+	}
+	if errors.Is(err, errNotOurs) || gcerrors.Code(err) == gcerrors.NotFound {
+		err = fmt.Errorf("%w: the lease %s was taken or removed by someone else after it lapsed", l.taken, l.st.where(l.name))
+		l.mu.Lock()
+		l.lost = err
+		l.mu.Unlock()
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.lost = nil
+	l.mu.Unlock()
+	l.startKeeping(ctx)
+	return nil
 }
 
 // held is the heldError of a lease last renewed at renewed, naming its
@@ -273,7 +332,7 @@ func (l *lease) keep(ctx context.Context, quit <-chan struct{}) {
 		cancel()
 		if errors.Is(err, errNotOurs) || gcerrors.Code(err) == gcerrors.NotFound {
 			l.mu.Lock()
-			l.lost = fmt.Errorf("%w: the lease %s was taken or removed by someone else; stopped", ErrHeld, l.st.where(l.name))
+			l.lost = fmt.Errorf("%w: the lease %s was taken or removed by someone else; stopped", l.taken, l.st.where(l.name))
 			l.mu.Unlock()
 			return
 		}
@@ -318,7 +377,7 @@ func (l *lease) release(ctx context.Context) error {
 	lost, unsure := l.lost, l.unsure
 	l.mu.Unlock()
 	switch {
-	case errors.Is(lost, ErrHeld):
+	case errors.Is(lost, l.taken):
 		return nil // another's now
 	case lost != nil:
 		return fmt.Errorf("storage: the lease %s is left to lapse %s after its last renewal, which was too long ago to release it", l.st.where(l.name), l.t.term)

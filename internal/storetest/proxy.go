@@ -86,6 +86,7 @@ const (
 type fault struct {
 	kind   int
 	op     string // S3 operation matched, "" for any
+	key    string // suffix of the request's path matched, "" for any
 	left   int
 	status int
 	code   string
@@ -144,6 +145,21 @@ func (p *Proxy) Inject(kind int, op string, n int, status int, code string, afte
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults = append(p.faults, &fault{kind: kind, op: op, left: n, status: status, code: code, after: after})
+}
+
+// InjectOn is Inject for the requests of op whose object key ends with
+// key only.
+func (p *Proxy) InjectOn(kind int, op, key string, n int, status int, code string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, &fault{kind: kind, op: op, key: key, left: n, status: status, code: code})
+}
+
+// ClearFaults drops the injected faults that have not struck yet.
+func (p *Proxy) ClearFaults() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = nil
 }
 
 // Gather holds the next n requests of op (of any operation when op is
@@ -292,12 +308,12 @@ func Operation(r *http.Request) string {
 	return r.Method
 }
 
-func (p *Proxy) take(op string) *fault {
+func (p *Proxy) take(op, path string) *fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ops[op]++
 	for _, f := range p.faults {
-		if f.left > 0 && (f.op == "" || f.op == op) {
+		if f.left > 0 && (f.op == "" || f.op == op) && strings.HasSuffix(path, f.key) {
 			f.left--
 			return f
 		}
@@ -308,7 +324,7 @@ func (p *Proxy) take(op string) *fault {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := Operation(r)
 	p.hold(op)
-	f := p.take(op)
+	f := p.take(op, r.URL.Path)
 	if f != nil {
 		switch f.kind {
 		case Status:

@@ -132,10 +132,15 @@ func (b *Bucket) HasCheckpoint(ctx context.Context, id uint64) (bool, error) {
 	return true, nil
 }
 
+// Under gives the context of one request that must be made under a hold,
+// and fails once the hold is gone.
+type Under func(context.Context) (context.Context, context.CancelFunc, error)
+
 // RemoveCheckpoint deletes every object of checkpoint id: its _metadata
-// first, so that no reader takes what is left for a checkpoint.
-func (b *Bucket) RemoveCheckpoint(ctx context.Context, id uint64) error {
-	if err := storage.Remove(ctx, b.dir, path.Join(Name(id), storage.MetadataName)); err != nil {
+// first, so that no reader takes what is left for a checkpoint. Each
+// delete is made under the context under gives for it.
+func (b *Bucket) RemoveCheckpoint(ctx context.Context, id uint64, under Under) error {
+	if err := b.Remove(ctx, path.Join(Name(id), storage.MetadataName), under); err != nil {
 		return err
 	}
 	objs, err := storage.ListUnder(ctx, b.dir, Name(id)+"/")
@@ -143,7 +148,7 @@ func (b *Bucket) RemoveCheckpoint(ctx context.Context, id uint64) error {
 		return err
 	}
 	for _, o := range objs {
-		if err := storage.Remove(ctx, b.dir, o.Name); err != nil {
+		if err := b.Remove(ctx, o.Name, under); err != nil {
 			return err
 		}
 	}
@@ -164,9 +169,14 @@ func (b *Bucket) Shared(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// Remove deletes the object rel.
-func (b *Bucket) Remove(ctx context.Context, rel string) error {
-	return storage.Remove(ctx, b.dir, rel)
+// Remove deletes the object rel under the context under gives for it.
+func (b *Bucket) Remove(ctx context.Context, rel string, under Under) error {
+	hctx, cancel, err := under(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return storage.Remove(hctx, b.dir, rel)
 }
 
 // Upload writes the local file src as the object rel and returns its size

@@ -24,6 +24,8 @@ var ErrRootHeld = errors.New("engine: the checkpoint root is held by another run
 // checkpoint numbers, delete each other's files, and count each other's
 // checkpoints as their own.
 type RootHold struct {
+	dir  storage.Dir
+	term time.Duration
 	hold *storage.Hold
 	// bucket is the root's connection, when it lies in a bucket.
 	bucket storage.DirCloser
@@ -34,25 +36,60 @@ type RootHold struct {
 // with ErrRootHeld; in a bucket, the lease of a run that died without
 // releasing it is waited out first (see storage.TakeHold).
 func HoldRoot(ctx context.Context, root string, term time.Duration) (*RootHold, error) {
-	rh := &RootHold{}
-	d := storage.LocalDir(root)
+	rh := &RootHold{dir: storage.LocalDir(root), term: term}
 	if InBucket(root) {
 		b, err := storage.OpenDir(ctx, root, storage.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("engine: checkpoint root: %w", err)
 		}
-		d, rh.bucket = b, b
+		rh.dir, rh.bucket = b, b
 	}
-	h, err := storage.TakeHold(ctx, d, HoldName, storage.HoldOptions{Term: term})
-	if err != nil {
+	if err := rh.take(ctx); err != nil {
 		rh.close()
-		if errors.Is(err, storage.ErrHeld) {
-			return nil, fmt.Errorf("%w: %w", ErrRootHeld, err)
-		}
-		return nil, fmt.Errorf("engine: checkpoint root: %w", err)
+		return nil, err
 	}
-	rh.hold = h
 	return rh, nil
+}
+
+func (h *RootHold) take(ctx context.Context) error {
+	hold, err := storage.TakeHold(ctx, h.dir, HoldName, storage.HoldOptions{Term: h.term})
+	if errors.Is(err, storage.ErrHeld) {
+		return fmt.Errorf("%w: %w", ErrRootHeld, err)
+	}
+	if err != nil {
+		return fmt.Errorf("engine: checkpoint root: %w", err)
+	}
+	h.hold = hold
+	return nil
+}
+
+// Lapsed reports whether err, an attempt's, says that the run's lease
+// lapsed (its renewals failed for half its term) rather than passed to
+// another run: a restart may then take the root again (Retake).
+func Lapsed(err error) bool {
+	return errors.Is(err, ErrRootHeld) && !errors.Is(err, storage.ErrHeld)
+}
+
+// Retake takes the root back after the run's lease lapsed, if no other run
+// took it meanwhile (storage.Hold.Resume). A store that still fails is
+// tried again for up to two terms; another run's lease fails it with
+// ErrRootHeld.
+func (h *RootHold) Retake(ctx context.Context) error {
+	until := time.Now().Add(2 * h.term)
+	for {
+		err := h.hold.Resume(ctx)
+		switch {
+		case errors.Is(err, storage.ErrHeld):
+			return fmt.Errorf("%w: %w", ErrRootHeld, err)
+		case err == nil || ctx.Err() != nil || time.Now().After(until):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(h.term / 10):
+		}
+	}
 }
 
 // under returns a context for a write or delete under the root, which
@@ -65,9 +102,27 @@ func (h *RootHold) under(ctx context.Context) (context.Context, context.CancelFu
 	}
 	hctx, cancel, err := h.hold.Under(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w, or may be now: %w; this run writes no more there", ErrRootHeld, err)
+		return nil, nil, fmt.Errorf("%w, or may be now: %w; this run writes no more there (%w)", ErrRootHeld, err, errWithheld)
 	}
 	return hctx, cancel, nil
+}
+
+// errWithheld marks the errors of requests not made for want of the hold.
+var errWithheld = errors.New("nothing sent")
+
+// Withheld reports whether err says that a write was not made at all for
+// want of the root's hold: a checkpoint so refused is not there, and a
+// _metadata of its number is another run's.
+func Withheld(err error) bool { return errors.Is(err, errWithheld) }
+
+// Check reports whether the run holds the root still: nil, or under's
+// error.
+func (h *RootHold) Check(ctx context.Context) error {
+	_, cancel, err := h.under(ctx)
+	if err == nil {
+		cancel()
+	}
+	return err
 }
 
 // Release gives the root up for the next run.

@@ -17,14 +17,10 @@ import (
 // the shared files that no remaining checkpoint references: those of the
 // deleted checkpoints that compaction has since replaced, and those that an
 // aborted checkpoint left behind. It runs between checkpoints, when no
-// subtask is adding shared files, under the hold of the root: it deletes
-// nothing once the hold may have passed to another run.
+// subtask is adding shared files, under the hold of the root: in a
+// bucket, each delete is made under the hold's deadline, and none once the
+// hold may have passed to another run.
 func (s *Store) Retain(ctx context.Context, keep int) error {
-	ctx, cancel, err := s.hold.under(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
 	if s.bucket != nil {
 		return s.retainBucket(ctx, keep)
 	}
@@ -95,7 +91,7 @@ func (s *Store) retainBucket(ctx context.Context, keep int) error {
 		return err
 	}
 	for len(ids) > keep {
-		if err := b.RemoveCheckpoint(ctx, ids[0]); err != nil {
+		if err := b.RemoveCheckpoint(ctx, ids[0], s.hold.under); err != nil {
 			return err
 		}
 		ids = ids[1:]
@@ -107,7 +103,7 @@ func (s *Store) retainBucket(ctx context.Context, keep int) error {
 		}
 		for _, id := range incomplete {
 			if id < ids[len(ids)-1] {
-				if err := b.RemoveCheckpoint(ctx, id); err != nil {
+				if err := b.RemoveCheckpoint(ctx, id, s.hold.under); err != nil {
 					return err
 				}
 			}
@@ -131,7 +127,7 @@ func (s *Store) retainBucket(ctx context.Context, keep int) error {
 		if referenced[name] {
 			continue
 		}
-		if err := b.Remove(ctx, name); err != nil {
+		if err := b.Remove(ctx, name, s.hold.under); err != nil {
 			return err
 		}
 		s.forget(name)

@@ -159,13 +159,7 @@ func (s *Store) begin(ctx context.Context, cp *Pending) error {
 			}
 			return fmt.Errorf("%w: %s holds a checkpoint", storage.ErrExists, where)
 		}
-		hctx, cancel, err := s.hold.under(ctx)
-		if err != nil {
-			return err
-		}
-		err = b.RemoveCheckpoint(hctx, cp.id)
-		cancel()
-		if err != nil {
+		if err := b.RemoveCheckpoint(ctx, cp.id, s.hold.under); err != nil {
 			return fmt.Errorf("removing what a dead run left of the checkpoint: %w", err)
 		}
 	case !InBucket(cp.target):
@@ -201,24 +195,43 @@ func (s *Store) begin(ctx context.Context, cp *Pending) error {
 // _metadata last. A checkpoint's _metadata is written under the hold of
 // the root, and not at all once the hold may have passed to another run.
 func (s *Store) Publish(ctx context.Context, cp *Pending) error {
-	if err := cp.writeManifest(ctx); err != nil {
-		return err
-	}
-	if !cp.savepoint {
-		hctx, cancel, err := s.hold.under(ctx)
-		if err != nil {
-			s.Discard(cp)
+	if cp.savepoint {
+		if err := cp.writeManifest(ctx); err != nil {
 			return err
 		}
-		defer cancel()
-		ctx = hctx
+		return errors.Join(cp.Writer.Finish(ctx), cp.staging.Close())
 	}
-	return errors.Join(cp.Writer.Finish(ctx), cp.staging.Close())
+	hctx, cancel, err := s.hold.under(ctx)
+	if err != nil {
+		s.Discard(cp)
+		return err
+	}
+	defer cancel()
+	err = cp.writeManifest(hctx)
+	if err == nil {
+		err = cp.Writer.Finish(hctx)
+	}
+	err = errors.Join(err, cp.staging.Close())
+	if err != nil && ctx.Err() == nil && hctx.Err() != nil {
+		// The hold ran out while the checkpoint was being published:
+		// whether it landed is for the coordinator to look at; the run
+		// writes no more there.
+		return fmt.Errorf("%w, or may be now: its lease ran out while the checkpoint was being published: %w", ErrRootHeld, err)
+	}
+	return err
 }
 
-// Discard removes what cp wrote into its own directory.
+// Discard removes what cp wrote into its own directory: on disk its
+// staging directory, and in a bucket, for a savepoint, the objects it
+// created. A checkpoint's objects in a bucket are left to the retention
+// of the run that holds the root then, which may be another run that has
+// written objects of the same names.
 func (s *Store) Discard(cp *Pending) {
-	cp.Writer.Abort()
+	if !cp.savepoint && InBucket(cp.target) {
+		cp.Writer.Leave()
+	} else {
+		cp.Writer.Abort()
+	}
 	cp.staging.Close()
 }
 

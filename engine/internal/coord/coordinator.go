@@ -636,7 +636,7 @@ func (c *Coordinator[S]) complete(ctx context.Context, cp *Checkpoint) error {
 		// A checkpoint not published for want of the root's hold is
 		// settled already: a _metadata of its number there is another
 		// run's.
-		if !cp.Savepoint && !errors.Is(err, chkstore.ErrRootHeld) {
+		if !cp.Savepoint && !chkstore.Withheld(err) {
 			c.unsettled = cp
 		}
 		return fmt.Errorf("engine: checkpoint %d: %w", cp.ID, err)

@@ -1,0 +1,224 @@
+package chkstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stateproc/stateproc/engine/internal/chkdir"
+	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/snapshotfmt"
+)
+
+// testTerm is the term of the tests' leases: renewed every 200 ms.
+const testTerm = 1200 * time.Millisecond
+
+// A run (A) whose lease on the root passed to another run (B) must delete
+// nothing under the root any more. Here A has written a file of its
+// checkpoint 1 (a native database's small file, create-only, as
+// SnapshotNative does) and then loses its lease; B takes the root over,
+// numbers its checkpoint 1 too (A's was never complete), removes A's
+// leftovers and writes its own file of the same name. A's Publish is then
+// refused for want of the hold, and Discards its checkpoint: the Abort
+// deletes, without the hold, the keys A created, which are B's now. B then
+// publishes a checkpoint whose file is gone.
+func TestRunThatLostItsHoldDeletesNothing(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	c := srv.Client(srv.Endpoint())
+	root := storetest.URL(srv.Endpoint(), "state", "chk")
+	ctx := context.Background()
+
+	src := func(content string) string {
+		p := filepath.Join(t.TempDir(), "OPTIONS-000001")
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const name = "db-0-0/OPTIONS-000001"
+	key := path.Join(chkdir.Name(1), name)
+
+	// Run A holds the root and writes a file of its checkpoint 1.
+	holdA, err := HoldRoot(ctx, root, testTerm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sA := NewStore(root, holdA, t.TempDir(), snapshotfmt.CodecNone)
+	defer sA.Close()
+	idA, err := sA.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpA, err := sA.Begin(ctx, idA, chkdir.Path(root, idA), &savepoint.Metadata{ID: idA}, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addNative(t, ctx, cpA, src("A's"), name)
+
+	// A's lease is taken from it (a pause or partition longer than the
+	// term; here the lease object is written over, as in
+	// TestRunThatLosesItsRoot): A learns it at its next renewal.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("chk/" + HoldName),
+		Body: bytes.NewReader([]byte(`{"holder":"gone:1","token":"0123456789abcdef"}`))}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		_, cancel, err := holdA.under(ctx)
+		if err != nil {
+			break
+		}
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatal("A still holds the root")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Run B takes the root over once that lease lapses, and begins its
+	// checkpoint 1, writing the file of the same name.
+	holdB, err := HoldRoot(ctx, root, testTerm)
+	if err != nil {
+		t.Fatalf("B's hold: %v", err)
+	}
+	defer holdB.Release(ctx)
+	sB := NewStore(root, holdB, t.TempDir(), snapshotfmt.CodecNone)
+	defer sB.Close()
+	idB, err := sB.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idB != idA {
+		t.Fatalf("B numbers its checkpoint %d, A's was %d: the scenario needs them equal", idB, idA)
+	}
+	cpB, err := sB.Begin(ctx, idB, chkdir.Path(root, idB), &savepoint.Metadata{ID: idB}, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addNative(t, ctx, cpB, src("B's"), name)
+
+	// A comes back and tries to publish: refused, as it should be ...
+	if err := sA.Publish(ctx, cpA); !errors.Is(err, ErrRootHeld) {
+		t.Fatalf("A's Publish without its hold: %v, want ErrRootHeld", err)
+	}
+	// ... but it must not have deleted anything under B's root.
+	if _, ok := srv.Objects(t, "state", "chk")[key]; !ok {
+		t.Errorf("A, which no longer holds the root, deleted %s, which B wrote under its hold: objects now %v", key, keysOf(srv.Objects(t, "state", "chk")))
+	}
+	if err := sB.Publish(ctx, cpB); err != nil {
+		t.Fatalf("B's Publish: %v", err)
+	}
+	// B's checkpoint 1 is complete, and its manifest names the file.
+	b, err := chkdir.OpenBucket(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m, ok, err := b.ReadManifest(ctx, idB)
+	if err != nil || !ok {
+		t.Fatalf("B's manifest: %v %v", ok, err)
+	}
+	for _, db := range m.Databases {
+		for _, f := range db.Files {
+			if _, ok := srv.Objects(t, "state", "chk")[f.Path]; !ok {
+				t.Errorf("B's complete checkpoint %d references %s, which is gone", idB, f.Path)
+			}
+		}
+	}
+}
+
+// addNative writes src as the small file name of a native database of cp,
+// and lists the database in cp, as SnapshotNative does.
+func addNative(t *testing.T, ctx context.Context, cp *Pending, src, name string) {
+	t.Helper()
+	size, sum, err := copyToStaging(ctx, cp.staging, src, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.native = append(cp.native, chkdir.DB{Operator: "op", Subtask: 0, DB: "db",
+		Files: []chkdir.File{{Name: path.Base(name), Path: path.Join(chkdir.Name(cp.id), name), Size: size, CRC32C: sum}}})
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Retention under a healthy hold: its lease is renewed every term/6 all
+// along, and nobody else wants the root. Yet Retain makes all its deletes
+// (sequential, one request each) under the one context that under() gave
+// it at its start, whose deadline is the last renewal + term/2 then; the
+// renewals during the retention do not extend it. A retention that takes
+// longer than that (here 12 deletes of 100 ms against a 600 ms budget; with
+// the default two-minute term, one that takes over 40-60 s: a large
+// checkpoint's files and the shared files compaction replaced, one DELETE
+// each) fails with a context deadline, and the run's attempt with it,
+// although the hold was never in doubt.
+func TestLongRetentionUnderAHealthyHold(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	c := srv.Client(srv.Endpoint())
+	ctx := context.Background()
+
+	// A checkpoint 1 of 12 files and a checkpoint 2, laid out by hand.
+	put := func(key string) {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(key), Body: bytes.NewReader([]byte("x"))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 11 {
+		put(fmt.Sprintf("chk/chk-1/f%02d", i))
+	}
+	put("chk/chk-1/_metadata")
+	put("chk/chk-2/f00")
+	put("chk/chk-2/_metadata")
+
+	// Every DELETE takes 100 ms to be answered.
+	target, _ := url.Parse(srv.Endpoint())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			time.Sleep(100 * time.Millisecond)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	root := storetest.URL(proxy.URL, "state", "chk")
+
+	hold, err := HoldRoot(ctx, root, testTerm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Release(ctx)
+	s := NewStore(root, hold, t.TempDir(), snapshotfmt.CodecNone)
+	defer s.Close()
+	if _, err := s.NextID(ctx); err != nil { // opens the bucket root
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = s.Retain(ctx, 1)
+	t.Logf("Retain after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	_, cancel, herr := hold.under(ctx)
+	if herr != nil {
+		t.Fatalf("the hold itself was lost: %v", herr)
+	}
+	cancel()
+	if err != nil {
+		t.Errorf("Retain under a hold that was renewed all along: %v", err)
+	}
+}
