@@ -344,3 +344,30 @@ func TestFailedLoadLeavesNothing(t *testing.T) {
 		t.Errorf("%d files in the directory, want the spill alone", len(left))
 	}
 }
+
+// TestChunkReused loads buckets that grow by a few percent, as a caller's
+// buckets sized alike do, and checks that the sorter keeps the chunk
+// buffer of the first rather than allocating a larger one for each.
+func TestChunkReused(t *testing.T) {
+	srt := NewSorter(64<<20, t.TempDir(), "sort")
+	var first []byte
+	for i := range 4 {
+		var data []byte
+		for k := range 20_000 + 500*i {
+			data = AppendRecord(data, uint32(k%7), fmt.Appendf(nil, "key-%06d", k), nil, []byte("value"))
+		}
+		n := 0
+		err := srt.SortRecords(context.Background(), []Spill{{Data: data, Size: int64(len(data))}}, func(*Record) error { n++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 20_000+500*i {
+			t.Fatalf("bucket %d: %d records emitted", i, n)
+		}
+		if i == 0 {
+			first = srt.buf[:1]
+		} else if &srt.buf[:1][0] != &first[0] {
+			t.Fatalf("bucket %d, %d bytes: a new chunk buffer of %d bytes", i, len(data), cap(srt.buf))
+		}
+	}
+}
