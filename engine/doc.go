@@ -113,14 +113,16 @@
 // run started into a root that a live run holds fails with
 // ErrCheckpointRootHeld; in a bucket the lease of a run that died without
 // releasing it is waited out (RunOptions.CheckpointLease after its last
-// renewal, and a second more, since stores give times in whole seconds)
-// and taken over. A run makes every delete and publication under the root
-// within half a term of its last renewal. One whose renewals fail longer
-// stops writing there, and its restart takes the lease back if no other
-// run took it meanwhile; one whose lease another run took fails with
-// ErrCheckpointRootHeld, without a restart, and leaves the objects of its
-// checkpoint in flight to the retention of the root's new holder. On
-// systems without flock, two runs into one local root are not told apart.
+// renewal, and a second more, since stores give times in whole seconds;
+// the lease records its holder's term, and a run with a shorter one waits
+// for that) and taken over. A run makes every delete and publication
+// under the root within half a term of its last renewal. One whose
+// renewals fail longer stops writing there, and its restart takes the
+// lease back if no other run took it meanwhile; one whose lease another
+// run took fails with ErrCheckpointRootHeld, without a restart, and
+// leaves the objects of its checkpoint in flight to the retention of the
+// root's new holder. On systems without flock, two runs into one local
+// root are not told apart.
 //
 // The checkpoint root and SavepointDir may also be bucket URLs (s3://,
 // gs://, azblob://; file:// is a local path), with the same layout under

@@ -344,3 +344,144 @@ func TestCancelWhileWaitingForADeadLease(t *testing.T) {
 		t.Errorf("Wait after Cancel = %v; want ErrCancelled", err)
 	}
 }
+
+// Run A's store turns slow (every request waits 20 s in the proxy) and its
+// lease renewals fail just as it publishes its checkpoint 2: the PUT of
+// _metadata outlasts the hold's deadline, and Publish fails with
+// ErrRootHeld, but not Withheld, so the coordinator keeps the checkpoint
+// to settle. The lease lapses meanwhile; run B (straight to the store)
+// takes it over, numbers its checkpoints from 2 (A's 2 never completed)
+// and publishes them. When A's settle gets its answer, the _metadata of
+// checkpoint 2 it finds is B's, and A records it as its own completed
+// checkpoint: A's result names B's checkpoint as its last. Settle assumes
+// "whatever _metadata is there now is the attempt's own", which no longer
+// holds once the hold may have passed to another run.
+func TestSettleAfterALapseTakesNoOthersCheckpoint(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	rootA := storetest.URL(p.URL, "state", "chk")
+	rootB := storetest.URL(srv.Endpoint(), "state", "chk")
+	ctx := context.Background()
+
+	blocked, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var seenA atomic.Int64
+	srcA := testSource{splits: 2, n: 200000, keys: 31}
+	h, err := Start(ctx, failingJob(srcA, 2, NewCollectSink[windowResult](), &seenA, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: rootA, CheckpointInterval: 3 * time.Millisecond, MaxRestarts: 3, RetainCheckpoints: 1000, CheckpointLease: testLease,
+		inject: func(pt faultPoint, _ *task, cp *checkpoint) error {
+			if pt == faultComplete && cp.ID == 2 {
+				once.Do(func() {
+					close(blocked)
+					<-resume
+				})
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cancel()
+	select {
+	case <-blocked:
+	case <-h.Done():
+		_, err := h.Wait()
+		t.Fatalf("A ended before its checkpoint 2: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("A never reached its checkpoint 2")
+	}
+	// A's store turns slow and its renewals fail, as A publishes.
+	p.InjectOn(storetest.Status, "PutObject", "/chk/"+chkstore.HoldName, 1<<20, 503, "SlowDown")
+	p.SetLatency(20 * time.Second)
+	slow := time.Now()
+	close(resume)
+
+	// B waits A's lapsed lease out and runs to its end with checkpoints
+	// 2, 3, ...
+	srcB := testSource{splits: 2, n: 20000, keys: 31}
+	var seenB atomic.Int64
+	resB, err := Run(ctx, failingJob(srcB, 2, NewCollectSink[windowResult](), &seenB, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: rootB, CheckpointInterval: 3 * time.Millisecond, StopAfter: int64(srcB.splits * srcB.n),
+		RetainCheckpoints: 1000, WorkDir: filepath.Join(t.TempDir(), "b"), CheckpointLease: testLease})
+	if err != nil {
+		t.Fatalf("B: %v", err)
+	}
+	tookB := time.Since(slow)
+	if ids := completeCheckpoints(t, rootB); len(ids) == 0 || ids[0] > 2 || resB.Checkpoints == 0 {
+		t.Fatalf("B's checkpoints %v (B completed %d): the scenario needs B's checkpoint 2", ids, resB.Checkpoints)
+	}
+	if tookB > 18*time.Second {
+		t.Fatalf("B took %v: the scenario needs B's checkpoint 2 before A's settle looks", tookB)
+	}
+	t.Logf("B published its checkpoints %v %v after A's store turned slow", completeCheckpoints(t, rootB), tookB.Round(time.Millisecond))
+	// The store answers A again (the requests already waiting keep their
+	// 20 s).
+	p.ClearFaults()
+	p.SetLatency(0)
+
+	var res *Result
+	select {
+	case <-h.Done():
+		res, err = h.Wait()
+	case <-time.After(90 * time.Second):
+		t.Fatal("A goes on after it lost its root")
+	}
+	t.Logf("A: %v; result %+v", err, res)
+	if !errors.Is(err, ErrCheckpointRootHeld) {
+		t.Errorf("A ended with %v; want ErrCheckpointRootHeld", err)
+	}
+	bs := chkdir.Path(rootA, 2)
+	if res.LastCheckpoint == bs || slices.Contains(res.Restored, bs) {
+		t.Errorf("A counts B's checkpoint 2 as its own (last %s, restored %v, %d checkpoints)",
+			shownLocation(res.LastCheckpoint), res.Restored, res.Checkpoints)
+	}
+}
+
+// Run A holds the root with the default-like term of 30 s (renewed every
+// 5 s) and checkpoints; run B, started into the same root with a shorter
+// CheckpointLease, judges A's live lease by its own term, takes it over
+// within seconds and runs to its end, while A still runs: two runs write
+// the root at once. B must fail with ErrCheckpointRootHeld.
+func TestShorterLeaseDoesNotTakeALiveRunsRoot(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	root := storetest.URL(srv.Endpoint(), "state", "chk")
+	ctx := context.Background()
+	var seenA atomic.Int64
+	srcA := testSource{splits: 2, n: 400000, keys: 31}
+	h, err := Start(ctx, failingJob(srcA, 2, NewCollectSink[windowResult](), &seenA, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, RetainCheckpoints: 1000,
+		CheckpointLease: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cancel()
+	for h.LatestCheckpoint() == "" {
+		select {
+		case <-h.Done():
+			_, err := h.Wait()
+			t.Fatalf("A ended before its first checkpoint: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	srcB := testSource{splits: 2, n: 2000, keys: 31}
+	var seenB atomic.Int64
+	start := time.Now()
+	resB, errB := Run(ctx, failingJob(srcB, 2, NewCollectSink[windowResult](), &seenB, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, StopAfter: int64(srcB.splits * srcB.n),
+		RetainCheckpoints: 1000, WorkDir: filepath.Join(t.TempDir(), "b"), CheckpointLease: testLease})
+	tookB := time.Since(start)
+	select {
+	case <-h.Done():
+		_, errA := h.Wait()
+		t.Logf("A ended meanwhile: %v", errA)
+	default:
+		t.Logf("A still runs after B ended (%v)", tookB.Round(time.Millisecond))
+	}
+	if errB == nil {
+		t.Fatalf("B, with a lease of %v, ran to its end (%d checkpoints) in %v in a root that a live run holds with a lease of 30 s; want ErrCheckpointRootHeld",
+			testLease, resB.Checkpoints, tookB.Round(time.Millisecond))
+	}
+	if !errors.Is(errB, ErrCheckpointRootHeld) {
+		t.Fatalf("B: %v; want ErrCheckpointRootHeld", errB)
+	}
+}

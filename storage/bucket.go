@@ -594,19 +594,7 @@ func (e *openError) Unwrap() error { return e.err }
 // of the object than the one opened: on S3 and Azure by If-Match on the
 // ETag, on GCS by asking for the generation opened.
 func (f *bucketFile) ifMatch(as func(any) bool) error {
-	var in *s3.GetObjectInput
-	if f.etag != "" && as(&in) {
-		in.IfMatch = aws.String(f.etag)
-	}
-	var ac *azureConditions
-	if f.etag != "" && as(&ac) {
-		ac.IfMatch = f.etag
-	}
-	var c *gcsConditions
-	if f.generation != 0 && as(&c) {
-		c.Generation = f.generation
-	}
-	return nil
+	return readIfMatch(f.etag, f.generation)(as)
 }
 
 func (f *bucketFile) changed(err error) error {

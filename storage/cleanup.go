@@ -42,7 +42,7 @@ func awaitCleanup(ctx context.Context, st *bucketStore) error {
 			return nil
 		case err != nil:
 			return fmt.Errorf("storage: %s: %w", st.where(CleanupName), err)
-		case time.Since(attrs.ModTime) >= leaseTerm:
+		case time.Since(attrs.ModTime) >= leaseTerm+storeTimeGrain:
 			return nil
 		}
 		select {

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -155,4 +156,110 @@ func getObject(t *testing.T, srv *storetest.Server, key string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A live holder's lease, with a term of 30 s (renewed every 5 s), is taken
+// over by a second holder whose own term is shorter (1.2 s): the taker
+// judges the lease by its own term, which the lease object does not carry.
+// Both then hold the location at once: the first still gets contexts from
+// Under (it writes for up to 15 s after its last renewal), and the second
+// was not refused.
+func TestShorterTermDoesNotTakeALiveLease(t *testing.T) {
+	srv := newBucket(t)
+	ctx := context.Background()
+	d := openVia(t, srv.Endpoint(), "root", fastRetries)
+	first, err := storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{Term: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Release(ctx)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	second, err := storage.TakeHold(wctx, d, "_hold", storage.HoldOptions{Term: holdTerm})
+	if err == nil {
+		defer second.Release(ctx)
+		_, c1, err1 := first.Under(ctx)
+		_, c2, err2 := second.Under(ctx)
+		if err1 == nil {
+			c1()
+		}
+		if err2 == nil {
+			c2()
+		}
+		t.Fatalf("a second holder (term %v) took the lease of a live holder (term 30 s, renewed every 5 s) after %v; "+
+			"now the first's Under = %v and the second's = %v (nil: both hold)", holdTerm, time.Since(start).Round(time.Millisecond), err1, err2)
+	}
+	if !errors.Is(err, storage.ErrHeld) {
+		t.Fatalf("the second hold: %v, want ErrHeld", err)
+	}
+}
+
+// A holder's lease lapses (its renewals fail for half its term) after one
+// of its renewals landed without its answer: the object holds the holder's
+// token under a version the holder does not know. Once that looks dead
+// (its term and a second), another holder takes it over, between the
+// lapsed holder's read of the body (its own token) and its read of the
+// version (write's Attributes after ours): Resume records the taker's
+// version as its own, and, its last renewal being stale, renews over it.
+// Resume must fail with ErrHeld (the lease was taken after it lapsed); it
+// succeeds, and both hold the location.
+func TestResumeDoesNotRenewOverATakersLease(t *testing.T) {
+	srv := newBucket(t)
+	ctx := context.Background()
+	p := storetest.NewProxy(t, srv.Endpoint())
+	dA := openVia(t, p.URL, "root", fastRetries)
+	dB := openVia(t, srv.Endpoint(), "root", fastRetries)
+	a, err := storage.TakeHold(ctx, dA, "_hold", storage.HoldOptions{Term: holdTerm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release(ctx)
+	// A's renewals fail from now on...
+	p.InjectOn(storetest.Status, "PutObject", "/root/_hold", 1<<20, 503, "SlowDown")
+	// ...but one of them landed, its answer lost: A's token, a version A
+	// does not know.
+	var body map[string]any
+	if err := json.Unmarshal(getObject(t, srv, "root/_hold"), &body); err != nil {
+		t.Fatal(err)
+	}
+	body["renewed"] = time.Now().UTC().Format(time.RFC3339Nano)
+	late, _ := json.Marshal(body)
+	putObject(t, srv, "root/_hold", late)
+	landed := time.Now()
+	// A lapses; the late renewal comes to look dead.
+	for {
+		_, cancel, err := a.Under(ctx)
+		if err != nil {
+			break
+		}
+		cancel()
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(time.Until(landed.Add(holdTerm + 1300*time.Millisecond)))
+	p.ClearFaults()
+	p.SetLatency(1500 * time.Millisecond)
+	heads := p.Ops("HeadObject")
+	errA := make(chan error, 1)
+	go func() { errA <- a.Resume(ctx) }()
+	for p.Ops("HeadObject") == heads {
+		time.Sleep(time.Millisecond)
+	}
+	// A's read of the version waits in the proxy: B takes the lease over.
+	p.SetLatency(0)
+	b, err := storage.TakeHold(ctx, dB, "_hold", storage.HoldOptions{Term: holdTerm})
+	if err != nil {
+		t.Fatalf("B could not take the lapsed lease: %v", err)
+	}
+	defer b.Release(ctx)
+	t.Logf("B took the lease over; the lease holds %s", getObject(t, srv, "root/_hold"))
+	err = <-errA
+	_, cb, errB := b.Under(ctx)
+	if errB == nil {
+		cb()
+	}
+	t.Logf("A's Resume: %v; B's Under just after: %v; the lease holds %s", err, errB, getObject(t, srv, "root/_hold"))
+	if !errors.Is(err, storage.ErrHeld) {
+		t.Errorf("A's Resume after B took the lease over = %v, want ErrHeld", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -100,6 +101,10 @@ type leaseBody struct {
 	Holder  string `json:"holder"`
 	Token   string `json:"token"`
 	Renewed string `json:"renewed"`
+	// TermMillis is the holder's term: a taker waits for the longer of
+	// its own and this one, so that a run with a shorter term does not
+	// take a live holder's lease for dead.
+	TermMillis int64 `json:"term_ms,omitempty"`
 }
 
 // takeLease takes the lease name under st's prefix, create-only, or over a
@@ -116,6 +121,7 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 	l := &lease{st: st, name: name, t: t, taken: taken, token: hex.EncodeToString(token[:])}
 	err := l.write(ctx, true)
 	seen := ""
+	var body leaseBody
 	for errors.Is(err, errNotOurs) {
 		st.c.Requests.Add(1)
 		attrs, aerr := st.b.Attributes(ctx, st.key(name))
@@ -126,7 +132,15 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 			continue
 		case aerr != nil:
 			return nil, fmt.Errorf("storage: %s: %w", st.where(name), aerr)
-		case time.Since(attrs.ModTime) >= t.term+storeTimeGrain:
+		}
+		if attrs.ETag != seen {
+			// Who holds it, and on what term: a holder's term longer
+			// than this one's is waited out.
+			body = l.body(ctx)
+		}
+		term := max(t.term, time.Duration(body.TermMillis)*time.Millisecond)
+		switch {
+		case time.Since(attrs.ModTime) >= term+storeTimeGrain:
 			// A dead holder's: taken over on the condition that it is
 			// still that object, so that of two takers one wins.
 			l.etag, l.generation = attrs.ETag, generationOf(attrs)
@@ -136,7 +150,7 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 			}
 			continue
 		case !wait || seen != "" && attrs.ETag != seen:
-			return nil, l.held(ctx, attrs.ModTime)
+			return nil, l.held(body, attrs.ModTime)
 		}
 		seen = attrs.ETag
 		select {
@@ -204,16 +218,23 @@ func (l *lease) resume(ctx context.Context) error {
 	return nil
 }
 
-// held is the heldError of a lease last renewed at renewed, naming its
-// holder as its body does.
-func (l *lease) held(ctx context.Context, renewed time.Time) error {
-	who := ""
+// body reads the lease object's body, as far as it can: a lease that
+// cannot be read or parsed tells no holder and no term.
+func (l *lease) body(ctx context.Context) leaseBody {
+	var lb leaseBody
 	l.st.c.Requests.Add(1)
 	if b, err := l.st.b.ReadAll(ctx, l.st.key(l.name)); err == nil {
-		var lb leaseBody
-		if json.Unmarshal(b, &lb) == nil && lb.Holder != "" {
-			who = " by " + lb.Holder
-		}
+		json.Unmarshal(b, &lb)
+	}
+	return lb
+}
+
+// held is the heldError of a lease of body lb last renewed at renewed,
+// naming its holder.
+func (l *lease) held(lb leaseBody, renewed time.Time) error {
+	who := ""
+	if lb.Holder != "" {
+		who = " by " + lb.Holder
 	}
 	return &heldError{fmt.Sprintf("%s is held%s, renewed %s ago", l.st.where(l.name), who, time.Since(renewed).Round(time.Second))}
 }
@@ -231,7 +252,7 @@ var errNotOurs = errors.New("the lease is another's")
 func (l *lease) write(ctx context.Context, createOnly bool) error {
 	host, _ := os.Hostname()
 	body, err := json.Marshal(leaseBody{Holder: fmt.Sprintf("%s:%d", host, os.Getpid()), Token: l.token,
-		Renewed: time.Now().UTC().Format(time.RFC3339Nano)})
+		Renewed: time.Now().UTC().Format(time.RFC3339Nano), TermMillis: l.t.term.Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -245,20 +266,28 @@ func (l *lease) write(ctx context.Context, createOnly bool) error {
 	sent := time.Now()
 	key := l.st.key(l.name)
 	l.st.c.Requests.Add(1)
-	renewed := true
 	if err := l.st.b.Upload(ctx, key, bytes.NewReader(body), opts); err != nil {
 		if !isPreconditionFailed(err) {
 			return err
 		}
-		switch mine, err := l.ours(ctx); {
+		mine, attrs, err := l.ours(ctx)
+		switch {
 		case err != nil:
 			return fmt.Errorf("storage: reading %s after a write of it was refused: %w", l.st.where(l.name), err)
 		case !mine:
 			return errNotOurs
 		}
-		// A create's attempts were all sent after sent.
-		renewed = createOnly
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.etag, l.generation = attrs.ETag, generationOf(attrs)
+		if createOnly {
+			// A create's attempts were all sent after sent.
+			l.renewed = sent
+		}
+		return nil
 	}
+	// Just written, the lease is fresh: no one can have taken it over
+	// before this look at its version.
 	l.st.c.Requests.Add(1)
 	attrs, err := l.st.b.Attributes(ctx, key)
 	if err != nil {
@@ -267,24 +296,62 @@ func (l *lease) write(ctx context.Context, createOnly bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.etag, l.generation = attrs.ETag, generationOf(attrs)
-	if renewed {
-		l.renewed = sent
-	}
+	l.renewed = sent
 	return nil
 }
 
-// ours reports whether the lease object holds this holder's token.
-func (l *lease) ours(ctx context.Context) (bool, error) {
-	l.st.c.Requests.Add(1)
-	b, err := l.st.b.ReadAll(ctx, l.st.key(l.name))
-	if gcerrors.Code(err) == gcerrors.NotFound {
-		return false, nil
+// ours reports whether the lease object holds this holder's token, and
+// the attributes of the version that does: the body is read on the
+// condition that it is still the version whose attributes were looked at,
+// so that a version another took over meanwhile is never taken for this
+// holder's. A missing object is not this holder's.
+func (l *lease) ours(ctx context.Context) (bool, *blob.Attributes, error) {
+	key := l.st.key(l.name)
+	for range 5 {
+		l.st.c.Requests.Add(2)
+		attrs, err := l.st.b.Attributes(ctx, key)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return false, nil, nil
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		r, err := l.st.b.NewReader(ctx, key, &blob.ReaderOptions{BeforeRead: readIfMatch(attrs.ETag, generationOf(attrs))})
+		if gcerrors.Code(err) == gcerrors.NotFound || isPreconditionFailed(err) {
+			continue // replaced or removed since: look again
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			return false, nil, err
+		}
+		var lb leaseBody
+		return json.Unmarshal(b, &lb) == nil && lb.Token == l.token, attrs, nil
 	}
-	if err != nil {
-		return false, err
+	return false, nil, fmt.Errorf("storage: %s keeps changing", l.st.where(l.name))
+}
+
+// readIfMatch is a BeforeRead that makes a read succeed only of the
+// object's version: its ETag on S3 and Azure, its generation on GCS.
+func readIfMatch(etag string, generation int64) func(as func(any) bool) error {
+	return func(as func(any) bool) error {
+		var in *s3.GetObjectInput
+		if etag != "" && as(&in) {
+			in.IfMatch = aws.String(etag)
+		}
+		var ac *azureConditions
+		if etag != "" && as(&ac) {
+			ac.IfMatch = etag
+		}
+		var c *gcsConditions
+		if generation != 0 && as(&c) {
+			c.Generation = generation
+		}
+		return nil
 	}
-	var lb leaseBody
-	return json.Unmarshal(b, &lb) == nil && lb.Token == l.token, nil
 }
 
 // abandon removes, after a failed take, the lease object this holder may
@@ -293,7 +360,7 @@ func (l *lease) ours(ctx context.Context) (bool, error) {
 func (l *lease) abandon(ctx context.Context, why error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
-	mine, err := l.ours(ctx)
+	mine, _, err := l.ours(ctx)
 	if err == nil && mine {
 		l.st.c.Requests.Add(1)
 		if err = l.st.b.Delete(ctx, l.st.key(l.name)); gcerrors.Code(err) == gcerrors.NotFound {

@@ -30,7 +30,7 @@ func Orphans(ctx context.Context, d Dir, referenced []string) ([]Object, error) 
 	var out []Object
 	for _, o := range objs {
 		// The lease of a removal is one only when its holder is dead.
-		live := o.Name == CleanupName && isBucket(d) && time.Since(o.ModTime) < leaseTerm
+		live := o.Name == CleanupName && isBucket(d) && time.Since(o.ModTime) < leaseTerm+storeTimeGrain
 		if !keep[o.Name] && !live {
 			out = append(out, o)
 		}

@@ -118,6 +118,9 @@ func Withheld(err error) bool { return errors.Is(err, errWithheld) }
 // Check reports whether the run holds the root still: nil, or under's
 // error.
 func (h *RootHold) Check(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
 	_, cancel, err := h.under(ctx)
 	if err == nil {
 		cancel()

@@ -222,17 +222,28 @@ func (s *Store) Publish(ctx context.Context, cp *Pending) error {
 }
 
 // Discard removes what cp wrote into its own directory: on disk its
-// staging directory, and in a bucket, for a savepoint, the objects it
-// created. A checkpoint's objects in a bucket are left to the retention
-// of the run that holds the root then, which may be another run that has
-// written objects of the same names.
+// staging directory, in a bucket the objects it created. A checkpoint's
+// objects in a bucket whose hold the run lost are left to the retention of
+// the run that holds the root then, which may have written objects of the
+// same names.
 func (s *Store) Discard(cp *Pending) {
-	if !cp.savepoint && InBucket(cp.target) {
+	if !cp.savepoint && InBucket(cp.target) && s.hold.Check(context.Background()) != nil {
 		cp.Writer.Leave()
 	} else {
 		cp.Writer.Abort()
 	}
 	cp.staging.Close()
+}
+
+// Reclaim makes sure that the run holds the root still, taking back a
+// lease that lapsed if no other run took it meanwhile (RootHold.Retake):
+// nil, or why the run does not hold the root.
+func (s *Store) Reclaim(ctx context.Context) error {
+	err := s.hold.Check(ctx)
+	if Lapsed(err) {
+		err = s.hold.Retake(ctx)
+	}
+	return err
 }
 
 // Written is how many bytes cp added to the checkpoint root: every file in

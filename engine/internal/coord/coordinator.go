@@ -678,9 +678,11 @@ const settleTimeout = time.Minute
 // or the run can be cancelled while the request is on its way), and a
 // restart from the checkpoint before it would then drop the transactions
 // that the visible one holds pending and take its number again. Begin made
-// sure that nothing held the checkpoint's number, and one attempt writes
-// its checkpoints one at a time, so whatever _metadata is there now is the
-// attempt's own: the checkpoint is recorded as completed.
+// sure that nothing held the checkpoint's number, one attempt writes its
+// checkpoints one at a time, and the run holds the root (settle takes a
+// lapsed lease back first, and settles nothing if another run took it), so
+// whatever _metadata is there now is the attempt's own: the checkpoint is
+// recorded as completed.
 func (c *Coordinator[S]) settle() {
 	cp := c.unsettled
 	if cp == nil {
@@ -689,6 +691,11 @@ func (c *Coordinator[S]) settle() {
 	c.unsettled = nil
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
+	// What is there is the attempt's own only while the run holds the
+	// root: one that lost it settles nothing, and stops.
+	if err := c.cfg.Store.Reclaim(ctx); err != nil {
+		return
+	}
 	visible, err := chkstore.Exists(ctx, cp.Target)
 	switch {
 	case err != nil:
