@@ -274,7 +274,7 @@ func TestRunThatLostItsRootTakesNoOthersCheckpoint(t *testing.T) {
 	// and runs to its end with checkpoints 2, 3, ...
 	key := path.Join("chk", chkstore.HoldName)
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(key),
-		Body: bytes.NewReader([]byte(`{"holder":"elsewhere:1","token":"0123456789abcdef"}`))}); err != nil {
+		Body: bytes.NewReader([]byte(`{"holder":"elsewhere:1","token":"0123456789abcdef","term_ms":1200}`))}); err != nil {
 		t.Fatal(err)
 	}
 	srcB := testSource{splits: 2, n: 20000, keys: 31}
@@ -483,5 +483,73 @@ func TestShorterLeaseDoesNotTakeALiveRunsRoot(t *testing.T) {
 	}
 	if !errors.Is(errB, ErrCheckpointRootHeld) {
 		t.Fatalf("B: %v; want ErrCheckpointRootHeld", errB)
+	}
+}
+
+// Run A publishes its checkpoint 2 (its _metadata is there) but the
+// publication is reported failed (faultPublished, as when the answer to the
+// last PUT is lost), so the coordinator keeps it to settle. Meanwhile A's
+// lease renewals are refused (403) long enough for the lease to lapse, and
+// stay refused for the two terms that settle's Store.Reclaim (RootHold.
+// Retake) tries: Reclaim fails with the store's error, not ErrRootHeld, and
+// settle returns without deciding anything and without marking the
+// checkpoint undecided. Nobody else wants the root. The store then answers
+// again; Handle.run's own Retake takes the root back and restarts, and
+// since nothing is undecided it restarts from checkpoint 1, although its
+// own checkpoint 2 is visible: exactly what settle exists to prevent (the
+// restart drops what checkpoint 2 holds pending). A settle that cannot tell
+// whether the run holds the root must leave the checkpoint undecided, so
+// that the restart looks at it (or fails), not drop it silently.
+func TestSettleThatCannotReclaimLeavesTheCheckpointUndecided(t *testing.T) {
+	const term = 2400 * time.Millisecond
+	srv := storetest.StartWithBucket(t, "state")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	root := storetest.URL(p.URL, "state", "chk")
+	src := testSource{splits: 2, n: 60000, keys: 31}
+	stop := int64(src.splits * src.n)
+	dir := t.TempDir()
+	var seen atomic.Int64
+	var once sync.Once
+	var fired atomic.Bool
+	res, err := Run(context.Background(), failingJob(src, 2, NewFileSink(filepath.Join(dir, "out"), formatResult), &seen, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, StopAfter: stop, MaxRestarts: 3,
+		RetainCheckpoints: 1000, CheckpointLease: term,
+		inject: func(pt faultPoint, _ *task, cp *checkpoint) error {
+			if pt != faultPublished || cp.ID != 2 {
+				return nil
+			}
+			var out error
+			once.Do(func() {
+				fired.Store(true)
+				// The renewals are refused from now on; the lease lapses
+				// before the attempt fails.
+				p.InjectOn(storetest.Status, "PutObject", "/chk/"+chkstore.HoldName, 1<<20, 403, "AccessDenied")
+				time.Sleep(term/2 + term/6 + 300*time.Millisecond)
+				// The store answers again after settle's Retake (two terms)
+				// gave up, within Handle.run's.
+				time.AfterFunc(2*term+term/2, p.ClearFaults)
+				out = errInjected
+			})
+			return out
+		}})
+	if !fired.Load() {
+		t.Fatalf("the run never published checkpoint 2: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("the run: %v (restored %v)", err, res.Restored)
+	}
+	two := chkdir.Path(root, 2)
+	ids := completeCheckpoints(t, storetest.URL(srv.Endpoint(), "state", "chk"))
+	t.Logf("complete checkpoints %v; restarts %d; restored %v", ids, res.Restarts, res.Restored)
+	if !slices.Contains(ids, 2) {
+		t.Fatalf("checkpoint 2 is not there: the scenario needs it visible")
+	}
+	if len(res.Restored) < 2 || res.Restored[1] != two {
+		var from string
+		if len(res.Restored) >= 2 {
+			from = shownLocation(res.Restored[1])
+		}
+		t.Errorf("the restart after checkpoint 2's publication was reported failed restored from %q, although checkpoint 2 (the run's own) is visible: "+
+			"settle gave up on the root's hold and left nothing undecided", from)
 	}
 }

@@ -62,7 +62,8 @@ type RunOptions struct {
 	// renewal a run that died without releasing it holds up the next run
 	// into the root. The run renews it every sixth of the term and writes
 	// nothing more under the root once half of it has passed since its
-	// last renewal. 0 means DefaultCheckpointLease. A root on disk is held
+	// last renewal. 0 means DefaultCheckpointLease; it is at least
+	// MinCheckpointLease. A root on disk is held
 	// by a lock that goes with its process.
 	CheckpointLease time.Duration
 	// MaxRestarts is how many times a failed run restarts from its last
@@ -168,6 +169,9 @@ type CheckpointStats struct {
 // answer its renewals, and the other half of clock skew between hosts.
 const DefaultCheckpointLease = 30 * time.Second
 
+// MinCheckpointLease is the shortest RunOptions.CheckpointLease.
+const MinCheckpointLease = storage.MinHoldTerm
+
 // errPermanent marks failures a restart cannot cure, such as a savepoint
 // the job cannot restore.
 type errPermanent struct{ error }
@@ -205,8 +209,11 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 	if opts.StopAfter != 0 && opts.StopAtWatermark != 0 {
 		return fmt.Errorf("engine: StopAfter and StopAtWatermark both set")
 	}
-	if opts.CheckpointLease <= 0 {
+	if opts.CheckpointLease == 0 {
 		opts.CheckpointLease = DefaultCheckpointLease
+	}
+	if opts.CheckpointLease < MinCheckpointLease {
+		return fmt.Errorf("engine: CheckpointLease %v: at least %v", opts.CheckpointLease, MinCheckpointLease)
 	}
 	if opts.RetainCheckpoints <= 0 {
 		opts.RetainCheckpoints = 2

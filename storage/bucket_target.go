@@ -699,7 +699,11 @@ const abortTimeout = time.Minute
 // which no other writer can reference, and its unconfirmed claimed copies. Content-named files stay: a
 // concurrent writer of the same bytes may use them; until a savepoint
 // does, they are orphans (see RemoveOrphans).
-func (t *bucketTarget) Abort() error {
+func (t *bucketTarget) Abort() error { return t.abort(nil) }
+
+// abort is Abort; with under, each delete is made under the context under
+// gives for it, and none once under fails.
+func (t *bucketTarget) abort(under Under) error {
 	t.mu.Lock()
 	if t.published {
 		t.mu.Unlock()
@@ -729,15 +733,26 @@ func (t *bucketTarget) Abort() error {
 		k.ctx = ctx
 		k.abort()
 	}
+	del := func(f func(context.Context) error) error {
+		if under == nil {
+			return f(ctx)
+		}
+		uctx, cancel, err := under(ctx)
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		return f(uctx)
+	}
 	for _, key := range keys {
-		if err := t.deleteKey(ctx, key); err != nil {
+		if err := del(func(ctx context.Context) error { return t.deleteKey(ctx, key) }); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	// A claimed copy nobody confirmed may not hold the bytes its name
 	// claims: it goes, unless another run has replaced it since.
 	for _, c := range claims {
-		if err := c.remove(ctx); err != nil {
+		if err := del(c.remove); err != nil {
 			errs = append(errs, err)
 		}
 	}

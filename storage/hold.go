@@ -27,6 +27,10 @@ type HoldOptions struct {
 	Term time.Duration
 }
 
+// MinHoldTerm is the shortest HoldOptions.Term: a lease renewed every
+// sixth of its term, in a store whose times are whole seconds.
+const MinHoldTerm = time.Second
+
 // TakeHold takes the hold of d's location under name, the lock file's or
 // lease object's name there; a local directory is made if need be. On
 // disk the lock goes with its process, so a held lock is a live holder's
@@ -38,6 +42,9 @@ type HoldOptions struct {
 func TakeHold(ctx context.Context, d Dir, name string, opts HoldOptions) (*Hold, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
+	}
+	if opts.Term != 0 && opts.Term < MinHoldTerm {
+		return nil, fmt.Errorf("storage: a hold's term of %v is shorter than %v", opts.Term, MinHoldTerm)
 	}
 	var dir string
 	switch d := d.(type) {
@@ -89,6 +96,21 @@ func (h *Hold) Resume(ctx context.Context) error {
 		return nil
 	}
 	return h.lease.resume(ctx)
+}
+
+// Under gives the context of one request that must be made under a hold
+// (Hold.Under), and fails once the hold is gone.
+type Under func(context.Context) (context.Context, context.CancelFunc, error)
+
+// AbortUnder is t.Abort, for a target written under a hold: in a bucket
+// each delete is made under the context under gives for it, and none once
+// under fails, so that a writer that lost its hold deletes nothing that
+// the next holder may have written under the same names.
+func AbortUnder(t Target, under Under) error {
+	if bt, ok := t.(*bucketTarget); ok {
+		return bt.abort(under)
+	}
+	return t.Abort()
 }
 
 // Release gives the hold up: it removes the lock file, or stops renewing

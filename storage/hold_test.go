@@ -73,7 +73,7 @@ func TestHoldInABucketIsExclusive(t *testing.T) {
 func TestHoldOfADeadHolder(t *testing.T) {
 	srv := newBucket(t)
 	ctx := context.Background()
-	putObject(t, srv, "root/_hold", []byte(`{"holder":"dead:1","token":"00"}`))
+	putObject(t, srv, "root/_hold", []byte(`{"holder":"dead:1","token":"00","term_ms":1200}`))
 	d := openVia(t, srv.Endpoint(), "root", fastRetries)
 	start := time.Now()
 	h, err := storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{Term: holdTerm})
@@ -86,7 +86,7 @@ func TestHoldOfADeadHolder(t *testing.T) {
 		t.Errorf("took a dead holder's lease after %v, before its term of %v", waited, holdTerm)
 	}
 	// Another takes it over by hand: the next renewal finds it.
-	putObject(t, srv, "root/_hold", []byte(`{"holder":"other:2","token":"11"}`))
+	putObject(t, srv, "root/_hold", []byte(`{"holder":"other:2","token":"11","term_ms":1200}`))
 	deadline := time.Now().Add(holdTerm)
 	for {
 		_, cancel, err := h.Under(ctx)
@@ -261,5 +261,76 @@ func TestResumeDoesNotRenewOverATakersLease(t *testing.T) {
 	t.Logf("A's Resume: %v; B's Under just after: %v; the lease holds %s", err, errB, getObject(t, srv, "root/_hold"))
 	if !errors.Is(err, storage.ErrHeld) {
 		t.Errorf("A's Resume after B took the lease over = %v, want ErrHeld", err)
+	}
+}
+
+// A live holder A has the lease with a term of 30 s (renewed every 5 s).
+// B, with a term of 1.2 s, asks for it; B's read of the lease's body (which
+// says A's term) fails once, its retries with it (a transient 500). takeLease
+// then judges A's live lease by B's own term, since the empty body it got
+// records none, and never reads the body again for the same version: B takes
+// A's lease within about 2-3 s, while A still writes under it for 15 s after
+// its last renewal. B must be refused (ErrHeld) or wait for A's term.
+func TestUnreadableBodyDoesNotShortenALiveTerm(t *testing.T) {
+	srv := newBucket(t)
+	ctx := context.Background()
+	dA := openVia(t, srv.Endpoint(), "root", fastRetries)
+	a, err := storage.TakeHold(ctx, dA, "_hold", storage.HoldOptions{Term: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release(ctx)
+
+	p := storetest.NewProxy(t, srv.Endpoint())
+	dB := openVia(t, p.URL, "root", fastRetries)
+	// B's requests wait 300 ms each until its first GET of the lease (the
+	// conditional read in ours() after its create-only write was refused)
+	// has gone by; its next GET, of the body in takeLease, then fails.
+	p.SetLatency(300 * time.Millisecond)
+	go func() {
+		for p.Ops("GetObject") == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		p.InjectOn(storetest.Status, "GetObject", "/root/_hold", 1000, 500, "InternalError")
+		p.SetLatency(0)
+	}()
+
+	wctx, cancel := context.WithTimeout(ctx, 4500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	b, err := storage.TakeHold(wctx, dB, "_hold", storage.HoldOptions{Term: 1200 * time.Millisecond})
+	took := time.Since(start)
+	p.ClearFaults()
+	if err == nil {
+		defer b.Release(ctx)
+		_, c1, err1 := a.Under(ctx)
+		if err1 == nil {
+			c1()
+		}
+		_, c2, err2 := b.Under(ctx)
+		if err2 == nil {
+			c2()
+		}
+		t.Fatalf("B (term 1.2 s) took the lease of live A (term 30 s, renewed every 5 s) after %v, "+
+			"one read of its body having failed; A's Under = %v, B's Under = %v (nil: both hold)",
+			took.Round(time.Millisecond), err1, err2)
+	}
+	if !errors.Is(err, storage.ErrHeld) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("B: %v; want ErrHeld (or still waiting)", err)
+	}
+	t.Logf("B after %v: %v", took.Round(time.Millisecond), err)
+}
+
+// A term shorter than MinHoldTerm is refused: a term of a few nanoseconds
+// made the renewals' ticker panic in a goroutine of its own.
+func TestTinyTermIsRefused(t *testing.T) {
+	srv := newBucket(t)
+	ctx := context.Background()
+	d := openVia(t, srv.Endpoint(), "root", fastRetries)
+	for _, term := range []time.Duration{5 * time.Nanosecond, 100 * time.Millisecond} {
+		if h, err := storage.TakeHold(ctx, d, "_hold", storage.HoldOptions{Term: term}); err == nil {
+			h.Release(ctx)
+			t.Errorf("a hold with a term of %v was taken; want it refused", term)
+		}
 	}
 }

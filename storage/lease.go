@@ -120,7 +120,7 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 	}
 	l := &lease{st: st, name: name, t: t, taken: taken, token: hex.EncodeToString(token[:])}
 	err := l.write(ctx, true)
-	seen := ""
+	seen, bodyOf := "", ""
 	var body leaseBody
 	for errors.Is(err, errNotOurs) {
 		st.c.Requests.Add(1)
@@ -133,13 +133,25 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 		case aerr != nil:
 			return nil, fmt.Errorf("storage: %s: %w", st.where(name), aerr)
 		}
-		if attrs.ETag != seen {
+		if attrs.ETag != bodyOf {
 			// Who holds it, and on what term: a holder's term longer
 			// than this one's is waited out.
-			body = l.body(ctx)
+			lb, berr := l.body(ctx)
+			if berr != nil && !wait {
+				return nil, fmt.Errorf("storage: reading %s: %w", st.where(name), berr)
+			}
+			if berr == nil {
+				body, bodyOf = lb, attrs.ETag
+			}
 		}
+		// A lease whose body was not read is not judged: it is looked
+		// at again. One that records no term has the default's.
 		term := max(t.term, time.Duration(body.TermMillis)*time.Millisecond)
+		if body.TermMillis == 0 {
+			term = max(t.term, leaseTerm)
+		}
 		switch {
+		case bodyOf != attrs.ETag:
 		case time.Since(attrs.ModTime) >= term+storeTimeGrain:
 			// A dead holder's: taken over on the condition that it is
 			// still that object, so that of two takers one wins.
@@ -218,15 +230,17 @@ func (l *lease) resume(ctx context.Context) error {
 	return nil
 }
 
-// body reads the lease object's body, as far as it can: a lease that
-// cannot be read or parsed tells no holder and no term.
-func (l *lease) body(ctx context.Context) leaseBody {
+// body reads the lease object's body. One that does not parse tells no
+// holder and no term.
+func (l *lease) body(ctx context.Context) (leaseBody, error) {
 	var lb leaseBody
 	l.st.c.Requests.Add(1)
-	if b, err := l.st.b.ReadAll(ctx, l.st.key(l.name)); err == nil {
-		json.Unmarshal(b, &lb)
+	b, err := l.st.b.ReadAll(ctx, l.st.key(l.name))
+	if err != nil {
+		return lb, err
 	}
-	return lb
+	json.Unmarshal(b, &lb)
+	return lb, nil
 }
 
 // held is the heldError of a lease of body lb last renewed at renewed,

@@ -132,14 +132,10 @@ func (b *Bucket) HasCheckpoint(ctx context.Context, id uint64) (bool, error) {
 	return true, nil
 }
 
-// Under gives the context of one request that must be made under a hold,
-// and fails once the hold is gone.
-type Under func(context.Context) (context.Context, context.CancelFunc, error)
-
 // RemoveCheckpoint deletes every object of checkpoint id: its _metadata
 // first, so that no reader takes what is left for a checkpoint. Each
 // delete is made under the context under gives for it.
-func (b *Bucket) RemoveCheckpoint(ctx context.Context, id uint64, under Under) error {
+func (b *Bucket) RemoveCheckpoint(ctx context.Context, id uint64, under storage.Under) error {
 	if err := b.Remove(ctx, path.Join(Name(id), storage.MetadataName), under); err != nil {
 		return err
 	}
@@ -170,7 +166,7 @@ func (b *Bucket) Shared(ctx context.Context) ([]string, error) {
 }
 
 // Remove deletes the object rel under the context under gives for it.
-func (b *Bucket) Remove(ctx context.Context, rel string, under Under) error {
+func (b *Bucket) Remove(ctx context.Context, rel string, under storage.Under) error {
 	hctx, cancel, err := under(ctx)
 	if err != nil {
 		return err

@@ -70,6 +70,10 @@ func Lapsed(err error) bool {
 	return errors.Is(err, ErrRootHeld) && !errors.Is(err, storage.ErrHeld)
 }
 
+// Taken reports whether err says that another run took the root's lease,
+// rather than that the store could not tell.
+func Taken(err error) bool { return errors.Is(err, storage.ErrHeld) }
+
 // Retake takes the root back after the run's lease lapsed, if no other run
 // took it meanwhile (storage.Hold.Resume). A store that still fails is
 // tried again for up to two terms; another run's lease fails it with

@@ -73,7 +73,7 @@ func TestRunThatLostItsHoldDeletesNothing(t *testing.T) {
 	// term; here the lease object is written over, as in
 	// TestRunThatLosesItsRoot): A learns it at its next renewal.
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("chk/" + HoldName),
-		Body: bytes.NewReader([]byte(`{"holder":"gone:1","token":"0123456789abcdef"}`))}); err != nil {
+		Body: bytes.NewReader([]byte(`{"holder":"gone:1","token":"0123456789abcdef","term_ms":1200}`))}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
@@ -220,5 +220,114 @@ func TestLongRetentionUnderAHealthyHold(t *testing.T) {
 	cancel()
 	if err != nil {
 		t.Errorf("Retain under a hold that was renewed all along: %v", err)
+	}
+}
+
+// Run A's checkpoint 1 fails while A still holds the root (a subtask
+// failed, say), and the coordinator Discards it: Discard's Check passes, so
+// the checkpoint is aborted, and the Abort deletes the objects A created on
+// a context of its own (abortTimeout, a minute), one after another, never
+// asking the hold again. A's store is slow now (every request waits 800 ms)
+// and its renewals fail: the hold's deadline (last renewal + term/2) passes
+// after A's first delete, and a term and a second after A's last renewal,
+// run B takes the root over, numbers its checkpoint 1 too and writes its
+// files, of the same names. A's deletes, still being sent well past its
+// hold, remove B's files: B's checkpoint 1, once published, does not
+// restore. No delete of A's should be sent after its hold's deadline.
+func TestDiscardDeletesNothingPastTheHold(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	p := storetest.NewProxy(t, srv.Endpoint())
+	rootA := storetest.URL(p.URL, "state", "chk")
+	rootB := storetest.URL(srv.Endpoint(), "state", "chk")
+	ctx := context.Background()
+
+	src := func(content string) string {
+		f := filepath.Join(t.TempDir(), "src")
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	const files = 10
+	name := func(i int) string { return fmt.Sprintf("db-0-0/%06d.sst", i) }
+
+	holdA, err := HoldRoot(ctx, rootA, testTerm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holdA.Release(ctx)
+	sA := NewStore(rootA, holdA, t.TempDir(), snapshotfmt.CodecNone)
+	defer sA.Close()
+	idA, err := sA.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpA, err := sA.Begin(ctx, idA, chkdir.Path(rootA, idA), &savepoint.Metadata{ID: idA}, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		addNative(t, ctx, cpA, src("A's"), name(i))
+	}
+
+	// A's store turns slow and its renewals fail; the checkpoint fails
+	// just after a renewal, while A holds the root, and is discarded.
+	p.InjectOn(storetest.Status, "PutObject", "/chk/"+HoldName, 1<<20, 503, "SlowDown")
+	p.SetLatency(800 * time.Millisecond)
+	if err := holdA.Check(ctx); err != nil {
+		t.Fatalf("A's hold before the discard: %v", err)
+	}
+	discarded := make(chan struct{})
+	go func() {
+		sA.Discard(cpA)
+		close(discarded)
+	}()
+
+	// B takes the root once A's lease looks dead and writes its checkpoint
+	// 1, files of the same names.
+	holdB, err := HoldRoot(ctx, rootB, testTerm)
+	if err != nil {
+		t.Fatalf("B's hold: %v", err)
+	}
+	defer holdB.Release(ctx)
+	if err := holdA.Check(ctx); err == nil {
+		t.Fatal("A still holds the root after B took it: the scenario needs A's hold gone")
+	}
+	sB := NewStore(rootB, holdB, t.TempDir(), snapshotfmt.CodecNone)
+	defer sB.Close()
+	idB, err := sB.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idB != idA {
+		t.Fatalf("B numbers its checkpoint %d, A's was %d: the scenario needs them equal", idB, idA)
+	}
+	cpB, err := sB.Begin(ctx, idB, chkdir.Path(rootB, idB), &savepoint.Metadata{ID: idB}, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range files {
+		addNative(t, ctx, cpB, src("B's"), name(i))
+	}
+	wroteB := time.Now()
+
+	select {
+	case <-discarded:
+	case <-time.After(time.Minute):
+		t.Fatal("A's Discard does not return")
+	}
+	t.Logf("A's Discard returned %v after B wrote its files", time.Since(wroteB).Round(time.Millisecond))
+	objs := srv.Objects(t, "state", "chk")
+	var gone []string
+	for i := range files {
+		if _, ok := objs[path.Join(chkdir.Name(idB), name(i))]; !ok {
+			gone = append(gone, name(i))
+		}
+	}
+	if len(gone) > 0 {
+		t.Errorf("A's Abort, sent after its hold's deadline, deleted %d of the files B wrote under its hold: %v", len(gone), gone)
+	}
+	if err := sB.Publish(ctx, cpB); err != nil {
+		t.Fatalf("B's Publish: %v", err)
 	}
 }

@@ -223,12 +223,14 @@ func (s *Store) Publish(ctx context.Context, cp *Pending) error {
 
 // Discard removes what cp wrote into its own directory: on disk its
 // staging directory, in a bucket the objects it created. A checkpoint's
-// objects in a bucket whose hold the run lost are left to the retention of
-// the run that holds the root then, which may have written objects of the
-// same names.
+// objects in a bucket are deleted under the hold of the root, each within
+// the hold's deadline; those left once the run lost it are left to the
+// retention of the run that holds the root then, which may have written
+// objects of the same names.
 func (s *Store) Discard(cp *Pending) {
-	if !cp.savepoint && InBucket(cp.target) && s.hold.Check(context.Background()) != nil {
+	if !cp.savepoint && InBucket(cp.target) {
 		cp.Writer.Leave()
+		storage.AbortUnder(cp.staging, s.hold.under)
 	} else {
 		cp.Writer.Abort()
 	}

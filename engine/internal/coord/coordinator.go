@@ -692,8 +692,15 @@ func (c *Coordinator[S]) settle() {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	// What is there is the attempt's own only while the run holds the
-	// root: one that lost it settles nothing, and stops.
+	// root: one that lost it to another settles nothing, and stops; one
+	// whose store cannot tell leaves the checkpoint undecided, for the
+	// restart to look at once it holds the root again.
 	if err := c.cfg.Store.Reclaim(ctx); err != nil {
+		if !chkstore.Taken(err) {
+			c.mu.Lock()
+			c.undecided = cp.Target
+			c.mu.Unlock()
+		}
 		return
 	}
 	visible, err := chkstore.Exists(ctx, cp.Target)

@@ -92,8 +92,8 @@ func (c *Common) Check() error {
 	if c.Checkpoints != "" && c.CheckpointInterval <= 0 {
 		return Usagef("-checkpoint-interval %v: must be positive", c.CheckpointInterval)
 	}
-	if c.CheckpointLease <= 0 {
-		return Usagef("-checkpoint-lease %v: must be positive", c.CheckpointLease)
+	if c.CheckpointLease < engine.MinCheckpointLease {
+		return Usagef("-checkpoint-lease %v: must be at least %v", c.CheckpointLease, engine.MinCheckpointLease)
 	}
 	if c.MaxRestarts < 0 {
 		return Usagef("-max-restarts %d: must not be negative", c.MaxRestarts)
