@@ -266,11 +266,10 @@ func TestResumeDoesNotRenewOverATakersLease(t *testing.T) {
 
 // A live holder A has the lease with a term of 30 s (renewed every 5 s).
 // B, with a term of 1.2 s, asks for it; B's read of the lease's body (which
-// says A's term) fails once, its retries with it (a transient 500). takeLease
-// then judges A's live lease by B's own term, since the empty body it got
-// records none, and never reads the body again for the same version: B takes
-// A's lease within about 2-3 s, while A still writes under it for 15 s after
-// its last renewal. B must be refused (ErrHeld) or wait for A's term.
+// says A's term) fails, its retries with it (a 500). A lease whose body was
+// not read is not judged: B must be refused, wait, or fail on the reads,
+// and not take A's live lease by its own term, as it did when an unread
+// body counted as one that records no term.
 func TestUnreadableBodyDoesNotShortenALiveTerm(t *testing.T) {
 	srv := newBucket(t)
 	ctx := context.Background()
@@ -315,9 +314,8 @@ func TestUnreadableBodyDoesNotShortenALiveTerm(t *testing.T) {
 			"one read of its body having failed; A's Under = %v, B's Under = %v (nil: both hold)",
 			took.Round(time.Millisecond), err1, err2)
 	}
-	if !errors.Is(err, storage.ErrHeld) && !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("B: %v; want ErrHeld (or still waiting)", err)
-	}
+	// Refused, still waiting, or failed on the reads that keep failing:
+	// anything but the lease.
 	t.Logf("B after %v: %v", took.Round(time.Millisecond), err)
 }
 

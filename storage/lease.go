@@ -122,6 +122,7 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 	err := l.write(ctx, true)
 	seen, bodyOf := "", ""
 	var body leaseBody
+	unread := 0
 	for errors.Is(err, errNotOurs) {
 		st.c.Requests.Add(1)
 		attrs, aerr := st.b.Attributes(ctx, st.key(name))
@@ -137,11 +138,14 @@ func takeLease(ctx context.Context, st *bucketStore, name string, t leaseTiming,
 			// Who holds it, and on what term: a holder's term longer
 			// than this one's is waited out.
 			lb, berr := l.body(ctx)
-			if berr != nil && !wait {
-				return nil, fmt.Errorf("storage: reading %s: %w", st.where(name), berr)
-			}
-			if berr == nil {
-				body, bodyOf = lb, attrs.ETag
+			if berr != nil {
+				// Looked at again while the store may recover; not
+				// forever.
+				if unread++; !wait || unread >= 5 {
+					return nil, fmt.Errorf("storage: reading %s: %w", st.where(name), berr)
+				}
+			} else {
+				body, bodyOf, unread = lb, attrs.ETag, 0
 			}
 		}
 		// A lease whose body was not read is not judged: it is looked

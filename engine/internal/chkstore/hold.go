@@ -81,7 +81,9 @@ func Taken(err error) bool { return errors.Is(err, storage.ErrHeld) }
 func (h *RootHold) Retake(ctx context.Context) error {
 	until := time.Now().Add(2 * h.term)
 	for {
-		err := h.hold.Resume(ctx)
+		rctx, cancel := context.WithTimeout(ctx, h.term/2)
+		err := h.hold.Resume(rctx)
+		cancel()
 		switch {
 		case errors.Is(err, storage.ErrHeld):
 			return fmt.Errorf("%w: %w", ErrRootHeld, err)

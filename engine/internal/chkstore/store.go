@@ -201,24 +201,31 @@ func (s *Store) Publish(ctx context.Context, cp *Pending) error {
 		}
 		return errors.Join(cp.Writer.Finish(ctx), cp.staging.Close())
 	}
-	hctx, cancel, err := s.hold.under(ctx)
-	if err != nil {
+	// The manifest, then _metadata, each under a deadline of its own.
+	step := func(f func(context.Context) error) (sent bool, err error) {
+		hctx, cancel, err := s.hold.under(ctx)
+		if err != nil {
+			return false, err
+		}
+		defer cancel()
+		err = f(hctx)
+		if err != nil && ctx.Err() == nil && hctx.Err() != nil {
+			// The hold ran out while the checkpoint was being
+			// published: whether it landed is for the coordinator to
+			// look at; the run writes no more there.
+			err = fmt.Errorf("%w, or may be now: its lease ran out while the checkpoint was being published: %w", ErrRootHeld, err)
+		}
+		return true, err
+	}
+	sent, err := step(cp.writeManifest)
+	if err == nil {
+		sent, err = step(cp.Writer.Finish)
+	}
+	if !sent {
 		s.Discard(cp)
 		return err
 	}
-	defer cancel()
-	err = cp.writeManifest(hctx)
-	if err == nil {
-		err = cp.Writer.Finish(hctx)
-	}
-	err = errors.Join(err, cp.staging.Close())
-	if err != nil && ctx.Err() == nil && hctx.Err() != nil {
-		// The hold ran out while the checkpoint was being published:
-		// whether it landed is for the coordinator to look at; the run
-		// writes no more there.
-		return fmt.Errorf("%w, or may be now: its lease ran out while the checkpoint was being published: %w", ErrRootHeld, err)
-	}
-	return err
+	return errors.Join(err, cp.staging.Close())
 }
 
 // Discard removes what cp wrote into its own directory: on disk its
