@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // Binary returns the path of the versitygw binary, or "".
@@ -280,6 +282,10 @@ func (s *Server) Objects(t testing.TB, bucket, prefix string) map[string][]byte 
 		}
 		for _, o := range page.Contents {
 			r, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+			var gone *s3types.NoSuchKey
+			if errors.As(err, &gone) {
+				continue // deleted since the listing: not there
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
