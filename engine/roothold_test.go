@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/internal/chkstore"
 	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // testLease is the term of the tests' leases on a checkpoint root in a
@@ -551,5 +554,46 @@ func TestSettleThatCannotReclaimLeavesTheCheckpointUndecided(t *testing.T) {
 		}
 		t.Errorf("the restart after checkpoint 2's publication was reported failed restored from %q, although checkpoint 2 (the run's own) is visible: "+
 			"settle gave up on the root's hold and left nothing undecided", from)
+	}
+}
+
+// A checkpoint that fails once every subtask has acknowledged it, before
+// its publication, is discarded: on disk nothing of it stays beside the
+// checkpoint directories (its staging directory), in a bucket the objects
+// it created go.
+func TestCheckpointFailedBeforePublicationIsDiscarded(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	src := testSource{splits: 2, n: 20000, keys: 31}
+	stop := int64(src.splits * src.n)
+	for _, root := range []string{filepath.Join(t.TempDir(), "chk"), storetest.URL(srv.Endpoint(), "state", "chk")} {
+		var seen atomic.Int64
+		var once sync.Once
+		res, err := Run(context.Background(), failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
+			Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, StopAfter: stop, MaxRestarts: 1,
+			CheckpointLease: testLease,
+			inject: func(p faultPoint, _ *task, cp *checkpoint) error {
+				var out error
+				if p == faultComplete && cp.ID == 2 {
+					once.Do(func() { out = errInjected })
+				}
+				return out
+			}})
+		if err != nil || res.Restarts != 1 {
+			t.Fatalf("%s: the run: %v after %d restarts; want it to end well after one", shownLocation(root), err, res.Restarts)
+		}
+		if !chkstore.InBucket(root) {
+			entries, err := os.ReadDir(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), storage.TempPrefix) {
+					t.Errorf("%s: %s is left of the checkpoint that failed before its publication", root, e.Name())
+				}
+			}
+			continue
+		}
+		bucketEndpoint = srv.Endpoint()
+		checkBucketRoot(t, srv.Client(srv.Endpoint()), "state", "chk", 2)
 	}
 }

@@ -609,12 +609,18 @@ func (c *Coordinator[S]) newCheckpoint(ctx context.Context, id uint64, epoch int
 // complete writes the metadata that makes checkpoint cp whole and
 // publishes it.
 func (c *Coordinator[S]) complete(ctx context.Context, cp *Checkpoint) error {
+	// A checkpoint that fails before its publication is discarded here: it
+	// is no longer the one pending that Abort would discard.
+	unpublished := func(err error) error {
+		c.cfg.Store.Discard(cp.Files)
+		return err
+	}
 	for op, states := range cp.opSubs {
 		o := &cp.Meta.Operators[op]
 		for i := range o.OperatorStates {
 			subs := states[o.OperatorStates[i].Name]
 			if len(subs) != o.Parallelism {
-				return fmt.Errorf("engine: checkpoint %d: operator %q state %q has %d of %d subtasks", cp.ID, o.UID, o.OperatorStates[i].Name, len(subs), o.Parallelism)
+				return unpublished(fmt.Errorf("engine: checkpoint %d: operator %q state %q has %d of %d subtasks", cp.ID, o.UID, o.OperatorStates[i].Name, len(subs), o.Parallelism))
 			}
 			o.OperatorStates[i].Subtasks = subs
 		}
@@ -625,7 +631,7 @@ func (c *Coordinator[S]) complete(ctx context.Context, cp *Checkpoint) error {
 	cp.Meta.CreatedAt, cp.Meta.Watermark = cp.times.createdAt(), cp.times.oldest
 	if c.cfg.BeforePublish != nil {
 		if err := c.cfg.BeforePublish(cp); err != nil {
-			return fmt.Errorf("engine: checkpoint %d: %w", cp.ID, err)
+			return unpublished(fmt.Errorf("engine: checkpoint %d: %w", cp.ID, err))
 		}
 	}
 	err := c.cfg.Store.Publish(ctx, cp.Files)
