@@ -132,14 +132,7 @@ func TestRunThatLosesItsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Cancel()
-	for h.LatestCheckpoint() == "" {
-		select {
-		case <-h.Done():
-			_, err := h.Wait()
-			t.Fatalf("the run ended before its first checkpoint: %v", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	waitForFirstCheckpoint(t, h)
 	taker := []byte(`{"holder":"elsewhere:1","token":"0123456789abcdef"}`)
 	key := path.Join("chk", chkstore.HoldName)
 	if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String(key), Body: bytes.NewReader(taker)}); err != nil {
@@ -183,14 +176,7 @@ func TestRunWhoseLeaseLapses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Cancel()
-	for h.LatestCheckpoint() == "" {
-		select {
-		case <-h.Done():
-			_, err := h.Wait()
-			t.Fatalf("the run ended before its first checkpoint: %v", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	waitForFirstCheckpoint(t, h)
 	// Every write of the lease fails for longer than the term.
 	p.InjectOn(storetest.Status, "PutObject", "/chk/"+chkstore.HoldName, 1<<20, 503, "SlowDown")
 	time.Sleep(testLease + testLease/4)
@@ -245,33 +231,7 @@ func TestRunThatLostItsRootTakesNoOthersCheckpoint(t *testing.T) {
 	root := storetest.URL(srv.Endpoint(), "state", "chk")
 	ctx := context.Background()
 
-	blocked, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	var seenA atomic.Int64
-	srcA := testSource{splits: 2, n: 200000, keys: 31}
-	h, err := Start(ctx, failingJob(srcA, 2, NewCollectSink[windowResult](), &seenA, -1), RunOptions{
-		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, MaxRestarts: 3, RetainCheckpoints: 1000, CheckpointLease: testLease,
-		inject: func(p faultPoint, _ *task, cp *checkpoint) error {
-			if p == faultComplete && cp.ID == 2 {
-				once.Do(func() {
-					close(blocked)
-					<-resume
-				})
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Cancel()
-	select {
-	case <-blocked:
-	case <-h.Done():
-		_, err := h.Wait()
-		t.Fatalf("A ended before its checkpoint 2: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("A never reached its checkpoint 2")
-	}
+	h, resume := startHeldAtCheckpoint2(t, root)
 
 	// A's lease is taken from it meanwhile; B, started now, waits it out
 	// and runs to its end with checkpoints 2, 3, ...
@@ -294,13 +254,7 @@ func TestRunThatLostItsRootTakesNoOthersCheckpoint(t *testing.T) {
 	}
 
 	close(resume)
-	var res *Result
-	select {
-	case <-h.Done():
-		res, err = h.Wait()
-	case <-time.After(30 * time.Second):
-		t.Fatal("A goes on after it lost its root")
-	}
+	res, err := waitForEnd(t, h, 30*time.Second)
 	t.Logf("A: %v; result %+v", err, res)
 	if !errors.Is(err, ErrCheckpointRootHeld) || res.Restarts != 0 {
 		t.Errorf("A ended with %v after %d restarts; want ErrCheckpointRootHeld without a restart", err, res.Restarts)
@@ -354,11 +308,9 @@ func TestCancelWhileWaitingForADeadLease(t *testing.T) {
 // ErrRootHeld, but not Withheld, so the coordinator keeps the checkpoint
 // to settle. The lease lapses meanwhile; run B (straight to the store)
 // takes it over, numbers its checkpoints from 2 (A's 2 never completed)
-// and publishes them. When A's settle gets its answer, the _metadata of
-// checkpoint 2 it finds is B's, and A records it as its own completed
-// checkpoint: A's result names B's checkpoint as its last. Settle assumes
-// "whatever _metadata is there now is the attempt's own", which no longer
-// holds once the hold may have passed to another run.
+// and publishes them. When A's settle looks, the _metadata of checkpoint 2
+// it would find is B's: A must not record it as its own (settle first
+// makes sure the run holds the root), and ends with ErrCheckpointRootHeld.
 func TestSettleAfterALapseTakesNoOthersCheckpoint(t *testing.T) {
 	srv := storetest.StartWithBucket(t, "state")
 	p := storetest.NewProxy(t, srv.Endpoint())
@@ -366,33 +318,7 @@ func TestSettleAfterALapseTakesNoOthersCheckpoint(t *testing.T) {
 	rootB := storetest.URL(srv.Endpoint(), "state", "chk")
 	ctx := context.Background()
 
-	blocked, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	var seenA atomic.Int64
-	srcA := testSource{splits: 2, n: 200000, keys: 31}
-	h, err := Start(ctx, failingJob(srcA, 2, NewCollectSink[windowResult](), &seenA, -1), RunOptions{
-		Backend: Pebble, CheckpointDir: rootA, CheckpointInterval: 3 * time.Millisecond, MaxRestarts: 3, RetainCheckpoints: 1000, CheckpointLease: testLease,
-		inject: func(pt faultPoint, _ *task, cp *checkpoint) error {
-			if pt == faultComplete && cp.ID == 2 {
-				once.Do(func() {
-					close(blocked)
-					<-resume
-				})
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Cancel()
-	select {
-	case <-blocked:
-	case <-h.Done():
-		_, err := h.Wait()
-		t.Fatalf("A ended before its checkpoint 2: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("A never reached its checkpoint 2")
-	}
+	h, resume := startHeldAtCheckpoint2(t, rootA)
 	// A's store turns slow and its renewals fail, as A publishes.
 	p.InjectOn(storetest.Status, "PutObject", "/chk/"+chkstore.HoldName, 1<<20, 503, "SlowDown")
 	p.SetLatency(20 * time.Second)
@@ -422,13 +348,7 @@ func TestSettleAfterALapseTakesNoOthersCheckpoint(t *testing.T) {
 	p.ClearFaults()
 	p.SetLatency(0)
 
-	var res *Result
-	select {
-	case <-h.Done():
-		res, err = h.Wait()
-	case <-time.After(90 * time.Second):
-		t.Fatal("A goes on after it lost its root")
-	}
+	res, err := waitForEnd(t, h, 90*time.Second)
 	t.Logf("A: %v; result %+v", err, res)
 	if !errors.Is(err, ErrCheckpointRootHeld) {
 		t.Errorf("A ended with %v; want ErrCheckpointRootHeld", err)
@@ -442,9 +362,9 @@ func TestSettleAfterALapseTakesNoOthersCheckpoint(t *testing.T) {
 
 // Run A holds the root with the default-like term of 30 s (renewed every
 // 5 s) and checkpoints; run B, started into the same root with a shorter
-// CheckpointLease, judges A's live lease by its own term, takes it over
-// within seconds and runs to its end, while A still runs: two runs write
-// the root at once. B must fail with ErrCheckpointRootHeld.
+// CheckpointLease, must fail with ErrCheckpointRootHeld: it judges A's
+// lease by the term the lease records, not by its own, which would have
+// let it take the live lease within seconds.
 func TestShorterLeaseDoesNotTakeALiveRunsRoot(t *testing.T) {
 	srv := storetest.StartWithBucket(t, "state")
 	root := storetest.URL(srv.Endpoint(), "state", "chk")
@@ -458,14 +378,7 @@ func TestShorterLeaseDoesNotTakeALiveRunsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Cancel()
-	for h.LatestCheckpoint() == "" {
-		select {
-		case <-h.Done():
-			_, err := h.Wait()
-			t.Fatalf("A ended before its first checkpoint: %v", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	waitForFirstCheckpoint(t, h)
 	srcB := testSource{splits: 2, n: 2000, keys: 31}
 	var seenB atomic.Int64
 	start := time.Now()
@@ -494,15 +407,12 @@ func TestShorterLeaseDoesNotTakeALiveRunsRoot(t *testing.T) {
 // last PUT is lost), so the coordinator keeps it to settle. Meanwhile A's
 // lease renewals are refused (403) long enough for the lease to lapse, and
 // stay refused for the two terms that settle's Store.Reclaim (RootHold.
-// Retake) tries: Reclaim fails with the store's error, not ErrRootHeld, and
-// settle returns without deciding anything and without marking the
-// checkpoint undecided. Nobody else wants the root. The store then answers
-// again; Handle.run's own Retake takes the root back and restarts, and
-// since nothing is undecided it restarts from checkpoint 1, although its
-// own checkpoint 2 is visible: exactly what settle exists to prevent (the
-// restart drops what checkpoint 2 holds pending). A settle that cannot tell
-// whether the run holds the root must leave the checkpoint undecided, so
-// that the restart looks at it (or fails), not drop it silently.
+// Retake) tries: Reclaim fails with the store's error, not ErrRootHeld.
+// Nobody else wants the root. The store then answers again, and
+// Handle.run's own Retake takes the root back. Settle must have left the
+// checkpoint undecided, so that the restart looks at it and starts from
+// the run's own visible checkpoint 2, not from checkpoint 1, which would
+// drop what checkpoint 2 holds pending.
 func TestSettleThatCannotReclaimLeavesTheCheckpointUndecided(t *testing.T) {
 	const term = 2400 * time.Millisecond
 	srv := storetest.StartWithBucket(t, "state")
@@ -596,4 +506,64 @@ func TestCheckpointFailedBeforePublicationIsDiscarded(t *testing.T) {
 		bucketEndpoint = srv.Endpoint()
 		checkBucketRoot(t, srv.Client(srv.Endpoint()), "state", "chk", 2)
 	}
+}
+
+// waitForFirstCheckpoint waits for h's first completed checkpoint.
+func waitForFirstCheckpoint(t *testing.T, h *Handle) {
+	t.Helper()
+	for h.LatestCheckpoint() == "" {
+		select {
+		case <-h.Done():
+			_, err := h.Wait()
+			t.Fatalf("the run ended before its first checkpoint: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// startHeldAtCheckpoint2 starts a run (A) into root and returns once its
+// coordinator holds its checkpoint 2, every subtask having acknowledged
+// it, just before its publication; closing resume lets it go on. The run
+// is cancelled at the end of the test.
+func startHeldAtCheckpoint2(t *testing.T, root string) (*Handle, chan struct{}) {
+	t.Helper()
+	blocked, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var seen atomic.Int64
+	src := testSource{splits: 2, n: 200000, keys: 31}
+	h, err := Start(context.Background(), failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, MaxRestarts: 3, RetainCheckpoints: 1000, CheckpointLease: testLease,
+		inject: func(p faultPoint, _ *task, cp *checkpoint) error {
+			if p == faultComplete && cp.ID == 2 {
+				once.Do(func() {
+					close(blocked)
+					<-resume
+				})
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Cancel)
+	select {
+	case <-blocked:
+	case <-h.Done():
+		_, err := h.Wait()
+		t.Fatalf("A ended before its checkpoint 2: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("A never reached its checkpoint 2")
+	}
+	return h, resume
+}
+
+// waitForEnd waits up to d for the run h, which lost its root, to end.
+func waitForEnd(t *testing.T, h *Handle, d time.Duration) (*Result, error) {
+	t.Helper()
+	select {
+	case <-h.Done():
+	case <-time.After(d):
+		t.Fatal("A goes on after it lost its root")
+	}
+	return h.Wait()
 }

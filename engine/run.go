@@ -63,8 +63,8 @@ type RunOptions struct {
 	// into the root. The run renews it every sixth of the term and writes
 	// nothing more under the root once half of it has passed since its
 	// last renewal. 0 means DefaultCheckpointLease; it is at least
-	// MinCheckpointLease. A root on disk is held
-	// by a lock that goes with its process.
+	// MinCheckpointLease. A root on disk is held by a lock that goes with
+	// its process.
 	CheckpointLease time.Duration
 	// MaxRestarts is how many times a failed run restarts from its last
 	// completed checkpoint. A failure that a restart cannot cure ends the

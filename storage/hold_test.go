@@ -158,12 +158,10 @@ func getObject(t *testing.T, srv *storetest.Server, key string) []byte {
 	return b
 }
 
-// A live holder's lease, with a term of 30 s (renewed every 5 s), is taken
-// over by a second holder whose own term is shorter (1.2 s): the taker
-// judges the lease by its own term, which the lease object does not carry.
-// Both then hold the location at once: the first still gets contexts from
-// Under (it writes for up to 15 s after its last renewal), and the second
-// was not refused.
+// A live holder's lease, with a term of 30 s (renewed every 5 s), is asked
+// for by a second holder whose own term is shorter (1.2 s). The taker must
+// judge the lease by the term it records: judged by the taker's own, it
+// was taken over while the first still wrote under it.
 func TestShorterTermDoesNotTakeALiveLease(t *testing.T) {
 	srv := newBucket(t)
 	ctx := context.Background()
@@ -200,10 +198,9 @@ func TestShorterTermDoesNotTakeALiveLease(t *testing.T) {
 // token under a version the holder does not know. Once that looks dead
 // (its term and a second), another holder takes it over, between the
 // lapsed holder's read of the body (its own token) and its read of the
-// version (write's Attributes after ours): Resume records the taker's
-// version as its own, and, its last renewal being stale, renews over it.
-// Resume must fail with ErrHeld (the lease was taken after it lapsed); it
-// succeeds, and both hold the location.
+// version. Resume must fail with ErrHeld (the lease was taken after it
+// lapsed): with the version read apart from the body, it recorded the
+// taker's version as its own and renewed over it.
 func TestResumeDoesNotRenewOverATakersLease(t *testing.T) {
 	srv := newBucket(t)
 	ctx := context.Background()

@@ -24,7 +24,6 @@ var ErrRootHeld = errors.New("engine: the checkpoint root is held by another run
 // checkpoint numbers, delete each other's files, and count each other's
 // checkpoints as their own.
 type RootHold struct {
-	dir  storage.Dir
 	term time.Duration
 	hold *storage.Hold
 	// bucket is the root's connection, when it lies in a bucket.
@@ -36,38 +35,32 @@ type RootHold struct {
 // with ErrRootHeld; in a bucket, the lease of a run that died without
 // releasing it is waited out first (see storage.TakeHold).
 func HoldRoot(ctx context.Context, root string, term time.Duration) (*RootHold, error) {
-	rh := &RootHold{dir: storage.LocalDir(root), term: term}
+	rh := &RootHold{term: term}
+	d := storage.LocalDir(root)
 	if InBucket(root) {
 		b, err := storage.OpenDir(ctx, root, storage.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("engine: checkpoint root: %w", err)
 		}
-		rh.dir, rh.bucket = b, b
+		d, rh.bucket = b, b
 	}
-	if err := rh.take(ctx); err != nil {
-		rh.close()
-		return nil, err
-	}
-	return rh, nil
-}
-
-func (h *RootHold) take(ctx context.Context) error {
-	hold, err := storage.TakeHold(ctx, h.dir, HoldName, storage.HoldOptions{Term: h.term})
-	if errors.Is(err, storage.ErrHeld) {
-		return fmt.Errorf("%w: %w", ErrRootHeld, err)
-	}
+	hold, err := storage.TakeHold(ctx, d, HoldName, storage.HoldOptions{Term: term})
 	if err != nil {
-		return fmt.Errorf("engine: checkpoint root: %w", err)
+		rh.close()
+		if errors.Is(err, storage.ErrHeld) {
+			return nil, fmt.Errorf("%w: %w", ErrRootHeld, err)
+		}
+		return nil, fmt.Errorf("engine: checkpoint root: %w", err)
 	}
-	h.hold = hold
-	return nil
+	rh.hold = hold
+	return rh, nil
 }
 
 // Lapsed reports whether err, an attempt's, says that the run's lease
 // lapsed (its renewals failed for half its term) rather than passed to
 // another run: a restart may then take the root again (Retake).
 func Lapsed(err error) bool {
-	return errors.Is(err, ErrRootHeld) && !errors.Is(err, storage.ErrHeld)
+	return errors.Is(err, ErrRootHeld) && !Taken(err)
 }
 
 // Taken reports whether err says that another run took the root's lease,
@@ -124,9 +117,6 @@ func Withheld(err error) bool { return errors.Is(err, errWithheld) }
 // Check reports whether the run holds the root still: nil, or under's
 // error.
 func (h *RootHold) Check(ctx context.Context) error {
-	if h == nil {
-		return nil
-	}
 	_, cancel, err := h.under(ctx)
 	if err == nil {
 		cancel()

@@ -33,22 +33,14 @@ const testTerm = 1200 * time.Millisecond
 // SnapshotNative does) and then loses its lease; B takes the root over,
 // numbers its checkpoint 1 too (A's was never complete), removes A's
 // leftovers and writes its own file of the same name. A's Publish is then
-// refused for want of the hold, and Discards its checkpoint: the Abort
-// deletes, without the hold, the keys A created, which are B's now. B then
-// publishes a checkpoint whose file is gone.
+// refused for want of the hold, and its discard must delete nothing: the
+// keys A created are B's now, and B's checkpoint must keep its file.
 func TestRunThatLostItsHoldDeletesNothing(t *testing.T) {
 	srv := storetest.StartWithBucket(t, "state")
 	c := srv.Client(srv.Endpoint())
 	root := storetest.URL(srv.Endpoint(), "state", "chk")
 	ctx := context.Background()
 
-	src := func(content string) string {
-		p := filepath.Join(t.TempDir(), "OPTIONS-000001")
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	const name = "db-0-0/OPTIONS-000001"
 	key := path.Join(chkdir.Name(1), name)
 
@@ -57,17 +49,9 @@ func TestRunThatLostItsHoldDeletesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sA := NewStore(root, holdA, t.TempDir(), snapshotfmt.CodecNone)
-	defer sA.Close()
-	idA, err := sA.NextID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpA, err := sA.Begin(ctx, idA, chkdir.Path(root, idA), &savepoint.Metadata{ID: idA}, false, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addNative(t, ctx, cpA, src("A's"), name)
+	sA, cpA := beginCheckpoint(t, ctx, root, holdA)
+	idA := cpA.id
+	addNative(t, ctx, cpA, "A's", name)
 
 	// A's lease is taken from it (a pause or partition longer than the
 	// term; here the lease object is written over, as in
@@ -95,20 +79,12 @@ func TestRunThatLostItsHoldDeletesNothing(t *testing.T) {
 		t.Fatalf("B's hold: %v", err)
 	}
 	defer holdB.Release(ctx)
-	sB := NewStore(root, holdB, t.TempDir(), snapshotfmt.CodecNone)
-	defer sB.Close()
-	idB, err := sB.NextID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sB, cpB := beginCheckpoint(t, ctx, root, holdB)
+	idB := cpB.id
 	if idB != idA {
 		t.Fatalf("B numbers its checkpoint %d, A's was %d: the scenario needs them equal", idB, idA)
 	}
-	cpB, err := sB.Begin(ctx, idB, chkdir.Path(root, idB), &savepoint.Metadata{ID: idB}, false, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addNative(t, ctx, cpB, src("B's"), name)
+	addNative(t, ctx, cpB, "B's", name)
 
 	// A comes back and tries to publish: refused, as it should be ...
 	if err := sA.Publish(ctx, cpA); !errors.Is(err, ErrRootHeld) {
@@ -140,10 +116,31 @@ func TestRunThatLostItsHoldDeletesNothing(t *testing.T) {
 	}
 }
 
-// addNative writes src as the small file name of a native database of cp,
-// and lists the database in cp, as SnapshotNative does.
-func addNative(t *testing.T, ctx context.Context, cp *Pending, src, name string) {
+// beginCheckpoint begins the next checkpoint under root, held by hold, in
+// a store of its own.
+func beginCheckpoint(t *testing.T, ctx context.Context, root string, hold *RootHold) (*Store, *Pending) {
 	t.Helper()
+	s := NewStore(root, hold, t.TempDir(), snapshotfmt.CodecNone)
+	t.Cleanup(func() { s.Close() })
+	id, err := s.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := s.Begin(ctx, id, chkdir.Path(root, id), &savepoint.Metadata{ID: id}, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cp
+}
+
+// addNative writes content as the small file name of a native database of cp,
+// and lists the database in cp, as SnapshotNative does.
+func addNative(t *testing.T, ctx context.Context, cp *Pending, content, name string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), path.Base(name))
+	if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	size, sum, err := copyToStaging(ctx, cp.staging, src, name)
 	if err != nil {
 		t.Fatal(err)
@@ -161,15 +158,11 @@ func keysOf(m map[string][]byte) []string {
 }
 
 // Retention under a healthy hold: its lease is renewed every term/6 all
-// along, and nobody else wants the root. Yet Retain makes all its deletes
-// (sequential, one request each) under the one context that under() gave
-// it at its start, whose deadline is the last renewal + term/2 then; the
-// renewals during the retention do not extend it. A retention that takes
-// longer than that (here 12 deletes of 100 ms against a 600 ms budget; with
-// the default two-minute term, one that takes over 40-60 s: a large
-// checkpoint's files and the shared files compaction replaced, one DELETE
-// each) fails with a context deadline, and the run's attempt with it,
-// although the hold was never in doubt.
+// along, and nobody else wants the root. Each delete of Retain takes a
+// deadline of its own, so that a retention longer than half a term (here
+// 12 deletes of 100 ms against a 600 ms budget) succeeds; under one
+// deadline taken at its start it failed, although the hold was never in
+// doubt.
 func TestLongRetentionUnderAHealthyHold(t *testing.T) {
 	srv := storetest.StartWithBucket(t, "state")
 	c := srv.Client(srv.Endpoint())
@@ -224,16 +217,15 @@ func TestLongRetentionUnderAHealthyHold(t *testing.T) {
 }
 
 // Run A's checkpoint 1 fails while A still holds the root (a subtask
-// failed, say), and the coordinator Discards it: Discard's Check passes, so
-// the checkpoint is aborted, and the Abort deletes the objects A created on
-// a context of its own (abortTimeout, a minute), one after another, never
-// asking the hold again. A's store is slow now (every request waits 800 ms)
-// and its renewals fail: the hold's deadline (last renewal + term/2) passes
-// after A's first delete, and a term and a second after A's last renewal,
-// run B takes the root over, numbers its checkpoint 1 too and writes its
-// files, of the same names. A's deletes, still being sent well past its
-// hold, remove B's files: B's checkpoint 1, once published, does not
-// restore. No delete of A's should be sent after its hold's deadline.
+// failed, say), and the coordinator Discards it, deleting the objects A
+// created one after another. A's store is slow now (every request waits
+// 800 ms) and its renewals fail: the hold's deadline (last renewal +
+// term/2) passes after A's first delete, and a term and a second after A's
+// last renewal, run B takes the root over, numbers its checkpoint 1 too
+// and writes its files, of the same names. No delete of A's may be sent
+// after its hold's deadline: sent on a context of their own (a minute),
+// they removed B's files, and B's checkpoint 1, once published, did not
+// restore.
 func TestDiscardDeletesNothingPastTheHold(t *testing.T) {
 	srv := storetest.StartWithBucket(t, "state")
 	p := storetest.NewProxy(t, srv.Endpoint())
@@ -241,13 +233,6 @@ func TestDiscardDeletesNothingPastTheHold(t *testing.T) {
 	rootB := storetest.URL(srv.Endpoint(), "state", "chk")
 	ctx := context.Background()
 
-	src := func(content string) string {
-		f := filepath.Join(t.TempDir(), "src")
-		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
 	const files = 10
 	name := func(i int) string { return fmt.Sprintf("db-0-0/%06d.sst", i) }
 
@@ -256,18 +241,10 @@ func TestDiscardDeletesNothingPastTheHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holdA.Release(ctx)
-	sA := NewStore(rootA, holdA, t.TempDir(), snapshotfmt.CodecNone)
-	defer sA.Close()
-	idA, err := sA.NextID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpA, err := sA.Begin(ctx, idA, chkdir.Path(rootA, idA), &savepoint.Metadata{ID: idA}, false, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sA, cpA := beginCheckpoint(t, ctx, rootA, holdA)
+	idA := cpA.id
 	for i := range files {
-		addNative(t, ctx, cpA, src("A's"), name(i))
+		addNative(t, ctx, cpA, "A's", name(i))
 	}
 
 	// A's store turns slow and its renewals fail; the checkpoint fails
@@ -293,21 +270,13 @@ func TestDiscardDeletesNothingPastTheHold(t *testing.T) {
 	if err := holdA.Check(ctx); err == nil {
 		t.Fatal("A still holds the root after B took it: the scenario needs A's hold gone")
 	}
-	sB := NewStore(rootB, holdB, t.TempDir(), snapshotfmt.CodecNone)
-	defer sB.Close()
-	idB, err := sB.NextID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sB, cpB := beginCheckpoint(t, ctx, rootB, holdB)
+	idB := cpB.id
 	if idB != idA {
 		t.Fatalf("B numbers its checkpoint %d, A's was %d: the scenario needs them equal", idB, idA)
 	}
-	cpB, err := sB.Begin(ctx, idB, chkdir.Path(rootB, idB), &savepoint.Metadata{ID: idB}, false, true)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := range files {
-		addNative(t, ctx, cpB, src("B's"), name(i))
+		addNative(t, ctx, cpB, "B's", name(i))
 	}
 	wroteB := time.Now()
 

@@ -8,8 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +15,6 @@ import (
 
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/internal/storetest"
-	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -73,21 +69,8 @@ func TestPublishUnderAHealthyHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hold.Release(ctx)
-	s := NewStore(root, hold, t.TempDir(), snapshotfmt.CodecNone)
-	defer s.Close()
-	id, err := s.NextID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := s.Begin(ctx, id, chkdir.Path(root, id), &savepoint.Metadata{ID: id}, false, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(t.TempDir(), "OPTIONS-000001")
-	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addNative(t, ctx, cp, f, "db-0-0/OPTIONS-000001")
+	s, cp := beginCheckpoint(t, ctx, root, hold)
+	addNative(t, ctx, cp, "x", "db-0-0/OPTIONS-000001")
 
 	// Publish just before the next renewal is due (every 500 ms).
 	time.Sleep(time.Second)
