@@ -121,7 +121,8 @@
 // lease back if no other run took it meanwhile; one whose lease another
 // run took fails with ErrCheckpointRootHeld, without a restart, and
 // leaves the objects of its checkpoint in flight to the retention of the
-// root's new holder. On systems without flock, two runs into one local
+// root's new holder, but for its temporary uploads, whose random names are
+// its own, which it removes. On systems without flock, two runs into one local
 // root are not told apart.
 //
 // The checkpoint root and SavepointDir may also be bucket URLs (s3://,
@@ -135,7 +136,7 @@
 // afterwards; an upload is durable when it returns, before the subtask
 // acknowledges. Objects that a dead run left under the name of the
 // checkpoint being begun, or of an unfinished one older than the newest,
-// are removed; retention deletes a checkpoint _metadata first, then the
+// are removed, temporary uploads included; retention deletes a checkpoint _metadata first, then the
 // shared objects no retained checkpoint references. A checkpoint whose
 // publication failed may still be there (the answer to the PUT of its
 // _metadata lost): the coordinator looks, and when the store cannot tell,

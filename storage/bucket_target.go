@@ -701,17 +701,18 @@ const abortTimeout = time.Minute
 // does, they are orphans (see RemoveOrphans).
 func (t *bucketTarget) Abort() error { return t.abort(nil) }
 
-// abort is Abort; with under, each delete is made under the context under
-// gives for it, and none once under fails.
+// abort is Abort; with under, each delete of a name another writer may
+// use is made under the context under gives for it, and none once under
+// fails.
 func (t *bucketTarget) abort(under Under) error {
 	t.mu.Lock()
 	if t.published {
 		t.mu.Unlock()
 		return nil
 	}
-	var keys []string
+	var temps, keys []string
 	for k := range t.temps {
-		keys = append(keys, k)
+		temps = append(temps, k)
 	}
 	for name := range t.created {
 		keys = append(keys, t.key(name))
@@ -743,6 +744,14 @@ func (t *bucketTarget) abort(under Under) error {
 		}
 		defer cancel()
 		return f(uctx)
+	}
+	// A temporary upload's random name is this writer's alone, so it goes
+	// even once under fails: the hold guards the names that the next
+	// holder may have written since.
+	for _, key := range temps {
+		if err := t.deleteKey(ctx, key); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, key := range keys {
 		if err := del(func(ctx context.Context) error { return t.deleteKey(ctx, key) }); err != nil {

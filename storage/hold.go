@@ -105,7 +105,8 @@ type Under func(context.Context) (context.Context, context.CancelFunc, error)
 // AbortUnder is t.Abort, for a target written under a hold: in a bucket
 // each delete is made under the context under gives for it, and none once
 // under fails, so that a writer that lost its hold deletes nothing that
-// the next holder may have written under the same names.
+// the next holder may have written under the same names. Its temporary
+// uploads, whose random names no other writer uses, go all the same.
 func AbortUnder(t Target, under Under) error {
 	if bt, ok := t.(*bucketTarget); ok {
 		return bt.abort(under)

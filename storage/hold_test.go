@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -327,5 +328,58 @@ func TestTinyTermIsRefused(t *testing.T) {
 			h.Release(ctx)
 			t.Errorf("a hold with a term of %v was taken; want it refused", term)
 		}
+	}
+}
+
+// A writer that lost its hold deletes, at its abort, none of the names the
+// next holder may have written since, but its temporary uploads go all
+// the same: their random names are its own, and nothing else removes them.
+// Here a long file's temporary upload stays behind its failed close (the
+// copy to its name and the delete of the upload both failed), as when the
+// hold ran out under the writer.
+func TestAbortUnderALostHoldRemovesTemporaryUploads(t *testing.T) {
+	srv := newBucket(t)
+	ctx := context.Background()
+	p := storetest.NewProxy(t, srv.Endpoint())
+	tg := openTarget(t, storetest.URL(p.URL, "state", "sp"), false)
+	w, err := tg.Create(ctx, "data-000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, w, []byte("created before the hold was lost"))
+	nw, err := tg.CreateNamed(ctx, "data", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nw.Write(randomBytes(7, 9<<20)); err != nil {
+		t.Fatal(err)
+	}
+	p.InjectOn(storetest.Status, "CopyObject", "", 1<<20, 500, "InternalError")
+	p.InjectOn(storetest.Status, "DeleteObject", "", 1<<20, 500, "InternalError")
+	if err := nw.Close(); err == nil {
+		t.Fatal("the long file's close succeeded although its copy failed")
+	}
+	p.ClearFaults()
+	temps := func() (n int) {
+		for key := range srv.Objects(t, "state", "sp") {
+			if strings.HasPrefix(path.Base(key), storage.TempPrefix) {
+				n++
+			}
+		}
+		return n
+	}
+	if temps() != 1 {
+		t.Fatalf("%d temporary uploads before the abort; the scenario needs the one its close left", temps())
+	}
+	lost := func(context.Context) (context.Context, context.CancelFunc, error) { return nil, nil, storage.ErrHeld }
+	if err := storage.AbortUnder(tg, lost); !errors.Is(err, storage.ErrHeld) {
+		t.Errorf("AbortUnder = %v, want the hold's error for the file it left", err)
+	}
+	objs := srv.Objects(t, "state", "sp")
+	if _, ok := objs["data-000"]; !ok {
+		t.Error("the abort deleted data-000 without the hold: the next holder may have written it")
+	}
+	if n := temps(); n != 0 {
+		t.Errorf("%d temporary uploads left by the abort of a writer that lost its hold", n)
 	}
 }

@@ -86,25 +86,16 @@ func Remove(ctx context.Context, d Dir, name string) error {
 	return err
 }
 
-// ListUnder lists the files of the bucket Dir d whose names start with
-// under ("chk-", "shared/"), temporary uploads left out, sorted by name:
-// one listing of that part of the prefix rather than of all of it.
+// ListUnder lists the objects of the bucket Dir d whose names start with
+// under ("chk-", "shared/"), sorted by name: one listing of that part of
+// the prefix rather than of all of it. Temporary uploads are listed too,
+// for the holder of the prefix to remove what dead or ousted writers left.
 func ListUnder(ctx context.Context, d Dir, under string) ([]Object, error) {
 	bd, ok := d.(*bucketDir)
 	if !ok {
 		return nil, fmt.Errorf("storage: %s: ListUnder lists a bucket", d.Location())
 	}
-	objs, err := bd.listObjects(ctx, under)
-	if err != nil {
-		return nil, err
-	}
-	out := objs[:0]
-	for _, o := range objs {
-		if !isTempName(o.Name) && strings.HasPrefix(o.Name, under) {
-			out = append(out, o)
-		}
-	}
-	return out, nil
+	return bd.listObjects(ctx, under)
 }
 
 // Sub is the directory name (a relative, slash-separated name) inside d.

@@ -100,7 +100,7 @@ func (b *Bucket) List(ctx context.Context) ([]uint64, error) {
 
 // Incomplete returns the ids of the checkpoint directories that hold
 // objects but no _metadata: checkpoints that a run began and did not
-// finish.
+// finish, if only a temporary upload of theirs is left.
 func (b *Bucket) Incomplete(ctx context.Context) ([]uint64, error) {
 	complete, all, err := b.checkpoints(ctx)
 	if err != nil {
@@ -133,8 +133,9 @@ func (b *Bucket) HasCheckpoint(ctx context.Context, id uint64) (bool, error) {
 }
 
 // RemoveCheckpoint deletes every object of checkpoint id: its _metadata
-// first, so that no reader takes what is left for a checkpoint. Each
-// delete is made under the context under gives for it.
+// first, so that no reader takes what is left for a checkpoint, and the
+// temporary uploads that writers killed or ousted meanwhile left there.
+// Each delete is made under the context under gives for it.
 func (b *Bucket) RemoveCheckpoint(ctx context.Context, id uint64, under storage.Under) error {
 	if err := b.Remove(ctx, path.Join(Name(id), storage.MetadataName), under); err != nil {
 		return err

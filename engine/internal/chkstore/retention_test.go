@@ -5,10 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
+	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // TestRetentionDeletesWhatNoCheckpointReferences checks retention on a
@@ -66,5 +72,58 @@ func TestRetentionDeletesWhatNoCheckpointReferences(t *testing.T) {
 	}
 	if _, ok := s.published[chkdir.SharedDir+"/a"]; ok {
 		t.Fatal("a deleted shared file is still known as published: a later checkpoint would reference it")
+	}
+}
+
+// In a bucket, the temporary uploads that killed or ousted writers left
+// in checkpoint directories go with those directories: retention removes
+// them with the checkpoints it deletes, and a directory that holds nothing
+// else below the newest checkpoint, and the next checkpoint removes those
+// left under its own number. Nothing else removes them.
+func TestBucketRetentionRemovesTemporaryUploads(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	c := srv.Client(srv.Endpoint())
+	root := storetest.URL(srv.Endpoint(), "state", "chk")
+	ctx := context.Background()
+	hold, err := HoldRoot(ctx, root, testTerm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Release(ctx)
+	tmp := storage.TempPrefix
+	for _, key := range []string{
+		"chk-1/_metadata", "chk-1/" + tmp + "a", // retained away
+		"chk-2/" + tmp + "b", // an incomplete checkpoint below the newest
+		"chk-3/_metadata",
+		"chk-4/_metadata", "chk-4/data",
+		"chk-5/" + tmp + "c", "chk-5/data", // a dead run's checkpoint in flight
+	} {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("state"), Key: aws.String("chk/" + key), Body: strings.NewReader("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := func() []string {
+		var keys []string
+		for k := range srv.Objects(t, "state", "chk") {
+			if k != HoldName {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	s, cp := beginCheckpoint(t, ctx, root, hold)
+	if cp.id != 5 {
+		t.Fatalf("the next checkpoint is %d, want 5", cp.id)
+	}
+	if got, want := left(), []string{"chk-1/" + tmp + "a", "chk-1/_metadata", "chk-2/" + tmp + "b", "chk-3/_metadata", "chk-4/_metadata", "chk-4/data"}; !slices.Equal(got, want) {
+		t.Errorf("after checkpoint 5 began: %v, want %v", got, want)
+	}
+	s.Discard(cp)
+	if err := s.Retain(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := left(), []string{"chk-3/_metadata", "chk-4/_metadata", "chk-4/data"}; !slices.Equal(got, want) {
+		t.Errorf("after retention of 2: %v, want %v", got, want)
 	}
 }
