@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/stateproc/stateproc/internal/storetest"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // bucketFixture is the demo savepoint on disk and, the same bytes, in a
@@ -381,10 +383,11 @@ func TestBucketRewriteCopiesUnread(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
 		// The input's incremental manifest is looked for, the target's
-		// _metadata once, by the open that writes it, and the lease of a
-		// removal of orphans once, before the publish.
-		if n := f.proxy.Ops("HeadObject") - heads; n != 3 {
-			t.Errorf("%v: %d HEAD requests, want 3", args, n)
+		// _metadata and an export's _SUCCESS once each, by the open that
+		// writes it, and the lease of a removal of orphans once, before
+		// the publish.
+		if n := f.proxy.Ops("HeadObject") - heads; n != 4 {
+			t.Errorf("%v: %d HEAD requests, want 4", args, n)
 		}
 		if n := f.proxy.ServedBytes() - served; !c.read(n) {
 			t.Errorf("%v read %d bytes, want %s (%d and %d bytes)", args, n, c.says, len(meta), data)
@@ -590,6 +593,7 @@ func TestRewriteOpensTargetWithInput(t *testing.T) {
 // verify --remove-orphans removes nothing where a _metadata exists that
 // does not read as a savepoint's (one damaged byte of its header), nor at
 // an export, whose _SUCCESS is not an orphan: exit 4, every file kept.
+// Nor does a plain verify call the files beside such a _metadata orphans.
 func TestRemoveOrphansWhereNoSavepointReads(t *testing.T) {
 	f := newBucketFixture(t)
 	before := f.objects(t, "in/sp")
@@ -600,6 +604,10 @@ func TestRemoveOrphansWhereNoSavepointReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.upload(t, dir, "in/sp")
+	// verify does not call the files beside that _metadata orphans.
+	if _, stderr, code := runCLI(t, "verify", f.url("in/sp")); code != cli.ExitBadInput || strings.Contains(stderr, "orphan") {
+		t.Errorf("verify of a savepoint whose _metadata does not read: exit %d: %s; want %d, calling nothing an orphan", code, stderr, cli.ExitBadInput)
+	}
 	if _, stderr, code := runCLI(t, "export", f.sp, "--out", f.url("exported")); code != cli.ExitOK {
 		t.Fatalf("export: exit %d: %s", code, stderr)
 	}
@@ -621,4 +629,97 @@ func TestRemoveOrphansWhereNoSavepointReads(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A savepoint in a bucket may be named by its _metadata, as one on disk
+// may: the commands read the savepoint around it.
+func TestBucketSavepointNamedByItsMetadata(t *testing.T) {
+	f := newBucketFixture(t)
+	for _, args := range [][]string{{"inspect", "-o", "json"}, {"verify", "--deep", "-o", "json"}, {"size", "-o", "json"}} {
+		want, stderr, code := runCLI(t, append(slices.Clone(args), f.url("in/sp"))...)
+		if code != cli.ExitOK {
+			t.Fatalf("%v of the prefix: exit %d: %s", args, code, stderr)
+		}
+		got, stderr, code := runCLI(t, append(slices.Clone(args), f.url("in/sp/"+storage.MetadataName))...)
+		// The output names the savepoint as it was given, as on disk.
+		got = strings.ReplaceAll(got, "s3://state/in/sp/"+storage.MetadataName, "s3://state/in/sp")
+		if code != cli.ExitOK || got != want {
+			t.Errorf("%v of its _metadata: exit %d: %s\n%s\nwant the prefix's\n%s", args, code, stderr, got, want)
+		}
+	}
+	// A rewrite whose input is so named still may not write over it.
+	if _, stderr, code := runCLI(t, "prune-ttl", f.url("in/sp/"+storage.MetadataName), "--out", f.url("in/sp"), "--force"); code != cli.ExitUsage {
+		t.Errorf("prune-ttl of in/sp/_metadata into in/sp: exit %d, want %d: %s", code, cli.ExitUsage, stderr)
+	}
+}
+
+// In a bucket, a prefix that holds one kind of finished output is a target
+// that exists for the other kind too, as a directory is on disk: an export
+// where a savepoint lies, and a savepoint where an export lies, are
+// refused without --force and nothing is written; with it, the new output
+// replaces the old whole, which leaves nothing of it behind.
+func TestBucketTargetHoldingTheOtherKindOfOutput(t *testing.T) {
+	f := newBucketFixture(t)
+	if _, stderr, code := runCLI(t, "export", f.sp, "--out", f.url("exported")); code != cli.ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	savepointThere, exportThere := f.objects(t, "in/sp"), f.objects(t, "exported")
+	for _, c := range []struct {
+		args   []string
+		prefix string
+		before map[string][]byte
+		says   string
+	}{
+		{[]string{"export", f.sp, "--out", f.url("in/sp")}, "in/sp", savepointThere, "holds a savepoint"},
+		{[]string{"operator", "rename", f.sp, "features", "renamed", "--out", f.url("exported")}, "exported", exportThere, "holds an export"},
+		{[]string{"prune-ttl", f.sp, "--out", f.url("exported")}, "exported", exportThere, "holds an export"},
+	} {
+		_, stderr, code := runCLI(t, c.args...)
+		if code != cli.ExitUsage || !strings.Contains(stderr, c.says) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", c.args[:2], code, stderr, cli.ExitUsage, c.says)
+		}
+		f.sameFiles(t, fmt.Sprintf("%v", c.args[:2]), c.prefix, c.before)
+	}
+
+	// With --force, each replaces the other whole.
+	if _, stderr, code := runCLI(t, "operator", "rename", f.sp, "features", "renamed", "--out", f.url("exported"), "--force"); code != cli.ExitOK {
+		t.Fatalf("operator rename --force over the export: exit %d: %s", code, stderr)
+	}
+	local := filepath.Join(t.TempDir(), "renamed")
+	if _, stderr, code := runCLI(t, "operator", "rename", f.sp, "features", "renamed", "--out", local); code != cli.ExitOK {
+		t.Fatalf("operator rename on disk: exit %d: %s", code, stderr)
+	}
+	f.sameFiles(t, "the savepoint that replaced the export", "exported", localFiles(t, local))
+	if _, stderr, code := runCLI(t, "export", f.sp, "--out", f.url("in/sp"), "--force"); code != cli.ExitOK {
+		t.Fatalf("export --force over the savepoint: exit %d: %s", code, stderr)
+	}
+	got := f.objects(t, "in/sp")
+	if _, ok := got[storage.SuccessName]; !ok {
+		t.Errorf("no %s after the export replaced the savepoint", storage.SuccessName)
+	}
+	for name := range savepointThere {
+		if _, ok := got[name]; ok {
+			t.Errorf("%s of the replaced savepoint is left beside the export", name)
+		}
+	}
+}
+
+// verify --remove-orphans deletes nothing at a savepoint beside which an
+// export's _SUCCESS lies: the files it does not name are the export's.
+func TestRemoveOrphansBesideAnExport(t *testing.T) {
+	f := newBucketFixture(t)
+	if _, stderr, code := runCLI(t, "export", f.sp, "--out", f.url("mixed")); code != cli.ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	f.upload(t, f.sp, "mixed")
+	before := f.objects(t, "mixed")
+	if _, ok := before[storage.SuccessName]; !ok {
+		t.Fatalf("the scenario needs the export's %s beside the savepoint", storage.SuccessName)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	_, stderr, code := runCLI(t, "verify", "--remove-orphans", "--orphan-age", "1s", f.url("mixed"))
+	if code != cli.ExitUsage || !strings.Contains(stderr, "holds an export") {
+		t.Errorf("verify --remove-orphans: exit %d: %s; want %d, saying it holds an export", code, stderr, cli.ExitUsage)
+	}
+	f.sameFiles(t, "verify --remove-orphans", "mixed", before)
 }

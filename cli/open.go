@@ -52,8 +52,8 @@ func openSavepoints(ctx context.Context, paths []string) ([]savepoint.Source, er
 const openAtOnce = 16
 
 // openSavepoint opens the savepoint or checkpoint directory at path, a
-// local directory (or the directory of path when it names a _metadata
-// file) or a bucket URL, whatever its layout, verifying its metadata. A
+// local directory or a bucket URL (or the one of path when it names a
+// _metadata file), whatever its layout, verifying its metadata. A
 // path that is missing or not a directory is bad input too.
 func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 	loc, err := storage.ParseLocation(path)
@@ -61,6 +61,11 @@ func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 		return nil, usagef("%v", err)
 	}
 	if loc.IsBucket() {
+		if loc.Base() == savepoint.MetadataFile {
+			// Named by its _metadata, as a local savepoint may be.
+			loc = loc.Parent()
+			path = loc.URL()
+		}
 		src, err := layouts.OpenLocationWith(ctx, path, layouts.Options{PathMap: pathMapOf(ctx), Store: storage.Options{Counters: transfersOf(ctx)}})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", loc, err)

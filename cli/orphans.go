@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
@@ -82,6 +81,18 @@ func findOrphans(ctx context.Context, location string, src savepoint.Source, o o
 	if !o.remove || len(found) == 0 {
 		return found, nil
 	}
+	// An export's marker says that the files beside it are an export's:
+	// where no savepoint is, the location is no savepoint's at all; beside
+	// one, the removal is refused.
+	for _, f := range found {
+		if f.Name != storage.SuccessName {
+			continue
+		}
+		if src == nil {
+			return found, fmt.Errorf("%w: %s holds an export (%s), not a savepoint: nothing removed", savepoint.ErrNotSavepoint, loc, storage.SuccessName)
+		}
+		return found, usagef("%s holds an export (its %s) beside the savepoint, whose files are not the savepoint's orphans: nothing removed", loc, storage.SuccessName)
+	}
 	// The savepoint may have been replaced while it was verified, or one
 	// published where there was none: the orphans are the files that the
 	// one there now does not name, read again once the removal holds the
@@ -90,7 +101,7 @@ func findOrphans(ctx context.Context, location string, src savepoint.Source, o o
 		now, err := openSavepoint(ctx, location)
 		switch {
 		case errors.Is(err, savepoint.ErrNotSavepoint):
-			if err := nothingToOrphan(ctx, loc, dir, found); err != nil {
+			if err := nothingToOrphan(ctx, loc, dir); err != nil {
 				return nil, err
 			}
 			return nil, nil
@@ -138,27 +149,37 @@ func orphanSummary(found []orphan, o orphanOptions) string {
 // nothingToOrphan refuses to remove the files at a location whose
 // _metadata did not open as a savepoint's, unless there is no _metadata at
 // all: a _metadata that exists but does not read (damaged, or another
-// tool's) still names files that are not orphans, and an export's marker
-// says the location holds an export, whose files are not a savepoint's.
-func nothingToOrphan(ctx context.Context, loc storage.Location, dir storage.Dir, found []orphan) error {
-	if f, err := dir.Open(ctx, storage.MetadataName); err == nil {
-		f.Close()
+// tool's) still names files that are not orphans.
+func nothingToOrphan(ctx context.Context, loc storage.Location, dir storage.Dir) error {
+	there, err := metadataIn(ctx, dir)
+	if there {
 		return fmt.Errorf("%w: %s has a _metadata that does not read as a savepoint's; the files beside it may be its own: nothing removed", savepoint.ErrNotSavepoint, loc)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
 	}
-	for _, f := range found {
-		if f.Name == export.Marker {
-			return fmt.Errorf("%w: %s holds an export (%s), not a savepoint: nothing removed", savepoint.ErrNotSavepoint, loc, export.Marker)
-		}
+	return err
+}
+
+// metadataIn reports whether dir holds a _metadata.
+func metadataIn(ctx context.Context, dir storage.Dir) (bool, error) {
+	f, err := dir.Open(ctx, storage.MetadataName)
+	if err == nil {
+		f.Close()
+		return true, nil
 	}
-	return nil
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
 }
 
 // notSavepointOrphans adds to the error of a bucket location without
-// _metadata what orphans lie there, and removes them when asked.
+// _metadata what orphans lie there, and removes them when asked. Where a
+// _metadata lies that does not read, the files beside it may be its own:
+// they are not called orphans, and the removal refuses.
 func notSavepointOrphans(ctx context.Context, location string, err error, o orphanOptions) error {
 	if !errors.Is(err, savepoint.ErrNotSavepoint) {
+		return err
+	}
+	if !o.remove && hasMetadata(ctx, location) {
 		return err
 	}
 	found, ferr := findOrphans(ctx, location, nil, o)
@@ -169,4 +190,20 @@ func notSavepointOrphans(ctx context.Context, location string, err error, o orph
 		return err
 	}
 	return fmt.Errorf("%w; %s", err, orphanSummary(found, o))
+}
+
+// hasMetadata reports whether a _metadata object lies at a bucket
+// location, as far as the store tells.
+func hasMetadata(ctx context.Context, location string) bool {
+	loc, err := storage.ParseLocation(location)
+	if err != nil || !loc.IsBucket() {
+		return false
+	}
+	dir, err := storage.OpenDir(ctx, location, storage.Options{})
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
+	there, _ := metadataIn(ctx, dir)
+	return there
 }

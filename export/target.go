@@ -77,7 +77,7 @@ func refusef(format string, args ...any) error { return &refusal{msg: fmt.Sprint
 // SHA-256>.parquet), and a reader that must not see a dead run's parts
 // reads the files the marker lists. A local export is renamed into place
 // whole and has no marker.
-const Marker = "_SUCCESS"
+const Marker = storage.SuccessName
 
 // MarkerContent is what Marker holds, as JSON.
 type MarkerContent struct {

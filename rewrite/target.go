@@ -124,8 +124,8 @@ func checkLocalTarget(input, target string, force bool) error {
 
 // checkBucketTarget is CheckTarget where the input or the target lies in
 // a bucket: a target in the input's bucket must not be its prefix, nor lie
-// under it or above it; without force, a target holding a _metadata is
-// refused. The publish checks that again, create-only.
+// under it or above it; without force, a target holding a _metadata, or
+// an export's _SUCCESS, is refused. The publish checks that again, create-only.
 func checkBucketTarget(in, out storage.Location, target string, force bool) error {
 	if in.IsBucket() && in.Scheme == out.Scheme && in.Bucket == out.Bucket {
 		switch {
@@ -149,12 +149,14 @@ func checkBucketTarget(in, out storage.Location, target string, force bool) erro
 		return err
 	}
 	defer d.Close()
-	switch f, err := d.Open(ctx, storage.MetadataName); {
-	case err == nil:
-		f.Close()
-		return fmt.Errorf("%w: %s holds a savepoint (use --force to replace it)", storage.ErrExists, out)
-	case !errors.Is(err, fs.ErrNotExist):
-		return err
+	for _, m := range []string{storage.MetadataName, storage.SuccessName} {
+		switch f, err := d.Open(ctx, m); {
+		case err == nil:
+			f.Close()
+			return fmt.Errorf("%w: %s holds %s (use --force to replace it)", storage.ErrExists, out, storage.Holding(m))
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
 	}
 	return nil
 }

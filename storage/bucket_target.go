@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -61,21 +62,29 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 	}
 	t := &bucketTarget{bucketStore: st, force: opts.Force, marker: marker, created: map[string]bool{}, named: map[string]bool{},
 		temps: map[string]bool{}, composers: map[*s3Composer]bool{}, claims: map[*ClaimedCopy]bool{}}
-	st.c.Requests.Add(1)
-	attrs, err := st.b.Attributes(ctx, st.key(marker))
-	switch {
-	case err == nil && !opts.Force:
-		st.Close()
-		if marker == MetadataName {
-			return nil, fmt.Errorf("%w: %s holds a savepoint (use --force to replace it)", ErrExists, loc)
+	// The output there, if any: one of this target's kind, or of the
+	// other (an export where a savepoint goes, or the reverse).
+	found := ""
+	for _, m := range []string{marker, otherMarker(marker)} {
+		if m == "" || found != "" {
+			continue
 		}
-		return nil, fmt.Errorf("%w: %s holds a finished output: its %s exists (use --force to replace it)", ErrExists, loc, marker)
-	case err == nil:
-		t.oldETag = attrs.ETag
-		t.oldGeneration = generationOf(attrs)
-	case gcerrors.Code(err) != gcerrors.NotFound:
-		st.Close()
-		return nil, fmt.Errorf("storage: %s: %w", st.where(marker), err)
+		st.c.Requests.Add(1)
+		attrs, err := st.b.Attributes(ctx, st.key(m))
+		switch {
+		case err == nil && !opts.Force:
+			st.Close()
+			return nil, fmt.Errorf("%w: %s holds %s (use --force to replace it)", ErrExists, loc, Holding(m))
+		case err == nil:
+			found = m
+			if m == marker {
+				t.oldETag = attrs.ETag
+				t.oldGeneration = generationOf(attrs)
+			}
+		case gcerrors.Code(err) != gcerrors.NotFound:
+			st.Close()
+			return nil, fmt.Errorf("storage: %s: %w", st.where(m), err)
+		}
 	}
 	if opts.Force {
 		objs, err := st.listObjects(ctx, "")
@@ -86,14 +95,44 @@ func openBucketTarget(ctx context.Context, loc Location, opts TargetOptions) (Ta
 		for _, o := range objs {
 			// A savepoint's files lie directly under its prefix: an object
 			// below a deeper prefix is another savepoint's, or anybody's,
-			// and stays. An export's datasets are its own directories.
-			nested := t.marker == MetadataName && strings.Contains(o.Name, "/")
+			// and stays, unless an export is replaced. An export's
+			// datasets are its own directories.
+			nested := t.marker == MetadataName && found != SuccessName && strings.Contains(o.Name, "/")
 			if o.Name != t.marker && o.Name != CleanupName && !isTempName(o.Name) && !nested {
 				t.old = append(t.old, o.Name)
 			}
 		}
+		// The replaced output's marker goes first, so that no reader
+		// takes what is left of it for whole.
+		if i := slices.Index(t.old, found); i > 0 {
+			t.old[0], t.old[i] = t.old[i], t.old[0]
+		}
 	}
 	return t, nil
+}
+
+// otherMarker is the marker of the other kind of finished output than
+// marker's, "" for a marker of neither kind.
+func otherMarker(marker string) string {
+	switch marker {
+	case MetadataName:
+		return SuccessName
+	case SuccessName:
+		return MetadataName
+	}
+	return ""
+}
+
+// Holding names what a location holding marker holds: a savepoint for
+// _metadata, an export for _SUCCESS.
+func Holding(marker string) string {
+	switch marker {
+	case MetadataName:
+		return "a savepoint"
+	case SuccessName:
+		return "an export: its " + SuccessName + " exists"
+	}
+	return "a finished output: its " + marker + " exists"
 }
 
 func (t *bucketTarget) checkWritable(name string) error {

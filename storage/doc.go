@@ -84,7 +84,9 @@
 // over the very version of _metadata that was there when the target was
 // opened (If-Match, or the GCS generation). A savepoint exists exactly when
 // its _metadata does; of two writers racing to one target, one publishes
-// and the other gets ErrConflict.
+// and the other gets ErrConflict. An export's marker, SuccessName, works
+// the same way, and a prefix holding either kind of output is a target
+// that exists for the other kind too.
 //
 // Data files are written in one of three ways:
 //
@@ -123,7 +125,8 @@
 // the new one does not use: those directly under its prefix (an object
 // under a deeper prefix is another savepoint's, not the replaced one's; an
 // export's files, which lie in its datasets' directories, are all its
-// own). A reader that opened the old _metadata before
+// own, and so are those of an export that a savepoint replaces, whose
+// marker goes first). A reader that opened the old _metadata before
 // the replacement may find, on its next read, that the old _metadata or an
 // old data file has changed or gone: it gets ErrChanged, never bytes of the
 // new savepoint, and must start again. Files both savepoints use (same

@@ -80,6 +80,11 @@ const TempPrefix = ".stateproc-tmp-"
 // is written last; on a bucket, with a create-only condition.
 const MetadataName = "_metadata"
 
+// SuccessName is the file whose presence makes a bucket prefix a finished
+// export of datasets, as _metadata makes one a savepoint (the name Hadoop
+// and Spark give theirs); a target opened for either finds the other.
+const SuccessName = "_SUCCESS"
+
 // ReadSize is how many bytes a reader that goes through f in order should
 // ask for at once: 0 for a local file, where a read of any size is one
 // system call and the reader's own window suits, and a few MiB for an
