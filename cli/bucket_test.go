@@ -723,3 +723,37 @@ func TestRemoveOrphansBesideAnExport(t *testing.T) {
 	}
 	f.sameFiles(t, "verify --remove-orphans", "mixed", before)
 }
+
+// A bucket URL's parameters (its endpoint may carry credentials) appear
+// in no output, no message and no file a command writes: not in diff's
+// report, report's page, the lineage bootstrap records in the savepoint,
+// nor commit's refusal of a missing part.
+func TestBucketURLParametersStayOutOfOutputs(t *testing.T) {
+	f := newBucketFixture(t)
+	if _, stderr, code := runCLI(t, "export", f.sp, "--out", f.url("exported")); code != cli.ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	dir := t.TempDir()
+	html, bootstrapped := filepath.Join(dir, "report.html"), filepath.Join(dir, "bootstrapped")
+	for _, args := range [][]string{
+		{"diff", f.url("in/sp"), f.url("in/sp")},
+		{"diff", f.url("in/sp"), f.url("in/sp"), "-o", "json"},
+		{"report", f.url("in/sp"), "--out", html},
+		{"bootstrap", "--job", f.job, "--from", f.url("exported"), "--out", bootstrapped},
+		{"inspect", "-o", "json", bootstrapped},
+		{"commit", "--out", f.url("committed"), "--shards", "2"},
+	} {
+		stdout, stderr, code := runCLI(t, args...)
+		t.Logf("%v: exit %d", args[:2], code)
+		if strings.Contains(stdout+stderr, "endpoint=") {
+			t.Errorf("%v (exit %d) shows the URL's parameters:\n%s%s", args[:2], code, stdout, stderr)
+		}
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(page, []byte("endpoint=")) {
+		t.Error("the report's page shows the URL's parameters")
+	}
+}

@@ -139,7 +139,7 @@ func runBootstrap(ctx context.Context, o bootstrapOptions, out io.Writer) error 
 	opts := bootstrap.Options{
 		Out: o.out, Force: o.force, DryRun: o.dryRun, Now: now, ID: o.id, SpillDir: o.spillDir,
 		Compress: o.compression == "zstd", MaxBadRows: o.maxBadRows,
-		Lineage: fmt.Sprintf("bootstrap of job %q from datasets %q", manifest.Job, o.from),
+		Lineage: fmt.Sprintf("bootstrap of job %q from datasets %q", manifest.Job, storage.Shown(o.from)),
 	}
 	if !loc.IsBucket() {
 		opts.Input = loc.Path
@@ -205,7 +205,7 @@ type bootstrapStateRow struct {
 }
 
 func printBootstrap(out io.Writer, o bootstrapOptions, job string, s *bootstrap.Summary) error {
-	rep := bootstrapReport{Job: job, From: o.from, Out: o.out, DryRun: s.DryRun, SavepointID: s.ID, Created: jsonvalue.Instant(s.CreatedAt),
+	rep := bootstrapReport{Job: job, From: storage.Shown(o.from), Out: storage.Shown(o.out), DryRun: s.DryRun, SavepointID: s.ID, Created: jsonvalue.Instant(s.CreatedAt),
 		Rows: s.Rows, SpillBytes: s.SpillBytes, Spilled: s.Spilled, States: []bootstrapStateRow{}}
 	for _, st := range s.States {
 		rep.States = append(rep.States, bootstrapStateRow{Operator: st.Operator, State: st.State, Kind: st.Kind,
@@ -215,9 +215,9 @@ func printBootstrap(out io.Writer, o bootstrapOptions, job string, s *bootstrap.
 		return writeJSON(out, rep)
 	}
 	if o.dryRun {
-		fmt.Fprintf(out, "Dry run of bootstrap of job %q from %s: %d rows are good; nothing was written.\n", job, o.from, s.Rows)
+		fmt.Fprintf(out, "Dry run of bootstrap of job %q from %s: %d rows are good; nothing was written.\n", job, storage.Shown(o.from), s.Rows)
 	} else {
-		fmt.Fprintf(out, "Bootstrapped job %q from %s into %s: %d rows, savepoint %d created %s.\n", job, o.from, o.out, s.Rows, s.ID, formatTime(s.CreatedAt))
+		fmt.Fprintf(out, "Bootstrapped job %q from %s into %s: %d rows, savepoint %d created %s.\n", job, storage.Shown(o.from), storage.Shown(o.out), s.Rows, s.ID, formatTime(s.CreatedAt))
 	}
 	t := newTable(out, "OPERATOR", "STATE", "KIND", "DATASET", "FILES", "ROWS")
 	for _, st := range rep.States {

@@ -12,6 +12,7 @@ import (
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/evolve"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // targetFlags say what a savepoint is held against, for check and migrate.
@@ -150,15 +151,15 @@ func runCheck(ctx context.Context, o checkOptions, args []string, out io.Writer)
 		err = writeJSON(out, struct {
 			Savepoint string `json:"savepoint"`
 			*evolve.Report
-		}{shown(args[0]), rep})
+		}{storage.Shown(args[0]), rep})
 	} else {
-		fmt.Fprintf(out, "Savepoint %s against %s: %s\n", shown(args[0]), rep.Target, summary(rep))
+		fmt.Fprintf(out, "Savepoint %s against %s: %s\n", storage.Shown(args[0]), rep.Target, summary(rep))
 		err = verdictTable(out, rep, false)
 	}
 	if err != nil {
 		return err
 	}
-	return notRestorable(rep, args[0])
+	return notRestorable(rep, storage.Shown(args[0]))
 }
 
 // summary is the one-line verdict of a report.

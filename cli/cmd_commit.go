@@ -89,8 +89,8 @@ func runCommit(ctx context.Context, o commitOptions, out io.Writer) error {
 			Shards int    `json:"shards"`
 			Export bool   `json:"export"`
 			Files  int    `json:"files,omitempty"`
-		}{shown(o.out), o.shards, o.export, files})
+		}{storage.Shown(o.out), o.shards, o.export, files})
 	}
-	_, err = fmt.Fprintf(out, "Committed %d shards into %s.\n", o.shards, shown(o.out))
+	_, err = fmt.Fprintf(out, "Committed %d shards into %s.\n", o.shards, storage.Shown(o.out))
 	return err
 }

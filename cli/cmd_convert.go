@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
+	"github.com/stateproc/stateproc/storage"
 )
 
 type convertOptions struct {
@@ -87,7 +88,7 @@ func runConvert(ctx context.Context, o convertOptions, args []string, out io.Wri
 	defer o.opened.Close()
 	fr, ok := flinkReader(r)
 	if !ok {
-		return usagef("%s is a stateproc savepoint: convert writes Apache Flink savepoints in Flink's canonical layout", shown(args[0]))
+		return usagef("%s is a stateproc savepoint: convert writes Apache Flink savepoints in Flink's canonical layout", storage.Shown(args[0]))
 	}
 	st, err := stageFlink(ctx, args[0], &o.rewriteFlags)
 	if err != nil {
@@ -114,7 +115,7 @@ func runConvert(ctx context.Context, o convertOptions, args []string, out io.Wri
 			Out       string           `json:"out,omitempty"`
 			DryRun    bool             `json:"dry_run"`
 			Operators []flinkConverted `json:"operators"`
-		}{shown(args[0]), shown(o.out), rep.DryRun, ops})
+		}{storage.Shown(args[0]), storage.Shown(o.out), rep.DryRun, ops})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "convert", "Converted", args[0]))
 	t := newTable(out, "OPERATOR", "ACTION", "LAYOUT", "SUBTASKS", "PAIRS", "BYTES")

@@ -346,7 +346,7 @@ type exportReport struct {
 
 func printExport(out io.Writer, o exportOptions, s *export.Summary) error {
 	if o.output == outputJSON {
-		return writeJSON(out, exportReport{Out: shown(o.out), Format: o.format, Summary: s})
+		return writeJSON(out, exportReport{Out: storage.Shown(o.out), Format: o.format, Summary: s})
 	}
 	t := newTable(out, "DATASET", "KIND", "ROWS", "FILES", "SIZE")
 	for _, d := range s.Datasets {
@@ -355,6 +355,6 @@ func printExport(out io.Writer, o exportOptions, s *export.Summary) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(out, "%d rows in %d files (%s) under %s\n", s.Rows, s.Files, humanBytes(float64(s.Bytes)), shown(o.out))
+	_, err := fmt.Fprintf(out, "%d rows in %d files (%s) under %s\n", s.Rows, s.Files, humanBytes(float64(s.Bytes)), storage.Shown(o.out))
 	return err
 }

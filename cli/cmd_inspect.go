@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/inspect"
+	"github.com/stateproc/stateproc/storage"
 )
 
 type inspectOptions struct {
@@ -81,7 +82,7 @@ func runInspect(ctx context.Context, o inspectOptions, args []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	rep.Savepoint.Path = shown(args[0])
+	rep.Savepoint.Path = storage.Shown(args[0])
 	if c := transfersOf(ctx); c != nil && c.BytesRead.Load() > 0 {
 		n := c.BytesRead.Load()
 		rep.BytesRead = &n

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stateproc/stateproc/compat"
 	"github.com/stateproc/stateproc/evolve"
+	"github.com/stateproc/stateproc/storage"
 )
 
 type migrateOptions struct {
@@ -114,10 +115,10 @@ func writeMigrateReport(out io.Writer, o migrateOptions, input string, rep *evol
 			DryRun    bool   `json:"dry_run"`
 			Refused   bool   `json:"refused"`
 			*evolve.Report
-		}{shown(input), shown(o.out), o.dryRun, refused, rep})
+		}{storage.Shown(input), storage.Shown(o.out), o.dryRun, refused, rep})
 	}
 	if refused {
-		fmt.Fprintf(out, "Refused to migrate %s to %s: %s Nothing was written.\n", shown(input), rep.Target, summary(rep))
+		fmt.Fprintf(out, "Refused to migrate %s to %s: %s Nothing was written.\n", storage.Shown(input), rep.Target, summary(rep))
 		return verdictTable(out, rep, false)
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "migrate", "Migrated", input))

@@ -118,7 +118,7 @@ func runOperator(ctx context.Context, f *rewriteFlags, input string, out io.Writ
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
 			*operatoredit.Report
-		}{shown(input), shown(f.out), rep})
+		}{storage.Shown(input), storage.Shown(f.out), rep})
 	}
 	command, done := "operator remove", "Removed operator "+rep.UID+" from"
 	if rep.NewUID != "" {

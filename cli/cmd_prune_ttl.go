@@ -11,6 +11,7 @@ import (
 
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/prunettl"
+	"github.com/stateproc/stateproc/storage"
 )
 
 type pruneOptions struct {
@@ -131,7 +132,7 @@ func runPruneTTL(ctx context.Context, o pruneOptions, args []string, out io.Writ
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
 			*prunettl.Report
-		}{shown(args[0]), shown(o.out), rep})
+		}{storage.Shown(args[0]), storage.Shown(o.out), rep})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "prune-ttl", "Pruned", args[0]))
 	fmt.Fprintf(out, "Expired at %s:\n", formatTime(now))

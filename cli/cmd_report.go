@@ -107,7 +107,7 @@ func runReport(ctx context.Context, o reportOptions, args []string, out io.Write
 	var inputs []report.Input
 	for i, src := range srcs {
 		defer src.Close()
-		inputs = append(inputs, report.Input{Path: args[i], Source: src})
+		inputs = append(inputs, report.Input{Path: storage.Shown(args[i]), Source: src})
 	}
 	rep, err := report.Build(ctx, inputs, opts)
 	if errors.Is(err, sizing.ErrOption) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/rescale"
+	"github.com/stateproc/stateproc/storage"
 )
 
 type rescaleOptions struct {
@@ -113,7 +114,7 @@ func runRescale(ctx context.Context, o rescaleOptions, args []string, out io.Wri
 			Savepoint string `json:"savepoint"`
 			Out       string `json:"out,omitempty"`
 			*rescale.Report
-		}{shown(args[0]), shown(o.out), rep})
+		}{storage.Shown(args[0]), storage.Shown(o.out), rep})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "rescale", "Rescaled", args[0]))
 	t := newTable(out, "OPERATOR", "ACTION", "MAX PARALLELISM", "PARALLELISM", "SEGMENTS", "ENTRIES", "BYTES")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/sizing"
+	"github.com/stateproc/stateproc/storage"
 )
 
 type sizeOptions struct {
@@ -208,7 +209,7 @@ func (o sizeOptions) measure(ctx context.Context, path string, sample int64) (*s
 		}
 		uid = meta.Operators[i].UID
 	}
-	return sizing.MeasureSavepoint(ctx, r, shown(path), sizing.MeasureOptions{Now: now, SampleBytes: sample, Operator: uid})
+	return sizing.MeasureSavepoint(ctx, r, storage.Shown(path), sizing.MeasureOptions{Now: now, SampleBytes: sample, Operator: uid})
 }
 
 // parseSize reads a byte count: a number with an optional unit, decimal

@@ -103,7 +103,7 @@ func runVerify(ctx context.Context, o verifyOptions, args []string, out io.Write
 		return err
 	}
 	printWarnings(o.stderr, v.Warnings)
-	sum := verifySummary{Path: shown(args[0]), OK: true, Verified: v}
+	sum := verifySummary{Path: storage.Shown(args[0]), OK: true, Verified: v}
 	if sp.Index == 0 {
 		if sum.Orphans, err = findOrphans(ctx, args[0], src, o.orphans); err != nil {
 			return err
@@ -163,8 +163,8 @@ func removeOrphansOnly(ctx context.Context, location string, notSavepoint error,
 			Path    string   `json:"path"`
 			OK      bool     `json:"ok"`
 			Orphans []orphan `json:"orphans"`
-		}{shown(location), false, found})
+		}{storage.Shown(location), false, found})
 	}
-	fmt.Fprintf(out, "%s holds no savepoint; %s.\n", shown(location), orphanSummary(found, o.orphans))
+	fmt.Fprintf(out, "%s holds no savepoint; %s.\n", storage.Shown(location), orphanSummary(found, o.orphans))
 	return nil
 }

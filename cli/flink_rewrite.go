@@ -160,7 +160,7 @@ func runFlinkRescale(ctx context.Context, o rescaleOptions, r *flinkfmt.Reader, 
 			Out       string          `json:"out,omitempty"`
 			DryRun    bool            `json:"dry_run"`
 			Operators []flinkRescaled `json:"operators"`
-		}{shown(input), shown(o.out), rep.DryRun, ops})
+		}{storage.Shown(input), storage.Shown(o.out), rep.DryRun, ops})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "rescale", "Rescaled", input))
 	t := newTable(out, "OPERATOR", "ACTION", "MAX PARALLELISM", "PARALLELISM", "ENTRIES", "BYTES")
@@ -194,7 +194,7 @@ func runFlinkOperator(ctx context.Context, f *rewriteFlags, r *flinkfmt.Reader, 
 		return err
 	}
 	if f.output == outputJSON {
-		j := flinkOperatorJSON{Savepoint: shown(input), Out: shown(f.out), Action: rep.Action, UID: rep.UID, NewUID: rep.NewUID,
+		j := flinkOperatorJSON{Savepoint: storage.Shown(input), Out: storage.Shown(f.out), Action: rep.Action, UID: rep.UID, NewUID: rep.NewUID,
 			ID: rep.ID, NewID: rep.NewID, Name: rep.Name, NewName: rep.NewName, DryRun: rep.DryRun,
 			KeyedStates: rep.KeyedStates, TimerServices: rep.TimerServices, OperatorStates: rep.OperatorStates, BroadcastStates: rep.BroadcastStates,
 			Bytes: rep.Bytes, Note: rep.Note}
@@ -282,7 +282,7 @@ func runFlinkPrune(ctx context.Context, o pruneOptions, r *flinkfmt.Reader, ttl 
 			Now       jsonvalue.Instant `json:"now"`
 			DryRun    bool              `json:"dry_run"`
 			States    []flinkPruned     `json:"states"`
-		}{shown(input), shown(o.out), jsonvalue.Instant(rep.Now), rep.DryRun, states})
+		}{storage.Shown(input), storage.Shown(o.out), jsonvalue.Instant(rep.Now), rep.DryRun, states})
 	}
 	fmt.Fprintln(out, rewriteHeading(&o.rewriteFlags, "prune-ttl", "Pruned", input))
 	fmt.Fprintf(out, "Expired at %s:\n", formatTime(now))

@@ -158,11 +158,3 @@ func readWorkers(location string) int {
 	return 0
 }
 
-// shown is a location as messages show it: a bucket URL without its
-// parameters, whose endpoint may carry credentials.
-func shown(location string) string {
-	if loc, err := storage.ParseLocation(location); err == nil && loc.IsBucket() {
-		return loc.String()
-	}
-	return location
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // rewriteFlags are the flags every command that writes a savepoint has.
@@ -84,7 +85,7 @@ func rewriteError(err error) error {
 // names it for a dry run.
 func rewriteHeading(f *rewriteFlags, command, done, input string) string {
 	if f.dryRun {
-		return "Dry run of " + command + " on " + shown(input) + ": nothing was written."
+		return "Dry run of " + command + " on " + storage.Shown(input) + ": nothing was written."
 	}
-	return done + " " + shown(input) + " into " + shown(f.out) + "."
+	return done + " " + storage.Shown(input) + " into " + storage.Shown(f.out) + "."
 }

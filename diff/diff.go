@@ -82,7 +82,7 @@ func Compare(ctx context.Context, a, b Side, opts Options) (*Report, error) {
 
 func info(s Side) SavepointInfo {
 	m := s.Source.Metadata()
-	return SavepointInfo{Path: s.Path, Layout: s.Source.Layout().String(), ID: m.ID, Created: jsonvalue.Instant(m.CreatedAt)}
+	return SavepointInfo{Path: storage.Shown(s.Path), Layout: s.Source.Layout().String(), ID: m.ID, Created: jsonvalue.Instant(m.CreatedAt)}
 }
 
 // comparison is one Compare under way.

@@ -84,24 +84,24 @@ func TestTwoRunsAtOnceIntoOneRoot(t *testing.T) {
 			}
 		}
 		if won < 0 || errs[1-won] == nil {
-			t.Fatalf("%s: the runs ended with %v and %v; want one to win and one refused", shownLocation(root), errs[0], errs[1])
+			t.Fatalf("%s: the runs ended with %v and %v; want one to win and one refused", storage.Shown(root), errs[0], errs[1])
 		}
 		lost := 1 - won
 		if !errors.Is(errs[lost], ErrCheckpointRootHeld) || res[lost] != nil && res[lost].Restarts != 0 {
-			t.Errorf("%s: the second run: %v (result %+v); want ErrCheckpointRootHeld without a restart", shownLocation(root), errs[lost], res[lost])
+			t.Errorf("%s: the second run: %v (result %+v); want ErrCheckpointRootHeld without a restart", storage.Shown(root), errs[lost], res[lost])
 		}
 		if res[won].Restarts != 1 {
-			t.Errorf("%s: the run that held the root restarted %d times, want once", shownLocation(root), res[won].Restarts)
+			t.Errorf("%s: the run that held the root restarted %d times, want once", storage.Shown(root), res[won].Restarts)
 		}
 		ids := completeCheckpoints(t, root)
 		if len(ids) == 0 {
-			t.Fatalf("%s: no checkpoint", shownLocation(root))
+			t.Fatalf("%s: no checkpoint", storage.Shown(root))
 		}
 		for _, id := range ids {
 			var seen atomic.Int64
 			if _, err := Run(ctx, failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
 				Backend: Pebble, RestoreFrom: chkdir.Path(root, id), StopAfter: stop}); err != nil {
-				t.Errorf("%s: restore from checkpoint %d: %v", shownLocation(root), id, err)
+				t.Errorf("%s: restore from checkpoint %d: %v", storage.Shown(root), id, err)
 			}
 		}
 		// The hold went with the run: the next run takes it at once.
@@ -109,9 +109,9 @@ func TestTwoRunsAtOnceIntoOneRoot(t *testing.T) {
 		start := time.Now()
 		if _, err := Run(ctx, failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
 			Backend: Pebble, CheckpointDir: root, CheckpointInterval: time.Hour, StopAfter: 100, CheckpointLease: testLease}); err != nil {
-			t.Errorf("%s: a run after both: %v", shownLocation(root), err)
+			t.Errorf("%s: a run after both: %v", storage.Shown(root), err)
 		} else if d := time.Since(start); d > testLease {
-			t.Errorf("%s: a run after both took %v: it waited for a lease that should have been released", shownLocation(root), d)
+			t.Errorf("%s: a run after both took %v: it waited for a lease that should have been released", storage.Shown(root), d)
 		}
 	}
 }
@@ -261,7 +261,7 @@ func TestRunThatLostItsRootTakesNoOthersCheckpoint(t *testing.T) {
 	}
 	for _, r := range append([]string{res.LastCheckpoint}, res.Restored...) {
 		if r == bs {
-			t.Errorf("A counts B's checkpoint %s as its own (last %s, restored %v)", shownLocation(bs), shownLocation(res.LastCheckpoint), res.Restored)
+			t.Errorf("A counts B's checkpoint %s as its own (last %s, restored %v)", storage.Shown(bs), storage.Shown(res.LastCheckpoint), res.Restored)
 		}
 	}
 }
@@ -356,7 +356,7 @@ func TestSettleAfterALapseTakesNoOthersCheckpoint(t *testing.T) {
 	bs := chkdir.Path(rootA, 2)
 	if res.LastCheckpoint == bs || slices.Contains(res.Restored, bs) {
 		t.Errorf("A counts B's checkpoint 2 as its own (last %s, restored %v, %d checkpoints)",
-			shownLocation(res.LastCheckpoint), res.Restored, res.Checkpoints)
+			storage.Shown(res.LastCheckpoint), res.Restored, res.Checkpoints)
 	}
 }
 
@@ -460,7 +460,7 @@ func TestSettleThatCannotReclaimLeavesTheCheckpointUndecided(t *testing.T) {
 	if len(res.Restored) < 2 || res.Restored[1] != two {
 		var from string
 		if len(res.Restored) >= 2 {
-			from = shownLocation(res.Restored[1])
+			from = storage.Shown(res.Restored[1])
 		}
 		t.Errorf("the restart after checkpoint 2's publication was reported failed restored from %q, although checkpoint 2 (the run's own) is visible: "+
 			"settle gave up on the root's hold and left nothing undecided", from)
@@ -489,7 +489,7 @@ func TestCheckpointFailedBeforePublicationIsDiscarded(t *testing.T) {
 				return out
 			}})
 		if err != nil || res.Restarts != 1 {
-			t.Fatalf("%s: the run: %v after %d restarts; want it to end well after one", shownLocation(root), err, res.Restarts)
+			t.Fatalf("%s: the run: %v after %d restarts; want it to end well after one", storage.Shown(root), err, res.Restarts)
 		}
 		if !chkstore.InBucket(root) {
 			entries, err := os.ReadDir(root)

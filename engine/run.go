@@ -321,7 +321,7 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result,
 			// before, whose restore drops what it holds pending.
 			visible, err := chkstore.Exists(ctx, u)
 			if err != nil {
-				return res, fmt.Errorf("engine: checkpoint %s: its publication failed and the store cannot tell whether it took effect (%w); restart from the latest checkpoint under the root once it answers", shownLocation(u), err)
+				return res, fmt.Errorf("engine: checkpoint %s: its publication failed and the store cannot tell whether it took effect (%w); restart from the latest checkpoint under the root once it answers", storage.Shown(u), err)
 			}
 			if visible {
 				res.LastCheckpoint = u
@@ -333,14 +333,6 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result,
 	}
 }
 
-// shownLocation is a location for a message: a bucket URL without its
-// parameters, which may hold credentials.
-func shownLocation(location string) string {
-	if loc, err := storage.ParseLocation(location); err == nil {
-		return loc.String()
-	}
-	return location
-}
 
 // recoverSinks hands every sink of j the transactions that the savepoint in
 // dir recorded, for Recover to commit them.

@@ -39,9 +39,9 @@ func CommitParts(ctx context.Context, target string, names []string, opts rewrit
 		p, err := layouts.OpenLocation(ctx, name, storeOpts)
 		if err != nil {
 			if errors.Is(err, savepoint.ErrNotSavepoint) {
-				return rewrite.Refusef("shard %d of %d has no part at %s: %v", i, n, name, err)
+				return rewrite.Refusef("shard %d of %d has no part at %s: %v", i, n, storage.Shown(name), err)
 			}
-			return fmt.Errorf("shard %d of %d: %s: %w", i, n, name, err)
+			return fmt.Errorf("shard %d of %d: %s: %w", i, n, storage.Shown(name), err)
 		}
 		parts = append(parts, p)
 	}
@@ -163,7 +163,7 @@ func removeBucketPart(ctx context.Context, name, marker string, storeOpts storag
 		errs = append(errs, storage.Remove(ctx, d, o.Name))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("shard: the output is published, but the part %s is not all removed: %w", name, err)
+		return fmt.Errorf("shard: the output is published, but the part %s is not all removed: %w", storage.Shown(name), err)
 	}
 	return nil
 }

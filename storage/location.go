@@ -94,6 +94,16 @@ func (l Location) URL() string {
 	return u.String()
 }
 
+// Shown is location as messages show it: a bucket URL without its
+// parameters, whose endpoint may carry credentials; anything else as it
+// is given.
+func Shown(location string) string {
+	if loc, err := ParseLocation(location); err == nil && loc.IsBucket() {
+		return loc.String()
+	}
+	return location
+}
+
 // Join is the location of name, a relative slash-separated name, inside l.
 func (l Location) Join(name string) Location {
 	if !l.IsBucket() {

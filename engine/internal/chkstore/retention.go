@@ -151,12 +151,7 @@ func Latest(root string) (string, error) {
 		return "", fmt.Errorf("engine: checkpoint root: %w", err)
 	}
 	if len(ids) == 0 {
-		// A bucket URL's parameters may hold credentials: not in messages.
-		where := root
-		if loc, err := storage.ParseLocation(root); err == nil {
-			where = loc.String()
-		}
-		return "", fmt.Errorf("engine: no checkpoint under %s", where)
+		return "", fmt.Errorf("engine: no checkpoint under %s", storage.Shown(root))
 	}
 	return chkdir.Path(root, ids[len(ids)-1]), nil
 }

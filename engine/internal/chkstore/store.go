@@ -152,12 +152,7 @@ func (s *Store) begin(ctx context.Context, cp *Pending) error {
 		if done, err := b.HasCheckpoint(ctx, cp.id); err != nil {
 			return err
 		} else if done {
-			where := cp.target
-			if loc, err := storage.ParseLocation(where); err == nil {
-				// A bucket URL's parameters may hold credentials.
-				where = loc.String()
-			}
-			return fmt.Errorf("%w: %s holds a checkpoint", storage.ErrExists, where)
+			return fmt.Errorf("%w: %s holds a checkpoint", storage.ErrExists, storage.Shown(cp.target))
 		}
 		if err := b.RemoveCheckpoint(ctx, cp.id, s.hold.under); err != nil {
 			return fmt.Errorf("removing what a dead run left of the checkpoint: %w", err)
