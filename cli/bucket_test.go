@@ -757,3 +757,47 @@ func TestBucketURLParametersStayOutOfOutputs(t *testing.T) {
 		t.Error("the report's page shows the URL's parameters")
 	}
 }
+
+// Plain inspect of a bucket savepoint, which reads _metadata alone, fails
+// as on disk (exit 4, naming the file) where a data file is missing or is
+// not the size the metadata gives: the listing of the prefix made beside
+// the read of _metadata tells. A listing the store refuses tells nothing.
+func TestInspectOfBucketFindsMissingAndShortFiles(t *testing.T) {
+	f := newBucketFixture(t)
+	var victim string
+	for name := range localFiles(t, f.sp) {
+		if name != savepoint.MetadataFile {
+			victim = name
+			break
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		damage func(path string) error
+		says   string
+	}{
+		{"missing", os.Remove, "is missing"},
+		{"short", func(path string) error { return os.Truncate(path, 100) }, "truncated: the file is 100 bytes"},
+	} {
+		dir := filepath.Join(t.TempDir(), c.name)
+		if err := os.CopyFS(dir, os.DirFS(f.sp)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.damage(filepath.Join(dir, victim)); err != nil {
+			t.Fatal(err)
+		}
+		f.upload(t, dir, c.name)
+		for _, sp := range []string{dir, f.url(c.name)} {
+			_, stderr, code := runCLI(t, "inspect", sp)
+			if code != cli.ExitBadInput || !strings.Contains(stderr, victim) || !strings.Contains(stderr, c.says) {
+				t.Errorf("inspect of %s with %s %s: exit %d: %s; want %d naming it", storage.Shown(sp), victim, c.name, code, stderr, cli.ExitBadInput)
+			}
+		}
+	}
+	// A reader allowed to get objects but not to list them still inspects.
+	f.proxy.InjectOn(storetest.Status, "ListObjects", "", 1<<20, 403, "AccessDenied")
+	defer f.proxy.ClearFaults()
+	if _, stderr, code := runCLI(t, "inspect", f.url("in/sp")); code != cli.ExitOK {
+		t.Errorf("inspect where listing is denied: exit %d: %s", code, stderr)
+	}
+}

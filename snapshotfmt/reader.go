@@ -67,8 +67,22 @@ func Open(ctx context.Context, dir storage.Dir) (*Reader, error) {
 // OpenLazily reads and checks the metadata as Open does, and opens no data
 // file until it is first read, when its size and preamble are checked.
 // It is for a caller that may read the index alone (inspect without a
-// scan): in a bucket, that costs one object.
+// scan): in a bucket, that costs one object, and a listing of the prefix,
+// made meanwhile, which checks that every data file is there at its size.
+// A listing the store refuses (a reader allowed to get objects but not
+// to list them) checks nothing.
 func OpenLazily(ctx context.Context, dir storage.Dir) (*Reader, error) {
+	var listed chan []storage.Object
+	if storage.InBucket(dir) {
+		listed = make(chan []storage.Object, 1)
+		go func() {
+			objs, err := storage.Files(ctx, dir)
+			if err != nil {
+				objs = nil
+			}
+			listed <- objs
+		}()
+	}
 	f, err := dir.Open(ctx, MetadataName)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -85,7 +99,50 @@ func OpenLazily(ctx context.Context, dir storage.Dir) (*Reader, error) {
 	for _, df := range idx.files {
 		r.files[df.name] = &dataFileSlot{df: df}
 	}
+	if listed != nil {
+		if objs := <-listed; objs != nil {
+			if err := idx.checkListed(objs); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return r, nil
+}
+
+// checkListed checks a listing of the savepoint's directory against the
+// data files the metadata names: each there, at its size.
+func (idx *index) checkListed(objs []storage.Object) error {
+	sizes := make(map[string]int64, len(objs))
+	for _, o := range objs {
+		sizes[o.Name] = o.Size
+	}
+	for _, df := range idx.files {
+		size, ok := sizes[df.name]
+		if !ok {
+			return missingFile(df)
+		}
+		if err := checkFileSize(df, size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func missingFile(df dataFile) error {
+	return at(df.name, -1, -1, corruptf("data file named in the metadata is missing"))
+}
+
+// checkFileSize checks that a data file is size bytes, as the metadata
+// says.
+func checkFileSize(df dataFile, size int64) error {
+	if size == df.size {
+		return nil
+	}
+	what := "truncated"
+	if size > df.size {
+		what = "trailing bytes"
+	}
+	return at(df.name, -1, min(size, df.size), corruptf("%s: the file is %d bytes, the metadata says %d", what, size, df.size))
 }
 
 func readMetadata(f storage.File) (*savepoint.Metadata, *index, error) {
@@ -176,17 +233,13 @@ func (r *Reader) openDataFile(df dataFile) (storage.File, error) {
 	f, n, err := storage.OpenFirst(r.ctx, r.dir, df.name, pre)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, at(df.name, -1, -1, corruptf("data file named in the metadata is missing"))
+			return nil, missingFile(df)
 		}
 		return nil, at(df.name, -1, int64(n), err)
 	}
-	if size := f.Size(); size != df.size {
+	if err := checkFileSize(df, f.Size()); err != nil {
 		f.Close()
-		what := "truncated"
-		if size > df.size {
-			what = "trailing bytes"
-		}
-		return nil, at(df.name, -1, min(size, df.size), corruptf("%s: the file is %d bytes, the metadata says %d", what, size, df.size))
+		return nil, err
 	}
 	if n < len(pre) {
 		f.Close()

@@ -147,6 +147,38 @@ func (d *prefixDir) List(ctx context.Context) ([]string, error) {
 
 func (d *prefixDir) Location() string { return d.parent.Location() + "/" + d.prefix }
 
+// Files lists the files directly inside the bucket Dir d, temporary
+// uploads included, with their sizes, sorted by name: one listing with a
+// "/" delimiter (a request per thousand), which names none of the objects
+// under deeper prefixes.
+func Files(ctx context.Context, d Dir) ([]Object, error) {
+	bd, ok := d.(*bucketDir)
+	if !ok {
+		return nil, fmt.Errorf("storage: %s: Files lists a bucket", d.Location())
+	}
+	prefix := ""
+	if bd.loc.Prefix != "" {
+		prefix = bd.loc.Prefix + "/"
+	}
+	var out []Object
+	bd.c.Requests.Add(1)
+	it := bd.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	for {
+		o, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: listing %s: %w", bd.loc, err)
+		}
+		if !o.IsDir {
+			out = append(out, Object{Name: strings.TrimPrefix(o.Key, prefix), Size: o.Size, ModTime: o.ModTime})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
 // Subdirs names the directories directly inside d, sorted. Of a bucket
 // they are the prefixes a listing with a "/" delimiter gives, in one
 // request (or one per thousand), without naming the objects under them;
