@@ -157,4 +157,3 @@ func readWorkers(location string) int {
 	}
 	return 0
 }
-

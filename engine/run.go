@@ -333,7 +333,6 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result,
 	}
 }
 
-
 // recoverSinks hands every sink of j the transactions that the savepoint in
 // dir recorded, for Recover to commit them.
 func recoverSinks(ctx context.Context, j *Job, dir string) error {
