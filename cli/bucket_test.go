@@ -801,3 +801,21 @@ func TestInspectOfBucketFindsMissingAndShortFiles(t *testing.T) {
 		t.Errorf("inspect where listing is denied: exit %d: %s", code, stderr)
 	}
 }
+
+// A store that cannot be reached, a bucket that does not exist and
+// credentials the store refuses fail with exit 1 and a hint that points at
+// the URL and the credentials, as every error has a hint.
+func TestBucketStoreErrorsHaveAHint(t *testing.T) {
+	f := newBucketFixture(t)
+	check := func(what, location string) {
+		t.Helper()
+		_, stderr, code := runCLI(t, "inspect", location)
+		if code != cli.ExitFailure || !strings.Contains(stderr, "hint: check the bucket and the URL's endpoint") {
+			t.Errorf("inspect where %s: exit %d: %s; want %d with a hint about the URL and the credentials", what, code, stderr, cli.ExitFailure)
+		}
+	}
+	check("nothing listens", storetest.URL("http://127.0.0.1:1", "state", "in/sp"))
+	check("the bucket does not exist", storetest.URL(f.srv.Endpoint(), "none", "in/sp"))
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	check("the secret is wrong", f.url("in/sp"))
+}

@@ -75,6 +75,8 @@ func hint(err error) string {
 		return "the savepoint is damaged; stateproc verify tells where"
 	case errors.Is(err, bootstrap.ErrBadData):
 		return "fix the rows named (file, row, column); bootstrap --dry-run checks them without writing"
+	case storage.FromStore(err):
+		return "check the bucket and the URL's endpoint and region, and the credentials the store's SDK finds (environment, shared config, instance role)"
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"time"
 
@@ -120,4 +121,14 @@ type countingRetryer struct {
 func (r countingRetryer) RetryDelay(n int, err error) (time.Duration, error) {
 	r.c.Retries.Add(1)
 	return r.Standard.RetryDelay(n, err)
+}
+
+// FromStore reports whether err is a bucket store's refusal of a request
+// (an HTTP status it answered with) or a request that never reached it (a
+// network error): what the location's endpoint and the credentials
+// decide, rather than what the savepoint holds.
+func FromStore(err error) bool {
+	var status interface{ HTTPStatusCode() int }
+	var ne net.Error
+	return errors.As(err, &status) || errors.As(err, &ne)
 }
