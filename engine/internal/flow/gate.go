@@ -132,9 +132,11 @@ func (g *Gate[B]) readable(c *gateChan, cp B) bool {
 	if c.ended || g.aligned(c, cp) {
 		return false
 	}
-	if !g.ordered || c.status != Active {
+	if !g.ordered || c.status != Active || c.watermark == MaxWatermark {
 		// A stopped or idle channel sends no record until it changes
-		// status: what it sends can be read at any time.
+		// status, and one whose input has ended none at all: what it
+		// sends (barriers, which its source sends on at every
+		// checkpoint) can be read at any time.
 		return true
 	}
 	return c.watermark <= g.epoch

@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 type testBarrier struct{ id, epoch int64 }
@@ -120,5 +121,42 @@ func TestAlignGroupLowest(t *testing.T) {
 	g.Update("a", 30, true)
 	if w, _ := g.Lowest(); w != MaxWatermark {
 		t.Fatalf("lowest %d with nobody in, want MaxWatermark", w)
+	}
+}
+
+// An ordered gate reads a channel whose input has ended (its watermark is
+// MaxWatermark) between checkpoints, though it is ahead of every other:
+// nothing but barriers comes from it any more, and its source, which
+// sends one per checkpoint, must not find it full.
+func TestOrderedGateReadsAnEndedChannel(t *testing.T) {
+	g, chans := twoChannels(t)
+	var pending *testBarrier
+	g.Order(func() *testBarrier { return pending })
+	g.OnControl(0, testControl{Kind: WatermarkControl, Watermark: 50})
+	g.OnControl(1, testControl{Kind: WatermarkControl, Watermark: MaxWatermark})
+	for id := int64(1); id <= int64(2*cap(chans[1])); id++ {
+		cp := &testBarrier{id: id, epoch: 50 + 10*id}
+		pending = cp
+		if r := g.OnControl(0, testControl{Kind: WatermarkControl, Watermark: cp.epoch}); r.Aligned != cp {
+			t.Fatalf("checkpoint %d: aligned %v with both channels at its epoch", id, r.Aligned)
+		}
+		pending = nil
+		// The ended channel's source sends the barrier after the
+		// alignment; the gate passes over it.
+		chans[1] <- "barrier"
+		got := make(chan int, 1)
+		go func() {
+			ch, _, _ := g.Next()
+			got <- ch
+		}()
+		select {
+		case ch := <-got:
+			if ch != 1 {
+				t.Fatalf("checkpoint %d: read channel %d, want the ended one", id, ch)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("checkpoint %d: the gate does not read the ended channel, whose source then blocks on a full channel", id)
+		}
+		g.OnControl(1, testControl{Kind: BarrierControl, Barrier: cp})
 	}
 }
