@@ -124,7 +124,9 @@ const CheckpointRootHoldName = chkstore.HoldName
 
 // LatestCheckpoint returns the location of the latest checkpoint under the
 // checkpoint root, a local path or a bucket URL: where a job killed while
-// it ran restarts from (RunOptions.RestoreFrom). A checkpoint's directory
+// it ran restarts from. A restart takes it with RunOptions.RestoreLatest,
+// which looks once the run holds the root; what this returns may be
+// superseded by a run that still holds it. A checkpoint's directory
 // appears only once the checkpoint is complete; in a bucket, a checkpoint
 // is complete once its _metadata exists.
 func LatestCheckpoint(root string) (string, error) { return chkstore.Latest(root) }

@@ -46,6 +46,12 @@ type RunOptions struct {
 
 	// RestoreFrom is a savepoint or checkpoint directory to start from.
 	RestoreFrom string
+	// RestoreLatest starts from the latest complete checkpoint under
+	// CheckpointDir, as after a crash, chosen once the run holds the root:
+	// a checkpoint chosen before may be retained away, or superseded, by a
+	// run that still held it (LatestCheckpoint is for looking only). It
+	// fails when the root holds no checkpoint.
+	RestoreLatest bool
 	// AllowNonRestoredState drops state of the savepoint that no operator
 	// of the job claims, instead of failing.
 	AllowNonRestoredState bool
@@ -209,6 +215,9 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 	if opts.StopAfter != 0 && opts.StopAtWatermark != 0 {
 		return fmt.Errorf("engine: StopAfter and StopAtWatermark both set")
 	}
+	if opts.RestoreLatest && (opts.CheckpointDir == "" || opts.RestoreFrom != "") {
+		return fmt.Errorf("engine: RestoreLatest needs a CheckpointDir and no RestoreFrom")
+	}
 	if opts.CheckpointLease == 0 {
 		opts.CheckpointLease = DefaultCheckpointLease
 	}
@@ -220,6 +229,25 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 	}
 	if opts.ChannelCapacity <= 0 {
 		opts.ChannelCapacity = 4
+	}
+	// The locations are checked before the run: a file:// URL is the local
+	// path it names, and a location that does not parse is an error now,
+	// not a directory of its spelling under the working directory, nor a
+	// failure at the end of the run.
+	for _, l := range []struct {
+		what string
+		dir  *string
+	}{{"checkpoint root", &opts.CheckpointDir}, {"savepoint target", &opts.SavepointDir}, {"restore from", &opts.RestoreFrom}} {
+		if *l.dir == "" {
+			continue
+		}
+		loc, err := storage.ParseLocation(*l.dir)
+		if err != nil {
+			return fmt.Errorf("engine: %s: %w", l.what, err)
+		}
+		if !loc.IsBucket() {
+			*l.dir = loc.Path
+		}
 	}
 	if opts.SavepointDir != "" {
 		if err := coord.FreeTarget(ctx, opts.SavepointDir); err != nil {
@@ -257,6 +285,11 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result,
 	}
 	res = &Result{}
 	restoreFrom := opts.RestoreFrom
+	if opts.RestoreLatest {
+		if restoreFrom, err = chkstore.Latest(opts.CheckpointDir); err != nil {
+			return nil, err
+		}
+	}
 	for attemptNo := 0; ; attemptNo++ {
 		att := &attempt{job: j, opts: &opts, number: attemptNo, handle: h}
 		res.Restored = append(res.Restored, restoreFrom)

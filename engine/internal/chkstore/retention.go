@@ -140,8 +140,14 @@ func (s *Store) retainBucket(ctx context.Context, keep int) error {
 // appears only once the checkpoint is complete; in a bucket, a checkpoint
 // is complete once its _metadata exists.
 func Latest(root string) (string, error) {
+	loc, err := storage.ParseLocation(root)
+	if err != nil {
+		return "", fmt.Errorf("engine: checkpoint root: %w", err)
+	}
+	if !loc.IsBucket() {
+		root = loc.Path
+	}
 	var ids []uint64
-	var err error
 	if InBucket(root) {
 		ids, err = latestInBucket(context.Background(), root)
 	} else {

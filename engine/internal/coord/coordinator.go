@@ -12,6 +12,7 @@ import (
 	"github.com/stateproc/stateproc/engine/internal/chkstore"
 	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // Checkpoint is one checkpoint or savepoint in flight. Its barrier carries
@@ -736,7 +737,7 @@ func FreeTarget(ctx context.Context, dir string) error {
 	if exists, err := chkstore.Exists(ctx, dir); err != nil {
 		return fmt.Errorf("engine: savepoint target: %w", err)
 	} else if exists {
-		return fmt.Errorf("engine: savepoint target %s already exists", dir)
+		return fmt.Errorf("engine: savepoint target %s already exists", storage.Shown(dir))
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func (cmd Command) run(c *Common, stdout, stderr io.Writer) error {
 	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	fmt.Fprintf(stderr, "%s: stopped at input position %d of %d after %v", cmd.Name, opts.StopAfter, total, elapsed)
-	if opts.RestoreFrom == "" {
+	if opts.RestoreFrom == "" && !opts.RestoreLatest {
 		// From a restore the run reads only the rest of the input.
 		fmt.Fprintf(stderr, " (%.0f records/s)", float64(opts.StopAfter)/elapsed.Seconds())
 	}

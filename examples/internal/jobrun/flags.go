@@ -169,12 +169,6 @@ func (c *Common) Options(total int64) (engine.RunOptions, error) {
 		opts.CheckpointInterval = c.CheckpointInterval
 		opts.CheckpointLease = c.CheckpointLease
 	}
-	if c.RestoreLatest {
-		latest, err := engine.LatestCheckpoint(c.Checkpoints)
-		if err != nil {
-			return engine.RunOptions{}, err
-		}
-		opts.RestoreFrom = latest
-	}
+	opts.RestoreLatest = c.RestoreLatest
 	return opts, nil
 }
