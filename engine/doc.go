@@ -57,7 +57,10 @@
 // an epoch and a job restored from it goes on as the job that took it.
 //
 // Checkpoints (RunOptions.CheckpointDir and CheckpointInterval) are the
-// engine's own. The checkpoint root holds one directory per retained
+// engine's own. A bounded job that stops without a savepoint ends with a
+// final checkpoint, after which its sinks commit: a restart from the
+// root's latest checkpoint finds the job's end, not a point before it
+// whose output is already committed. The checkpoint root holds one directory per retained
 // checkpoint and, for Pebble jobs, shared/: immutable files that several
 // checkpoints reference. Every name a checkpoint records is relative to the
 // root, so a root can be moved as a whole.

@@ -159,3 +159,39 @@ func TestFailureWithoutRestartsIsReported(t *testing.T) {
 		t.Fatalf("err = %v, want the injected failure", err)
 	}
 }
+
+// A bounded job with a checkpoint root ends with a final checkpoint, and
+// its sinks commit what they wrote once that completes: a restart from
+// the root's latest checkpoint (a process killed after the end, or run
+// again) starts where the job ended and writes nothing twice. Without it,
+// the restart went back to the last periodic checkpoint and wrote what
+// followed it a second time.
+func TestRestartAfterTheEndWritesNothingTwice(t *testing.T) {
+	src := testSource{splits: 2, n: 20000, keys: 31}
+	stop := int64(src.splits * src.n)
+	for _, backend := range []BackendKind{Heap, Pebble} {
+		dir := t.TempDir()
+		want := runUnbroken(t, src, filepath.Join(dir, "clean"))
+		root, out := filepath.Join(dir, "chk"), filepath.Join(dir, "out")
+		var seen atomic.Int64
+		opts := RunOptions{Backend: backend, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, StopAfter: stop}
+		res, err := Run(context.Background(), failingJob(src, 2, NewFileSink(out, formatResult), &seen, -1), opts)
+		if err != nil {
+			t.Fatalf("%s: %v", backend, err)
+		}
+		if latest, err := LatestCheckpoint(root); err != nil || latest != res.LastCheckpoint || res.Savepoint != "" {
+			t.Errorf("%s: latest checkpoint %q (%v), the run's last %q, savepoint %q; want the run's last, and no savepoint", backend, latest, err, res.LastCheckpoint, res.Savepoint)
+		}
+		opts.RestoreLatest = true
+		seen.Store(0)
+		if _, err := Run(context.Background(), failingJob(src, 2, NewFileSink(out, formatResult), &seen, -1), opts); err != nil {
+			t.Fatalf("%s: the run again from the latest checkpoint: %v", backend, err)
+		}
+		if n := seen.Load(); n != 0 {
+			t.Errorf("%s: the run again read %d records, want none", backend, n)
+		}
+		if got := readParts(t, out); !slices.Equal(got, want) {
+			t.Errorf("%s: %d lines after the run and its restart, %d from an unbroken run", backend, len(got), len(want))
+		}
+	}
+}

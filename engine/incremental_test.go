@@ -125,7 +125,8 @@ func (r *phasedReader) Next(ctx context.Context) (upsert, int64, bool, error) {
 }
 
 // runPhases runs the upsert job over phases on the Pebble backend, with a
-// checkpoint after each phase under root, and returns the result.
+// checkpoint after each phase under root and the final one at the end,
+// and returns the result.
 func runPhases(t *testing.T, root string, parallelism, retain int, phases ...[]upsert) *Result {
 	t.Helper()
 	src := newPhasedSource(root, phases...)
@@ -135,8 +136,8 @@ func runPhases(t *testing.T, root string, parallelism, retain int, phases ...[]u
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.CheckpointStats) != len(phases) {
-		t.Fatalf("%d checkpoints completed, want one per phase, %d", len(res.CheckpointStats), len(phases))
+	if len(res.CheckpointStats) != len(phases)+1 {
+		t.Fatalf("%d checkpoints completed, want one per phase and the final one, %d", len(res.CheckpointStats), len(phases)+1)
 	}
 	return res
 }
@@ -308,7 +309,7 @@ func TestRestoreIncrementalCheckpoint(t *testing.T) {
 	phases := [][]upsert{upserts(0, keys, 1, 0), changes, upserts(keys, keys+500, 1, 2)}
 	root := filepath.Join(t.TempDir(), "chk")
 	res := runPhases(t, root, 2, 2, phases...)
-	if want := chkdir.Path(root, 3); res.LastCheckpoint != want {
+	if want := chkdir.Path(root, 4); res.LastCheckpoint != want {
 		t.Fatalf("last checkpoint %s, want %s", res.LastCheckpoint, want)
 	}
 	want := applied(phases...)
@@ -346,13 +347,13 @@ func TestRetentionKeepsReferencedSharedFiles(t *testing.T) {
 	for v := 1; v <= 5; v++ {
 		phases = append(phases, upserts(v, keys, 10, v))
 	}
-	runPhases(t, root, 2, 2, phases...)
+	runPhases(t, root, 2, 3, phases...)
 	ids, err := chkdir.List(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ids, []uint64{5, 6}) {
-		t.Fatalf("checkpoints %v remain, want the last two, [5 6]", ids)
+	if !slices.Equal(ids, []uint64{5, 6, 7}) {
+		t.Fatalf("checkpoints %v remain, want the last three, [5 6 7]", ids)
 	}
 	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the unreferenced %s survived retention", orphan)

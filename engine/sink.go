@@ -166,8 +166,8 @@ func runSink[T any](t *task, sink Sink[T]) error {
 		}
 		if r.Ended {
 			if final == 0 {
-				// A bounded job that ends without a savepoint commits
-				// everything it wrote.
+				// A bounded job that ends without a savepoint or a
+				// checkpoint root commits everything it wrote.
 				txn, err := w.PreCommit(t.ctx)
 				if err != nil {
 					return t.errorf("pre-commit: %w", err)

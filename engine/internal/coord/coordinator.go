@@ -29,7 +29,8 @@ type Checkpoint struct {
 	// Savepoint is set for a savepoint (a self-contained directory at the
 	// requested place) as opposed to a periodic checkpoint.
 	Savepoint bool
-	// Final is set when the job stops after it.
+	// Final is set when the job stops after it: the savepoint it stops
+	// with, or the checkpoint it ends with where it stops without one.
 	Final  bool
 	Target string
 	// request is the savepoint request it answers, if any.
@@ -454,7 +455,9 @@ func (c *Coordinator[S]) handle(ctx context.Context, m Message[S]) (bool, error)
 			cp.request.Reply <- nil
 		}
 		if cp.Final {
-			c.final = cp.Target
+			if cp.Savepoint {
+				c.final = cp.Target
+			}
 			return true, nil
 		}
 		if err := c.maybeServe(ctx); err != nil {
@@ -546,7 +549,11 @@ func (c *Coordinator[S]) maybeServe(ctx context.Context) error {
 
 // maybeFinish ends the job once every source has reached its end or stop
 // position and no checkpoint is in flight: with a final savepoint if one
-// was asked for.
+// was asked for, else with a final checkpoint where there is a checkpoint
+// root. The sinks commit what they wrote once it completes, as after any
+// checkpoint, so that a restart from the root's latest checkpoint (a
+// process killed at the end, or run again) starts where the job ended and
+// writes nothing twice.
 func (c *Coordinator[S]) maybeFinish(ctx context.Context) (bool, error) {
 	if c.finishing || c.pending != nil || c.preparing != 0 || c.active != nil || len(c.atEnd) < len(c.cfg.Sources) {
 		return false, nil
@@ -563,6 +570,15 @@ func (c *Coordinator[S]) maybeFinish(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		cmd.Checkpoint = cp
+	} else if opts.CheckpointDir != "" {
+		id := c.nextID
+		c.nextID++
+		cp, err := c.newCheckpoint(ctx, id, flow.MaxWatermark, nil)
+		if err != nil {
+			return false, err
+		}
+		cp.Final = true
 		cmd.Checkpoint = cp
 	}
 	if err := c.command(ctx, cmd); err != nil {
