@@ -129,6 +129,7 @@ func (r countingRetryer) RetryDelay(n int, err error) (time.Duration, error) {
 // decide, rather than what the savepoint holds.
 func FromStore(err error) bool {
 	var status interface{ HTTPStatusCode() int }
-	var ne net.Error
-	return errors.As(err, &status) || errors.As(err, &ne)
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &status) || errors.As(err, &op) || errors.As(err, &dns)
 }
