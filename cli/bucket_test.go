@@ -819,3 +819,39 @@ func TestBucketStoreErrorsHaveAHint(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
 	check("the secret is wrong", f.url("in/sp"))
 }
+
+// An incremental checkpoint of the engine's in a bucket reads as it does
+// on disk: its native databases are fetched from the root into a
+// temporary directory, and inspect, verify and dump give what they give
+// for the same root on disk.
+func TestIncrementalCheckpointInABucket(t *testing.T) {
+	f := newBucketFixture(t)
+	root := filepath.Join(t.TempDir(), "root")
+	last, err := makeCheckpoint(root, filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.upload(t, root, "root")
+	name := filepath.Base(last)
+	for _, args := range [][]string{
+		{"inspect", "-o", "json", "CHK"},
+		{"inspect", "--scan", "-o", "json", "CHK"},
+		{"verify", "--deep", "-o", "json", "CHK"},
+		{"dump", "CHK", "--operator", "counter", "--state", "value"},
+	} {
+		with := func(chk string) []string {
+			a := slices.Clone(args)
+			a[slices.Index(a, "CHK")] = chk
+			return a
+		}
+		want, stderr, code := runCLI(t, with(last)...)
+		if code != cli.ExitOK {
+			t.Fatalf("%v on disk: exit %d: %s", args, code, stderr)
+		}
+		got, stderr, code := runCLI(t, with(f.url("root/"+name))...)
+		got = bytesRead.ReplaceAllString(strings.ReplaceAll(got, "s3://state/root/"+name, last), "")
+		if code != cli.ExitOK || got != want {
+			t.Errorf("%v in the bucket: exit %d: %s\n%s\nwant, as on disk,\n%s", args, code, stderr, got, want)
+		}
+	}
+}

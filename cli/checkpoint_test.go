@@ -134,6 +134,14 @@ func cmdMkcheckpoint(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: mkcheckpoint ROOT")
 	}
 	root := ts.MkAbs(args[0])
+	last, err := makeCheckpoint(root, ts.MkAbs(args[0]+"-work"))
+	ts.Check(err)
+	ts.Check(os.Symlink(filepath.Base(last), filepath.Join(root, "last")))
+}
+
+// makeCheckpoint runs the job of checkpointSource as mkcheckpoint does,
+// with work as its work directory, and returns its last checkpoint.
+func makeCheckpoint(root, work string) (string, error) {
 	processed := new(atomic.Int64)
 	j := engine.NewJob("checkpointed")
 	records := engine.FromSource[checkpointRecord](j, &checkpointSource{root: root, processed: processed}, engine.Watermarks{Every: 1}, engine.UID("records"))
@@ -142,14 +150,16 @@ func cmdMkcheckpoint(ts *testscript.TestScript, neg bool, args []string) {
 		return &checkpointWriter{processed: processed}
 	}, engine.UID("counter"), engine.WithState(checkpointValue), engine.Parallelism(2), engine.MaxParallelism(128))
 	res, err := engine.Run(context.Background(), j, engine.RunOptions{
-		Backend: engine.Pebble, WorkDir: ts.MkAbs(args[0] + "-work"), CheckpointDir: root,
+		Backend: engine.Pebble, WorkDir: work, CheckpointDir: root,
 		CheckpointInterval: 2 * time.Millisecond, RetainCheckpoints: 1000, ProcessingTime: engine.DeterministicTime,
 	})
-	ts.Check(err)
-	if res.LastCheckpoint == "" {
-		ts.Fatalf("mkcheckpoint: the job completed no checkpoint")
+	if err != nil {
+		return "", err
 	}
-	ts.Check(os.Symlink(filepath.Base(res.LastCheckpoint), filepath.Join(root, "last")))
+	if res.LastCheckpoint == "" {
+		return "", fmt.Errorf("mkcheckpoint: the job completed no checkpoint")
+	}
+	return res.LastCheckpoint, nil
 }
 
 // unionSchema and unionRecordSchema are the values of mkunions.

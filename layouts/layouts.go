@@ -90,7 +90,7 @@ func open(ctx context.Context, dir storage.Dir, local string, o Options) (savepo
 	}
 	// Anything else is read as stateproc's: its reader says what is wrong
 	// with a file that is not (a foreign magic, a truncated preamble).
-	return openStateproc(ctx, dir, local, manifest)
+	return openStateproc(ctx, dir, local, o.bucket, manifest)
 }
 
 // metaInMemory is the largest _metadata of a bucket that opening reads
@@ -158,19 +158,22 @@ func (l *lookup) wait() (exists bool, err error) {
 // checkpoints: an incremental one lists its native databases in a manifest
 // beside the metadata, and is read through the engine's checkpoint reader.
 // manifest is the look for that manifest if one was started.
-func openStateproc(ctx context.Context, dir storage.Dir, local string, manifest *lookup) (savepoint.Source, error) {
+func openStateproc(ctx context.Context, dir storage.Dir, local string, bucket *storage.Location, manifest *lookup) (savepoint.Source, error) {
 	if manifest == nil {
 		manifest = look(ctx, dir, engine.IncrementalManifest)
 	}
 	switch incremental, err := manifest.wait(); {
 	case err != nil:
 		return nil, err
-	case incremental:
-		if local == "" {
-			return nil, fmt.Errorf("%w: %s is an incremental checkpoint, whose native databases are read from a local directory only",
-				savepoint.ErrUnsupported, dir.Location())
-		}
+	case incremental && local != "":
 		return engine.OpenCheckpoint(ctx, local, "")
+	case incremental && bucket != nil:
+		// The native databases are fetched from the checkpoint root
+		// into a temporary directory, as a restore fetches them.
+		return engine.OpenCheckpoint(ctx, bucket.URL(), "")
+	case incremental:
+		return nil, fmt.Errorf("%w: %s is an incremental checkpoint, whose native databases are read from a local directory or a bucket URL only",
+			savepoint.ErrUnsupported, dir.Location())
 	}
 	if local == "" {
 		// In a bucket every open is a request: a data file is opened
