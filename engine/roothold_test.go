@@ -569,55 +569,47 @@ func waitForEnd(t *testing.T, h *Handle, d time.Duration) (*Result, error) {
 }
 
 // A restart with RestoreLatest chooses its checkpoint once it holds the
-// root: a run started while another still holds it, and checkpoints on,
-// restores the last checkpoint that run completed, not the latest when
-// it started, which retention may meanwhile have deleted.
+// root. Here the run that holds it (A) stops renewing its lease, as a
+// frozen or partitioned process does, and goes on checkpointing until
+// half its term has passed; a restart (B) started meanwhile waits the
+// term out, takes the root, and must restore A's last checkpoint, not the
+// latest when it started, which A's later output has superseded.
 func TestRestoreLatestChoosesUnderTheHold(t *testing.T) {
 	srv := storetest.StartWithBucket(t, "state")
-	root := storetest.URL(srv.Endpoint(), "state", "chk")
+	p := storetest.NewProxy(t, srv.Endpoint())
 	src := testSource{splits: 2, n: 200000, keys: 31}
 	var seenA, seenB atomic.Int64
 	a, err := Start(context.Background(), failingJob(src, 2, NewCollectSink[windowResult](), &seenA, -1), RunOptions{
-		Backend: Pebble, CheckpointDir: root, CheckpointInterval: 3 * time.Millisecond, CheckpointLease: testLease})
+		Backend: Pebble, CheckpointDir: storetest.URL(p.URL, "state", "chk"), CheckpointInterval: 3 * time.Millisecond, CheckpointLease: testLease})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Cancel()
 	waitForFirstCheckpoint(t, a)
+	p.InjectOn(storetest.Status, "PutObject", "/chk/"+chkstore.HoldName, 1<<20, 503, "SlowDown")
+	root := storetest.URL(srv.Endpoint(), "state", "chk")
 	atStart, err := LatestCheckpoint(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type outcome struct {
-		res *Result
-		err error
+	res, err := Run(context.Background(), failingJob(src, 2, NewCollectSink[windowResult](), &seenB, -1), RunOptions{
+		Backend: Pebble, CheckpointDir: root, RestoreLatest: true, CheckpointLease: testLease, StopAfter: int64(src.splits * src.n)})
+	if err != nil {
+		t.Fatalf("B: %v", err)
 	}
-	b := make(chan outcome, 1)
-	go func() {
-		res, err := Run(context.Background(), failingJob(src, 2, NewCollectSink[windowResult](), &seenB, -1), RunOptions{
-			Backend: Pebble, CheckpointDir: root, RestoreLatest: true, CheckpointLease: testLease, StopAfter: int64(src.splits * src.n)})
-		b <- outcome{res, err}
-	}()
-	// A checkpoints on while B waits for the root.
-	for deadline := time.Now().Add(10 * time.Second); a.LatestCheckpoint() == atStart || a.LatestCheckpoint() == ""; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("A completed no checkpoint after the one B could have seen at its start")
-		}
-	}
-	time.Sleep(50 * time.Millisecond)
 	a.Cancel()
 	resA, _ := a.Wait()
-	var o outcome
-	select {
-	case o = <-b:
-	case <-time.After(30 * time.Second):
-		t.Fatal("B did not end")
+	if resA.LastCheckpoint == atStart {
+		t.Fatalf("A completed no checkpoint after %s, the latest when B started: the scenario needs one", storage.Shown(atStart))
 	}
-	if o.err != nil {
-		t.Fatalf("B: %v", o.err)
+	// A's locations go through the proxy, B's not: compared without
+	// their parameters.
+	var restored string
+	if len(res.Restored) > 0 {
+		restored = storage.Shown(res.Restored[0])
 	}
-	if len(o.res.Restored) == 0 || o.res.Restored[0] != resA.LastCheckpoint {
-		t.Errorf("B restored %v; want A's last checkpoint %s (the latest was %s when B started)",
-			o.res.Restored, storage.Shown(resA.LastCheckpoint), storage.Shown(atStart))
+	if restored != storage.Shown(resA.LastCheckpoint) {
+		t.Errorf("B restored %q; want A's last checkpoint %s (the latest was %s when B started)",
+			restored, storage.Shown(resA.LastCheckpoint), storage.Shown(atStart))
 	}
 }
