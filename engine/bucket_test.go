@@ -55,7 +55,8 @@ func bucketKeys(t *testing.T, c *s3.Client, bucket, prefix string) []string {
 // checkBucketRoot checks what retention promises of a checkpoint root in a
 // bucket: every complete checkpoint's files are there, every shared object
 // is referenced by one, and no object lies outside a complete checkpoint
-// but those of the one in flight when a run died (none after a clean end).
+// but the root's job name and those of the one in flight when a run died
+// (none after a clean end).
 func checkBucketRoot(t *testing.T, c *s3.Client, bucket, prefix string, retain int) {
 	t.Helper()
 	keys := bucketKeys(t, c, bucket, prefix+"/")
@@ -98,6 +99,7 @@ func checkBucketRoot(t *testing.T, c *s3.Client, bucket, prefix string, retain i
 	for rel := range have {
 		dir, _, _ := strings.Cut(rel, "/")
 		switch {
+		case rel == CheckpointRootJobName:
 		case dir == chkdir.SharedDir && !referenced[rel]:
 			t.Errorf("shared object %s is referenced by no checkpoint", rel)
 		case dir != chkdir.SharedDir && !complete[dir]:

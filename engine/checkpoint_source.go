@@ -117,6 +117,16 @@ var ErrCorruptCheckpoint = chkdir.ErrCorrupt
 // restart.
 var ErrCheckpointRootHeld = chkstore.ErrRootHeld
 
+// ErrCheckpointRootOfAnotherJob is wrapped by the error of a run whose
+// checkpoint root records another job's name (CheckpointRootJobName):
+// retention there would delete that job's checkpoints. Such a run fails
+// at once, without a restart.
+var ErrCheckpointRootOfAnotherJob = chkstore.ErrRootOfAnotherJob
+
+// CheckpointRootJobName is the file under a checkpoint root that names the
+// job whose checkpoints it holds, written by the first run into it.
+const CheckpointRootJobName = chkstore.JobName
+
 // CheckpointRootHoldName is the file under a checkpoint root by which a run
 // holds the root while it runs: a lock file on disk, a lease object in a
 // bucket. A run removes it at its end; one that was killed leaves it.

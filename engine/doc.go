@@ -114,7 +114,10 @@
 // from its start to its end, on disk by a lock on <root>/_lease, in a
 // bucket by a lease object of that name that it renews (storage.Hold). A
 // run started into a root that a live run holds fails with
-// ErrCheckpointRootHeld; in a bucket the lease of a run that died without
+// ErrCheckpointRootHeld; a root is one job's: the first run into it writes
+// the job's name into <root>/_job, and a run of another job into it fails
+// with ErrCheckpointRootOfAnotherJob rather than let its retention delete
+// that job's checkpoints. In a bucket the lease of a run that died without
 // releasing it is waited out (RunOptions.CheckpointLease after its last
 // renewal, and a second more, since stores give times in whole seconds;
 // the lease records its holder's term, and a run with a shorter one waits

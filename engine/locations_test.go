@@ -2,12 +2,16 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // A checkpoint root, savepoint target or restore point given as a
@@ -47,5 +51,36 @@ func TestRunLocations(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(wd); len(entries) != 0 {
 		t.Errorf("a refused run wrote %s under the working directory", entries[0].Name())
+	}
+}
+
+// A checkpoint root records the name of the job whose checkpoints it
+// holds; a run of another job into it fails at once, on disk and in a
+// bucket, and deletes nothing there, where its retention used to delete
+// the other job's checkpoints.
+func TestRootOfAnotherJobIsRefused(t *testing.T) {
+	srv := storetest.StartWithBucket(t, "state")
+	for _, root := range []string{filepath.Join(t.TempDir(), "chk"), storetest.URL(srv.Endpoint(), "state", "chk")} {
+		src := testSource{splits: 2, n: 2000, keys: 7}
+		var seen atomic.Int64
+		res, err := Run(context.Background(), failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
+			CheckpointDir: root, CheckpointInterval: time.Millisecond, CheckpointLease: testLease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var writeErrors []error
+		_, err = Run(context.Background(), broadcastJob(2, NewCollectSink[int64](), &writeErrors), RunOptions{
+			CheckpointDir: root, CheckpointInterval: time.Millisecond, CheckpointLease: testLease})
+		if !errors.Is(err, ErrCheckpointRootOfAnotherJob) || !strings.Contains(err.Error(), `"window-count"`) {
+			t.Errorf("%s: the other job's run: %v; want ErrCheckpointRootOfAnotherJob naming the job", storage.Shown(root), err)
+		}
+		if latest, err := LatestCheckpoint(root); err != nil || storage.Shown(latest) != storage.Shown(res.LastCheckpoint) {
+			t.Errorf("%s: latest checkpoint %s (%v) after the refused run, want the first job's %s", storage.Shown(root), storage.Shown(latest), err, storage.Shown(res.LastCheckpoint))
+		}
+		// The job itself runs there again.
+		if _, err := Run(context.Background(), failingJob(src, 2, NewCollectSink[windowResult](), &seen, -1), RunOptions{
+			CheckpointDir: root, CheckpointInterval: time.Millisecond, CheckpointLease: testLease, RestoreLatest: true}); err != nil {
+			t.Errorf("%s: the job again: %v", storage.Shown(root), err)
+		}
 	}
 }

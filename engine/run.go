@@ -282,6 +282,9 @@ func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result,
 			err = errors.Join(err, hold.Release(ctx))
 		}()
 		h.hold = hold
+		if err := hold.ClaimRoot(ctx, opts.CheckpointDir, j.Name()); err != nil {
+			return nil, err
+		}
 	}
 	res = &Result{}
 	restoreFrom := opts.RestoreFrom
