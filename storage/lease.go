@@ -257,6 +257,13 @@ func (l *lease) held(lb leaseBody, renewed time.Time) error {
 	return &heldError{fmt.Sprintf("%s is held%s, renewed %s ago", l.st.where(l.name), who, time.Since(renewed).Round(time.Second))}
 }
 
+// holderName names this process to another that finds what it holds:
+// host and process id.
+func holderName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
 // errNotOurs is write's error when its condition failed and the lease
 // object there is not this holder's.
 var errNotOurs = errors.New("the lease is another's")
@@ -268,8 +275,7 @@ var errNotOurs = errors.New("the lease is another's")
 // fails with errNotOurs. A renewal known only that way does not count as
 // one: when the attempt that landed was sent is not known.
 func (l *lease) write(ctx context.Context, createOnly bool) error {
-	host, _ := os.Hostname()
-	body, err := json.Marshal(leaseBody{Holder: fmt.Sprintf("%s:%d", host, os.Getpid()), Token: l.token,
+	body, err := json.Marshal(leaseBody{Holder: holderName(), Token: l.token,
 		Renewed: time.Now().UTC().Format(time.RFC3339Nano), TermMillis: l.t.term.Milliseconds()})
 	if err != nil {
 		return err

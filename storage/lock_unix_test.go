@@ -4,8 +4,10 @@ package storage_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stateproc/stateproc/storage"
@@ -20,8 +22,10 @@ func TestLockIsExclusive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := storage.LockFile(path); !errors.Is(err, storage.ErrHeld) {
-		t.Fatalf("a second lock: %v, want ErrHeld", err)
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("%s:%d", host, os.Getpid())
+	if _, err := storage.LockFile(path); !errors.Is(err, storage.ErrHeld) || !strings.Contains(err.Error(), "held by "+holder) {
+		t.Fatalf("a second lock: %v, want ErrHeld naming the holder, %s", err, holder)
 	}
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
