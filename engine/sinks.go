@@ -148,6 +148,10 @@ func (s *FileSink[T]) commit(name string) error {
 		if _, statErr := os.Stat(filepath.Join(s.dir, partPrefix+name)); statErr == nil {
 			return nil
 		}
+		// Neither pending nor committed here: the snapshot restored was
+		// taken by a run that wrote elsewhere.
+		return fmt.Errorf("engine: file sink: the snapshot restored holds the transaction %s, which is neither pending nor committed in %s: restore with the output directory of the run that took the snapshot: %w",
+			name, s.dir, err)
 	}
 	return err
 }
