@@ -287,6 +287,7 @@ func TestBucketLocationsRefused(t *testing.T) {
 		{[]string{"inspect", f.url("in/none")}, 4, "has no _metadata"},
 		{[]string{"export", in, "--out", f.url("in/sp/parquet")}, cli.ExitUsage, "inside the input"},
 		{[]string{"inspect", "ftp://host/x"}, cli.ExitUsage, "unsupported scheme"},
+		{[]string{"report", in, "--out", f.url("reports/r.html")}, cli.ExitUsage, "report writes a local file"},
 	} {
 		_, stderr, code := runCLI(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.msg) {

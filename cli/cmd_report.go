@@ -138,6 +138,9 @@ func runReport(ctx context.Context, o reportOptions, args []string, out io.Write
 // checkReportTarget refuses an --out that exists, unless forced, or that is
 // not a file, before anything is read.
 func checkReportTarget(path string, force bool) error {
+	if loc, err := storage.ParseLocation(path); err == nil && loc.IsBucket() {
+		return usagef("--out %s: report writes a local file; copy it into the bucket afterwards", loc)
+	}
 	st, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
