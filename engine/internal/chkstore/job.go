@@ -48,30 +48,20 @@ func (h *RootHold) ClaimRoot(ctx context.Context, root, job string) error {
 }
 
 func (h *RootHold) readJobName(ctx context.Context, root string) (string, bool, error) {
-	var b []byte
-	if h.bucket == nil {
-		f, err := os.Open(filepath.Join(root, JobName))
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", false, nil
-		} else if err != nil {
-			return "", false, err
-		}
-		defer f.Close()
-		if b, err = io.ReadAll(io.LimitReader(f, maxJobName)); err != nil {
-			return "", false, err
-		}
-	} else {
-		f, err := h.bucket.Open(ctx, JobName)
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", false, nil
-		} else if err != nil {
-			return "", false, err
-		}
-		defer f.Close()
-		b = make([]byte, min(f.Size(), maxJobName))
-		if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-			return "", false, err
-		}
+	d := storage.LocalDir(root)
+	if h.bucket != nil {
+		d = h.bucket
+	}
+	f, err := d.Open(ctx, JobName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	} else if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	b := make([]byte, min(f.Size(), maxJobName))
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return "", false, err
 	}
 	return string(bytes.TrimSpace(b)), true, nil
 }
