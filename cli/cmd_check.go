@@ -102,9 +102,10 @@ is a migration. What the job no longer declares is incompatible unless
 --allow-non-restored-state, the engine's switch of the same name.
 
 Only the metadata is read, except for a state whose new Avro schema removed a
-union branch, or an enum symbol without a default: its values are read, and
-the first that uses what was removed makes it incompatible (data_dependent in
-the JSON report). Reasons name every incompatibility and every change,
+union branch, or an enum symbol without a default, or would take some values
+past the bounds every reader keeps (1000 levels of nesting, 65536 array items
+that take no bytes): its values are read, and the first that has no reading
+makes it incompatible (data_dependent in the JSON report). Reasons name every incompatibility and every change,
 including those restored as is (a TTL of another length, another
 parallelism).
 

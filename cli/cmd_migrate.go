@@ -41,7 +41,8 @@ declares is not added, since it starts empty.
 
 Migrate first runs the check, and refuses (exit 3) with nothing written when
 anything is incompatible, including a state whose new Avro schema removed a
-union branch that some value uses: those states are read in full before
+union branch that some value uses, or would take a value past the readers'
+bounds: those states are read in full before
 anything is written, and the first such value is named by key group, key and
 place in its data file.
 

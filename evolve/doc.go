@@ -11,10 +11,13 @@
 // broadcast state with package compat, the code the engine runs when it
 // restores, so that its verdict is the engine's: a savepoint Check finds
 // restorable, the engine restores, migrating values as it reads them; one it
-// does not, the engine refuses with the same reason. One decision needs the
-// data: a state whose new Avro schema removed a union branch migrates only
-// if no value uses that branch. Check reads those states, and only those,
-// value by value, and reports the first value that uses a removed branch.
+// does not, the engine refuses with the same reason. Some decisions need the
+// data: a state whose new Avro schema removed a union branch (or an enum
+// symbol without a default) migrates only if no value uses it, and one whose
+// new schema makes some values nest deeper or hold items that take no bytes
+// only if no value goes past the bounds every reader keeps. Check reads those
+// states, and only those, value by value, and reports the first value that
+// has no reading.
 //
 // Migrate rewrites the savepoint for the target, so that the job restores it
 // as it is: every value, list element and map value of a state compatible

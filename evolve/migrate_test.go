@@ -15,6 +15,7 @@ import (
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -201,6 +202,9 @@ func TestSchemaTarget(t *testing.T) {
 		{evolve.SchemaChange{Operator: "nope", State: "map", Schema: newer}, `no operator "nope"`},
 		{evolve.SchemaChange{Operator: "op", State: "nope", Schema: newer}, `operator "op" has no keyed state "nope"`},
 		{evolve.SchemaChange{Operator: "op", State: "map", Schema: "{", From: "x.avsc"}, "x.avsc: the schema is not JSON"},
+		{evolve.SchemaChange{Operator: "op", State: "map", Schema: `{"type":"nosuchtype"}`, From: "y.avsc"}, "y.avsc: schema does not parse: unknown type: nosuchtype"},
+		{evolve.SchemaChange{Operator: "op", State: "map", Schema: `{"type":"record","name":"R","fields":[{"name":"i","type":"int","default":1.9}]}`, From: "z.avsc"},
+			"z.avsc: schema does not parse: field R.i: default 1.9 is not an int"},
 		{evolve.SchemaChange{Operator: "input", State: "splits", Schema: newer}, `operator "input" has no keyed state "splits"`},
 	} {
 		if _, err := evolve.SchemaTarget(r.Metadata(), []evolve.SchemaChange{c.change}); !errors.Is(err, rewrite.ErrRefused) || !strings.Contains(err.Error(), c.want) {
@@ -214,5 +218,44 @@ func TestJobTargetDuplicateUID(t *testing.T) {
 	m := savepoint.Manifest{Job: "j", Operators: []savepoint.ManifestOperator{{UID: "a", Name: "A", Parallelism: 1, MaxParallelism: 128}, {UID: "a", Name: "B", Parallelism: 1, MaxParallelism: 128}}}
 	if _, err := evolve.JobTarget(m); err == nil || !strings.Contains(err.Error(), `two operators have uid "a"`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A manifest whose serializers do not parse is refused, whether or not the
+// savepoint has their operator: a typo in a build's manifest is not an
+// incompatible savepoint.
+func TestJobTargetRefusesBadSerializers(t *testing.T) {
+	avroSnap := func(schema string) serializers.Snapshot {
+		return serializers.Snapshot{Kind: serializers.KindAvro, Schema: schema}
+	}
+	void := serializers.Snapshot{Kind: serializers.KindVoid}
+	str := serializers.Snapshot{Kind: serializers.KindString}
+	for _, c := range []struct {
+		name string
+		op   savepoint.ManifestOperator
+		want string
+	}{
+		{"value type", savepoint.ManifestOperator{Key: &str, States: []savepoint.ManifestState{{Name: "s", Kind: "value", Namespace: void, Value: avroSnap(`{"type":"nosuchtype"}`)}}},
+			`operator "a" state "s": value: serializers: malformed snapshot: avro: schema does not parse: unknown type: nosuchtype`},
+		{"int default", savepoint.ManifestOperator{Key: &str, States: []savepoint.ManifestState{{Name: "s", Kind: "value", Namespace: void,
+			Value: avroSnap(`{"type":"record","name":"R","fields":[{"name":"i","type":"int","default":1.9}]}`)}}},
+			`operator "a" state "s": value: serializers: malformed snapshot: avro: schema does not parse: field R.i: default 1.9 is not an int`},
+		{"kind", savepoint.ManifestOperator{Key: &str, States: []savepoint.ManifestState{{Name: "s", Kind: "value", Namespace: void, Value: serializers.Snapshot{Kind: "frobnicate"}}}},
+			`operator "a" state "s": value: serializers: malformed snapshot: unknown kind "frobnicate"`},
+		{"key", savepoint.ManifestOperator{Key: &serializers.Snapshot{Kind: serializers.KindAvro}}, `operator "a" key: serializers: malformed snapshot: avro: schema does not parse`},
+		{"map key", savepoint.ManifestOperator{Key: &str, States: []savepoint.ManifestState{{Name: "m", Kind: "map", Namespace: void, MapKey: &serializers.Snapshot{Kind: "list"}, Value: str}}},
+			`operator "a" state "m": map key: serializers: malformed snapshot: list takes 1 nested serializers, has 0`},
+		{"timer namespace", savepoint.ManifestOperator{Key: &str, Timers: []savepoint.ManifestTimerService{{Name: "t", Namespace: serializers.Snapshot{}}}},
+			`operator "a" timer service "t": namespace: serializers: malformed snapshot: unknown kind ""`},
+		{"operator state", savepoint.ManifestOperator{OperatorStates: []savepoint.ManifestOpState{{Name: "o", Distribution: "even-split", Element: avroSnap(`"nosuchtype"`)}}},
+			`operator "a" state "o": element: serializers: malformed snapshot: avro: schema does not parse`},
+		{"broadcast value", savepoint.ManifestOperator{Broadcast: []savepoint.ManifestBroadcast{{Name: "b", Key: str, Value: avroSnap(`{"type":"enum","name":"E","symbols":[]}`)}}},
+			`operator "a" broadcast state "b": value: serializers: malformed snapshot: avro: schema does not parse`},
+	} {
+		c.op.UID, c.op.Name, c.op.Parallelism, c.op.MaxParallelism = "a", "A", 1, 128
+		_, err := evolve.JobTarget(savepoint.Manifest{Job: "j", Operators: []savepoint.ManifestOperator{c.op}})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }

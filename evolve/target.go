@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stateproc/stateproc/compat"
+	"github.com/stateproc/stateproc/internal/avrobin"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
@@ -75,6 +76,12 @@ func SchemaTarget(meta *savepoint.Metadata, changes []SchemaChange) (Target, err
 		value, n := withSchema(s.Value, compact.String())
 		if n != 1 {
 			return Target{}, rewrite.Refusef("the values of %s/%s are %s, which holds %d Avro schemas: --schema replaces exactly one", c.Operator, c.State, s.Value, n)
+		}
+		if _, _, err := avrobin.ParseSchema(compact.String()); err != nil {
+			return Target{}, rewrite.Refusef("%s: %v", c.From, err)
+		}
+		if _, err := avrobin.FieldDefaults(compact.String()); err != nil {
+			return Target{}, rewrite.Refusef("%s: %v", c.From, err)
 		}
 		s.Value = value
 		names = append(names, fmt.Sprintf("%s/%s=%s", c.Operator, c.State, c.From))

@@ -143,6 +143,9 @@ func (m Manifest) Model() ([]Operator, error) {
 		}
 		if mo.Key != nil {
 			o.Key, o.KeyHash = *mo.Key, keygroup.Murmur3
+			if err := serializers.CheckDeclared(o.Key); err != nil {
+				return nil, fmt.Errorf("savepoint: manifest: operator %q key: %w", mo.UID, err)
+			}
 		}
 		for _, ms := range mo.States {
 			kind, err := ParseKind(ms.Kind)
@@ -152,6 +155,9 @@ func (m Manifest) Model() ([]Operator, error) {
 			s := KeyedState{Name: ms.Name, Kind: kind, Namespace: ms.Namespace, Value: ms.Value}
 			if ms.MapKey != nil {
 				s.MapKey = *ms.MapKey
+			}
+			if err := checkDeclared(map[string]*serializers.Snapshot{"namespace": &ms.Namespace, "map key": ms.MapKey, "value": &ms.Value}); err != nil {
+				return nil, fmt.Errorf("savepoint: manifest: operator %q state %q: %w", mo.UID, ms.Name, err)
 			}
 			if ms.TTL != nil {
 				c, err := ms.TTL.config()
@@ -163,6 +169,9 @@ func (m Manifest) Model() ([]Operator, error) {
 			o.States = append(o.States, s)
 		}
 		for _, t := range mo.Timers {
+			if err := serializers.CheckDeclared(t.Namespace); err != nil {
+				return nil, fmt.Errorf("savepoint: manifest: operator %q timer service %q: namespace: %w", mo.UID, t.Name, err)
+			}
 			o.Timers = append(o.Timers, TimerService(t))
 		}
 		for _, s := range mo.OperatorStates {
@@ -174,14 +183,33 @@ func (m Manifest) Model() ([]Operator, error) {
 			default:
 				return nil, fmt.Errorf("savepoint: manifest: operator %q state %q: unknown distribution %q", mo.UID, s.Name, s.Distribution)
 			}
+			if err := serializers.CheckDeclared(s.Element); err != nil {
+				return nil, fmt.Errorf("savepoint: manifest: operator %q state %q: element: %w", mo.UID, s.Name, err)
+			}
 			o.OperatorStates = append(o.OperatorStates, OperatorState{Name: s.Name, Distribution: d, Element: s.Element})
 		}
 		for _, b := range mo.Broadcast {
+			if err := checkDeclared(map[string]*serializers.Snapshot{"key": &b.Key, "value": &b.Value}); err != nil {
+				return nil, fmt.Errorf("savepoint: manifest: operator %q broadcast state %q: %w", mo.UID, b.Name, err)
+			}
 			o.BroadcastStates = append(o.BroadcastStates, BroadcastState{Name: b.Name, Key: b.Key, Value: b.Value})
 		}
 		ops = append(ops, o)
 	}
 	return ops, nil
+}
+
+// checkDeclared checks the serializer snapshots of one state, by their
+// part's name; a nil one is absent.
+func checkDeclared(parts map[string]*serializers.Snapshot) error {
+	for _, part := range []string{"key", "namespace", "map key", "value"} {
+		if s := parts[part]; s != nil {
+			if err := serializers.CheckDeclared(*s); err != nil {
+				return fmt.Errorf("%s: %w", part, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (t ManifestTTL) config() (ttl.Config, error) {

@@ -78,7 +78,7 @@ func newAvro[T any](schema string) (*avroSer[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := compileAvro(parsed, parsed)
+	plan, err := compileAvro(parsed, parsed, nil)
 	if err != nil {
 		return nil, fmt.Errorf("avro: %w", err)
 	}

@@ -2,27 +2,39 @@ package serializers
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
+	"strconv"
 
 	"github.com/hamba/avro/v2"
 
 	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
-// appendDefault encodes a field default, as hamba parsed it from the
-// schema's JSON, in canonical form. hamba's own default encoder cannot be
-// used: it reads a record default for a union-typed field as a union map.
-func appendDefault(dst []byte, s avro.Schema, v any) ([]byte, error) {
+// appendDefault encodes a field default, v as the schema's JSON writes it
+// (avrobin.FieldDefaults: numbers are json.Number, bytes and fixed strings
+// of code points 0 to 255), in canonical form. The defaults of the fields
+// of a record default that leaves them out come from defs. hamba's parsed
+// defaults cannot be used: it reads numbers through float64, which rounds
+// longs past 2^53, and a record default for a union-typed field as a union
+// map.
+func appendDefault(dst []byte, s avro.Schema, v any, defs avrobin.Defaults) ([]byte, error) {
 	s = avrobin.Deref(s)
 	switch s := s.(type) {
 	case *avro.NullSchema:
+		if v != nil {
+			return nil, fmt.Errorf("%v is not null", v)
+		}
 		return dst, nil
 	case *avro.UnionSchema:
 		// Defaults of union fields belong to the first branch.
-		return appendDefault(append(dst, 0), s.Types()[0], v)
+		if len(s.Types()) == 0 {
+			return nil, errors.New("the empty union has no default")
+		}
+		return appendDefault(append(dst, 0), s.Types()[0], v, defs)
 	case *avro.EnumSchema:
 		sym, _ := v.(string)
 		i := slices.Index(s.Symbols(), sym)
@@ -31,7 +43,7 @@ func appendDefault(dst []byte, s avro.Schema, v any) ([]byte, error) {
 		}
 		return appendLong(dst, int64(i)), nil
 	case *avro.FixedSchema:
-		b, ok := byteArray(v)
+		b, ok := defaultBytes(v)
 		if !ok || len(b) != s.Size() {
 			return nil, fmt.Errorf("%v is not %d bytes", v, s.Size())
 		}
@@ -46,7 +58,7 @@ func appendDefault(dst []byte, s avro.Schema, v any) ([]byte, error) {
 		}
 		for _, item := range items {
 			var err error
-			if dst, err = appendDefault(dst, s.Items(), item); err != nil {
+			if dst, err = appendDefault(dst, s.Items(), item, defs); err != nil {
 				return nil, err
 			}
 		}
@@ -66,7 +78,7 @@ func appendDefault(dst []byte, s avro.Schema, v any) ([]byte, error) {
 		}
 		for _, k := range keys {
 			var err error
-			if dst, err = appendDefault(appendString(dst, k), s.Values(), m[k]); err != nil {
+			if dst, err = appendDefault(appendString(dst, k), s.Values(), m[k], defs); err != nil {
 				return nil, err
 			}
 		}
@@ -79,71 +91,96 @@ func appendDefault(dst []byte, s avro.Schema, v any) ([]byte, error) {
 		for _, f := range s.Fields() {
 			fv, ok := m[f.Name()]
 			if !ok {
-				if !f.HasDefault() {
+				if fv, ok = defs[s.FullName()][f.Name()]; !ok {
 					return nil, fmt.Errorf("field %s is missing", f.Name())
 				}
-				fv = f.Default()
 			}
 			var err error
-			if dst, err = appendDefault(dst, f.Type(), fv); err != nil {
+			if dst, err = appendDefault(dst, f.Type(), fv, defs); err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.Name(), err)
 			}
 		}
 		return dst, nil
 	}
-	var ok bool
 	switch s.Type() {
 	case avro.Boolean:
-		var b bool
-		if b, ok = v.(bool); ok {
+		if b, ok := v.(bool); ok {
 			if b {
 				return append(dst, 1), nil
 			}
 			return append(dst, 0), nil
 		}
-	case avro.Int:
-		var i int
-		if i, ok = v.(int); ok && i >= math.MinInt32 && i <= math.MaxInt32 {
-			return appendLong(dst, int64(i)), nil
+	case avro.Int, avro.Long:
+		bits := 64
+		if s.Type() == avro.Int {
+			bits = 32
 		}
-	case avro.Long:
-		var i int64
-		if i, ok = v.(int64); ok {
+		if n, ok := v.(json.Number); ok {
+			i, err := avrobin.ParseInteger(n, bits)
+			if err != nil {
+				return nil, fmt.Errorf("%s is not %s", n, withArticle(s.Type()))
+			}
 			return appendLong(dst, i), nil
 		}
-	case avro.Float:
-		var f float32
-		if f, ok = v.(float32); ok {
-			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(f)), nil
-		}
-	case avro.Double:
-		var f float64
-		if f, ok = v.(float64); ok {
+	case avro.Float, avro.Double:
+		if n, ok := v.(json.Number); ok {
+			if s.Type() == avro.Float {
+				f, err := strconv.ParseFloat(string(n), 32)
+				if err != nil {
+					return nil, fmt.Errorf("%s is not a float", n)
+				}
+				return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
+			}
+			f, err := strconv.ParseFloat(string(n), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s is not a double", n)
+			}
 			return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
 		}
 	case avro.String:
-		var str string
-		if str, ok = v.(string); ok {
+		if str, ok := v.(string); ok {
 			return appendString(dst, str), nil
 		}
 	case avro.Bytes:
-		var b []byte
-		if b, ok = v.([]byte); ok {
+		if b, ok := defaultBytes(v); ok {
 			return append(appendLong(dst, int64(len(b))), b...), nil
 		}
 	}
-	return nil, fmt.Errorf("%v (%T) is not a %s", v, v, s.Type())
+	return nil, fmt.Errorf("%s is not %s", jsonText(v), withArticle(s.Type()))
 }
 
-// byteArray reads hamba's default for a fixed, a [N]byte.
-func byteArray(v any) ([]byte, bool) {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Array || rv.Type().Elem().Kind() != reflect.Uint8 {
+// defaultBytes reads the default of a bytes or fixed: a JSON string whose
+// code points 0 to 255 are the bytes.
+func defaultBytes(v any) ([]byte, bool) {
+	str, ok := v.(string)
+	if !ok {
 		return nil, false
 	}
-	b := make([]byte, rv.Len())
-	reflect.Copy(reflect.ValueOf(b), rv)
+	b := make([]byte, 0, len(str))
+	for _, r := range str {
+		if r > 0xff {
+			return nil, false
+		}
+		b = append(b, byte(r))
+	}
 	return b, true
+}
+
+func withArticle(t avro.Type) string {
+	switch t {
+	case avro.Int, avro.Array, avro.Enum:
+		return "an " + string(t)
+	}
+	return "a " + string(t)
+}
+
+// jsonText is a default's JSON, for messages.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // appendZero encodes the simplest datum of a schema: zeros, empty strings

@@ -95,6 +95,9 @@ type avroNode struct {
 	readers       []readerField // opRecord, in reader order
 	inOrder       bool          // opRecord: writer fields arrive in reader order
 	msg           string        // opUnreadable
+	// zeroOut: the reader's items take no bytes, the writer's some
+	// (opArray); they count towards the reader's bound on such items.
+	zeroOut bool
 }
 
 // textCheck says whether an opBytes datum must be UTF-8.
@@ -184,11 +187,19 @@ func result(n *avroNode, errs avroMismatches) (*avroNode, error) {
 	return nil, errs
 }
 
-func compileAvro(writer, reader avro.Schema) (*avroPlan, error) {
-	c := &compiler{memo: map[[2]avro.Schema]*avroNode{}}
+// compileAvro plans the reading of writer's data as reader's; defs are the
+// reader's field defaults (avrobin.FieldDefaults), which fill the fields
+// the writer lacks.
+func compileAvro(writer, reader avro.Schema, defs avrobin.Defaults) (*avroPlan, error) {
+	c := &compiler{memo: map[[2]avro.Schema]*avroNode{}, building: map[[2]avro.Schema]bool{}, defs: defs}
 	root, err := c.node(writer, reader, "")
 	if err != nil {
 		return nil, err
+	}
+	if c.recursive && c.widened {
+		// The schemas bound a datum's nesting only through its data.
+		c.unreadable = append(c.unreadable, fmt.Sprintf(
+			"values nest deeper in the new schema, which wraps a recursive type in a union: a value nested past %d levels has no reading", avrobin.MaxDepth))
 	}
 	p := &avroPlan{root: root, same: true, changes: c.changes, unreadable: c.unreadable}
 	seen := map[*avroNode]bool{}
@@ -217,6 +228,14 @@ type compiler struct {
 	// memo holds the records compiled or being compiled, by (writer,
 	// reader): recursive schemas refer back to them.
 	memo map[[2]avro.Schema]*avroNode
+	// building holds the records being compiled: meeting one again is
+	// recursion.
+	building map[[2]avro.Schema]bool
+	// recursive: the schemas recurse; widened: the reader wraps a writer
+	// value in a union, one level deeper.
+	recursive, widened bool
+	// defs are the reader's field defaults.
+	defs avrobin.Defaults
 	// added, changes and unreadable are logs that a failed union branch
 	// trial rolls back.
 	added      [][2]avro.Schema
@@ -285,11 +304,18 @@ func (c *compiler) node(w, r avro.Schema, path string) (*avroNode, error) {
 		}
 		return &avroNode{op: opFixed, same: same, size: w.Size(), minSize: w.Size(), decimal: decimalOf(r)}, nil
 	case *avro.ArraySchema:
-		items, err := c.node(w.Items(), r.(*avro.ArraySchema).Items(), path+"[]")
+		ri := r.(*avro.ArraySchema).Items()
+		items, err := c.node(w.Items(), ri, path+"[]")
 		if err != nil {
 			return nil, err
 		}
-		return &avroNode{op: opArray, same: true, elem: items, minSize: 1}, nil
+		n := &avroNode{op: opArray, same: true, elem: items, minSize: 1}
+		if items.minSize > 0 && avrobin.MinSize(ri) == 0 {
+			n.zeroOut = true
+			c.unreadable = append(c.unreadable, prefixed(path+"[]", fmt.Sprintf(
+				"items take no bytes in the new schema: a value with more than %d of them has no reading", avrobin.MaxZeroWidthItems)))
+		}
+		return n, nil
 	case *avro.MapSchema:
 		values, err := c.node(w.Values(), r.(*avro.MapSchema).Values(), path+"{}")
 		if err != nil {
@@ -395,6 +421,7 @@ func (c *compiler) intoUnion(w avro.Schema, ru *avro.UnionSchema, path string) (
 			return nil, err
 		}
 		c.change(path, "%s widened to a union", describe(w))
+		c.widened = true
 		return &avroNode{op: opToUnion, index: i, elem: n, minSize: n.minSize}, nil
 	}
 	u := &avroNode{op: opUnion, same: len(wu.Types()) == len(ru.Types()), minSize: 1}
@@ -472,13 +499,16 @@ func (c *compiler) branch(w avro.Schema, ru *avro.UnionSchema, path string) (int
 }
 
 // matches is the specification's first test of resolution: the types are
-// the same or promote, and named types have matching names. Schemas that
-// match may still fail to resolve (a field added without a default); those
-// that do not match cannot read any value.
+// the same or promote, named types have matching names, and fixed types the
+// same size too. Schemas that match may still fail to resolve (a field
+// added without a default); those that do not match cannot read any value.
 func matches(w, r avro.Schema) bool {
 	if w.Type() != r.Type() {
 		_, ok := promotion(w.Type(), r.Type())
 		return ok
+	}
+	if wf, ok := w.(*avro.FixedSchema); ok && wf.Size() != r.(*avro.FixedSchema).Size() {
+		return false
 	}
 	wn, ok := w.(avro.NamedSchema)
 	return !ok || namesMatch(wn, r.(avro.NamedSchema))
@@ -486,6 +516,9 @@ func matches(w, r avro.Schema) bool {
 
 func sameType(w, r avro.Schema) bool {
 	if w.Type() != r.Type() || logical(w) != logical(r) {
+		return false
+	}
+	if wf, ok := w.(*avro.FixedSchema); ok && wf.Size() != r.(*avro.FixedSchema).Size() {
 		return false
 	}
 	wn, ok := w.(avro.NamedSchema)
@@ -526,11 +559,14 @@ func (c *compiler) record(w, r *avro.RecordSchema, path string) (*avroNode, erro
 	}
 	key := [2]avro.Schema{w, r}
 	if n, ok := c.memo[key]; ok {
+		c.recursive = c.recursive || c.building[key]
 		return n, nil
 	}
 	n := &avroNode{op: opRecord, name: r.Name(), inOrder: true}
 	c.memo[key] = n
 	c.added = append(c.added, key)
+	c.building[key] = true
+	defer delete(c.building, key)
 
 	base := path
 	if base == "" {
@@ -554,7 +590,12 @@ func (c *compiler) record(w, r *avro.RecordSchema, path string) (*avroNode, erro
 				errs = collect(errs, mismatch("", "field %s added without a default", fpath))
 				continue
 			}
-			def, err := appendDefault(nil, f.Type(), f.Default())
+			v, ok := c.defs[r.FullName()][f.Name()]
+			if !ok {
+				errs = collect(errs, mismatch(fpath, "default is not in the schema's JSON"))
+				continue
+			}
+			def, err := appendDefault(nil, f.Type(), v, c.defs)
 			if err != nil {
 				errs = collect(errs, mismatch(fpath, "default does not fit the field's type: %v", err))
 				continue

@@ -24,6 +24,9 @@ type transcoder struct {
 	// spans is a stack of the entries (maps) and fields (records) being put
 	// in order.
 	spans []span
+	// zeroItems counts the array items written that take no bytes where
+	// the writer's took some: the reader's bound on them.
+	zeroItems int
 }
 
 // span is a map entry, out[start:end] with its key out[key:keyEnd], or a
@@ -38,7 +41,8 @@ func transcode(p *avroPlan, dst, src []byte) ([]byte, error) {
 	t := transcoderPool.Get().(*transcoder)
 	t.Reset(src)
 	t.out = dst
-	err := t.run(p.root, 0)
+	t.zeroItems = 0
+	err := t.run(p.root, 0, 0)
 	if err == nil {
 		err = t.End()
 	}
@@ -83,9 +87,16 @@ func (s *scratchBuf) release() {
 	}
 }
 
-func (t *transcoder) run(n *avroNode, depth int) error {
+// run transcodes one datum of n. depth is the datum's nesting in the
+// writer's data, which is corrupt past the bound; out is its nesting in the
+// reader's, deeper where the reader wraps a value in a union: past the
+// bound the value has no reading.
+func (t *transcoder) run(n *avroNode, depth, out int) error {
 	if err := avrobin.CheckDepth(depth); err != nil {
 		return err
+	}
+	if out > avrobin.MaxDepth {
+		return &valueError{sentinel: ErrUnreadable, msg: fmt.Sprintf("the value would nest deeper than %d levels in the new schema", avrobin.MaxDepth)}
 	}
 	switch n.op {
 	case opNull:
@@ -152,19 +163,20 @@ func (t *transcoder) run(n *avroNode, depth int) error {
 			return err
 		}
 		b := n.branches[i]
-		if b.index >= 0 {
-			t.out = appendLong(t.out, int64(b.index))
+		if b.index < 0 {
+			return t.run(b.node, depth+1, out)
 		}
-		return t.run(b.node, depth+1)
+		t.out = appendLong(t.out, int64(b.index))
+		return t.run(b.node, depth+1, out+1)
 	case opToUnion:
 		t.out = appendLong(t.out, int64(n.index))
-		return t.run(n.elem, depth+1)
+		return t.run(n.elem, depth, out+1)
 	case opArray:
-		return t.array(n, depth)
+		return t.array(n, depth, out)
 	case opMap:
-		return t.mapEntries(n, depth)
+		return t.mapEntries(n, depth, out)
 	case opRecord:
-		return t.record(n, depth)
+		return t.record(n, depth, out)
 	case opIntToFloat, opIntToDouble:
 		v, err := t.Int("int")
 		if err != nil {
@@ -232,7 +244,7 @@ func (t *transcoder) copy(n int, what string) error {
 // array writes the items as one block however many blocks they came in.
 // The count is written up front from the first block and fixed up in the
 // rare case of more blocks.
-func (t *transcoder) array(n *avroNode, depth int) error {
+func (t *transcoder) array(n *avroNode, depth, out int) error {
 	header := len(t.out)
 	first, total := 0, 0
 	for {
@@ -247,9 +259,14 @@ func (t *transcoder) array(n *avroNode, depth int) error {
 			first = c
 			t.out = appendLong(t.out, int64(c))
 		}
+		if n.zeroOut {
+			if t.zeroItems += c; t.zeroItems > avrobin.MaxZeroWidthItems {
+				return &valueError{sentinel: ErrUnreadable, msg: fmt.Sprintf("the value would hold more than %d array items that take no bytes in the new schema", avrobin.MaxZeroWidthItems)}
+			}
+		}
 		start := t.Pos()
 		for range c {
-			if err := t.run(n.elem, depth+1); err != nil {
+			if err := t.run(n.elem, depth+1, out+1); err != nil {
 				return err
 			}
 		}
@@ -272,7 +289,7 @@ func varintLen(v int64) int { return uvarint.Len(uint64(v<<1) ^ uint64(v>>63)) }
 
 // mapEntries writes the entries as one block, sorted by key bytes. Keys must
 // be unique: a map with a repeated key has no single meaning.
-func (t *transcoder) mapEntries(n *avroNode, depth int) error {
+func (t *transcoder) mapEntries(n *avroNode, depth, out int) error {
 	base := len(t.out)
 	mark := len(t.spans)
 	for {
@@ -295,7 +312,7 @@ func (t *transcoder) mapEntries(n *avroNode, depth int) error {
 			e.key = len(t.out)
 			t.out = append(t.out, k...)
 			e.keyEnd = len(t.out)
-			if err := t.run(n.elem, depth+1); err != nil {
+			if err := t.run(n.elem, depth+1, out+1); err != nil {
 				return err
 			}
 			e.end = len(t.out)
@@ -311,8 +328,8 @@ func (t *transcoder) mapEntries(n *avroNode, depth int) error {
 		t.out = append(t.out, 0)
 		return nil
 	}
-	out := t.out
-	key := func(e span) []byte { return out[e.key:e.keyEnd] }
+	written := t.out
+	key := func(e span) []byte { return written[e.key:e.keyEnd] }
 	slices.SortFunc(entries, func(a, b span) int { return bytes.Compare(key(a), key(b)) })
 	for i := 1; i < len(entries); i++ {
 		if bytes.Equal(key(entries[i-1]), key(entries[i])) {
@@ -328,7 +345,7 @@ func (t *transcoder) mapEntries(n *avroNode, depth int) error {
 	return nil
 }
 
-func (t *transcoder) record(n *avroNode, depth int) error {
+func (t *transcoder) record(n *avroNode, depth, out int) error {
 	if n.inOrder {
 		next := 0
 		for _, f := range n.fields {
@@ -341,7 +358,7 @@ func (t *transcoder) record(n *avroNode, depth int) error {
 			for ; next < f.out; next++ {
 				t.out = append(t.out, n.readers[next].def...)
 			}
-			if err := t.run(f.node, depth+1); err != nil {
+			if err := t.run(f.node, depth+1, out+1); err != nil {
 				return fieldErr(err, n, f)
 			}
 			next = f.out + 1
@@ -365,7 +382,7 @@ func (t *transcoder) record(n *avroNode, depth int) error {
 			continue
 		}
 		start := len(t.out)
-		if err := t.run(f.node, depth+1); err != nil {
+		if err := t.run(f.node, depth+1, out+1); err != nil {
 			return fieldErr(err, n, f)
 		}
 		t.spans[mark+f.out] = span{start: start, end: len(t.out)}
@@ -386,7 +403,8 @@ func (t *transcoder) record(n *avroNode, depth int) error {
 // skip reads a writer field the reader does not have.
 func (t *transcoder) skip(f fieldStep, n *avroNode, depth int) error {
 	at := len(t.out)
-	err := t.run(f.node, depth+1)
+	// Nothing of it is written: its nesting in the reader's data is its own.
+	err := t.run(f.node, depth+1, depth+1)
 	t.out = t.out[:at]
 	if err != nil {
 		return fieldErr(err, n, f)

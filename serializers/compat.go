@@ -141,11 +141,15 @@ func checkAvro(old, new string) Compatibility {
 	if err != nil {
 		return incompatible("old %v", err)
 	}
-	r, _, err := avrobin.ParseSchema(new)
+	r, compact, err := avrobin.ParseSchema(new)
 	if err != nil {
 		return incompatible("new %v", err)
 	}
-	p, err := compileAvro(w, r)
+	defs, err := avrobin.FieldDefaults(compact)
+	if err != nil {
+		return incompatible("new %v", err)
+	}
+	p, err := compileAvro(w, r, defs)
 	switch {
 	case err != nil:
 		return incompatible("%v", err)

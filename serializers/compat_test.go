@@ -96,6 +96,8 @@ func avroCompatCases() []compatCase {
 		c("union branch narrowed to no branch", `["null","long"]`, `["string","bytes"]`, Incompatible, "union narrowed: no branch of the writer union matches the reader union"),
 		c("union branch matches but does not resolve", `["null",{"type":"record","name":"T","fields":[{"name":"a","type":"int"}]}]`, `["null",{"type":"record","name":"T","fields":[{"name":"a","type":"int"},{"name":"b","type":"int"}]}]`, Incompatible, "field T.b added without a default"),
 		c("union read as a branch that does not resolve", `["string",{"type":"record","name":"T","fields":[{"name":"a","type":"int"}]}]`, `{"type":"record","name":"T","fields":[{"name":"a","type":"int"},{"name":"b","type":"int"}]}`, Incompatible, "field T.b added without a default"),
+		c("union branch of a fixed of another size", `["null",{"type":"fixed","name":"F","size":4}]`, `["null",{"type":"fixed","name":"F","size":8}]`, CompatibleAfterMigration, "union narrowed: F matches no branch of the reader union"),
+		c("fixed of another size", `{"type":"fixed","name":"F","size":4}`, `{"type":"fixed","name":"F","size":8}`, Incompatible, "fixed F size changed (4 → 8)"),
 		c("union branch with an enum symbol removed", `["null",{"type":"enum","name":"T","symbols":["A","B"]}]`, `["null",{"type":"enum","name":"T","symbols":["A"]}]`, CompatibleAfterMigration, "enum T symbol B removed: values that use it have no reading"),
 		c("union branches promote", `["int","long"]`, `"long"`, CompatibleAfterMigration, "union read as long"),
 		c("union branches promote into union", `["int","float"]`, `["null","double"]`, CompatibleAfterMigration, "union branches changed"),
@@ -176,7 +178,8 @@ var dataDependent = map[string]bool{
 	"bytes to string":                          true,
 	"enum symbol removed":                      true,
 	"union branch with an enum symbol removed": true,
-	"union narrowed to a branch":               true, "union narrowed": true, "list of a narrowed union": true, "TTL turned on around a narrowed union": true,
+	"union narrowed to a branch":               true, "union narrowed": true, "list of a narrowed union": true,
+	"union branch of a fixed of another size": true, "TTL turned on around a narrowed union": true,
 }
 
 func TestCheck(t *testing.T) {

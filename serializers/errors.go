@@ -27,6 +27,8 @@ type valueError struct {
 	sentinel error // ErrDecode, ErrEncode or ErrUnreadable
 	msg      string
 	cause    error // an error from outside this package, if any
+	// places counts the places within the value that msg names.
+	places int
 }
 
 func (e *valueError) Error() string        { return e.sentinel.Error() + ": " + e.msg }
@@ -56,12 +58,25 @@ func encodeErr(format string, args ...any) error {
 // ours (from a caller's own Of[T]) is kept as the cause and classified as
 // sentinel.
 func within(err, sentinel error, format string, args ...any) error {
-	where := fmt.Sprintf(format, args...)
-	if ve, ok := err.(*valueError); ok {
-		return &valueError{sentinel: ve.sentinel, msg: where + ": " + ve.msg, cause: ve.cause}
+	ve, ok := err.(*valueError)
+	if !ok {
+		ve = &valueError{sentinel: sentinel, msg: err.Error(), cause: err}
 	}
-	return &valueError{sentinel: sentinel, msg: where + ": " + err.Error(), cause: err}
+	switch {
+	case ve.places > maxPlaces:
+		return ve
+	case ve.places == maxPlaces:
+		// A value nested hundreds of levels deep would name every level:
+		// the innermost say where.
+		return &valueError{sentinel: ve.sentinel, msg: "…: " + ve.msg, cause: ve.cause, places: ve.places + 1}
+	}
+	where := fmt.Sprintf(format, args...)
+	return &valueError{sentinel: ve.sentinel, msg: where + ": " + ve.msg, cause: ve.cause, places: ve.places + 1}
 }
+
+// maxPlaces is the most places an error's message names on its way out of
+// a value.
+const maxPlaces = 8
 
 func wantBytes(kind Kind, want, got int) error {
 	return decodeErr("%s: want %d bytes, got %d", kind, want, got)

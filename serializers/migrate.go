@@ -3,6 +3,8 @@ package serializers
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 // Migrate rewrites one value from the old serializer's bytes to the new
@@ -122,11 +124,15 @@ func avroMigrator(old, new string) (Migrate, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := parseAvroSchema(new)
+	r, compact, err := parseAvroSchema(new)
 	if err != nil {
 		return nil, err
 	}
-	p, err := compileAvro(w, r)
+	defs, err := avrobin.FieldDefaults(compact)
+	if err != nil {
+		return nil, fmt.Errorf("avro: %w", err)
+	}
+	p, err := compileAvro(w, r, defs)
 	if err != nil {
 		return nil, fmt.Errorf("serializers: no migration of the Avro schema: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
 )
 
 func migrate(t *testing.T, old, new Snapshot, opts MigrateOptions, src []byte) []byte {
@@ -322,5 +325,124 @@ func TestEmptyUnion(t *testing.T) {
 		if c := Check(avroSnap(`[]`), avroSnap(reader)); c.Verdict != CompatibleAsIs {
 			t.Errorf("[] read as %s: %s", reader, c)
 		}
+	}
+}
+
+// Defaults are written as the schema's JSON says, exactly: hamba reads
+// numbers through float64, which rounds a long past 2^53 and turns
+// Long.MAX_VALUE, a common "never" default, into Long.MIN_VALUE.
+func TestMigrateExactDefaults(t *testing.T) {
+	old := avroSnap(`{"type":"record","name":"R","namespace":"com.x","fields":[{"name":"a","type":"int"}]}`)
+	newS := avroSnap(`{"type":"record","name":"R","namespace":"com.x","fields":[{"name":"a","type":"int"},
+		{"name":"big","type":"long","default":9007199254740993},
+		{"name":"max","type":"long","default":9223372036854775807},
+		{"name":"min","type":"long","default":-9223372036854775808},
+		{"name":"i","type":"int","default":-2147483648},
+		{"name":"f","type":"float","default":0.1},
+		{"name":"d","type":"double","default":1e-300},
+		{"name":"b","type":"bytes","default":"\u00ff\u0000A"},
+		{"name":"opt","type":["long","null"],"default":9223372036854775806},
+		{"name":"nested","type":{"type":"record","name":"N","fields":[
+			{"name":"x","type":"long","default":9007199254740995},
+			{"name":"y","type":"long"}]},"default":{"y":-9007199254740993}},
+		{"name":"xs","type":{"type":"array","items":"long"},"default":[9007199254740993]}]}`)
+	out := migrate(t, old, newS, MigrateOptions{}, unhex(t, "02"))
+	want := appendLong(nil, 1)
+	for _, v := range []int64{9007199254740993, math.MaxInt64, math.MinInt64, math.MinInt32} {
+		want = appendLong(want, v)
+	}
+	want = binary.LittleEndian.AppendUint32(want, math.Float32bits(0.1))
+	want = binary.LittleEndian.AppendUint64(want, math.Float64bits(1e-300))
+	want = append(appendLong(want, 3), 0xff, 0, 'A')
+	want = appendLong(append(want, 0), math.MaxInt64-1)
+	want = appendLong(appendLong(want, 9007199254740995), -9007199254740993)
+	want = append(appendLong(appendLong(want, 1), 9007199254740993), 0)
+	if !bytes.Equal(out, want) {
+		t.Fatalf("defaults written as %x, want %x", out, want)
+	}
+}
+
+// An int or long default that is not a JSON integer in range does not
+// parse, as the specification's table of defaults and Java's parser say;
+// hamba would truncate 1.9 to 1.
+func TestMigrateRefusesNonIntegerDefaults(t *testing.T) {
+	old := avroSnap(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`)
+	for def, want := range map[string]string{
+		`{"name":"i","type":"int","default":1.9}`:                                                                    "field R.i: default 1.9 is not an int",
+		`{"name":"i","type":"int","default":1e3}`:                                                                    "field R.i: default 1e3 is not an int",
+		`{"name":"i","type":"int","default":2147483648}`:                                                             "field R.i: default 2147483648 is not an int",
+		`{"name":"l","type":"long","default":9223372036854775808}`:                                                   "field R.l: default 9223372036854775808 is not a long",
+		`{"name":"t","type":{"type":"long","logicalType":"timestamp-millis"},"default":1.5}`:                         "field R.t: default 1.5 is not a long",
+		`{"name":"n","type":{"type":"record","name":"N","fields":[{"name":"x","type":"long"}]},"default":{"x":0.5}}`: "field N.x: default 0.5 is not a long",
+	} {
+		newS := avroSnap(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"},` + def + `]}`)
+		if c := Check(old, newS); c.Verdict != Incompatible || !strings.Contains(c.Reason, want) {
+			t.Errorf("%s: %v %q, want incompatible with %q", def, c.Verdict, c.Reason, want)
+		}
+		if _, err := Migrator(old, newS, MigrateOptions{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Migrator: %v, want %q", def, err, want)
+		}
+	}
+}
+
+// A migration whose output the reader's bounds would refuse fails the
+// values past them as unreadable, not as corrupt, and a check says that
+// the verdict depends on the data: items that take no bytes after the
+// migration, and a recursive type wrapped in a union, one level deeper at
+// each recursion.
+func TestMigrateWithinTheReadersBounds(t *testing.T) {
+	nulls := func(n int) []byte { // n items of branch 0, null
+		return append(append(appendLong(nil, int64(n)), make([]byte, n)...), 0)
+	}
+	records := func(n int) []byte { // n records {x: 1}
+		return append(append(appendLong(nil, int64(n)), bytes.Repeat([]byte{2}, n)...), 0)
+	}
+	// chain is a Node{v, kids} chain levels deep.
+	var chain func(levels int) []byte
+	chain = func(levels int) []byte {
+		if levels == 1 {
+			return []byte{2, 0}
+		}
+		return append(append([]byte{2, 2}, chain(levels-1)...), 0)
+	}
+	node := `{"type":"record","name":"Node","fields":[{"name":"v","type":"int"},{"name":"kids","type":{"type":"array","items":%s}}]}`
+	for _, c := range []struct {
+		name, old, new, reason string
+		fits, past             []byte
+		unreadable             string
+	}{
+		{"nulls", `{"type":"array","items":["null","int"]}`, `{"type":"array","items":"null"}`,
+			"[]: items take no bytes in the new schema", nulls(avrobin.MaxZeroWidthItems), nulls(avrobin.MaxZeroWidthItems + 1),
+			"more than 65536 array items that take no bytes in the new schema"},
+		{"empty records", `{"type":"array","items":{"type":"record","name":"R","fields":[{"name":"x","type":"int"}]}}`,
+			`{"type":"array","items":{"type":"record","name":"R","fields":[]}}`,
+			"[]: items take no bytes in the new schema", records(1000), records(70000),
+			"more than 65536 array items that take no bytes in the new schema"},
+		{"recursion wrapped", fmt.Sprintf(node, `"Node"`), fmt.Sprintf(node, `["null","Node"]`),
+			"values nest deeper in the new schema", chain(300), chain(400),
+			"would nest deeper than 1000 levels in the new schema"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			old, newS := avroSnap(c.old), avroSnap(c.new)
+			got := Check(old, newS)
+			if got.Verdict != CompatibleAfterMigration || !got.DataDependent || !strings.Contains(got.Reason, c.reason) {
+				t.Fatalf("Check = %v, data dependent %v, %q; want after migration, data dependent, %q", got.Verdict, got.DataDependent, got.Reason, c.reason)
+			}
+			m := must[Migrate](t)(Migrator(old, newS, MigrateOptions{}))
+			out, err := m(nil, c.fits)
+			if err != nil {
+				t.Fatalf("a value within the bounds: %v", err)
+			}
+			if err := Validator(must[Serializer](t)(Restore(newS)))(out); err != nil {
+				t.Fatalf("its migration does not read back: %v", err)
+			}
+			_, err = m(nil, c.past)
+			if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), c.unreadable) {
+				t.Fatalf("a value past the bounds: %v, want unreadable: %q", err, c.unreadable)
+			}
+			if len(err.Error()) > 300 {
+				t.Fatalf("a %d-byte message: %.300s…", len(err.Error()), err)
+			}
+		})
 	}
 }

@@ -1,6 +1,10 @@
 package serializers
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stateproc/stateproc/internal/avrobin"
+)
 
 // maxSnapshotDepth bounds how deep snapshots nest, as the savepoint format
 // does.
@@ -75,6 +79,35 @@ func restore(s Snapshot, depth int) (Of[any], error) {
 	default: // KindTimer: checkShape knows no other kinds.
 		return asAny(Timer(args[0], args[1])), nil
 	}
+}
+
+// CheckDeclared checks a snapshot that a job declares, as Restore does one
+// read from a savepoint and more strictly: the int and long defaults in its
+// Avro schemas must be JSON integers in range (avrobin.FieldDefaults), since
+// a migration writes them.
+func CheckDeclared(s Snapshot) error {
+	if _, err := Restore(s); err != nil {
+		return err
+	}
+	return checkDefaults(s)
+}
+
+func checkDefaults(s Snapshot) error {
+	if s.Kind == KindAvro {
+		_, compact, err := avrobin.ParseSchema(s.Schema)
+		if err == nil {
+			_, err = avrobin.FieldDefaults(compact)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: avro: %w", ErrSnapshot, err)
+		}
+	}
+	for _, a := range s.Args {
+		if err := checkDefaults(a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkShape checks what can be checked of a snapshot without its children.
