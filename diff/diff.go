@@ -390,7 +390,7 @@ func (c *comparison) run(ctx context.Context) error {
 	walkOf := func(src savepoint.Source, seg *savepoint.Segment) (*itemWalk, int) {
 		w := walks[src]
 		if w == nil {
-			w = &itemWalk{src: src}
+			w = &itemWalk{src: src, unsorted: src.Layout().Unsorted}
 			walks[src] = w
 		}
 		w.segs = append(w.segs, *seg)
@@ -423,7 +423,10 @@ func (c *comparison) run(ctx context.Context) error {
 type itemWalk struct {
 	src  savepoint.Source
 	segs []savepoint.Segment
-	walk savepoint.Walk
+	// unsorted: the source's segments are sorted in memory before the
+	// merge (savepoint.Layout.Unsorted).
+	unsorted bool
+	walk     savepoint.Walk
 }
 
 // statePair is a keyed state or timer service of A, B or both, with what

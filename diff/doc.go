@@ -20,7 +20,10 @@
 // the read seam gives entries, sorted by (key, namespace, map key), so a
 // key group is a merge of two sorted streams: memory holds one block of
 // each side per worker and, when examples are asked for, a few entries per
-// kind and state, whatever the size of the savepoints. Key groups held by
+// kind and state, whatever the size of the savepoints. A source whose
+// segments come in another order (savepoint.Layout.Unsorted: Apache
+// Flink's) has each segment read whole and sorted first, so that memory
+// then holds one state's key group per side and worker. Key groups held by
 // one side only are counted from the index without reading them.
 //
 // Max parallelism, parallelism, savepoint ids, lineage and file names are

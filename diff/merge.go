@@ -30,11 +30,24 @@ type cursor struct {
 	// until the next one is read.
 	prevKey, prevNS, prevMK []byte
 	prevTS                  int64
+	// sorted holds a segment of an unsorted source, kept for the next.
+	sorted *sortedSegment
 }
 
 // open starts reading the segment that w gives as its i-th, seg.
 func (c *cursor) open(ctx context.Context, w *itemWalk, i int, seg savepoint.Segment, p *statePair) error {
-	*c = cursor{it: w.walk.Entries(ctx, i), seg: seg, meta: w.src.Metadata(), kind: p.kind, timers: p.timers,
+	it := w.walk.Entries(ctx, i)
+	if w.unsorted {
+		sorted := c.sorted
+		if sorted == nil {
+			sorted = &sortedSegment{}
+		}
+		if err := sorted.load(it, p.timers); err != nil {
+			return err
+		}
+		c.sorted, it = sorted, sorted
+	}
+	*c = cursor{it: it, seg: seg, meta: w.src.Metadata(), kind: p.kind, timers: p.timers, sorted: c.sorted,
 		prevKey: c.prevKey[:0], prevNS: c.prevNS[:0], prevMK: c.prevMK[:0]}
 	return c.next()
 }

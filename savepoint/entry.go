@@ -30,6 +30,8 @@ type Stats struct {
 // For value, reducing and aggregating states there is one entry per (key,
 // namespace); for list states one per element, in list order; for map states
 // one per map entry, in map-key byte order; for timer services one per timer.
+// A segment gives its entries by (key, namespace, map key) bytes, timers by
+// (time, key, namespace), unless its layout says otherwise (Layout.Unsorted).
 type Entry struct {
 	// KeyGroup is the key group of Key, which the entry is stored under.
 	KeyGroup  int

@@ -55,6 +55,13 @@ type Layout struct {
 	// report, when it is not what stateproc's layouts check (checksums,
 	// structure, index).
 	Checks string
+	// Unsorted says that a segment's entries may come in another order
+	// than Entry's: by (key, namespace, map key) bytes, timers by (time,
+	// key, namespace). Apache Flink's heap snapshots write keys in hash
+	// table order, RocksDB orders them by the concatenated bytes, and timers
+	// come in heap order. A tool that merges by Entry's order sorts such a
+	// segment first.
+	Unsorted bool
 }
 
 // String reads "stateproc savepoint, format version 1", or "Apache Flink

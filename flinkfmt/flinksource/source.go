@@ -125,7 +125,7 @@ func layoutOf(fm *flinkfmt.Metadata, checkpoint bool, layouts map[flinkfmt.Layou
 		name = "Apache Flink checkpoint"
 	}
 	l := savepoint.Layout{Name: name, Version: uint32(fm.Version), VersionName: "metadata version", Releases: releases[fm.Version],
-		Checks: "structure: every handle, header, length and key group (Flink keeps no checksums)"}
+		Checks: "structure: every handle, header, length and key group (Flink keeps no checksums)", Unsorted: true}
 	for _, k := range layoutOrder {
 		if layouts[k] {
 			l.Details = append(l.Details, string(k))
