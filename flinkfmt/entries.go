@@ -373,9 +373,8 @@ func (k *Keyed) readEntries(ctx context.Context, sk *subtaskKeyed, i, kg, state 
 	}
 	if err != nil {
 		off := r.Offset()
-		var we *wire.Error
-		if errors.As(err, &we) {
-			off = we.Offset
+		if we := (*wire.Error)(nil); errors.As(err, &we) {
+			off = -1 // the error names its offset
 		}
 		if d.compressed {
 			err = fmt.Errorf("in the decompressed key group: %w", err)
@@ -686,9 +685,8 @@ func (c *canonCursor) fail(err error) error {
 		return err
 	}
 	off := c.r.Offset()
-	var we *wire.Error
-	if errors.As(err, &we) {
-		off = we.Offset
+	if we := (*wire.Error)(nil); errors.As(err, &we) {
+		off = -1 // the error names its offset
 	}
 	if c.compressed {
 		err = fmt.Errorf("in the decompressed key group: %w", err)

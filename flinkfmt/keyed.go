@@ -367,11 +367,17 @@ func (r *Reader) sniffLayout(ctx context.Context, sk *subtaskKeyed, op *Operator
 		}
 		var sink []Entry
 		p := &kgParser{k: k, sk: probe, kg: h.KeyGroups.Start, state: -1, out: &sink, prefix: prefixLen(k.Operator.MaxParallelism)}
-		if p.canonical(wire.New(d.b, 0)) != nil {
+		if cerr := p.canonical(wire.New(d.b, 0)); cerr != nil {
 			sink = sink[:0]
-			if p.heap(wire.New(d.b, 0)) == nil {
-				sk.layout = LayoutHeap
+			herr := p.heap(wire.New(d.b, 0))
+			if herr != nil {
+				// A sound key group parses in one of them: calling it
+				// canonical would pass a damaged heap snapshot off as
+				// one that needs no conversion.
+				return corruptf("key group %d at offset %d parses in neither layout: as canonical, %v; as heap, %v",
+					h.KeyGroups.Start, h.Offsets[0], cerr, herr)
 			}
+			sk.layout = LayoutHeap
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stateproc/stateproc/flinkfmt/internal/javaobj"
 	"github.com/stateproc/stateproc/flinkfmt/internal/wire"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -150,7 +151,11 @@ func ParseMetadata(b []byte) (*Metadata, error) {
 		return nil, at(MetadataFile, "", -1, 4, unsupportedf("metadata version %d (this reader takes %d to %d)", m.Version, MinVersion, MaxVersion))
 	}
 	if err := m.parseBody(r); err != nil {
-		return nil, at(MetadataFile, "", -1, r.Offset(), err)
+		off := r.Offset()
+		if we := (*wire.Error)(nil); errors.As(err, &we) {
+			off = -1 // the error names its offset
+		}
+		return nil, at(MetadataFile, "", -1, off, err)
 	}
 	return m, nil
 }
@@ -207,7 +212,9 @@ func (m *Metadata) operator(h *handleReader) *Operator {
 	if r.Err() != nil {
 		return nil
 	}
-	if op.Parallelism < 0 || op.MaxParallelism < 0 {
+	// Flink's OperatorState refuses a parallelism above the max
+	// parallelism, and its key-group assignment one above 2^15.
+	if op.Parallelism < 0 || op.MaxParallelism < 0 || op.Parallelism > op.MaxParallelism || op.MaxParallelism > keygroup.MaxParallelismLimit {
 		r.Failf(wire.ErrMalformed, "operator %s: parallelism %d, max parallelism %d", op.ID, op.Parallelism, op.MaxParallelism)
 		return nil
 	}
@@ -240,13 +247,34 @@ func (m *Metadata) operator(h *handleReader) *Operator {
 				return nil
 			}
 			st.Index, st.Finished = -idx-1, true
-			op.Subtasks = append(op.Subtasks, st)
-			continue
 		}
-		m.subtask(h, &st)
+		// Flink's OperatorState.putState refuses an index past the
+		// parallelism.
+		if st.Index >= op.Parallelism {
+			r.Failf(wire.ErrMalformed, "operator %s: subtask %d of parallelism %d", op.ID, st.Index, op.Parallelism)
+			return nil
+		}
+		if !st.Finished {
+			m.subtask(h, &st)
+			checkKeyGroups(r, op, &st)
+		}
 		op.Subtasks = append(op.Subtasks, st)
 	}
 	return op
+}
+
+// checkKeyGroups holds a subtask's key-group handles to the operator's max
+// parallelism: a key group past it is in no key-group range Flink assigns.
+func checkKeyGroups(r *wire.Buf, op *Operator, st *Subtask) {
+	for _, k := range []*KeyedHandle{st.ManagedKeyed, st.RawKeyed} {
+		if k == nil || r.Err() != nil || k.KeyGroups.End < k.KeyGroups.Start {
+			continue
+		}
+		if k.KeyGroups.End >= op.MaxParallelism {
+			r.Failf(wire.ErrMalformed, "operator %s: subtask %d holds key groups %d to %d, past max parallelism %d",
+				op.ID, st.Index, k.KeyGroups.Start, k.KeyGroups.End, op.MaxParallelism)
+		}
+	}
 }
 
 func (m *Metadata) subtask(h *handleReader, st *Subtask) {

@@ -189,3 +189,53 @@ func TestAbsolutePaths(t *testing.T) {
 		t.Errorf("a path map entry matched part of a directory name: %v, %v", got, err)
 	}
 }
+
+// Metadata that Flink itself would refuse to build is corrupt: an operator
+// whose parallelism passes its max parallelism or whose max parallelism
+// passes 2^15, a subtask index past the parallelism, and key groups past
+// the max parallelism (which would hide entries in key groups no subtask
+// reads).
+func TestMetadataImpossibleOperators(t *testing.T) {
+	root := fixtureRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "flink-tests/src/test/resources/type-serializer-snapshot-migration-itcase-flink1.15-hashmap-savepoint", MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyedOp := func(m *Metadata) *Operator {
+		for _, op := range m.Operators {
+			for _, st := range op.Subtasks {
+				if st.ManagedKeyed != nil {
+					return op
+				}
+			}
+		}
+		t.Fatal("no operator with keyed state")
+		return nil
+	}
+	for _, c := range []struct {
+		name   string
+		change func(op *Operator)
+		want   string
+	}{
+		{"subtask index", func(op *Operator) { op.Subtasks[0].Index = op.Parallelism }, "subtask 1 of parallelism 1"},
+		{"parallelism", func(op *Operator) { op.Parallelism = op.MaxParallelism + 4 }, "parallelism 5, max parallelism 1"},
+		{"max parallelism", func(op *Operator) { op.MaxParallelism = 40000 }, "max parallelism 40000"},
+		{"key groups", func(op *Operator) {
+			k := op.Subtasks[0].ManagedKeyed
+			k.KeyGroups.Start, k.KeyGroups.End = k.KeyGroups.Start+5, k.KeyGroups.End+5
+		}, "holds key groups 5 to 5, past max parallelism 1"},
+	} {
+		m, err := ParseMetadata(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.change(keyedOp(m))
+		out, err := EncodeMetadata(m)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if _, err := ParseMetadata(out); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want corrupt: %q", c.name, err, c.want)
+		}
+	}
+}

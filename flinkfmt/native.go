@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +30,11 @@ import (
 type nativeFiles struct {
 	tables  []NamedHandle
 	options *NamedHandle
+	// current and manifests are the files RocksDB opens the database by:
+	// the reader reads the tables without them, but checks that they are
+	// there, since without them RocksDB cannot open the checkpoint.
+	current   *NamedHandle
+	manifests []NamedHandle
 	// unreadable, when set, is why the instance cannot be read; it is
 	// reported when entries are read, so that the states stay listed.
 	unreadable error
@@ -62,9 +69,12 @@ func classifyNative(h *KeyedHandle) (*nativeFiles, []string, error) {
 				if n, err := strconv.ParseInt(strings.TrimPrefix(name, "OPTIONS-"), 10, 64); err == nil && n > optionsNo {
 					optionsNo, nf.options = n, &f
 				}
-			case name == "CURRENT" || strings.HasPrefix(name, "MANIFEST-"):
+			case name == "CURRENT":
+				nf.current = &f
+			case strings.HasPrefix(name, "MANIFEST-"):
 				// A checkpoint's live tables are its files; the MANIFEST
 				// would only list them again.
+				nf.manifests = append(nf.manifests, f)
 			case strings.HasSuffix(name, ".log"):
 				// Flink writes with the write-ahead log disabled; a log
 				// with records would hold writes no table has.
@@ -81,6 +91,43 @@ func classifyNative(h *KeyedHandle) (*nativeFiles, []string, error) {
 		}
 	}
 	return nf, notes, nil
+}
+
+// checkDBFiles checks the files RocksDB opens a checkpoint by: CURRENT
+// names a MANIFEST of the handle, and that MANIFEST is there with the size
+// the metadata records.
+func (r *Reader) checkDBFiles(ctx context.Context, nf *nativeFiles) error {
+	if nf.current == nil {
+		return corruptf("native handle without a CURRENT file: RocksDB cannot open its database")
+	}
+	f, name, err := r.OpenStream(ctx, nf.current.Handle)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	const maxCurrent = 256
+	if f.Size() > maxCurrent {
+		return corruptf("%s (CURRENT) holds %d bytes, not the name of a MANIFEST", name, f.Size())
+	}
+	b := make([]byte, f.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	manifest, ok := strings.CutSuffix(string(b), "\n")
+	i := slices.IndexFunc(nf.manifests, func(m NamedHandle) bool { return m.LocalPath == manifest })
+	if !ok || i < 0 {
+		return corruptf("%s (CURRENT) reads %q, not the name of a MANIFEST the handle lists", name, b)
+	}
+	m := nf.manifests[i]
+	mf, mname, err := r.OpenStream(ctx, m.Handle)
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
+	if want := m.Handle.Size; mf.Size() == 0 || want > 0 && mf.Size() != want {
+		return corruptf("%s (%s) holds %d bytes, the metadata records %d", mname, m.LocalPath, mf.Size(), want)
+	}
+	return nil
 }
 
 // nativeInstance is the open RocksDB instance of one native handle: its
@@ -146,6 +193,9 @@ func (r *Reader) openNative(ctx context.Context, sk *subtaskKeyed) (*nativeInsta
 			inst.close()
 		}
 	}()
+	if err := r.checkDBFiles(ctx, nf); err != nil {
+		return nil, err
+	}
 	window := tableWindow(len(nf.tables))
 	open := func(f NamedHandle) (storage.File, string, error) {
 		file, name, err := r.openWindowed(ctx, f.Handle, window)

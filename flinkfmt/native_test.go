@@ -150,9 +150,28 @@ func relFile(local, name string, data []byte) nativeFile {
 	return nativeFile{local: local, data: data, at: name, ref: bld(nil).u8(byte(StreamRelativeFile)).utf(name).i64(int64(len(data)))}
 }
 
+// inlineDBFile is a file of the RocksDB directory that the metadata holds,
+// as Flink inlines small files.
+func inlineDBFile(local string, data []byte) nativeFile {
+	return nativeFile{local: local, data: data, ref: bld(nil).u8(byte(StreamInline)).utf("inline-" + local).i32(len(data)).raw(data...)}
+}
+
+// withDBFiles adds a CURRENT and the MANIFEST it names, inline, to files
+// that lack them: RocksDB opens a database by them.
+func withDBFiles(shared, private []nativeFile) []nativeFile {
+	for _, f := range slices.Concat(shared, private) {
+		if f.local == "CURRENT" {
+			return private
+		}
+	}
+	return append(slices.Clone(private), inlineDBFile("CURRENT", []byte("MANIFEST-000001\n")), inlineDBFile("MANIFEST-000001", []byte("manifest")))
+}
+
 // nativeHandle writes an INCREMENTAL_KEY_GROUPS_HANDLE_V2 of key groups
-// kgs with an inline metadata stream; shared files first.
+// kgs with an inline metadata stream; shared files first. A CURRENT and
+// MANIFEST are added, inline, unless given.
 func nativeHandle(kgs keygroup.Range, header bld, shared, private []nativeFile) bld {
+	private = withDBFiles(shared, private)
 	b := bld(nil).u8(byte(KeyedIncrementalV2)).i64(3).utf("backend-1").i32(kgs.Start).i32(kgs.Len()).i64(0).
 		u8(byte(StreamInline)).utf("meta").i32(len(header)).raw(header...)
 	for _, list := range [][]nativeFile{shared, private} {
@@ -503,6 +522,33 @@ func TestNativeHandleErrors(t *testing.T) {
 		_, err := read(t, replace(0, f))
 		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "table-0") {
 			t.Errorf("error %v", err)
+		}
+	})
+	// RocksDB opens a database by its CURRENT and the MANIFEST it names:
+	// the reader needs neither, but a checkpoint without them does not
+	// restore.
+	t.Run("database files", func(t *testing.T) {
+		// The scenario's last two files are its MANIFEST and CURRENT.
+		manifest := relFile("MANIFEST-000004", "manifest-4", []byte("manifest bytes"))
+		for _, c := range []struct {
+			name  string
+			files []nativeFile
+			want  string
+		}{
+			{"manifest missing", []nativeFile{relFile("CURRENT", "current", []byte("MANIFEST-000004\n")), {local: manifest.local, ref: manifest.ref}}, "manifest-4"},
+			{"manifest short", []nativeFile{relFile("CURRENT", "current", []byte("MANIFEST-000004\n")),
+				{local: manifest.local, at: manifest.at, data: manifest.data[:3], ref: manifest.ref}}, "manifest-4 (MANIFEST-000004) holds 3 bytes, the metadata records 14"},
+			{"current names another", []nativeFile{relFile("CURRENT", "current", []byte("MANIFEST-000005\n")), manifest}, `current (CURRENT) reads "MANIFEST-000005\n"`},
+			{"current empty", []nativeFile{relFile("CURRENT", "current", nil), manifest}, `current (CURRENT) reads ""`},
+			{"current missing", []nativeFile{{local: "CURRENT", ref: relFile("CURRENT", "current", []byte("MANIFEST-000004\n")).ref}, manifest}, "current"},
+		} {
+			_, err := read(t, append(slices.Clone(sc.files[:len(sc.files)-2]), c.files...))
+			if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrCorrupt) && !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s: %v, want %q", c.name, err, c.want)
+			}
+		}
+		if _, err := read(t, sc.files); err != nil {
+			t.Errorf("whole: %v", err)
 		}
 	})
 	t.Run("unknown column family", func(t *testing.T) {
