@@ -102,6 +102,20 @@ func TestFlinkAbsolutePaths(t *testing.T) {
 	if n := strings.Count(stdout, "\n"); n != 4 {
 		t.Errorf("broadcast-state-1 through --path-map: %d entries, want 4:\n%s", n, stdout)
 	}
+	// NEW relative to the savepoint's directory, out of it: the user's
+	// argument, unlike a path the metadata records, may climb.
+	rel, err := filepath.Rel(dir, moved)
+	if err != nil || !strings.HasPrefix(rel, "..") {
+		t.Fatalf("%s from %s: %q, %v", moved, dir, rel, err)
+	}
+	code, stdout, stderr = inProcess("--path-map", old+"="+rel, "dump", dir, "--operator", "12d7d939fd56473cac7cff0603179a41", "--state", "broadcast-state-1")
+	if code != cli.ExitOK || strings.Count(stdout, "\n") != 4 {
+		t.Errorf("dump with --path-map to %s: exit %d: %s%s", rel, code, stdout, stderr)
+	}
+	// OLD as the metadata never records it.
+	if code, _, stderr := inProcess("--path-map", strings.TrimPrefix(old, "/")+"="+moved, "inspect", dir); code != cli.ExitUsage || !strings.Contains(stderr, "is not an absolute path or URI") {
+		t.Errorf("a relative OLD: exit %d: %s", code, stderr)
+	}
 	copyFiles(t, src, dir, names)
 	if code, _, stderr := inProcess("verify", "--deep", dir); code != cli.ExitOK {
 		t.Errorf("verify with the files beside _metadata: exit %d: %s", code, stderr)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/stateproc/stateproc/internal/workers"
@@ -89,11 +91,39 @@ func openSavepoint(ctx context.Context, path string) (savepoint.Source, error) {
 	if rewrite.IsTempName(filepath.Base(filepath.Clean(path))) {
 		return nil, fmt.Errorf("%s is the temporary directory of an unfinished or killed rewrite: %w", path, savepoint.ErrNotSavepoint)
 	}
-	src, err := layouts.OpenWith(ctx, path, layouts.Options{PathMap: pathMapOf(ctx), Store: storage.Options{Counters: transfersOf(ctx)}})
+	pm, err := localPathMap(pathMapOf(ctx), path)
+	if err != nil {
+		return nil, err
+	}
+	src, err := layouts.OpenWith(ctx, path, layouts.Options{PathMap: pm, Store: storage.Options{Counters: transfersOf(ctx)}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return src, nil
+}
+
+// localPathMap resolves the relative directories of a path map against
+// the local savepoint dir: they are the user's, so they may lead out of it
+// (../elsewhere), where a path the metadata records may not.
+func localPathMap(pm map[string]string, dir string) (map[string]string, error) {
+	var out map[string]string
+	for old, repl := range pm {
+		if strings.Contains(repl, "://") || filepath.IsAbs(filepath.FromSlash(repl)) {
+			continue
+		}
+		abs, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(repl)))
+		if err != nil {
+			return nil, usagef("--path-map %s=%s: %v", old, repl, err)
+		}
+		if out == nil {
+			out = maps.Clone(pm)
+		}
+		out[old] = filepath.ToSlash(abs)
+	}
+	if out == nil {
+		return pm, nil
+	}
+	return out, nil
 }
 
 // findOperator returns the index of the operator ref names (its uid, ID

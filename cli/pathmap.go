@@ -37,6 +37,9 @@ func withPathMap(cmd *cobra.Command, flags []string) error {
 		if !ok || old == "" || repl == "" {
 			return usagef("--path-map %q: want OLD=NEW, an absolute path recorded in the metadata and the directory that holds its files now", f)
 		}
+		if !absoluteRecorded(old) {
+			return usagef("--path-map %q: %q is not an absolute path or URI, as the metadata records them", f, old)
+		}
 		if strings.Contains(repl, "://") {
 			if _, err := storage.ParseLocation(repl); err != nil {
 				return usagef("--path-map %q: %v", f, err)
@@ -49,4 +52,24 @@ func withPathMap(cmd *cobra.Command, flags []string) error {
 	}
 	cmd.SetContext(context.WithValue(cmd.Context(), pathMapKey{}, m))
 	return nil
+}
+
+// absoluteRecorded reports whether old can be a path that Flink's metadata
+// records: an absolute path, or a URI with a scheme (file:/tmp/sp,
+// s3://bucket/sp, hdfs://namenode/sp).
+func absoluteRecorded(old string) bool {
+	if strings.HasPrefix(old, "/") || filepath.IsAbs(old) {
+		return true
+	}
+	scheme, rest, ok := strings.Cut(old, ":")
+	if !ok || scheme == "" || !strings.HasPrefix(rest, "/") {
+		return false
+	}
+	for i, c := range scheme {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
 }
