@@ -289,3 +289,54 @@ func TestUnrestorableCheckpointIsPermanent(t *testing.T) {
 		t.Fatal("unrestorable does not tell a bad checkpoint from a failed read")
 	}
 }
+
+// Stateless operators between the sources and KeyBy (a Filter, then a Map)
+// pass checkpoints on under DeterministicTime at parallelism above 1: each
+// of their subtasks reads a few of the keyed operator's sources, which may
+// be past a checkpoint's epoch when it starts, so that their gates are
+// aligned before any barrier comes. A run with periodic checkpoints and a
+// failure at a snapshot writes what a run without them writes.
+func TestCheckpointsThroughStatelessOperators(t *testing.T) {
+	job := func(p int, sink Sink[alert]) *Job {
+		j := NewJob("card-fraud", DefaultParallelism(p))
+		txns := FromSource(j, unevenSource{txnSource: fraudSrc, run: p}, Watermarks{OutOfOrderness: 5 * time.Second, Every: 32}, UID("transactions"))
+		txns = Filter(txns, func(_ context.Context, t txn) (bool, error) { return t.Amount >= 0, nil })
+		txns = Map(txns, func(_ context.Context, t txn) (txn, error) { return t, nil })
+		rs := FromSource(j, fraudRules, Watermarks{Every: 1}, UID("rules"), Parallelism(1))
+		alerts := ProcessBroadcast(KeyBy(txns, func(t txn) cardKey { return t.Card }, cardKeySerializer), Broadcast(rs, rulesDesc),
+			func() KeyedBroadcastProcessFunction[cardKey, txn, rule, alert] { return &fraudCheck{} },
+			UID("fraud"), WithState(merchantDesc, recentDesc), MaxParallelism(128))
+		ToSink(alerts, sink, UID("alerts"))
+		return j
+	}
+	for _, backend := range []BackendKind{Heap, Pebble} {
+		for _, p := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s-p%d", backend, p), func(t *testing.T) {
+				dir := t.TempDir()
+				run := func(name string, checkpoints bool) (*Result, []string) {
+					opts := fraudOpts(backend)
+					fail := &injectAt{p: faultSnapshot, id: 3}
+					if checkpoints {
+						opts.CheckpointDir, opts.CheckpointInterval, opts.MaxRestarts = filepath.Join(dir, name+"-chk"), 2*time.Millisecond, 1
+						opts.inject = func(p faultPoint, t *task, cp *checkpoint) error { return fail.inject(p, t, cp) }
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					res, err := Run(ctx, job(p, NewFileSink(filepath.Join(dir, name), formatAlert)), opts)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					return res, readParts(t, filepath.Join(dir, name))
+				}
+				_, want := run("clean", false)
+				res, got := run("checkpointed", true)
+				if res.Restarts != 1 || res.Checkpoints == 0 {
+					t.Fatalf("%d restarts, %d checkpoints in the last attempt; want a restart and checkpoints after it", res.Restarts, res.Checkpoints)
+				}
+				if len(want) == 0 || !slices.Equal(got, want) {
+					t.Fatalf("output: %d lines, %d without checkpoints; %d differ", len(got), len(want), diffCount(got, want))
+				}
+			})
+		}
+	}
+}

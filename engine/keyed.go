@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stateproc/stateproc/engine/internal/flow"
@@ -87,6 +89,12 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 		if ch == flow.NotifyChannel {
 			continue
 		}
+		if ch == flow.AlignedChannel {
+			if err := k.aligned(g.TakeAligned()); err != nil {
+				return err
+			}
+			continue
+		}
 		t.clock.sample()
 		var ctl control
 		if g.Input(ch) == 0 {
@@ -123,10 +131,7 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 			}
 		}
 		if r.Aligned != nil {
-			if err := t.snapshot(r.Aligned); err != nil {
-				return err
-			}
-			if err := k.out.control(control{Kind: flow.BarrierControl, Barrier: r.Aligned}); err != nil {
+			if err := k.aligned(r.Aligned); err != nil {
 				return err
 			}
 		}
@@ -134,6 +139,15 @@ func (k *keyedRunner[K, IN, B, OUT]) run(t *task) error {
 			return k.out.control(control{Kind: flow.EndControl})
 		}
 	}
+}
+
+// aligned takes the subtask's part of checkpoint cp, whose alignment is
+// complete, and passes its barrier on.
+func (k *keyedRunner[K, IN, B, OUT]) aligned(cp *checkpoint) error {
+	if err := k.t.snapshot(cp); err != nil {
+		return err
+	}
+	return k.out.control(control{Kind: flow.BarrierControl, Barrier: cp})
 }
 
 // advance moves the subtask to the combined watermark w: a deterministic
@@ -175,9 +189,15 @@ func (k *keyedRunner[K, IN, B, OUT]) records(recs []record[IN]) error {
 func (k *keyedRunner[K, IN, B, OUT]) broadcasts(recs []record[B]) error {
 	k.t.inBroadcast = true
 	defer func() { k.t.inBroadcast = false }()
+	// A broadcast element belongs to no key: keyed state and timers fail
+	// there, as in Flink, rather than act for the key processed last.
+	k.t.backend.ClearCurrentKey()
 	for i := range recs {
 		k.bctx.ts = recs[i].ts
 		if err := k.onBroadcast(k.bctx, recs[i].v); err != nil {
+			if errors.Is(err, state.ErrNoCurrentKey) {
+				err = fmt.Errorf("keyed state and timers have no key in ProcessBroadcastElement: %w", err)
+			}
 			return k.t.errorf("process broadcast element: %w", err)
 		}
 	}

@@ -74,6 +74,12 @@ func runStateless[T, U any](t *task, inputs int, apply func(context.Context, T, 
 		if err != nil {
 			return err
 		}
+		if ch == flow.AlignedChannel {
+			if err := passAligned(t, out, g.TakeAligned()); err != nil {
+				return err
+			}
+			continue
+		}
 		b := v.(*batch[T])
 		for i := range b.recs {
 			if err := apply(t.ctx, b.recs[i].v, b.recs[i].ts, out); err != nil {
@@ -98,10 +104,7 @@ func runStateless[T, U any](t *task, inputs int, apply func(context.Context, T, 
 			}
 		}
 		if r.Aligned != nil {
-			if err := t.snapshot(r.Aligned); err != nil {
-				return err
-			}
-			if err := out.control(control{Kind: flow.BarrierControl, Barrier: r.Aligned}); err != nil {
+			if err := passAligned(t, out, r.Aligned); err != nil {
 				return err
 			}
 		}
@@ -109,4 +112,13 @@ func runStateless[T, U any](t *task, inputs int, apply func(context.Context, T, 
 			return out.control(control{Kind: flow.EndControl})
 		}
 	}
+}
+
+// passAligned takes a stateless subtask's part of checkpoint cp, whose
+// alignment is complete, and passes its barrier on.
+func passAligned[U any](t *task, out *output[U], cp *checkpoint) error {
+	if err := t.snapshot(cp); err != nil {
+		return err
+	}
+	return out.control(control{Kind: flow.BarrierControl, Barrier: cp})
 }

@@ -19,7 +19,7 @@ type Options struct {
 
 var (
 	errClosed = errors.New("heapbackend: backend is closed")
-	errNoKey  = errors.New("heapbackend: no current key (call SetCurrentKey first)")
+	errNoKey  = fmt.Errorf("heapbackend: %w", state.ErrNoCurrentKey)
 )
 
 // Backend keeps the keyed state of one operator subtask in memory. It
@@ -78,6 +78,11 @@ func (b *Backend) SetCurrentKey(key []byte) error {
 	b.prefix = appendKey(b.prefix[:0], key)
 	b.gi = kg - b.kgs.Start
 	return nil
+}
+
+// ClearCurrentKey leaves the backend without a current key.
+func (b *Backend) ClearCurrentKey() {
+	b.key, b.prefix, b.gi = b.key[:0], b.prefix[:0], -1
 }
 
 // CurrentKey returns the backend's copy of the current key; callers must not

@@ -195,6 +195,11 @@ func (b *Backend) MaxParallelism() int       { return b.maxP }
 func (b *Backend) CurrentKey() []byte        { return b.key }
 func (b *Backend) CurrentKeyGroup() int      { return b.kg }
 
+// ClearCurrentKey leaves the backend without a current key.
+func (b *Backend) ClearCurrentKey() {
+	b.kg, b.key, b.keyEsc = -1, b.key[:0], b.keyEsc[:0]
+}
+
 func (b *Backend) SetCurrentKey(key []byte) error {
 	if err := b.check(); err != nil {
 		return err
@@ -210,7 +215,7 @@ func (b *Backend) SetCurrentKey(key []byte) error {
 }
 
 var (
-	errNoKey  = errors.New("pebblebackend: no current key (call SetCurrentKey first)")
+	errNoKey  = fmt.Errorf("pebblebackend: %w", state.ErrNoCurrentKey)
 	errClosed = errors.New("pebblebackend: backend is closed")
 )
 

@@ -21,6 +21,10 @@ type Backend interface {
 	// SetCurrentKey scopes every handle to key, given as the key
 	// serializer's bytes. It fails when the key's group is not owned.
 	SetCurrentKey(key []byte) error
+	// ClearCurrentKey leaves the backend without a current key, as a
+	// broadcast element is processed: a keyed access then fails with
+	// ErrNoCurrentKey.
+	ClearCurrentKey()
 	CurrentKey() []byte
 	CurrentKeyGroup() int
 

@@ -15,6 +15,10 @@ import (
 // declares and dropping it was not allowed.
 var ErrNotRestored = errors.New("state: state in the savepoint is not declared by the job")
 
+// ErrNoCurrentKey is wrapped by the error of a keyed access made with no
+// current key: before the first SetCurrentKey, or after ClearCurrentKey.
+var ErrNoCurrentKey = errors.New("no current key")
+
 // Restored says how one state or timer service of a savepoint operator maps
 // onto what the job declares.
 type Restored struct {

@@ -472,8 +472,12 @@ func (c *Coordinator[S]) handle(ctx context.Context, m Message[S]) (bool, error)
 // that the keyed operators have read up to. A keyed subtask's gate reads no
 // further than the lowest watermark of the sources upstream of it that are
 // still reading, so the epoch goes above the highest such lowest watermark:
-// no gate has yet read a record of the epoch or after it, and every gate
-// still has an input below it, whose watermark completes its alignment.
+// no keyed gate has yet read a record of the epoch or after it, and every
+// keyed gate still has an input below it, whose watermark completes its
+// alignment. A stateless operator's gate reads only some of those sources,
+// which may all be past the epoch already: it is aligned as soon as the
+// checkpoint starts (flow.Gate.Next reports it), and what it passed on
+// after their watermarks reached the epoch lies after the cut downstream.
 // The sources already at or past the epoch cut their part where their
 // watermark first reached it, those that read no more at their end; when
 // no source upstream of a keyed operator reads any more, the cut is the end.

@@ -46,6 +46,8 @@ type Gate[B Barrier] struct {
 	// any; done is the id of the last checkpoint this gate aligned.
 	pending func() B
 	done    uint64
+	// ready is a checkpoint Next found aligned, for TakeAligned.
+	ready B
 }
 
 type gateChan struct {
@@ -66,10 +68,12 @@ type gateChan struct {
 }
 
 // What Next returns instead of an input channel's index when the
-// notification channel, or the tick, fired.
+// notification channel, or the tick, fired, or when the gate found the
+// checkpoint in flight aligned without reading (TakeAligned).
 const (
-	NotifyChannel = -1
-	TickChannel   = -2
+	NotifyChannel  = -1
+	TickChannel    = -2
+	AlignedChannel = -3
 )
 
 // NewGate returns a gate with no channel yet; notify, when not nil, is the
@@ -216,6 +220,19 @@ func (g *Gate[B]) Next() (int, any, error) {
 	if g.dirty {
 		g.rebuild()
 	}
+	if g.ordered {
+		// A channel may be aligned by a watermark it delivered before the
+		// checkpoint started: that of a source already past the epoch,
+		// which sends nothing more of it. A gate fed by such sources
+		// alone (a stateless operator on some of a keyed operator's
+		// sources) is aligned once the checkpoint starts, and would
+		// otherwise wait on channels it no longer reads.
+		var none B
+		if cp := g.checkAligned(); cp != none {
+			g.ready = cp
+			return AlignedChannel, nil, nil
+		}
+	}
 	chosen, v, _ := reflect.Select(g.cases)
 	if chosen == 0 {
 		return 0, nil, context.Cause(g.ctx)
@@ -225,6 +242,15 @@ func (g *Gate[B]) Next() (int, any, error) {
 		return ch, nil, nil
 	}
 	return ch, v.Interface(), nil
+}
+
+// TakeAligned returns the checkpoint that Next reported aligned with
+// AlignedChannel.
+func (g *Gate[B]) TakeAligned() B {
+	var none B
+	cp := g.ready
+	g.ready = none
+	return cp
 }
 
 // Result says what a control event changed.

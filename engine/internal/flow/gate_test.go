@@ -160,3 +160,53 @@ func TestOrderedGateReadsAnEndedChannel(t *testing.T) {
 		g.OnControl(1, testControl{Kind: BarrierControl, Barrier: cp})
 	}
 }
+
+// An ordered gate whose channels all reached a checkpoint's epoch before
+// the checkpoint started (a stateless operator fed by sources already
+// past the epoch) reports the alignment from Next, rather than waiting on
+// channels it no longer reads, behind which its sources then block.
+func TestOrderedGateAlignedBeforeTheCheckpoint(t *testing.T) {
+	g := NewGate[*testBarrier](context.Background(), nil)
+	ch := make(chan string, 4)
+	g.Add(0, ch, MinWatermark)
+	var pending *testBarrier
+	g.Order(func() *testBarrier { return pending })
+	if r := g.OnControl(0, testControl{Kind: WatermarkControl, Watermark: 500}); r.Aligned != nil {
+		t.Fatalf("aligned %v with no checkpoint pending", r.Aligned)
+	}
+	cp := &testBarrier{id: 1, epoch: 300}
+	pending = cp
+	got := make(chan int, 1)
+	go func() {
+		c, _, _ := g.Next()
+		got <- c
+	}()
+	select {
+	case c := <-got:
+		if c != AlignedChannel {
+			t.Fatalf("Next gave channel %d, want AlignedChannel", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the gate waits on the channel it aligned by its watermark, which no longer brings anything it reads")
+	}
+	if a := g.TakeAligned(); a != cp {
+		t.Fatalf("TakeAligned = %v, want the pending checkpoint", a)
+	}
+	// The channel is read again; the source's late barrier is passed over.
+	ch <- "barrier"
+	go func() {
+		c, _, _ := g.Next()
+		got <- c
+	}()
+	select {
+	case c := <-got:
+		if c != 0 {
+			t.Fatalf("Next gave channel %d, want 0", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the channel is not read after the alignment")
+	}
+	if r := g.OnControl(0, testControl{Kind: BarrierControl, Barrier: cp}); r.Aligned != nil {
+		t.Fatalf("the late barrier aligned %v again", r.Aligned)
+	}
+}
