@@ -52,6 +52,8 @@
 // StopWithSavepoint ends the job with one, as Flink's stop does: without
 // drain the sources stop at its barrier and the event-time timers stay in
 // it; with drain the largest watermark goes first and every timer fires.
+// A job restored from a savepoint taken after its inputs ended starts its
+// event time again, as Flink does, so that its timers fire on new input.
 // Like a periodic checkpoint, a savepoint that is not a drain begins with
 // the sources' rendezvous, so under DeterministicTime it cuts the input at
 // an epoch and a job restored from it goes on as the job that took it.

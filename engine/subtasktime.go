@@ -60,6 +60,14 @@ func (r *restoreSource) restoredTimes(nodes []*node) (map[*node]restoredTime, er
 			rt.watermark = min(rt.watermark, c.Watermark)
 			rt.processingTime = max(rt.processingTime, c.ProcessingTime)
 		}
+		if rt.watermark == MaxWatermark {
+			// Taken after every input ended (a drain, or a bounded job's
+			// end): every timer has fired, and the job restored from it
+			// reads new input. Its event time starts again, as in Flink,
+			// which keeps no watermark; kept at the end, no timer would
+			// ever fire again.
+			rt.watermark = MinWatermark
+		}
 		times[n] = rt
 	}
 	return times, nil

@@ -307,3 +307,48 @@ func TestCancelWithAnInjectedClock(t *testing.T) {
 		t.Fatalf("the job did not stop within %v of the cancellation", waitLimit)
 	}
 }
+
+// echoAfter emits each event's time when an event-time timer 5 ms after it
+// fires.
+type echoAfter struct{ NoOpen }
+
+func (echoAfter) ProcessElement(ctx *Context[string, int64], e testEvent) error {
+	return ctx.RegisterEventTimeTimer(e.TS + 5)
+}
+
+func (echoAfter) OnTimer(ctx *Context[string, int64], info TimerInfo) error {
+	return ctx.Emit(info.Timestamp - 5)
+}
+
+// A savepoint taken after every input ended (a bounded job's end, or a
+// drain) holds the largest watermark. A job restored from it to read more
+// input starts its event time again, as Flink, which keeps no watermark,
+// does: its timers fire. They never did when the restored subtasks started
+// at the end of time.
+func TestTimersFireAfterRestoringADrainedSavepoint(t *testing.T) {
+	job := func(n int, sink Sink[int64]) *Job {
+		j := NewJob("echo", DefaultParallelism(2))
+		events := FromSource(j, testSource{splits: 2, n: n, keys: 5}, Watermarks{Every: 4}, UID("events"))
+		out := Process(KeyBy(events, func(e testEvent) string { return e.Key }, serializers.String()),
+			func() KeyedProcessFunction[string, testEvent, int64] { return echoAfter{} }, UID("echo"))
+		ToSink(out, sink, UID("sink"))
+		return j
+	}
+	for _, backend := range []BackendKind{Heap, Pebble} {
+		sp := filepath.Join(t.TempDir(), "sp")
+		first, second := NewCollectSink[int64](), NewCollectSink[int64]()
+		if _, err := Run(context.Background(), job(100, first), RunOptions{Backend: backend, ProcessingTime: DeterministicTime, SavepointDir: sp}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), job(200, second), RunOptions{Backend: backend, ProcessingTime: DeterministicTime, RestoreFrom: sp}); err != nil {
+			t.Fatal(err)
+		}
+		// Event i of split s is at i*10+s: the second run reads 100 to 199.
+		if got := len(second.Values()); got != 200 || len(first.Values()) != 200 {
+			t.Errorf("%s: %d timers fired before the savepoint, %d after it; want 200 each", backend, len(first.Values()), got)
+		}
+		if i := slices.IndexFunc(second.Values(), func(ts int64) bool { return ts < 1000 }); i >= 0 {
+			t.Errorf("%s: the restored run fired a timer of event time %d, before its input", backend, second.Values()[i])
+		}
+	}
+}
