@@ -3,12 +3,14 @@ package export_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -21,7 +23,9 @@ import (
 	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/internal/sptest"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
 )
 
 // readParquet reads every file of a dataset back through Arrow.
@@ -267,5 +271,43 @@ func TestMetadata(t *testing.T) {
 	}
 	if kv.FindValue("ARROW:schema") == nil {
 		t.Error("no stored Arrow schema")
+	}
+}
+
+// Times outside the years 0000 to 9999, which RFC 3339 cannot write, go
+// into JSON lines as integers in the column's unit, which bootstrap reads:
+// a timer at Long.MAX_VALUE (Flink's global windows) or Long.MIN_VALUE+10
+// (Flink's own test savepoints), a timestamp value as far out. Times in
+// range stay RFC 3339.
+func TestJSONLinesTimesOutsideRFC3339(t *testing.T) {
+	str := snap(serializers.KindString)
+	b := newBuilder(savepoint.Operator{
+		UID: "far", Name: "Far", Parallelism: 1, MaxParallelism: 128, KeyHash: keygroup.Murmur3, Key: str,
+		States: []savepoint.KeyedState{{Name: "seen", Kind: savepoint.Value, Namespace: void, Value: snap(serializers.KindTimestamp)}},
+		Timers: []savepoint.TimerService{{Name: "fire", Namespace: void}},
+	})
+	b.add(0, 0, savepoint.Entry{Key: []byte("a"), Value: i64(math.MaxInt64)})
+	b.add(0, 0, savepoint.Entry{Key: []byte("b"), Value: i64(testNow)})
+	b.add(0, 0, savepoint.Entry{Key: []byte("c"), Value: i64(-62167219200001)}) // a millisecond before year 0
+	b.add(0, 1, savepoint.Entry{Key: []byte("a"), Timestamp: math.MinInt64 + 10})
+	b.add(0, 1, savepoint.Entry{Key: []byte("b"), Timestamp: testNow})
+	b.add(0, 1, savepoint.Entry{Key: []byte("c"), Timestamp: math.MaxInt64})
+	out, _ := exportTo(t, b.write(t), export.Options{Format: export.JSONL})
+	for _, c := range []struct {
+		dir, column string
+		want        map[string]string
+	}{
+		{"far/seen", "value", map[string]string{`"a"`: "9223372036854775807", `"b"`: `"` + time.UnixMilli(testNow).UTC().Format(time.RFC3339) + `"`, `"c"`: "-62167219200001"}},
+		{"far/fire", "timestamp", map[string]string{`"a"`: "-9223372036854775798", `"b"`: `"` + time.UnixMilli(testNow).UTC().Format(time.RFC3339) + `"`, `"c"`: "9223372036854775807"}},
+	} {
+		rows := readLines(t, filepath.Join(out, c.dir))
+		if len(rows) != len(c.want) {
+			t.Fatalf("%s: %d rows", c.dir, len(rows))
+		}
+		for _, row := range rows {
+			if got, want := string(row[c.column]), c.want[string(row["key"])]; got != want {
+				t.Errorf("%s: key %s: %s %s, want %s", c.dir, row["key"], c.column, got, want)
+			}
+		}
 	}
 }

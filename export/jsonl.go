@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -204,11 +205,44 @@ func appendJSON(b []byte, arr arrow.Array, i int, s avro.Schema) ([]byte, error)
 		}
 		return append(b, ']'), nil
 	}
+	if n, ok := outsideRFC3339(arr, i); ok {
+		return strconv.AppendInt(b, n, 10), nil
+	}
 	v, err := json.Marshal(arr.GetOneForMarshal(i))
 	if err != nil {
 		return b, err
 	}
 	return append(b, v...), nil
+}
+
+// outsideRFC3339 returns the count of a timestamp or date that falls
+// outside the years 0000 to 9999, which RFC 3339 cannot write: such a value
+// goes out as a JSON integer in the column's unit, which bootstrap reads,
+// rather than as Arrow's text for it.
+func outsideRFC3339(arr arrow.Array, i int) (int64, bool) {
+	var n, perSecond int64
+	switch a := arr.(type) {
+	case *array.Timestamp:
+		n, perSecond = int64(a.Value(i)), int64(time.Second/a.DataType().(*arrow.TimestampType).Unit.Multiplier())
+	case *array.Date32:
+		// Days: a day's seconds are counted below.
+		n, perSecond = int64(a.Value(i)), -86400
+	case *array.Date64:
+		n, perSecond = int64(a.Value(i)), 1000
+	default:
+		return 0, false
+	}
+	var sec int64
+	if perSecond < 0 {
+		sec = n * -perSecond
+	} else {
+		sec = n / perSecond
+		if n%perSecond < 0 {
+			sec-- // the floor, for times before 1970
+		}
+	}
+	y := time.Unix(sec, 0).UTC().Year()
+	return n, y < 0 || y > 9999
 }
 
 // nonNull returns the branches of u other than null, in order: the fields

@@ -21,7 +21,8 @@ import (
 // that a record's fields keep the schema's order and a union is written as
 // the Avro JSON encoding writes it, {"long": 42}, which reads apart from
 // {"float": 42}. A union of null and one other type is an optional value:
-// it is that value, or null, as export's columns hold it.
+// it is that value, or null, as export's columns hold it; a union of one
+// type is that type's value.
 //
 // An external serializer (another layout's) renders its own values when it
 // implements JSONValue(any) any.
@@ -255,7 +256,9 @@ func avroUnion(s *avro.UnionSchema, v any) any {
 
 // branch renders value v of branch t, named n, of union s.
 func branch(s *avro.UnionSchema, t avro.Schema, n string, v any) any {
-	if s.Nullable() && len(s.Types()) == 2 {
+	if s.Nullable() && len(s.Types()) == 2 || len(s.Types()) == 1 {
+		// One type besides null, or alone: the value, bare, as export's
+		// column holds it.
 		return avroValue(t, v)
 	}
 	return &object{names: []string{n}, values: []any{avroValue(t, v)}}

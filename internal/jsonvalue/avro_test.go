@@ -10,8 +10,9 @@ import (
 
 // TestUnionsReadApart decodes values with the real Avro serializer and
 // renders them: a union's branch is named, so that a float and a long of
-// the same number differ; an optional value is bare; record fields keep
-// the schema's order.
+// the same number differ; an optional value, or one of a union of one
+// type, is bare; a float has a float's precision, as export writes it;
+// record fields keep the schema's order.
 func TestUnionsReadApart(t *testing.T) {
 	for _, tc := range []struct {
 		schema string
@@ -21,6 +22,10 @@ func TestUnionsReadApart(t *testing.T) {
 		{`["float","long"]`, map[string]any{"float": float32(42)}, `{"float":42}`},
 		{`["float","long"]`, map[string]any{"long": int64(42)}, `{"long":42}`},
 		{`["null","string"]`, "x", `"x"`},
+		{`["string"]`, "only", `"only"`},
+		{`"float"`, float32(0.1), `0.1`},
+		{`["float","long"]`, map[string]any{"float": float32(1e-45)}, `{"float":1e-45}`},
+		{`"double"`, 0.1, `0.1`},
 		{`["null","string","long"]`, map[string]any{"long": int64(3)}, `{"long":3}`},
 		{`{"type":"record","name":"R","namespace":"n","fields":[{"name":"z","type":["null","int"]},{"name":"a","type":["int","string",{"type":"record","name":"S","fields":[{"name":"x","type":"bytes"}]}]}]}`,
 			map[string]any{"z": nil, "a": map[string]any{"n.S": map[string]any{"x": []byte{1, 255}}}}, `{"z":null,"a":{"S":{"x":"01ff"}}}`},

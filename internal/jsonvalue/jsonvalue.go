@@ -4,12 +4,16 @@
 //
 //   - an instant (a TTL timestamp, a timer, a savepoint's creation, an Avro
 //     timestamp) is an RFC 3339 string in UTC with the fractional digits it
-//     needs, "2026-01-01T00:00:20.796Z", as Arrow writes a timestamp;
+//     needs, "2026-01-01T00:00:20.796Z", as Arrow writes a timestamp (export's
+//     JSON lines write one outside the years 0000 to 9999, which RFC 3339
+//     cannot, as an integer in its column's unit, which bootstrap reads);
 //   - a duration is a whole number of milliseconds, in a field whose name
 //     ends in _ms;
 //   - a byte string is lowercase hex;
 //   - a union is written as the Avro JSON encoding writes it: null, or an
-//     object whose one member is named for the branch ({"long": 42});
+//     object whose one member is named for the branch ({"long": 42}); a
+//     union of one type, or of null and one type, is that value bare;
+//   - a float has a float's precision (0.1), a double a double's;
 //   - a map is a list of {"key", "value"} objects, since its keys need not
 //     be strings; a window is {"start", "end"}, two instants; the void
 //     namespace is null;
@@ -23,6 +27,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +47,13 @@ func Value(v any) any {
 	case []byte:
 		return hex.EncodeToString(x)
 	case float32:
-		return jsonFloat(float64(x))
+		// At a float's precision: 0.1, as export writes it, not the
+		// 0.10000000149011612 that the same bits read as a double.
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return jsonFloat(f)
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 32))
 	case float64:
 		return jsonFloat(x)
 	case time.Time:
