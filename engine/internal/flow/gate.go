@@ -22,7 +22,10 @@ import (
 // (see the engine's sourceRunner), so a channel is aligned once its
 // watermark has reached the epoch, whether or not its barrier has come,
 // and is not read again until the snapshot. A barrier that comes after that belongs to a
-// checkpoint already taken and is passed over.
+// checkpoint already taken and is passed over. A gate whose channels are
+// all past the epoch when the checkpoint starts (one that reads only some
+// of the sources, which were ahead) is aligned without reading anything
+// more: Next reports it as AlignedChannel.
 type Gate[B Barrier] struct {
 	ctx    context.Context
 	chans  []gateChan
