@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb"
 	"github.com/stateproc/stateproc/flinkfmt/rocksdb/sst"
@@ -35,6 +36,10 @@ type nativeFiles struct {
 	// there, since without them RocksDB cannot open the checkpoint.
 	current   *NamedHandle
 	manifests []NamedHandle
+	// dbChecked and dbErr hold checkDBFiles' verdict: every instance of
+	// the handle shares it, so that the files are read once.
+	dbChecked sync.Once
+	dbErr     error
 	// unreadable, when set, is why the instance cannot be read; it is
 	// reported when entries are read, so that the states stay listed.
 	unreadable error
@@ -100,7 +105,10 @@ func (r *Reader) checkDBFiles(ctx context.Context, nf *nativeFiles) error {
 	if nf.current == nil {
 		return corruptf("native handle without a CURRENT file: RocksDB cannot open its database")
 	}
-	f, name, err := r.OpenStream(ctx, nf.current.Handle)
+	// Each is opened with the read of its tail, all of CURRENT: in a
+	// bucket one request, no HEAD.
+	const tail = 4 << 10
+	f, name, err := r.openWindowed(ctx, nf.current.Handle, tail)
 	if err != nil {
 		return err
 	}
@@ -119,7 +127,7 @@ func (r *Reader) checkDBFiles(ctx context.Context, nf *nativeFiles) error {
 		return corruptf("%s (CURRENT) reads %q, not the name of a MANIFEST the handle lists", name, b)
 	}
 	m := nf.manifests[i]
-	mf, mname, err := r.OpenStream(ctx, m.Handle)
+	mf, mname, err := r.openWindowed(ctx, m.Handle, tail)
 	if err != nil {
 		return err
 	}
@@ -193,8 +201,9 @@ func (r *Reader) openNative(ctx context.Context, sk *subtaskKeyed) (*nativeInsta
 			inst.close()
 		}
 	}()
-	if err := r.checkDBFiles(ctx, nf); err != nil {
-		return nil, err
+	nf.dbChecked.Do(func() { nf.dbErr = r.checkDBFiles(ctx, nf) })
+	if nf.dbErr != nil {
+		return nil, nf.dbErr
 	}
 	window := tableWindow(len(nf.tables))
 	open := func(f NamedHandle) (storage.File, string, error) {
