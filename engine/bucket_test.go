@@ -288,10 +288,6 @@ func TestRestoreFromDamagedCheckpointInBucket(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			shared := bucketKeys(t, client, "state", prefix+"/"+chkdir.SharedDir+"/")
-			if len(shared) == 0 {
-				t.Fatal("no shared objects")
-			}
 			b, err := chkdir.OpenBucket(ctx, root)
 			if err != nil {
 				t.Fatal(err)
