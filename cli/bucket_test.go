@@ -284,6 +284,8 @@ func TestBucketLocationsRefused(t *testing.T) {
 		{[]string{"prune-ttl", in, "--out", in}, cli.ExitUsage, "is the input savepoint"},
 		{[]string{"prune-ttl", in, "--out", f.url("in/sp/x")}, cli.ExitUsage, "inside the input"},
 		{[]string{"prune-ttl", in, "--out", f.url("in")}, cli.ExitUsage, "contains the input"},
+		{[]string{"prune-ttl", f.url("in/sp/_metadata"), "--out", f.url("in/sp/x")}, cli.ExitUsage, "inside the input"},
+		{[]string{"export", f.url("in/sp/_metadata"), "--out", f.url("in/sp/parquet")}, cli.ExitUsage, "inside the input"},
 		{[]string{"inspect", f.url("in/none")}, 4, "has no _metadata"},
 		{[]string{"export", in, "--out", f.url("in/sp/parquet")}, cli.ExitUsage, "inside the input"},
 		{[]string{"inspect", "ftp://host/x"}, cli.ExitUsage, "unsupported scheme"},

@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stateproc/stateproc/report"
+	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/sizing"
 	"github.com/stateproc/stateproc/storage"
 )
@@ -97,7 +99,7 @@ func runReport(ctx context.Context, o reportOptions, args []string, out io.Write
 		}
 		opts.HasNow = true
 	}
-	if err := checkReportTarget(o.out, o.force); err != nil {
+	if err := checkReportTarget(o.out, o.force, args); err != nil {
 		return err
 	}
 	srcs, err := openSavepoints(ctx, args)
@@ -137,9 +139,28 @@ func runReport(ctx context.Context, o reportOptions, args []string, out io.Write
 
 // checkReportTarget refuses an --out that exists, unless forced, or that is
 // not a file, before anything is read.
-func checkReportTarget(path string, force bool) error {
+func checkReportTarget(path string, force bool, inputs []string) error {
 	if loc, err := storage.ParseLocation(path); err == nil && loc.IsBucket() {
 		return usagef("--out %s: report writes a local file; copy it into the bucket afterwards", loc)
+	}
+	// A page written into a savepoint's directory would change the
+	// savepoint, which no command that reads it does.
+	out, err := rewrite.Resolve(path)
+	if err != nil {
+		return err
+	}
+	for _, in := range inputs {
+		loc, err := storage.ParseLocation(in)
+		if err != nil || loc.IsBucket() {
+			continue
+		}
+		dir, err := rewrite.Resolve(rewrite.SavepointPath(loc.Path))
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(dir, out); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return usagef("--out %s lies inside the savepoint %s, which report never modifies", path, in)
+		}
 	}
 	st, err := os.Lstat(path)
 	switch {

@@ -25,7 +25,7 @@ import (
 // rewrite.ErrRefused; a target that exists, without force,
 // storage.ErrExists.
 func Stage(input, target string, force bool) (storage.Staging, error) {
-	in, err := rewrite.Resolve(input)
+	in, err := rewrite.Resolve(rewrite.SavepointPath(input))
 	if err != nil {
 		return nil, err
 	}

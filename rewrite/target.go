@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
 )
 
@@ -71,6 +72,7 @@ func checkTarget(input, target string, force, probe bool) error {
 		if inLoc, err = storage.ParseLocation(input); err != nil {
 			return refusef("%v", err)
 		}
+		inLoc = savepointDir(inLoc)
 	}
 	outLoc, err := storage.ParseLocation(target)
 	if err != nil {
@@ -83,6 +85,31 @@ func checkTarget(input, target string, force, probe bool) error {
 		return checkLocalTarget("", outLoc.Path, force)
 	}
 	return checkLocalTarget(inLoc.Path, outLoc.Path, force)
+}
+
+// savepointDir is the savepoint directory that loc names: loc itself, or
+// the directory of the _metadata file it names, as the readers take it.
+func savepointDir(loc storage.Location) storage.Location {
+	if loc.IsBucket() {
+		if loc.Base() == savepoint.MetadataFile {
+			return loc.Parent()
+		}
+		return loc
+	}
+	loc.Path = SavepointPath(loc.Path)
+	return loc
+}
+
+// SavepointPath is the local savepoint directory that p names: p itself,
+// or the directory of the _metadata file it names, as the readers take it.
+// A target is compared with that directory.
+func SavepointPath(p string) string {
+	if filepath.Base(p) == savepoint.MetadataFile {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return filepath.Dir(p)
+		}
+	}
+	return p
 }
 
 // checkLocalTarget is CheckTarget for a local target; input is empty when

@@ -38,6 +38,16 @@ func TestCheckTarget(t *testing.T) {
 			t.Errorf("CheckTarget(%q, force %t) = %v, want %v", tc.target, tc.force, err, tc.want)
 		}
 	}
+	// The input named by its _metadata, as the readers take it, is its
+	// directory.
+	if err := os.WriteFile(filepath.Join(in, "_metadata"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{in, filepath.Join(in, "sub"), filepath.Join(in, "new"), dir} {
+		if err := CheckTarget(filepath.Join(in, "_metadata"), target, true); !errors.Is(err, ErrRefused) {
+			t.Errorf("CheckTarget(%q) of the input named by its _metadata = %v, want a refusal", target, err)
+		}
+	}
 	other := filepath.Join(dir, "other")
 	os.Mkdir(other, 0o755)
 	if err := CheckTarget(in, other, false); !errors.Is(err, storage.ErrExists) {
