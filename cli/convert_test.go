@@ -3,6 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,5 +229,78 @@ func TestFlinkConvertBucketToBucket(t *testing.T) {
 	}
 	if stdout, stderr, code := runCLI(t, "dump", f.url("out/rescaled"), "--operator", "d5c8b168c6cbfe8c507a10f88b325243", "--state", "state-name", "--key", "[3]"); code != 0 || !strings.Contains(stdout, `"value":3`) {
 		t.Errorf("dump of the rescaled savepoint: exit %d: %s%s", code, stdout, stderr)
+	}
+}
+
+// A command given the input savepoint by its _metadata writes nothing into
+// the savepoint's directory, as when given the directory: a rewrite with
+// --force into one of its files used to replace the file.
+func TestNoWriteInsideTheInputNamedByItsMetadata(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "sp")
+	copyDir(t, filepath.Join("..", "testdata", "savepoints", "v2", "gateway-p2-pebble"), in)
+	entries, err := os.ReadDir(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".data") {
+			data = e.Name()
+		}
+	}
+	meta := filepath.Join(in, "_metadata")
+	for _, args := range [][]string{
+		{"prune-ttl", meta, "--out", filepath.Join(in, data), "--force"},
+		{"rescale", meta, "--max-parallelism", "64", "--out", filepath.Join(in, "sub")},
+		{"operator", "rename", meta, "assemble", "a2", "--out", filepath.Join(in, "sub")},
+		{"export", meta, "--out", filepath.Join(in, "sub")},
+		{"report", meta, "--out", filepath.Join(in, "r.html")},
+	} {
+		if _, stderr, code := runCLI(t, args...); code != cli.ExitUsage || !strings.Contains(stderr, "inside") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	after, err := os.ReadDir(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(entries) {
+		t.Fatalf("the input holds %d files, had %d", len(after), len(entries))
+	}
+	if _, stderr, code := runCLI(t, "verify", in); code != cli.ExitOK {
+		t.Fatalf("verify of the input after: exit %d: %s", code, stderr)
+	}
+}
+
+// What a killed rescale left in its --spill-dir is removed by the next run
+// into the same target, and what a run into another target left is not.
+func TestRescaleRemovesKilledRunsSpillDirectories(t *testing.T) {
+	dir := t.TempDir()
+	spill, out := filepath.Join(dir, "spill"), filepath.Join(dir, "out")
+	sum := sha256.Sum256([]byte(out))
+	mine := filepath.Join(spill, storage.TempPrefix+"out-"+hex.EncodeToString(sum[:4])+"-123")
+	others := filepath.Join(spill, storage.TempPrefix+"out-00000000-456")
+	for _, d := range []string{mine, others} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "w00-007"), []byte("spilled"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := filepath.Join("..", "testdata", "savepoints", "v2", "gateway-p2-pebble")
+	if _, stderr, code := runCLI(t, "rescale", in, "--max-parallelism", "720", "--spill-dir", spill, "--out", out); code != cli.ExitOK {
+		t.Fatalf("rescale: exit %d: %s", code, stderr)
+	}
+	left, err := os.ReadDir(spill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name() != filepath.Base(others) {
+		names := []string{}
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the spill directory holds %v; want only another target's %s", names, filepath.Base(others))
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
-	"github.com/stateproc/stateproc/storage"
 )
 
 // OperatorReport says what a rescale does to one operator.
@@ -145,7 +144,7 @@ func spillDir(o *rewrite.Output, under string) (string, error) {
 	if under == "" {
 		return o.TempDir()
 	}
-	return os.MkdirTemp(under, storage.TempPrefix+"rescale-")
+	return o.TempDirUnder(under)
 }
 
 // minSortBudget is the least memory a sorter works with.

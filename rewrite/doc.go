@@ -16,7 +16,11 @@
 //     (TempPrefix + name + ".lock") for the whole run, and under that lock it
 //     removes the temporary directories that killed runs for the same target
 //     left behind. Such a directory is never a savepoint: the CLI refuses to
-//     open one.
+//     open one. A spill directory in a directory the user chose (rescale's
+//     --spill-dir) is named TempPrefix + target name + "-" + the first 8 hex
+//     digits of the SHA-256 of the target's absolute path + "-" + digits,
+//     and the run removes the ones of killed runs into the same target
+//     there too.
 //   - A rewrite reads its input through the read seam (savepoint.Source),
 //     so it rewrites any layout package layouts opens, and writes
 //     stateproc's layout through this package (Output.CreateFile), the one

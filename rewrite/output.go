@@ -2,10 +2,14 @@ package rewrite
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -119,8 +123,10 @@ type Output struct {
 	// checkCopies is Options.CheckCopies.
 	checkCopies bool
 	// Removed lists the temporary directories of killed earlier runs that
-	// Create deleted.
+	// Create, or TempDirUnder in its spill directory, deleted.
 	Removed []string
+	// swept lists the spill directories TempDirUnder has cleaned.
+	swept []string
 }
 
 // Create checks the target, takes its lock, removes what killed runs into
@@ -213,6 +219,41 @@ func (o *Output) TempDir() (string, error) {
 		parent = ""
 	}
 	dir, err := os.MkdirTemp(parent, storage.TempPrefix+filepath.Base(o.target)+"-")
+	if err != nil {
+		return "", err
+	}
+	o.temps = append(o.temps, dir)
+	return dir, nil
+}
+
+// TempDirUnder is TempDir in under, a spill directory the caller chose.
+// Its name carries the target's name and a digest of its path, so that,
+// for a local target, whose lock the rewrite holds, the directories that
+// killed runs into the same target left in under are removed the first
+// time, and those of runs into other targets are not. Close removes it.
+func (o *Output) TempDirUnder(under string) (string, error) {
+	abs, err := filepath.Abs(o.target)
+	if o.inBucket || err != nil {
+		abs = o.target
+	}
+	sum := sha256.Sum256([]byte(abs))
+	prefix := storage.TempPrefix + filepath.Base(o.target) + "-" + hex.EncodeToString(sum[:4]) + "-"
+	if o.lock != nil && !slices.Contains(o.swept, under) {
+		entries, err := os.ReadDir(under)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range entries {
+			if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+				if err := os.RemoveAll(filepath.Join(under, e.Name())); err != nil {
+					return "", fmt.Errorf("rewrite: removing %s, left in %s by an earlier run: %w", e.Name(), under, err)
+				}
+				o.Removed = append(o.Removed, filepath.Join(under, e.Name()))
+			}
+		}
+		o.swept = append(o.swept, under)
+	}
+	dir, err := os.MkdirTemp(under, prefix)
 	if err != nil {
 		return "", err
 	}
