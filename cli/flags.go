@@ -43,6 +43,15 @@ func parseTime(s string) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
+// givenEmpty refuses a flag given an empty value where leaving it out
+// means a default: --now '' is no time, not the savepoint's creation.
+func givenEmpty(cmd *cobra.Command, name string) error {
+	if f := cmd.Flags().Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+		return usagef("--%s is empty; leave it out for its default", name)
+	}
+	return nil
+}
+
 // parseDuration reads Go duration syntax with d for days: 7d, 36h, 1d12h.
 func parseDuration(s string) (time.Duration, error) {
 	rest := s

@@ -98,6 +98,9 @@ func newRoot(prof *cpuProfile, cmds []*cobra.Command) *cobra.Command {
 			if err := withPathMap(cmd, pathMap); err != nil {
 				return err
 			}
+			if err := givenEmpty(cmd, "now"); err != nil {
+				return err
+			}
 			return prof.start()
 		},
 		// Without a command there is nothing to do: the help goes to
