@@ -131,10 +131,20 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 		return usagef("--out: %v", err)
 	}
 	target := o.out
+	var part *shard.PartOf
 	if o.shard.set() {
 		if target, err = o.cutShard(ctx, src, &opts); err != nil {
 			return err
 		}
+		sp, _ := o.shard.spec()
+		now := "none"
+		if opts.Now != nil {
+			now = fmt.Sprint(*opts.Now)
+		}
+		part = &shard.PartOf{Command: "export", Input: shard.InputOf(m), Shard: sp.Index, Count: sp.Count,
+			Options: fmt.Sprintf("format %s, compression %s, operator %q, state %q, now %s, max rows per file %d, row group rows %d",
+				opts.Format, opts.Compression, opts.Operator, opts.State, now, opts.MaxRowsPerFile, opts.RowGroupRows)}
+		opts.Part = part.JSON()
 	}
 	var staging storage.Staging
 	if loc.IsBucket() {
@@ -178,6 +188,13 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 			return fmt.Errorf("%w; export the other states with --operator and --state", err)
 		}
 		return err
+	}
+	if part != nil && !loc.IsBucket() {
+		// A part in a bucket records it in its marker.
+		if err := shard.WritePart(ctx, staging, *part); err != nil {
+			staging.Abort()
+			return err
+		}
 	}
 	if err := staging.Publish(ctx); err != nil {
 		staging.Abort()

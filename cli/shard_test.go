@@ -218,3 +218,44 @@ func TestVerifyShards(t *testing.T) {
 		}
 	}
 }
+
+// Export parts of different savepoints, formats or flags are never put
+// together: each part records what it is a part of, and commit compares
+// them, as it compares the lineage of a rewrite's parts.
+func TestCommitRefusesMixedExportParts(t *testing.T) {
+	sp := func(name string) string {
+		p, _ := filepath.Abs("../testdata/savepoints/v2/" + name)
+		return p
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name   string
+		second []string
+		want   string
+	}{
+		{"another job", []string{sp("gateway-p2-pebble")}, "its input savepoint differs"},
+		{"another format", []string{sp("sessions-p2-heap"), "--format", "jsonl"}, "its options differ"},
+		{"another now", []string{sp("sessions-p2-heap"), "--now", "2030-01-01T00:00:00Z"}, "its options differ"},
+	} {
+		out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+		must(t, "export", sp("sessions-p2-heap"), "--out", out, "--shard", "0/2")
+		must(t, append(append([]string{"export"}, c.second...), "--out", out, "--shard", "1/2")...)
+		code, _, stderr := inProcess("commit", "--export", "--out", out, "--shards", "2")
+		if code != cli.ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, %s; want exit %d: %q", c.name, code, stderr, cli.ExitUsage, c.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%s: the refused commit left %s: %v", c.name, out, err)
+		}
+	}
+	// A part of a run into 3 shards is not shard 1 of 2.
+	out := filepath.Join(dir, "another-count")
+	must(t, "export", sp("sessions-p2-heap"), "--out", out, "--shard", "0/2")
+	must(t, "export", sp("sessions-p2-heap"), "--out", out, "--shard", "1/3")
+	if err := os.Rename(out+".shard-00001-of-00003", out+".shard-00001-of-00002"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := inProcess("commit", "--export", "--out", out, "--shards", "2"); code != cli.ExitUsage || !strings.Contains(stderr, "is shard 1 of 3, not 1 of 2") {
+		t.Errorf("another count: exit %d, %s", code, stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"encoding/json"
 	"bytes"
 	"cmp"
 	"context"
@@ -65,6 +66,10 @@ type Options struct {
 	// Progress, if set, is called after each row group with the rows
 	// written so far and the rows to write. Workers call it at once.
 	Progress func(written, total int64)
+	// Part, for a part of an export run in shards, says what it is a part
+	// of (package shard's PartOf); the marker of a part in a bucket records
+	// it, and the caller writes it beside a local part.
+	Part json.RawMessage
 	// builders writes flat datasets through Arrow builders too, as every
 	// other dataset is written: the tests compare the bytes of both ways.
 	builders bool

@@ -84,6 +84,8 @@ type MarkerContent struct {
 	Summary *Summary `json:"summary"`
 	// Files lists every part of the export, sorted by name.
 	Files []MarkerFile `json:"files"`
+	// Part is Options.Part.
+	Part json.RawMessage `json:"part,omitempty"`
 }
 
 // MarkerFile is one part of an export in a bucket.
@@ -95,7 +97,7 @@ type MarkerFile struct {
 // writeMarker writes the marker of an export into a bucket; the target
 // holds it back until it is published.
 func (x *exporter) writeMarker(ctx context.Context, s *Summary) error {
-	return WriteMarker(ctx, x.out, MarkerContent{Summary: s, Files: x.files})
+	return WriteMarker(ctx, x.out, MarkerContent{Summary: s, Files: x.files, Part: x.opts.Part})
 }
 
 // WriteMarker writes c, its files sorted by name, as the Marker of out: the

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -75,10 +76,15 @@ func CommitExport(ctx context.Context, target string, n int, force bool, storeOp
 		}
 		return files, RemoveParts(ctx, names, export.Marker, storeOpts)
 	}
+	records := make([]json.RawMessage, n)
 	for i, name := range names {
 		if st, err := os.Stat(name); err != nil || !st.IsDir() {
 			return 0, rewrite.Refusef("shard %d of %d has no export part at %s", i, n, name)
 		}
+		records[i], _ = readLocalPart(name)
+	}
+	if err := checkParts(names, records, n); err != nil {
+		return 0, err
 	}
 	out, _, err := rewrite.StageDir(target, force)
 	if err != nil {

@@ -92,7 +92,9 @@ func AssembleExport(ctx context.Context, parts []string, out storage.Staging) (f
 				if err != nil {
 					return err
 				}
-				names = append(names, filepath.ToSlash(rel))
+				if !isPartRecord(rel) {
+					names = append(names, filepath.ToSlash(rel))
+				}
 			}
 			return nil
 		})
@@ -154,6 +156,14 @@ func AssembleBucketExport(ctx context.Context, parts []storage.DirCloser, out st
 			return files, fmt.Errorf("shard: part %d (%s): its %s has no summary", i, d.Location(), export.Marker)
 		}
 		markers[i] = mc
+	}
+	locations := make([]string, len(parts))
+	records := make([]json.RawMessage, len(parts))
+	for i, d := range parts {
+		locations[i], records[i] = d.Location(), markers[i].Part
+	}
+	if err := checkParts(locations, records, len(parts)); err != nil {
+		return files, err
 	}
 	for i, d := range parts {
 		mc := markers[i]
