@@ -44,7 +44,7 @@ func parseTime(s string) (int64, error) {
 }
 
 // givenEmpty refuses a flag given an empty value where leaving it out
-// means a default: --now '' is no time, not the savepoint's creation.
+// means a default: an empty --now is no time, not the savepoint's creation.
 func givenEmpty(cmd *cobra.Command, name string) error {
 	if f := cmd.Flags().Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
 		return usagef("--%s is empty; leave it out for its default", name)

@@ -1,10 +1,10 @@
 package export
 
 import (
-	"encoding/json"
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
