@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -134,6 +135,16 @@ func runSize(ctx context.Context, o sizeOptions, args []string, out io.Writer) e
 // projection checks the flags that do not depend on the input.
 func (o sizeOptions) projection() (sizing.Options, error) {
 	opts := sizing.Options{Parallelism: o.parallelism, Scale: o.scale, Keys: o.keys, ChangeRate: o.changeRate, GOGC: o.gogc}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"--keys", o.keys}, {"--scale", o.scale}, {"--change-rate", o.changeRate}} {
+		// NaN passes every comparison below, and an infinity is no
+		// count: the projection would never end or print NaN.
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return opts, usagef("%s must be a number, not %g", f.name, f.v)
+		}
+	}
 	switch {
 	case o.parallelism < 0:
 		return opts, usagef("--parallelism must be 1 or more, not %d", o.parallelism)
