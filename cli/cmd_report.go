@@ -112,7 +112,7 @@ func runReport(ctx context.Context, o reportOptions, args []string, out io.Write
 		inputs = append(inputs, report.Input{Path: storage.Shown(args[i]), Source: src})
 	}
 	rep, err := report.Build(ctx, inputs, opts)
-	if errors.Is(err, sizing.ErrOption) {
+	if errors.Is(err, sizing.ErrOption) || errors.Is(err, report.ErrNotOneJob) {
 		return &UsageError{Err: err}
 	} else if err != nil {
 		return err
@@ -140,6 +140,9 @@ func runReport(ctx context.Context, o reportOptions, args []string, out io.Write
 // checkReportTarget refuses an --out that exists, unless forced, or that is
 // not a file, before anything is read.
 func checkReportTarget(path string, force bool, inputs []string) error {
+	if path == "" {
+		return usagef("--out is required")
+	}
 	if loc, err := storage.ParseLocation(path); err == nil && loc.IsBucket() {
 		return usagef("--out %s: report writes a local file; copy it into the bucket afterwards", loc)
 	}

@@ -114,6 +114,9 @@ func Build(ctx context.Context, inputs []Input, opts Options) (*Report, error) {
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Compare(inputs[a].Source.Metadata().CreatedAt, inputs[b].Source.Metadata().CreatedAt)
 	})
+	if err := oneJob(inputs, order[len(order)-1]); err != nil {
+		return nil, err
+	}
 	for n, i := range order {
 		in := inputs[i]
 		now := in.Source.Metadata().CreatedAt
@@ -205,4 +208,26 @@ func (r *Report) Summarize(out string, bytes int64, charts int) Summary {
 		s.Recommendation = r.Sizing.Recommendation.Backend
 	}
 	return s
+}
+
+// ErrNotOneJob is wrapped by the error for savepoints that are not of one
+// job: the growth of a state over them would compare two jobs' states.
+var ErrNotOneJob = errors.New("report: the savepoints are not of one job")
+
+// oneJob refuses a savepoint that shares no operator uid with the newest,
+// inputs[newest]: savepoints of one job keep their operators' uids.
+func oneJob(inputs []Input, newest int) error {
+	uids := map[string]bool{}
+	for _, op := range inputs[newest].Source.Metadata().Operators {
+		uids[op.UID] = true
+	}
+	for i, in := range inputs {
+		if i == newest {
+			continue
+		}
+		if !slices.ContainsFunc(in.Source.Metadata().Operators, func(op savepoint.Operator) bool { return uids[op.UID] }) {
+			return fmt.Errorf("%w: %s has no operator of %s, the newest", ErrNotOneJob, in.Path, inputs[newest].Path)
+		}
+	}
+	return nil
 }
