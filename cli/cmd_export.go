@@ -137,14 +137,8 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 			return err
 		}
 		sp, _ := o.shard.spec()
-		now := "none"
-		if opts.Now != nil {
-			now = fmt.Sprint(*opts.Now)
-		}
-		part = &shard.PartOf{Command: "export", Input: shard.InputOf(m), Shard: sp.Index, Count: sp.Count,
-			Options: fmt.Sprintf("format %s, compression %s, operator %q, state %q, now %s, max rows per file %d, row group rows %d",
-				opts.Format, opts.Compression, opts.Operator, opts.State, now, opts.MaxRowsPerFile, opts.RowGroupRows)}
-		opts.Part = part.JSON()
+		p := shard.ExportPartOf(m, opts, sp)
+		part, opts.Part = &p, p.JSON()
 	}
 	var staging storage.Staging
 	if loc.IsBucket() {
@@ -189,9 +183,8 @@ func runExport(ctx context.Context, o exportOptions, args []string, out, stderr 
 		}
 		return err
 	}
-	if part != nil && !loc.IsBucket() {
-		// A part in a bucket records it in its marker.
-		if err := shard.WritePart(ctx, staging, *part); err != nil {
+	if part != nil {
+		if err := shard.RecordPart(ctx, staging, target, *part); err != nil {
 			staging.Abort()
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stateproc/stateproc/export"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/storage"
@@ -48,8 +49,37 @@ func (p PartOf) JSON() json.RawMessage {
 	return b
 }
 
-// WritePart writes p beside a local part, into its staging.
-func WritePart(ctx context.Context, out storage.Staging, p PartOf) error {
+// ExportPartOf is what a part of an export of the savepoint of m run in
+// shards is a part of: o's flags that shape the files, with sp's shard.
+func ExportPartOf(m *savepoint.Metadata, o export.Options, sp Spec) PartOf {
+	now := "none"
+	if o.Now != nil {
+		now = fmt.Sprint(*o.Now)
+	}
+	return PartOf{Command: "export", Input: InputOf(m), Shard: sp.Index, Count: sp.Count,
+		Options: fmt.Sprintf("format %s, compression %s, operator %q, state %q, now %s, max rows per file %d, row group rows %d",
+			cmpOr(string(o.Format), string(export.Parquet)), cmpOr(string(o.Compression), string(export.Zstd)), o.Operator, o.State, now, o.MaxRowsPerFile, o.RowGroupRows)}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// RecordPart writes p beside the part at location, into its staging,
+// after the export; a part in a bucket records it in its marker instead
+// (export.Options.Part), and nothing is written after the marker.
+func RecordPart(ctx context.Context, out storage.Staging, location string, p PartOf) error {
+	if loc, err := storage.ParseLocation(location); err == nil && loc.IsBucket() {
+		return nil
+	}
+	return writePart(ctx, out, p)
+}
+
+// writePart writes p beside a local part, into its staging.
+func writePart(ctx context.Context, out storage.Staging, p PartOf) error {
 	w, err := out.Create(ctx, PartName)
 	if err != nil {
 		return err

@@ -95,6 +95,9 @@ func (f *exportShardFn) ProcessElement(ctx context.Context, i int) (int, error) 
 	if err := shard.NarrowExport(ctx, src, sp, &o); err != nil {
 		return 0, err
 	}
+	// Each part records what it is a part of, for the commit to check.
+	part := shard.ExportPartOf(src.Metadata(), o, sp)
+	o.Part = part.JSON()
 	// A retried shard replaces its part from the first attempt.
 	out, err := exportPart(ctx, f.Input, sp.Part(f.Out))
 	if err != nil {
@@ -104,6 +107,10 @@ func (f *exportShardFn) ProcessElement(ctx context.Context, i int) (int, error) 
 	if _, err := export.Run(ctx, src, out, o); err != nil {
 		out.Abort()
 		return 0, fmt.Errorf("export shard %s: %w", sp, err)
+	}
+	if err := shard.RecordPart(ctx, out, sp.Part(f.Out), part); err != nil {
+		out.Abort()
+		return 0, err
 	}
 	if err := out.Publish(ctx); err != nil {
 		out.Abort()
