@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -161,7 +160,7 @@ func checkReportTarget(path string, force bool, inputs []string) error {
 		if err != nil {
 			continue
 		}
-		if rel, err := filepath.Rel(dir, out); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if out == dir || rewrite.Within(out, dir) {
 			return usagef("--out %s lies inside the savepoint %s, which report never modifies", path, in)
 		}
 	}

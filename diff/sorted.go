@@ -20,7 +20,6 @@ type sortedSegment struct {
 	entries []sortedEntry
 	next    int
 	e       savepoint.Entry
-	err     error
 }
 
 type sortedEntry struct {
@@ -40,7 +39,7 @@ func (s *sortedSegment) part(p span32) []byte { return s.data[p.at : p.at+p.n : 
 // load reads it to its end, which checks the segment against its figures,
 // closes it and sorts what it read.
 func (s *sortedSegment) load(it savepoint.EntryIterator, timers bool) error {
-	s.data, s.entries, s.next, s.err = s.data[:0], s.entries[:0], 0, nil
+	s.data, s.entries, s.next = s.data[:0], s.entries[:0], 0
 	add := func(b []byte) span32 {
 		at := len(s.data)
 		s.data = append(s.data, b...)
@@ -85,7 +84,7 @@ func (s *sortedSegment) Next() bool {
 }
 
 func (s *sortedSegment) Entry() *savepoint.Entry { return &s.e }
-func (s *sortedSegment) Err() error              { return s.err }
+func (s *sortedSegment) Err() error              { return nil }
 
 // Close keeps the buffers for the next segment.
 func (s *sortedSegment) Close() error { return nil }

@@ -241,8 +241,9 @@ func outsideRFC3339(arr arrow.Array, i int) (int64, bool) {
 			sec-- // the floor, for times before 1970
 		}
 	}
-	y := time.Unix(sec, 0).UTC().Year()
-	return n, y < 0 || y > 9999
+	// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
+	const first, last = -62167219200, 253402300799
+	return n, sec < first || sec > last
 }
 
 // nonNull returns the branches of u other than null, in order: the fields

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -237,14 +236,14 @@ func (o *Output) TempDirUnder(under string) (string, error) {
 		abs = o.target
 	}
 	sum := sha256.Sum256([]byte(abs))
-	prefix := storage.TempPrefix + filepath.Base(o.target) + "-" + hex.EncodeToString(sum[:4]) + "-"
+	name := filepath.Base(o.target) + "-" + hex.EncodeToString(sum[:4])
 	if o.lock != nil && !slices.Contains(o.swept, under) {
 		entries, err := os.ReadDir(under)
 		if err != nil {
 			return "", err
 		}
 		for _, e := range entries {
-			if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			if staleFor(e.Name(), name) {
 				if err := os.RemoveAll(filepath.Join(under, e.Name())); err != nil {
 					return "", fmt.Errorf("rewrite: removing %s, left in %s by an earlier run: %w", e.Name(), under, err)
 				}
@@ -253,7 +252,7 @@ func (o *Output) TempDirUnder(under string) (string, error) {
 		}
 		o.swept = append(o.swept, under)
 	}
-	dir, err := os.MkdirTemp(under, prefix)
+	dir, err := os.MkdirTemp(under, storage.TempPrefix+name+"-")
 	if err != nil {
 		return "", err
 	}

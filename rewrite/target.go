@@ -131,9 +131,9 @@ func checkLocalTarget(input, target string, force bool) error {
 	case in == "":
 	case in == out:
 		return refusef("the target %s is the input savepoint: a rewrite never modifies its input", target)
-	case in != "" && within(out, in):
+	case in != "" && Within(out, in):
 		return refusef("the target %s lies inside the input savepoint %s", target, input)
-	case in != "" && within(in, out):
+	case in != "" && Within(in, out):
 		return refusef("the target %s contains the input savepoint %s", target, input)
 	}
 	if _, err := os.Lstat(target); err == nil && !force {
@@ -211,8 +211,8 @@ func resolve(p string) (string, error) {
 	}
 }
 
-// within reports whether p lies strictly inside dir.
-func within(p, dir string) bool {
+// Within reports whether p lies strictly inside dir.
+func Within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
