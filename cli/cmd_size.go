@@ -48,8 +48,13 @@ maps, slices, strings and boxed values rounded as Go's allocator does, checked
 against the real backend by a test). The Pebble size is measured: the sample is
 restored into a real Pebble backend in a temporary directory and compacted.
 Every TTL state gets the ages of its entries at --now and the count already
-past the TTL, which nothing reads (a leak); timer services get their timers per
-key, and more than one is flagged as a possible timer leak.
+past the TTL, which nothing reads (a leak). Timer services get their timers per
+key and how far they spread, set against the job's time that the savepoint
+records (the watermark for event time, the creation time for processing time;
+not --now). How many timers a key holds is no leak by itself: timers are
+flagged as a possible leak when three or more on one key spread over more than
+a day, so they pile up, or when they lie more than a day before the job's time,
+so their clock has passed them and they wait for good.
 
 From a plan (YAML or JSON; see sizing/testdata/sessionfeatures.yaml) it does
 the same arithmetic before any savepoint exists: per state its kind, key and

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,7 +22,9 @@ import (
 	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/internal/sptest"
 	"github.com/stateproc/stateproc/internal/storetest"
+	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/snapshotfmt"
 )
 
@@ -67,6 +70,10 @@ func TestJSONContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := func(name string) string { return filepath.Join(dir, name) }
+	timers := out("timers")
+	if err := writeTimerLeak(timers); err != nil {
+		t.Fatal(err)
+	}
 	// The session record gains a field, with a default (a migration) and
 	// without one (incompatible).
 	schema := func(name, field string) string {
@@ -91,6 +98,7 @@ func TestJSONContract(t *testing.T) {
 		{command: "dump", lines: true, args: []string{"dump", sp, "--operator", "source", "--state", "rules"}},
 		{command: "size", args: []string{"size", "-o", "json", sp}},
 		{command: "size", args: []string{"size", "-o", "json", "--plan", "../sizing/testdata/sessionfeatures.yaml"}},
+		{command: "size", args: []string{"size", "-o", "json", timers}},
 		{command: "export", args: []string{"export", sp, "--out", out("export"), "-o", "json"}},
 		{command: "bootstrap", args: []string{"bootstrap", "--job", job, "--from", out("export"), "--out", out("bootstrapped"), "-o", "json"}},
 		{command: "bootstrap", args: []string{"bootstrap", "--job", job, "--from", out("export"), "--dry-run", "-o", "json"}},
@@ -311,4 +319,21 @@ func readFields(file string) (map[string]string, error) {
 		out[p] = typ
 	}
 	return out, nil
+}
+
+// writeTimerLeak writes into dir a savepoint whose processing-time timers
+// pile up on one key and lie overdue on another, so that size gives both
+// of its timer findings.
+func writeTimerLeak(dir string) error {
+	meta := &savepoint.Metadata{ID: 1, CreatedAt: demoNow, Watermark: math.MinInt64, Operators: []savepoint.Operator{{
+		UID: "meter", Name: "Meter", Parallelism: 1, MaxParallelism: 128, KeyHash: keygroup.Murmur3,
+		Key:    snap(serializers.KindString),
+		Timers: []savepoint.TimerService{{Name: "processing-time", Namespace: snap(serializers.KindVoid)}},
+	}}}
+	var timers []savepoint.Entry
+	for d := range int64(4) {
+		timers = append(timers, savepoint.Entry{Key: []byte("user-1"), Timestamp: demoNow + (27+d)*day})
+	}
+	timers = append(timers, savepoint.Entry{Key: []byte("stale-1"), Timestamp: demoNow - 3*day})
+	return sptest.Write(dir, meta, map[savepoint.StateRef][]savepoint.Entry{{Timer: true}: timers}, snapshotfmt.Options{})
 }

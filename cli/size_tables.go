@@ -156,15 +156,40 @@ func sizeAgeTable(w io.Writer, rep *sizing.Report) error {
 }
 
 func sizeTimerTable(w io.Writer, rep *sizing.Report) error {
-	s := section(w, "Timers per (key, namespace)", "OPERATOR", "TIMER SERVICE", "TIMERS", "KEYS", "MAX PER KEY", "KEYS WITH MORE THAN ONE")
+	s := section(w, "Timers per (key, namespace); the earliest and the latest after the job's time at the savepoint (event time: the watermark, processing time: the creation time) where it is recorded",
+		"OPERATOR", "TIMER SERVICE", "TIMERS", "KEYS", "MAX PER KEY", "KEYS WITH MORE THAN ONE", "WIDEST SPREAD", "JOB'S TIME", "EARLIEST", "LATEST")
 	for _, op := range rep.Operators {
 		for _, st := range op.States {
-			if t := st.Timers; t != nil && t.Timers > 0 {
-				s.add(op.UID, st.Name, count(t.Timers), count(t.Keys), t.MaxPerKey, count(t.AboveOne))
+			t := st.Timers
+			if t == nil || t.Timers == 0 {
+				continue
 			}
+			at, earliest, latest := "-", formatTime(int64(t.Earliest)), formatTime(int64(t.Latest))
+			if t.Time != nil {
+				at, earliest, latest = formatTime(int64(*t.Time)), offset(int64(t.Earliest), int64(*t.Time)), offset(int64(t.Latest), int64(*t.Time))
+			}
+			s.add(op.UID, st.Name, count(t.Timers), count(t.Keys), t.MaxPerKey, count(t.AboveOne), jsonvalue.Duration(t.MaxSpreadMillis),
+				at, earliest, latest)
 		}
 	}
 	return s.render()
+}
+
+// offset renders t as a signed duration after from, +5m or -2d, without
+// overflow at the ends of time.
+func offset(t, from int64) string {
+	if t >= from {
+		return "+" + jsonvalue.Duration(int64(min(uint64(t)-uint64(from), math.MaxInt64)))
+	}
+	return "-" + jsonvalue.Duration(int64(min(uint64(from)-uint64(t), math.MaxInt64)))
+}
+
+// jobTime names the job's time that a timer finding is set against.
+func jobTime(t *sizing.TimerStats) string {
+	if t.Domain == sizing.EventTime {
+		return "the watermark " + formatTime(int64(*t.Time))
+	}
+	return "the savepoint's creation time " + formatTime(int64(*t.Time))
 }
 
 func writeFindings(w io.Writer, rep *sizing.Report) {
@@ -188,8 +213,14 @@ func writeFindings(w io.Writer, rep *sizing.Report) {
 				fmt.Fprintf(w, "and the configured cleanup (%s) has not reached them yet\n", strings.Join(f.Cleanup, ", "))
 			}
 		case sizing.FindingTimerLeak:
-			fmt.Fprintf(w, "  ! %s: %s%s of %s keys hold more than one timer (up to %d): a possible timer leak, timers registered per event and never deleted\n",
-				where, about, count(f.Count), count(f.Of), f.MaxPerKey)
+			fmt.Fprintf(w, "  ! %s: %s%s of %s keys hold %d or more timers spread over more than %s (up to %d on a key, the widest over %s): they pile up, "+
+				"as when each event registers a timer far ahead and none is deleted, or the watermark stands still while records register timers; a possible timer leak\n",
+				where, about, count(f.Count), count(f.Of), sizing.PileUpTimers, jsonvalue.Duration(sizing.TimerHorizon), f.MaxPerKey,
+				jsonvalue.Duration(f.Timers.MaxSpreadMillis))
+		case sizing.FindingTimersOverdue:
+			fmt.Fprintf(w, "  ! %s: %s%s of %s timers lie more than %s before %s (the earliest at %s): a timer that its clock has passed fires when the clock next advances, "+
+				"so these were registered in the past and the clock has not moved on since; they wait for good, a possible timer leak\n",
+				where, about, count(f.Count), count(f.Of), jsonvalue.Duration(sizing.TimerHorizon), jobTime(f.Timers), formatTime(int64(f.Timers.Earliest)))
 		case sizing.FindingValueCollection:
 			fmt.Fprintf(w, "  ! %s: a value state holding whole lists or maps: on Pebble every update re-serializes the collection; use a list or map state\n", where)
 		case sizing.FindingNoTTLCollection:

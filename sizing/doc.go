@@ -13,8 +13,9 @@
 // the index, and streams a sample of each state (whole key groups from the
 // first, up to a byte budget) to split an entry's bytes into key, namespace,
 // map key, value, TTL timestamp and framing, to age TTL entries at a given
-// time with ttl.Expired, and to count timers per key. Counts from a sample
-// are scaled and marked as estimates.
+// time with ttl.Expired, and to count timers per key and set them against
+// the job's time that the savepoint records (the timer leak rule, in
+// timers.go). Counts from a sample are scaled and marked as estimates.
 //
 // Heap sizes come from a model of engine/heapbackend's Go objects
 // (heapmodel.go), rounded as Go's allocator rounds them (alloc.go); its test

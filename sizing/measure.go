@@ -31,8 +31,9 @@ type MeasureOptions struct {
 // report). From the index it takes the
 // keys, entries and bytes of every key group; it streams the entries of a
 // sample to split the bytes of an entry, evaluate the heap model, age the
-// TTL entries and count timers per key; and it loads the same sample into
-// a real Pebble backend to measure the bytes on disk.
+// TTL entries at Now, and count timers per key and set them against the
+// job's time that the savepoint records (see TimerStats); and it loads the
+// same sample into a real Pebble backend to measure the bytes on disk.
 //
 // The sample is the key groups from 0 up to SampleBytes of data. Keys are
 // spread over key groups by a hash, so the first key groups are as good a
@@ -163,7 +164,11 @@ func measureState(ctx context.Context, r savepoint.Source, ref savepoint.StateRe
 	}
 	// The tally and the load into Pebble read the same sample, each on its
 	// own goroutine.
-	t := newTally(st.Kind, st.TTL, opts.Now, st.heap)
+	var timers *TimerStats
+	if st.Kind == kindTimers {
+		timers = newTimerStats(timerClock(r.Metadata(), ref))
+	}
+	t := newTally(st.Kind, st.TTL, opts.Now, st.heap, timers)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		// In a bucket the walk reads the next segments ahead.

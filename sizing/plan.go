@@ -166,6 +166,8 @@ func (s *PlanState) state(maxP int) (*State, error) {
 	kg := KeyGroup{Keys: s.Keys / float64(maxP), Entries: entries / float64(maxP)}
 	if s.Kind == kindTimers {
 		kg.Keys = 0 // as in a savepoint's index
+		// A plan gives no timer times, so the timer leak rule, which
+		// reads their spread and their lag, has nothing to flag.
 		st.Timers = &TimerStats{Timers: entries, Keys: s.Keys, MaxPerKey: int(math.Ceil(s.EntriesPerKey))}
 		if s.EntriesPerKey > 1 {
 			st.Timers.AboveOne = s.Keys

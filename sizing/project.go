@@ -228,9 +228,14 @@ func findings(op *Operator) []Finding {
 			g.Kind, g.Count, g.Of, g.Bytes, g.Cleanup = FindingPastTTL, a.Expired, st.totals().Entries, a.ExpiredBytes, a.Cleanup
 			out = append(out, g)
 		}
-		if t := st.Timers; t != nil && t.AboveOne > 0 {
+		if t := st.Timers; t != nil && t.PiledUp > 0 {
 			g := f
-			g.Kind, g.Count, g.Of, g.MaxPerKey = FindingTimerLeak, t.AboveOne, t.Keys, t.MaxPerKey
+			g.Kind, g.Count, g.Of, g.MaxPerKey, g.Timers = FindingTimerLeak, t.PiledUp, t.Keys, t.MaxPerKey, t
+			out = append(out, g)
+		}
+		if t := st.Timers; t != nil && t.Overdue > 0 {
+			g := f
+			g.Kind, g.Count, g.Of, g.Timers = FindingTimersOverdue, t.Overdue, t.Timers, t
 			out = append(out, g)
 		}
 		if st.ValueCollection {

@@ -128,8 +128,10 @@ type Recommendation struct {
 const (
 	// FindingPastTTL: entries past their TTL are still stored.
 	FindingPastTTL = "past-ttl"
-	// FindingTimerLeak: keys hold more than one timer.
+	// FindingTimerLeak: keys hold timers that pile up (see TimerStats).
 	FindingTimerLeak = "timer-leak"
+	// FindingTimersOverdue: timers lie well before the job's time.
+	FindingTimersOverdue = "timers-overdue"
 	// FindingValueCollection: a value state holds whole lists or maps.
 	FindingValueCollection = "collection-in-value"
 	// FindingNoTTLCollection: a list or map state without TTL.
@@ -141,14 +143,18 @@ type Finding struct {
 	Operator string `json:"operator"`
 	State    string `json:"state"`
 	Kind     string `json:"kind"`
-	// Count of Of: entries past TTL of all entries, or (key, namespace)
-	// pairs holding more than one timer of all pairs with timers.
+	// Count of Of: entries past TTL of all entries, (key, namespace) pairs
+	// whose timers pile up of all pairs with timers, or overdue timers of
+	// all timers.
 	Count float64 `json:"count,omitempty"`
 	Of    float64 `json:"of,omitempty"`
 	// Bytes are the serialized bytes of the entries past TTL.
 	Bytes float64 `json:"bytes,omitempty"`
 	// MaxPerKey is the most timers a key holds.
 	MaxPerKey int `json:"max_per_key,omitempty"`
+	// Timers are the figures of the timer service that a timer finding
+	// rests on.
+	Timers *TimerStats `json:"timers,omitempty"`
 	// Cleanup lists the TTL's cleanup strategies besides cleanup on read.
 	Cleanup []string `json:"cleanup,omitempty"`
 	// Estimated says the counts come from a sample.

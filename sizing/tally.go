@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 
-	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/ttl"
 )
@@ -29,19 +28,20 @@ type tally struct {
 	open       bool
 	key, ns    []byte
 	recEntries int
-	// perKey counts the timers per (key, namespace) of one key group.
-	perKey  map[string]int
+	// pairs holds the timers per (key, namespace) of one key group.
+	pairs   map[string]pairTimers
 	scratch []byte
 }
 
-func newTally(kind string, c *ttl.Config, now int64, shape *heapShape) *tally {
-	t := &tally{kind: kind, ttl: c, now: now, shape: shape}
+// newTally starts the tally of a state, or of a timer service when timers
+// is set.
+func newTally(kind string, c *ttl.Config, now int64, shape *heapShape, timers *TimerStats) *tally {
+	t := &tally{kind: kind, ttl: c, now: now, shape: shape, timers: timers}
 	if c != nil {
 		t.age = newAgeHistogram(c)
 	}
-	if kind == kindTimers {
-		t.timers = newTimerStats()
-		t.perKey = map[string]int{}
+	if timers != nil {
+		t.pairs = map[string]pairTimers{}
 	}
 	return t
 }
@@ -57,8 +57,8 @@ func (t *tally) segment(seg savepoint.Segment, it savepoint.EntryIterator) error
 	}
 	t.closeRecord()
 	if t.timers != nil {
-		t.timers.addKeyGroup(t.perKey)
-		clear(t.perKey)
+		t.timers.addKeyGroup(t.pairs)
+		clear(t.pairs)
 	}
 	return it.Err()
 }
@@ -73,9 +73,10 @@ func (t *tally) add(e *savepoint.Entry) {
 		t.heapEntry += t.shape.entry(escaped, len(e.Namespace), nil, nil)
 		t.scratch = binary.AppendUvarint(t.scratch[:0], uint64(len(e.Key)))
 		t.scratch = append(append(t.scratch, e.Key...), e.Namespace...)
-		t.perKey[string(t.scratch)]++
-		t.timers.Earliest = min(t.timers.Earliest, jsonvalue.Instant(e.Timestamp))
-		t.timers.Latest = max(t.timers.Latest, jsonvalue.Instant(e.Timestamp))
+		p := t.pairs[string(t.scratch)]
+		p.add(e.Timestamp)
+		t.pairs[string(t.scratch)] = p
+		t.timers.add(e.Timestamp)
 		return
 	}
 	if !t.open || !bytes.Equal(e.Key, t.key) || !bytes.Equal(e.Namespace, t.ns) {

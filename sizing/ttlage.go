@@ -1,9 +1,6 @@
 package sizing
 
 import (
-	"math"
-
-	"github.com/stateproc/stateproc/internal/jsonvalue"
 	"github.com/stateproc/stateproc/ttl"
 )
 
@@ -73,43 +70,4 @@ func (h *AgeHistogram) scale(f float64) {
 	}
 	h.Future *= f
 	h.Expired *= f
-}
-
-// TimerStats counts the timers of a timer service per (key, namespace):
-// a job that deletes its old timer before registering a new one keeps one,
-// so more than one per key is a possible timer leak. For windowed timers
-// the namespace is the window, so one per (key, window) is the norm.
-type TimerStats struct {
-	Timers float64 `json:"timers"`
-	// Keys counts (key, namespace) pairs holding timers.
-	Keys float64 `json:"keys"`
-	// AboveOne counts the pairs holding more than one timer; MaxPerKey is
-	// the most any pair holds.
-	AboveOne  float64 `json:"above_one"`
-	MaxPerKey int     `json:"max_per_key"`
-	// Earliest and Latest bound the timers' times.
-	Earliest jsonvalue.Instant `json:"earliest,omitempty"`
-	Latest   jsonvalue.Instant `json:"latest,omitempty"`
-}
-
-func newTimerStats() *TimerStats {
-	return &TimerStats{Earliest: math.MaxInt64, Latest: math.MinInt64}
-}
-
-// addKeyGroup merges the per-(key, namespace) counts of one key group.
-func (s *TimerStats) addKeyGroup(perKey map[string]int) {
-	for _, n := range perKey {
-		s.Timers += float64(n)
-		s.Keys++
-		if n > 1 {
-			s.AboveOne++
-		}
-		s.MaxPerKey = max(s.MaxPerKey, n)
-	}
-}
-
-func (s *TimerStats) scale(f float64) {
-	s.Timers *= f
-	s.Keys *= f
-	s.AboveOne *= f
 }
