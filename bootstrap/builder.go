@@ -155,7 +155,9 @@ func New(manifest savepoint.Manifest, opts Options) (*Builder, error) {
 	if len(ops) > math.MaxUint16 {
 		return nil, rewrite.Refusef("the job has %d operators, more than a bootstrap takes (%d)", len(ops), math.MaxUint16)
 	}
-	meta := &savepoint.Metadata{ID: opts.ID, CreatedAt: opts.Now, Operators: ops}
+	// The data has passed no job: the savepoint records no watermark, so
+	// that a job restored from it starts its event time afresh.
+	meta := &savepoint.Metadata{ID: opts.ID, CreatedAt: opts.Now, Watermark: math.MinInt64, Operators: ops}
 	if opts.Lineage != "" {
 		meta.Lineage = []string{opts.Lineage}
 	}

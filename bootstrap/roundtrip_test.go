@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +40,9 @@ func TestRoundTripCheckedIn(t *testing.T) {
 				}
 				got := sptest.Open(t, out)
 				sptest.EqualKeyedState(t, orig, got)
+				if w := got.Metadata().Watermark; w != math.MinInt64 {
+					t.Errorf("watermark %d, want none (math.MinInt64): the data passed no job", w)
+				}
 				rep, err := diff.Compare(context.Background(), diff.Side{Source: orig, Path: sp}, diff.Side{Source: got, Path: out}, diff.Options{Examples: 3})
 				if err != nil {
 					t.Fatal(err)
