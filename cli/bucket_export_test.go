@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -55,8 +54,7 @@ func TestExportToABucket(t *testing.T) {
 	}
 	for name, b := range want {
 		ext := path.Ext(name)
-		sum := sha256.Sum256(b)
-		named := storage.NameByContent(strings.TrimSuffix(name, ext), sum[:], ext)
+		named := storage.NameByContent(strings.TrimSuffix(name, ext), storage.ContentSum(b), ext)
 		if !listed[named] || !bytes.Equal(objs[named], b) {
 			t.Errorf("%s of the local export is not %s in the bucket with the same bytes", name, named)
 		}

@@ -74,7 +74,7 @@ func refusef(format string, args ...any) error { return &refusal{msg: fmt.Sprint
 // as a savepoint's _metadata is: the export is complete exactly when it
 // exists. A bucket cannot rename, so the parts are written in place first,
 // named after their bytes (part-00000-<16 hex digits of their
-// SHA-256>.parquet), and a reader that must not see a dead run's parts
+// XXH3-64>.parquet), and a reader that must not see a dead run's parts
 // reads the files the marker lists. A local export is renamed into place
 // whole and has no marker.
 const Marker = storage.SuccessName

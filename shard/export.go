@@ -123,7 +123,7 @@ func AssembleExport(ctx context.Context, parts []string, out storage.Staging) (f
 }
 
 // partFile is the name of an export's file in a bucket: its number in its
-// dataset, then the first 16 hex digits of the SHA-256 of its bytes. It is
+// dataset, then the 16 hex digits of the XXH3-64 of its bytes. It is
 // compiled when first used, not when every command starts.
 var partFile = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^part-[0-9]{5,}-([0-9a-f]{16})(\.[a-z0-9.]+)$`)

@@ -20,11 +20,10 @@ const (
 
 // behindSink streams a local data file into a CreateNamed writer, which
 // names it after its bytes, with the writes made by a goroutine of its
-// own: the local writer hashes every byte (SHA-256, for the file's content name), copies
-// it into the page cache and starts its write-back, which together cost
-// about what encoding the bytes does. Handed to another core, that work
-// runs while the next buffer is encoded, and a write that blocks on the
-// device stalls only the writing goroutine.
+// own: the local writer hashes every byte for the file's content name,
+// copies it into the page cache and starts its write-back. Handed to
+// another core, that work runs while the next buffer is encoded, and a
+// write that blocks on the device stalls only the writing goroutine.
 type behindSink struct {
 	out  storage.NamedWriter
 	cur  []byte

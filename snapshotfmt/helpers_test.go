@@ -3,7 +3,6 @@ package snapshotfmt
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"hash"
@@ -65,7 +64,7 @@ func (m *memDir) Create(_ context.Context, name string) (io.WriteCloser, error) 
 }
 
 func (m *memDir) CreateNamed(ctx context.Context, stem, ext string) (storage.NamedWriter, error) {
-	return &memNamed{m: m, stem: stem, ext: ext, h: sha256.New()}, nil
+	return &memNamed{m: m, stem: stem, ext: ext, h: storage.NewContentHash()}, nil
 }
 
 func (m *memDir) ComposeNamed(ctx context.Context, name string) (storage.Composer, error) {

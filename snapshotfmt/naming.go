@@ -3,7 +3,6 @@ package snapshotfmt
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"hash"
 	"io"
@@ -137,7 +136,7 @@ func newComposeSink(t Target, stem, ext string) (*composeSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a spool file for %s: %w", stem+ext, err)
 	}
-	return &composeSink{t: t, stem: stem, ext: ext, h: sha256.New(), spool: f, buf: bufio.NewWriterSize(f, 64<<10)}, nil
+	return &composeSink{t: t, stem: stem, ext: ext, h: storage.NewContentHash(), spool: f, buf: bufio.NewWriterSize(f, 64<<10)}, nil
 }
 
 func (s *composeSink) spoolWrite(p []byte) error {

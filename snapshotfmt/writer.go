@@ -82,8 +82,8 @@ func NewWriter(target Target, meta *savepoint.Metadata, opts Options) (*Writer, 
 }
 
 // CreateDataFile creates a data file. Its name is the one given with the
-// first 16 hex digits of the SHA-256 of its bytes put before the
-// extension ("op001-00000.data" becomes "op001-00000-<digits>.data"; a
+// 16 hex digits of the content hash of its bytes (storage.NewContentHash)
+// put before the extension ("op001-00000.data" becomes "op001-00000-<digits>.data"; a
 // content suffix the given name carries already is replaced), known once
 // the file is closed: the same state gives the same names, and a file of
 // a given name always holds the same bytes. The name must be a valid

@@ -2,7 +2,6 @@ package snapshotfmt
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/serializers"
 	"github.com/stateproc/stateproc/storage"
+	"github.com/zeebo/xxh3"
 )
 
 // keysIn returns n sorted keys of key group kg at max parallelism maxP.
@@ -218,8 +218,8 @@ func TestNewWriterChecksMetadata(t *testing.T) {
 	}
 }
 
-// Data files are named after their bytes: the name given, with the first
-// 16 hex digits of the SHA-256 of the file before its extension, a content
+// Data files are named after their bytes: the name given, with the 16 hex
+// digits of the XXH3-64 of the file before its extension, a content
 // suffix the name had already replaced.
 func TestDataFilesAreNamedByContent(t *testing.T) {
 	for _, tc := range []struct{ given, stem, ext string }{
@@ -269,8 +269,7 @@ func TestDataFilesAreNamedByContent(t *testing.T) {
 				b = data
 			}
 		}
-		sum := sha256.Sum256(b)
-		want = append(want, fmt.Sprintf("%s-%x.data", stem, sum[:8]))
+		want = append(want, fmt.Sprintf("%s-%016x.data", stem, xxh3.Hash(b)))
 	}
 	if got := r.DataFiles(); !slices.Equal(got, want) {
 		t.Errorf("data files %v, want %v", got, want)

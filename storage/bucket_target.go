@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -253,7 +252,7 @@ func (t *bucketTarget) CreateNamed(ctx context.Context, stem, ext string) (Named
 	if stem+ext == t.marker {
 		return nil, fmt.Errorf("%w: a data file cannot be named %s", ErrBadName, t.marker)
 	}
-	return &bucketNamed{t: t, ctx: ctx, h: sha256.New(), stem: stem, ext: ext}, nil
+	return &bucketNamed{t: t, ctx: ctx, h: NewContentHash(), stem: stem, ext: ext}, nil
 }
 
 // namedInMemory is the most a file of CreateNamed holds in memory: one

@@ -3,7 +3,6 @@ package storage_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -81,8 +80,7 @@ func TestBucketWriteThenRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAll(t, nw, named)
-	sum := sha256.Sum256(named)
-	if want := storage.NameByContent("op-1", sum[:], ".data"); nw.Name() != want {
+	if want := storage.NameByContent("op-1", storage.ContentSum(named), ".data"); nw.Name() != want {
 		t.Fatalf("content name %q, want %q", nw.Name(), want)
 	}
 	mw, err := tg.Create(ctx, storage.MetadataName)
@@ -182,8 +180,7 @@ func TestNamedFilesInOneRequest(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%d bytes: %v PUTs, copies and deletes, want %v", c.size, got, c.want)
 		}
-		sum := sha256.Sum256(body)
-		if want := storage.NameByContent(fmt.Sprintf("part-%d", c.size), sum[:], ".parquet"); w.Name() != want {
+		if want := storage.NameByContent(fmt.Sprintf("part-%d", c.size), storage.ContentSum(body), ".parquet"); w.Name() != want {
 			t.Errorf("%d bytes: named %q, want %q", c.size, w.Name(), want)
 		}
 		d, err := storage.OpenDir(ctx, loc, storage.Options{})
@@ -260,8 +257,7 @@ func TestNamedFileClosesOnce(t *testing.T) {
 	if err2 := w.Close(); err1 == nil || err2 != err1 || p.Ops("PutObject") != puts {
 		t.Errorf("a Close after a refused one: %v after %v, and %d more PUTs, want the same error and none", err2, err1, p.Ops("PutObject")-puts)
 	}
-	sum := sha256.Sum256(body)
-	if _, err := d.Open(ctx, storage.NameByContent("part", sum[:], ".bin")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := d.Open(ctx, storage.NameByContent("part", storage.ContentSum(body), ".bin")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the refused file: %v, want it missing", err)
 	}
 }

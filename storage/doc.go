@@ -90,8 +90,8 @@
 //
 // Data files are written in one of three ways:
 //
-//   - CreateNamed names a file after its bytes (stem, the first 16 hex
-//     digits of its SHA-256, ext), hashed while written; a file of up to
+//   - CreateNamed names a file after its bytes (stem, the 16 hex digits
+//     of its content hash, XXH3-64, ext), hashed while written; a file of up to
 //     8 MiB is held in memory and put under its name at Close in one
 //     request, the bytes of a longer one go to a temporary object that is
 //     copied to its name on the server at Close.

@@ -60,7 +60,7 @@ func TestOpenLocalTargetAndDir(t *testing.T) {
 	if err := nw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if want := "data-4630e9b64d8cb83f.bin"; nw.Name() != want {
+	if want := "data-361c048f0b071798.bin"; nw.Name() != want {
 		t.Fatalf("content name %q", nw.Name())
 	}
 	src := t.TempDir()

@@ -3,7 +3,6 @@ package pipelines
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -51,8 +50,7 @@ func TestExportToABucket(t *testing.T) {
 	for name, b := range want {
 		name = filepath.ToSlash(name)
 		ext := path.Ext(name)
-		sum := sha256.Sum256(b)
-		named := storage.NameByContent(strings.TrimSuffix(name, ext), sum[:], ext)
+		named := storage.NameByContent(strings.TrimSuffix(name, ext), storage.ContentSum(b), ext)
 		if !bytes.Equal(objs["exported/"+named], b) {
 			t.Errorf("%s of the CLI is not %s in the bucket, with the same bytes", name, named)
 		}

@@ -2,7 +2,6 @@ package pebblebackend
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -94,7 +93,7 @@ func (s *discardStaging) Create(context.Context, string) (io.WriteCloser, error)
 }
 
 func (s *discardStaging) CreateNamed(_ context.Context, stem, ext string) (storage.NamedWriter, error) {
-	return &discardNamed{countingWriter: countingWriter{&s.n}, h: sha256.New(), stem: stem, ext: ext}, nil
+	return &discardNamed{countingWriter: countingWriter{&s.n}, h: storage.NewContentHash(), stem: stem, ext: ext}, nil
 }
 
 func (s *discardStaging) ComposeNamed(context.Context, string) (storage.Composer, error) {

@@ -3,7 +3,6 @@ package sptest
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
 	"os"
 	"path"
 	"path/filepath"
@@ -114,8 +113,7 @@ func NotByContent(want, objs map[string][]byte, listed map[string]int64) []strin
 	var out []string
 	for name, b := range want {
 		ext := path.Ext(name)
-		digest := sha256.Sum256(b)
-		named := storage.NameByContent(strings.TrimSuffix(name, ext), digest[:], ext)
+		named := storage.NameByContent(strings.TrimSuffix(name, ext), storage.ContentSum(b), ext)
 		if listed[named] != int64(len(b)) || !bytes.Equal(objs[named], b) {
 			out = append(out, name)
 		}
