@@ -231,7 +231,7 @@ func (kw *keyedWriter) run(ctx context.Context, srt *extsort.Sorter, spills [][]
 			}
 			return kw.add(ctx, &cur)
 		})
-		removeSpills(files)
+		extsort.Release(files)
 		if err != nil {
 			return err
 		}

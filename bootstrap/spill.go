@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/stateproc/stateproc/internal/extsort"
 )
@@ -87,13 +86,4 @@ func (s *spilling) finish() ([][]extsort.Spill, int64, error) {
 	}
 	s.spillers = nil
 	return out, size, errors.Join(errs...)
-}
-
-// removeSpills removes the spill files of one bucket.
-func removeSpills(files []extsort.Spill) {
-	for _, f := range files {
-		if f.Path != "" {
-			os.Remove(f.Path)
-		}
-	}
 }

@@ -16,14 +16,15 @@
 //     in any order) and spill each group (the entries of one key group,
 //     state, key and namespace, kept together so list order and map-key
 //     order need no comparison; or one timer) as one internal/extsort
-//     record whose class is its new key group and state, to the spill file
-//     of its bucket: a bucket is a range of new key groups within one new
-//     subtask, sized from the index to fit a sort chunk (there are at most
-//     256, so beyond a few gigabytes a bucket takes several chunks), and
-//     each worker has its own file per bucket. A group is taken from the
-//     input record by record, its items as the block frames them, without
-//     decoding them into entries; a record that continues in the next block
-//     is spilled as two pieces. An operator whose records fit in the write
+//     record whose class is its new key group and state, to its bucket: a
+//     bucket is a range of new key groups within one new subtask, sized
+//     from the index to fit a sort chunk (there are at most 256, so beyond
+//     a few gigabytes a bucket takes several chunks), and each worker has
+//     one spill file, into which its buckets' write buffers are appended
+//     as they fill (the file is removed with the operator's spill
+//     directory). A group is taken from the input record by record, its
+//     items as the block frames them, without decoding them into entries;
+//     a record that continues in the next block is spilled as two pieces. An operator whose records fit in the write
 //     buffers' share of the memory budget keeps them in memory instead.
 //  2. Sort and write. For each new subtask, one data file in the engine's
 //     layout, its buckets are taken in order and sorted by internal/extsort

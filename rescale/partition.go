@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/stateproc/stateproc/internal/extsort"
@@ -16,9 +15,9 @@ import (
 	"github.com/stateproc/stateproc/savepoint"
 )
 
-// spillFiles are the files of the partition phase: per worker, per bucket,
-// a file, or one without a path where the worker wrote nothing into the
-// bucket.
+// spillFiles are the spills of the partition phase: per worker, per
+// bucket, the worker's records of the bucket, or a spill without a path
+// where the worker wrote nothing into the bucket.
 type spillFiles [][]extsort.Spill
 
 // ofBucket returns the files of bucket b and their total size.
@@ -34,13 +33,11 @@ func (s spillFiles) ofBucket(b int) ([]extsort.Spill, int64) {
 	return files, size
 }
 
-// release drops bucket b's files, and the memory of those held in memory,
-// once the bucket is written.
+// release gives back bucket b's disk space, and the memory of spills held
+// in memory, once the bucket is loaded.
 func (s spillFiles) release(b int) {
 	for _, w := range s {
-		if w[b].Path != "" {
-			os.Remove(w[b].Path)
-		}
+		extsort.Release(w[b : b+1])
 		w[b] = extsort.Spill{}
 	}
 }

@@ -264,11 +264,7 @@ func (j *rebucketJob) writeSubtask(ctx context.Context, o *output, s int, bk *bu
 			size += spills[w][b].Size
 		}
 		err := srt.Sort(ctx, files, emit)
-		for _, f := range files {
-			if f.Path != "" {
-				os.Remove(f.Path)
-			}
-		}
+		extsort.Release(files)
 		if err != nil {
 			return nil, err
 		}

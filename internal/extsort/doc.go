@@ -7,10 +7,11 @@
 // subkey (rescale's namespace; empty for the others) and a value, ordered
 // by class, then key bytes, then subkey bytes.
 //
-// It works in two phases. A Spiller appends records, unsorted, to one file
-// per bucket (a range of classes the caller chooses, sized to fit a sort
-// chunk); each goroutine has its own. A Sorter then reads a bucket's files
-// in chunks that fit its memory budget, sorts each chunk, and either emits
+// It works in two phases. A Spiller appends records, unsorted, to buckets
+// (ranges of classes the caller chooses, sized to fit a sort chunk), all in
+// one file, a buffer of a bucket at a time; each goroutine has its own.
+// A Sorter then reads a bucket's spills in chunks that fit its memory
+// budget, sorts each chunk, and either emits
 // it (a bucket that fits in one chunk) or writes it as a sorted run; runs
 // are combined by a k-way merge, in several passes when there are more
 // than its fan-in. Records with equal class, key and subkey keep the order

@@ -14,76 +14,126 @@ import (
 	"slices"
 )
 
-// Spill is one spill file: its path, empty when nothing was spilled into
-// its bucket, and its size; or, for a caller whose records fit in memory,
-// its records held in Data instead of a file.
+// Spill is the spilled records of one bucket: in a file of their own
+// (Path, Chunks nil), in spans of a file that a Spiller shares between its
+// buckets (Path and Chunks), or, for a caller whose records fit in memory,
+// held in Data instead of a file. Path is empty when nothing was spilled.
+// Size counts the records' bytes.
 type Spill struct {
-	Path string
-	Size int64
-	Data []byte
+	Path   string
+	Size   int64
+	Data   []byte
+	Chunks []Chunk
 }
 
-// Spiller writes records into one spill file per bucket, under a name
-// prefix of its own in a directory.
+// Chunk is a span of a spill file: Len bytes at Off.
+type Chunk struct{ Off, Len int64 }
+
+// Spiller writes records into buckets, all in one file, under a name of
+// its own in a directory. Each bucket collects its records in a write
+// buffer that is appended to the file, as a chunk of the bucket, when it
+// fills: one file instead of one per bucket, since creating and removing
+// files costs the file system more than appending to one, above all where
+// many were removed a moment before. A Spiller is used by one goroutine.
 type Spiller struct {
-	dir, name string
-	bufSize   int
-	files     []*spillFile
+	path    string
+	bufSize int
+	f       *os.File
+	end     int64
+	buckets []*spillBucket
 }
 
-type spillFile struct {
-	Spill
-	f *os.File
+// spillBucket is one bucket of a Spiller: its write buffer, and the chunks
+// that were appended from it.
+type spillBucket struct {
+	s *Spiller
 	w *bufio.Writer
+	Spill
 }
 
-// NewSpiller spills into buckets files in dir, named after name, with a
-// write buffer of bufSize bytes for each file it opens.
+// NewSpiller spills into buckets, in a file in dir named after name, with
+// a write buffer of bufSize bytes for each bucket it writes into.
 func NewSpiller(dir, name string, buckets, bufSize int) *Spiller {
-	return &Spiller{dir: dir, name: name, bufSize: bufSize, files: make([]*spillFile, buckets)}
+	return &Spiller{path: filepath.Join(dir, name+".spill"), bufSize: bufSize, buckets: make([]*spillBucket, buckets)}
 }
 
-// Add appends a record without a subkey to bucket's file.
+// Add appends a record without a subkey to bucket.
 func (s *Spiller) Add(bucket int, class uint32, key, value []byte) error {
 	return s.AddSub(bucket, class, key, nil, value)
 }
 
-// AddSub appends a record to bucket's file.
+// AddSub appends a record to bucket.
 func (s *Spiller) AddSub(bucket int, class uint32, key, sub, value []byte) error {
-	f := s.files[bucket]
-	if f == nil {
-		path := filepath.Join(s.dir, fmt.Sprintf("%s-b%05d.spill", s.name, bucket))
-		fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return fmt.Errorf("extsort: %w", err)
-		}
-		f = &spillFile{Spill: Spill{Path: path}, f: fh, w: bufio.NewWriterSize(fh, s.bufSize)}
-		s.files[bucket] = f
+	b := s.buckets[bucket]
+	if b == nil {
+		b = &spillBucket{s: s, Spill: Spill{Path: s.path}}
+		b.w = bufio.NewWriterSize(b, s.bufSize)
+		s.buckets[bucket] = b
 	}
 	// Encoded straight into the write buffer where it fits there.
-	n, err := f.w.Write(AppendRecord(f.w.AvailableBuffer(), class, key, sub, value))
-	f.Size += int64(n)
+	n, err := b.w.Write(AppendRecord(b.w.AvailableBuffer(), class, key, sub, value))
+	b.Size += int64(n)
 	if err != nil {
 		return fmt.Errorf("extsort: spilling: %w", err)
 	}
 	return nil
 }
 
-// Close flushes and closes every file and returns them by bucket.
+// Write appends p to the spill file as the bucket's next chunk, joined to
+// its last one when that ends where p starts.
+func (b *spillBucket) Write(p []byte) (int, error) {
+	s := b.s
+	if s.f == nil {
+		f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return 0, err
+		}
+		s.f = f
+	}
+	n, err := s.f.Write(p)
+	if n > 0 {
+		if k := len(b.Chunks) - 1; k >= 0 && b.Chunks[k].Off+b.Chunks[k].Len == s.end {
+			b.Chunks[k].Len += int64(n)
+		} else {
+			b.Chunks = append(b.Chunks, Chunk{Off: s.end, Len: int64(n)})
+		}
+		s.end += int64(n)
+	}
+	return n, err
+}
+
+// Close flushes every bucket, closes the file and returns the spills by
+// bucket.
 func (s *Spiller) Close() ([]Spill, error) {
-	out := make([]Spill, len(s.files))
+	out := make([]Spill, len(s.buckets))
 	var errs []error
-	for b, f := range s.files {
-		if f == nil {
+	for i, b := range s.buckets {
+		if b == nil {
 			continue
 		}
-		out[b] = f.Spill
-		errs = append(errs, f.w.Flush(), f.f.Close())
+		errs = append(errs, b.w.Flush())
+		out[i] = b.Spill
+	}
+	if s.f != nil {
+		errs = append(errs, s.f.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("extsort: spilling: %w", err)
 	}
 	return out, nil
+}
+
+// Release gives back the disk space of spills that have been read: a file
+// of their own is removed. The chunks of a file a Spiller shares between
+// buckets stay until the file goes with its directory, which its owner
+// removes once every bucket is read: punching each chunk out of the file
+// cost the file system about what removing a file per bucket did.
+func Release(spills []Spill) {
+	for _, sp := range spills {
+		if sp.Path != "" && sp.Chunks == nil {
+			os.Remove(sp.Path)
+		}
+	}
 }
 
 // Record is one record as the sorter emits it. Its slices are valid only
@@ -757,13 +807,16 @@ func (h *cursorHeap) pop0() {
 	h.fix0()
 }
 
-// concatReader reads a bucket's spill files one after another.
+// concatReader reads a bucket's spills one after another: the chunks of a
+// shared file in order, a file of its own to its end.
 type concatReader struct {
 	spills []Spill
 	f      *os.File
+	// chunks are what is left to read of f, when it is shared.
+	chunks []Chunk
 }
 
-// fill reads into the free capacity of *buf; eof reports that every file
+// fill reads into the free capacity of *buf; eof reports that every spill
 // has been read to its end.
 func (c *concatReader) fill(buf *[]byte) (eof bool, err error) {
 	b := *buf
@@ -784,7 +837,35 @@ func (c *concatReader) fill(buf *[]byte) (eof bool, err error) {
 			if c.f, err = os.Open(c.spills[0].Path); err != nil {
 				return false, fmt.Errorf("extsort: %w", err)
 			}
+			// A copy: the caller's chunks are consumed here but punched
+			// out by Release later.
+			c.chunks = slices.Clone(c.spills[0].Chunks)
 			c.spills = c.spills[1:]
+		}
+		if c.chunks != nil {
+			if len(c.chunks) == 0 {
+				c.f.Close()
+				c.f, c.chunks = nil, nil
+				continue
+			}
+			ch := &c.chunks[0]
+			p := b[len(b):cap(b)]
+			if int64(len(p)) > ch.Len {
+				p = p[:ch.Len]
+			}
+			n, err := c.f.ReadAt(p, ch.Off)
+			if n < len(p) {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return false, fmt.Errorf("extsort: %s: %w", c.f.Name(), err)
+			}
+			b = b[:len(b)+n]
+			ch.Off, ch.Len = ch.Off+int64(n), ch.Len-int64(n)
+			if ch.Len == 0 {
+				c.chunks = c.chunks[1:]
+			}
+			continue
 		}
 		n, err := c.f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

@@ -371,3 +371,67 @@ func TestChunkReused(t *testing.T) {
 		}
 	}
 }
+
+// A Spiller keeps all its buckets in one file, each bucket's records in
+// chunks among the others'; every bucket reads back exactly its own, in
+// order, also after the buckets before it were released.
+func TestSpillerSharesOneFile(t *testing.T) {
+	const buckets = 8
+	rng := rand.New(rand.NewPCG(3, 4))
+	var recs []record
+	for i := range 40000 {
+		recs = append(recs, record{class: uint32(rng.IntN(buckets)), key: fmt.Appendf(nil, "k%06d", rng.IntN(1000)), value: fmt.Appendf(nil, "v%d-%s", i, bytes.Repeat([]byte("x"), rng.IntN(40)))})
+	}
+	dir := t.TempDir()
+	s := NewSpiller(dir, "w0", buckets, 4096)
+	for _, r := range recs {
+		if err := s.Add(int(r.class), r.class, r.key, r.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spills, err := s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("%d files in the spill directory, want 1", len(entries))
+	}
+	var total int64
+	for b, sp := range spills {
+		if len(sp.Chunks) < 2 || sp.Path != spills[0].Path {
+			t.Fatalf("bucket %d: %d chunks of %s, want several of one shared file", b, len(sp.Chunks), sp.Path)
+		}
+		var n int64
+		for _, c := range sp.Chunks {
+			n += c.Len
+		}
+		if n != sp.Size {
+			t.Fatalf("bucket %d: chunks of %d bytes, size %d", b, n, sp.Size)
+		}
+		total += n
+	}
+	if st, err := os.Stat(spills[0].Path); err != nil || st.Size() != total {
+		t.Fatalf("spill file: %v, %d bytes, want the buckets' %d", err, st.Size(), total)
+	}
+	srt := NewSorter(64<<20, dir, "sort")
+	w := want(recs, 1, buckets)
+	var got []record
+	for b := range buckets {
+		err := srt.SortRecords(context.Background(), spills[b:b+1], func(r *Record) error {
+			got = append(got, record{r.Class, bytes.Clone(r.Key), nil, bytes.Clone(r.Value)})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		Release(spills[b : b+1])
+	}
+	if len(got) != len(w) {
+		t.Fatalf("%d records, want %d", len(got), len(w))
+	}
+	for i := range w {
+		if got[i].class != w[i].class || !bytes.Equal(got[i].key, w[i].key) || !bytes.Equal(got[i].value, w[i].value) {
+			t.Fatalf("record %d: %q %q, want %q %q", i, got[i].key, got[i].value, w[i].key, w[i].value)
+		}
+	}
+}
