@@ -40,7 +40,18 @@
 // exchanges the two directories atomically where the OS can (Linux
 // renameat2, macOS renamex_np), so that a reader sees the old savepoint or
 // the new one at every instant, and elsewhere restores the old one at the
-// next Stage if a run died between its two renames.
+// next Stage if a run died between its two renames. Either way the old
+// directory is then deleted.
+//
+// A LocalDir opens the directory itself once, at its first use, and opens
+// every file relative to that descriptor until it is closed: a reader that
+// read the old _metadata reads the old data files, never the new
+// savepoint's. A file that is gone from the held directory once it is no
+// longer the one at its path (compared by device and inode) fails with
+// ErrChanged, as a replaced object in a bucket does, and not as a missing
+// file, which would say that the savepoint is damaged. Where files cannot
+// be opened relative to a descriptor (Windows), each is opened by its path
+// and then checked to come from the directory first opened.
 //
 // # Reading a bucket
 //

@@ -55,9 +55,9 @@ func TakeHold(ctx context.Context, d Dir, name string, opts HoldOptions) (*Hold,
 		}
 		return &Hold{lease: l}, nil
 	case *countedLocalDir:
-		dir = string(d.localDir)
-	case localDir:
-		dir = string(d)
+		dir = d.dir()
+	case *localDir:
+		dir = d.dir()
 	default:
 		return nil, fmt.Errorf("storage: %s: a hold needs a Dir from OpenDir or LocalDir", d.Location())
 	}

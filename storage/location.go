@@ -165,7 +165,7 @@ func OpenDir(ctx context.Context, location string, opts Options) (DirCloser, err
 		opts.Counters = new(Counters)
 	}
 	if !loc.IsBucket() {
-		return &countedLocalDir{localDir(loc.Path), opts.Counters}, nil
+		return &countedLocalDir{newLocalDir(loc.Path), opts.Counters}, nil
 	}
 	return openBucketDir(ctx, loc, opts)
 }
@@ -181,13 +181,11 @@ func CountersOf(x any) *Counters {
 
 // countedLocalDir is a local directory whose reads are counted.
 type countedLocalDir struct {
-	localDir
+	*localDir
 	c *Counters
 }
 
 func (d *countedLocalDir) counters() *Counters { return d.c }
-
-func (d *countedLocalDir) Close() error { return nil }
 
 func (d *countedLocalDir) Open(ctx context.Context, name string) (File, error) {
 	f, err := d.localDir.Open(ctx, name)

@@ -74,9 +74,9 @@ func Remove(ctx context.Context, d Dir, name string) error {
 		}
 		return nil
 	case *countedLocalDir:
-		err = os.Remove(filepath.Join(string(d.localDir), filepath.FromSlash(name)))
-	case localDir:
-		err = os.Remove(filepath.Join(string(d), filepath.FromSlash(name)))
+		err = os.Remove(filepath.Join(d.dir(), filepath.FromSlash(name)))
+	case *localDir:
+		err = os.Remove(filepath.Join(d.dir(), filepath.FromSlash(name)))
 	default:
 		return fmt.Errorf("storage: %s: cannot remove files", d.Location())
 	}
@@ -102,8 +102,9 @@ func ListUnder(ctx context.Context, d Dir, under string) ([]Object, error) {
 // Of a bucket it is a view of the same store under the longer prefix, read
 // as a bucket is (InBucket, OpenFirst, Preload and Subdirs know it), which
 // closing d closes and closing it does not; of a local directory, the
-// directory inside it, read and counted as d is; of another Dir, one that
-// opens and lists d's names under name.
+// directory inside it, read through the directory d holds (see LocalDir)
+// and counted as d is, which closing d closes too; of another Dir, one
+// that opens and lists d's names under name.
 func Sub(d Dir, name string) (Dir, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
@@ -113,10 +114,10 @@ func Sub(d Dir, name string) (Dir, error) {
 		st := *d.bucketStore
 		st.loc, st.view = st.loc.Join(name), true
 		return &bucketDir{bucketStore: &st}, nil
-	case localDir:
-		return localDir(filepath.Join(string(d), filepath.FromSlash(name))), nil
+	case *localDir:
+		return d.subdir(name), nil
 	case *countedLocalDir:
-		return &countedLocalDir{localDir: localDir(filepath.Join(string(d.localDir), filepath.FromSlash(name))), c: d.c}, nil
+		return &countedLocalDir{localDir: d.subdir(name), c: d.c}, nil
 	}
 	return &prefixDir{parent: d, prefix: name}, nil
 }
@@ -208,16 +209,12 @@ func Subdirs(ctx context.Context, d Dir) ([]string, error) {
 		}
 	case *countedLocalDir:
 		return Subdirs(ctx, d.localDir)
-	case localDir:
-		entries, err := os.ReadDir(string(d))
+	case *localDir:
+		dirs, err := d.subdirs()
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range entries {
-			if e.IsDir() {
-				names = append(names, e.Name())
-			}
-		}
+		names = dirs
 	default:
 		all, err := d.List(ctx)
 		if err != nil {

@@ -121,9 +121,9 @@ func objectsOf(ctx context.Context, d Dir) ([]Object, error) {
 	case *bucketDir:
 		return d.listObjects(ctx, "")
 	case *countedLocalDir:
-		return localObjects(string(d.localDir))
-	case localDir:
-		return localObjects(string(d))
+		return localObjects(d.dir())
+	case *localDir:
+		return localObjects(d.dir())
 	}
 	return nil, fmt.Errorf("storage: %s: listing orphans needs a Dir from OpenDir or LocalDir", d.Location())
 }

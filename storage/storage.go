@@ -51,7 +51,9 @@ var ErrNotRegular = errors.New("storage: not a regular file")
 
 // ErrChanged is wrapped by the errors of reads from a bucket object that
 // was replaced or removed after it was opened: the bytes would mix two
-// versions, so none are returned.
+// versions, so none are returned. A local Dir wraps it in the error of a
+// file that is gone because the directory it holds is no longer the one
+// at its path (see LocalDir). Either way the reader must start again.
 var ErrChanged = errors.New("storage: file changed while it was read")
 
 // ErrConflict is wrapped by the errors of a bucket write that lost to
