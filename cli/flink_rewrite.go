@@ -66,7 +66,7 @@ func publishFlink(ctx context.Context, st storage.Target, err error) error {
 // RocksDB layout, which the rewrites other than convert do not read; else
 // r converted to the canonical layout in a new directory under dir (the
 // system's temporary directory when empty), opened, and a cleanup that
-// removes the directory. The conversion needs about the size of the keyed
+// closes it and removes the directory. The conversion needs about the size of the keyed
 // state in free space there.
 func canonicalFlink(ctx context.Context, r *flinkfmt.Reader, dir string, stderr io.Writer, f *rewriteFlags) (*flinkfmt.Reader, func(), error) {
 	if !flinkrewrite.NeedsConversion(ctx, r) {
@@ -95,12 +95,14 @@ func canonicalFlink(ctx context.Context, r *flinkfmt.Reader, dir string, stderr 
 		cleanup()
 		return nil, nil, rewriteError(err)
 	}
-	c, err := flinkfmt.Open(ctx, storage.LocalDir(target), flinkfmt.Options{})
+	cd := storage.LocalDir(target)
+	c, err := flinkfmt.Open(ctx, cd, flinkfmt.Options{})
 	if err != nil {
+		cd.Close()
 		cleanup()
 		return nil, nil, err
 	}
-	return c, cleanup, nil
+	return c, func() { cd.Close(); cleanup() }, nil
 }
 
 // localDirOf is the local directory beside a target, where temporary

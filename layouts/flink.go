@@ -35,7 +35,13 @@ const (
 func openFlink(ctx context.Context, dir storage.Dir, local string, o Options) (savepoint.Source, error) {
 	if local != "" {
 		if root, id, ok := flinkCheckpoint(local); ok {
-			return o.source(flinksource.OpenCheckpoint(ctx, storage.LocalDir(root), id, o.flink()))
+			rd := storage.LocalDir(root)
+			src, err := o.source(flinksource.OpenCheckpoint(ctx, rd, id, o.flink()))
+			if err != nil {
+				rd.Close()
+				return nil, err
+			}
+			return withCloser(src, rd), nil
 		}
 	}
 	if o.bucket != nil {
@@ -113,15 +119,16 @@ func hasSharedDirs(root string) bool {
 	return false
 }
 
-// flinkJobDir reports whether path is a Flink job's checkpoint directory,
-// which users point at to read the job's newest checkpoint: no _metadata
-// of its own, shared/ or taskowned/, and chk-<id> directories, the newest
-// of which with a _metadata holds a Flink one. It returns that id.
-func flinkJobDir(ctx context.Context, path string) (int64, bool) {
+// flinkJobDir reports whether path, read through dir, is a Flink job's
+// checkpoint directory, which users point at to read the job's newest
+// checkpoint: no _metadata of its own, shared/ or taskowned/, and chk-<id>
+// directories, the newest of which with a _metadata holds a Flink one. It
+// returns that id.
+func flinkJobDir(ctx context.Context, dir storage.Dir, path string) (int64, bool) {
 	if _, err := os.Lstat(filepath.Join(path, savepoint.MetadataFile)); !errors.Is(err, fs.ErrNotExist) || !hasSharedDirs(path) {
 		return 0, false
 	}
-	return newestFlinkCheckpoint(ctx, storage.LocalDir(path))
+	return newestFlinkCheckpoint(ctx, dir)
 }
 
 // newestFlinkCheckpoint returns the id of the newest checkpoint in root,

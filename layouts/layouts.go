@@ -50,10 +50,32 @@ func Open(ctx context.Context, path string) (savepoint.Source, error) {
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, o Options) (savepoint.Source, error) {
 	o.mapped = newMappedDirs(ctx, o)
-	if id, ok := flinkJobDir(ctx, path); ok {
-		return o.source(flinksource.OpenCheckpoint(ctx, storage.LocalDir(path), id, o.flink()))
+	dir := storage.LocalDir(path)
+	var src savepoint.Source
+	var err error
+	if id, ok := flinkJobDir(ctx, dir, path); ok {
+		src, err = o.source(flinksource.OpenCheckpoint(ctx, dir, id, o.flink()))
+	} else {
+		src, err = open(ctx, dir, path, o)
 	}
-	return open(ctx, storage.LocalDir(path), path, o)
+	return closingLocal(src, err, dir)
+}
+
+// closingLocal returns src, opened (or not, with err) from the local
+// directory dir, and closes dir once src no longer reads through it: with
+// src for an Apache Flink reader, which opens files as it reads them; at
+// once otherwise, since a stateproc savepoint has every data file open
+// when snapshotfmt.Open returns, and an incremental checkpoint is read
+// from its path. dir holds the directory that the _metadata read came
+// from (see storage.LocalDir), so that no file of another savepoint
+// renamed to its path is read with it.
+func closingLocal(src savepoint.Source, err error, dir io.Closer) (savepoint.Source, error) {
+	switch src.(type) {
+	case *flinksource.Source, *flinkSource:
+		return withCloser(src, dir), nil
+	}
+	dir.Close()
+	return src, err
 }
 
 // OpenDir opens the savepoint in dir, which may lie anywhere storage

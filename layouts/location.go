@@ -40,7 +40,8 @@ func OpenLocationWith(ctx context.Context, location string, o Options) (savepoin
 			return nil, err
 		}
 		o.mapped = newMappedDirs(ctx, o)
-		return open(ctx, dir, loc.Path, o)
+		src, err := open(ctx, dir, loc.Path, o)
+		return closingLocal(src, err, dir)
 	}
 	dir, err := storage.OpenDir(ctx, location, o.Store)
 	if err != nil {

@@ -45,6 +45,8 @@ type dataFileSlot struct {
 // Open reads and checks the metadata of the savepoint in dir: the preamble
 // first, then the CRC, then every structural rule of FORMAT.md. It opens the
 // data files and checks their sizes and preambles, but reads no segment.
+// Once it has returned, the Reader reads through the files it opened and
+// never through dir, which the caller may close.
 func Open(ctx context.Context, dir storage.Dir) (*Reader, error) {
 	r, err := OpenLazily(ctx, dir)
 	if err != nil {

@@ -82,7 +82,9 @@ func Encode(m *Manifest) ([]byte, error) {
 // local directory dir; ok is false when the checkpoint has none, as a heap
 // job's checkpoints and every savepoint.
 func ReadManifest(dir string) (m *Manifest, ok bool, err error) {
-	return ReadManifestIn(context.Background(), storage.LocalDir(dir))
+	d := storage.LocalDir(dir)
+	defer d.Close()
+	return ReadManifestIn(context.Background(), d)
 }
 
 // maxManifest bounds the size of a manifest that is read: a few hundred

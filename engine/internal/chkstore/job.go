@@ -48,9 +48,10 @@ func (h *RootHold) ClaimRoot(ctx context.Context, root, job string) error {
 }
 
 func (h *RootHold) readJobName(ctx context.Context, root string) (string, bool, error) {
-	d := storage.LocalDir(root)
-	if h.bucket != nil {
-		d = h.bucket
+	d := h.bucket
+	if d == nil {
+		d = storage.LocalDir(root)
+		defer d.Close()
 	}
 	f, err := d.Open(ctx, JobName)
 	if errors.Is(err, fs.ErrNotExist) {
