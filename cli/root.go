@@ -50,6 +50,11 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, compat.ErrIncompatible):
 		return ExitIncompatible
+	case errors.Is(err, storage.ErrChanged):
+		// The savepoint changed under the read (a forced rewrite replaced
+		// it): whatever a reader made of what it found, the input is not
+		// damaged, and a new run reads it whole.
+		return ExitFailure
 	case savepoint.BadInput(err), errors.Is(err, storage.ErrNotRegular), errors.Is(err, storage.ErrBadName),
 		errors.Is(err, bootstrap.ErrBadData):
 		return ExitBadInput
@@ -65,6 +70,8 @@ func hint(err error) string {
 		return "run with --help for usage"
 	case errors.Is(err, storage.ErrExists):
 		return "choose another target or pass --force"
+	case errors.Is(err, storage.ErrChanged):
+		return "the savepoint was replaced while it was read (a forced rewrite into it, say); run the command again"
 	case errors.Is(err, snapshotfmt.ErrNewerVersion):
 		return "use a newer stateproc to read this savepoint"
 	case errors.Is(err, savepoint.ErrUnsupported):

@@ -3,8 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stateproc/stateproc/savepoint"
+	"github.com/stateproc/stateproc/storage"
 )
 
 // The table of commands names each command as the command names itself,
@@ -86,4 +90,21 @@ func BenchmarkCommandTree(b *testing.B) {
 			newRoot(new(cpuProfile), invoked(args)).Find(args)
 		}
 	})
+}
+
+// A savepoint that changed while it was read is not damaged, even where a
+// reader took what it found for damage: the command is to be run again
+// (exit 1), with a hint that says so.
+func TestChangedInputIsNoBadInput(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("sp: %w: sp was replaced or removed before its data-000 was opened", storage.ErrChanged),
+		fmt.Errorf("%w: %w", savepoint.ErrCorrupt, storage.ErrChanged),
+	} {
+		if got := ExitCode(err); got != ExitFailure {
+			t.Errorf("ExitCode(%v) = %d, want %d", err, got, ExitFailure)
+		}
+		if h := hint(err); !strings.Contains(h, "run the command again") {
+			t.Errorf("hint(%v) = %q, want one that says to run again", err, h)
+		}
+	}
 }
