@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/stateproc/stateproc/internal/extsort"
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
@@ -79,8 +79,8 @@ type Builder struct {
 	spill   *spilling
 	out     *rewrite.Output
 	// spillDir is the directory the builder made for spill files, removed
-	// by Close; empty when the output's own is used.
-	spillDir string
+	// by Close; nil when the output's own is used.
+	spillDir *workdir.Dir
 	bad      badRows
 
 	mu      sync.Mutex
@@ -248,20 +248,20 @@ func (b *Builder) stage() error {
 	}
 	switch {
 	case b.opts.SpillDir != "":
-		b.spillDir, err = os.MkdirTemp(b.opts.SpillDir, "stateproc-bootstrap-")
+		b.spillDir, err = workdir.Create(b.opts.SpillDir, "stateproc-bootstrap-")
 	case b.out != nil:
 		var dir string
 		dir, err = b.out.TempDir()
 		b.opts.SpillDir = dir
 	default:
-		b.spillDir, err = os.MkdirTemp("", "stateproc-bootstrap-")
+		b.spillDir, err = workdir.Create("", "stateproc-bootstrap-")
 	}
 	return err
 }
 
 func (b *Builder) spillPath() string {
-	if b.spillDir != "" {
-		return b.spillDir
+	if b.spillDir != nil {
+		return b.spillDir.Path
 	}
 	return b.opts.SpillDir
 }
@@ -419,8 +419,8 @@ func (b *Builder) Close() error {
 		_, _, err := b.spill.finish()
 		errs = append(errs, err)
 	}
-	if b.spillDir != "" {
-		errs = append(errs, os.RemoveAll(b.spillDir))
+	if b.spillDir != nil {
+		errs = append(errs, b.spillDir.Remove())
 	}
 	if b.out != nil {
 		errs = append(errs, b.out.Close())

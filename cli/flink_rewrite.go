@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
 	"github.com/stateproc/stateproc/flinkfmt/flinksource"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
@@ -72,12 +72,12 @@ func canonicalFlink(ctx context.Context, r *flinkfmt.Reader, dir string, stderr 
 	if !flinkrewrite.NeedsConversion(ctx, r) {
 		return r, func() {}, nil
 	}
-	tmp, err := os.MkdirTemp(dir, storage.TempPrefix+"flink-convert-")
+	work, err := workdir.Create(dir, storage.TempPrefix+"flink-convert-")
 	if err != nil {
 		return nil, nil, err
 	}
-	cleanup := func() { os.RemoveAll(tmp) }
-	target := filepath.Join(tmp, "canonical")
+	cleanup := func() { work.Remove() }
+	target := filepath.Join(work.Path, "canonical")
 	st, err := storage.Stage(target, false)
 	if err != nil {
 		cleanup()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/stateproc/stateproc/flinkfmt"
 	"github.com/stateproc/stateproc/flinkfmt/flinkrewrite"
 	"github.com/stateproc/stateproc/internal/jsonvalue"
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/layouts"
@@ -92,7 +92,7 @@ type comparison struct {
 	pairs []*statePair
 	// temp is the directory of B's re-bucketed operators, once made;
 	// opened are the sources read from it.
-	temp   string
+	temp   *workdir.Dir
 	opened []savepoint.Source
 }
 
@@ -100,8 +100,8 @@ func (c *comparison) cleanup() {
 	for _, s := range c.opened {
 		s.Close()
 	}
-	if c.temp != "" {
-		os.RemoveAll(c.temp)
+	if c.temp != nil {
+		c.temp.Remove()
 	}
 }
 
@@ -279,14 +279,14 @@ func (c *comparison) rebucket(ctx context.Context, op, maxP int) (savepoint.Sour
 	if c.b.Path == "" {
 		return nil, fmt.Errorf("diff: operator %q has another max parallelism in B, which cannot be re-bucketed without its path", ob.UID)
 	}
-	if c.temp == "" {
-		dir, err := os.MkdirTemp(c.opts.TempDir, "stateproc-diff-")
+	if c.temp == nil {
+		dir, err := workdir.Create(c.opts.TempDir, "stateproc-diff-")
 		if err != nil {
 			return nil, err
 		}
 		c.temp = dir
 	}
-	out := filepath.Join(c.temp, fmt.Sprintf("b-op%03d-maxp%d", op, maxP))
+	out := filepath.Join(c.temp.Path, fmt.Sprintf("b-op%03d-maxp%d", op, maxP))
 	if err := c.rescaleB(ctx, ob, maxP, out); err != nil {
 		if errors.Is(err, rewrite.ErrRefused) {
 			return nil, fmt.Errorf("diff: operator %q has max parallelism %d in A and %d in B, and B's cannot be re-bucketed: %w: %w",
@@ -316,7 +316,7 @@ func (c *comparison) rescaleB(ctx context.Context, ob *savepoint.Operator, maxP 
 	if err != nil {
 		return err
 	}
-	ro := flinkrewrite.RescaleOptions{MaxParallelism: maxP, Parallelism: min(ob.Parallelism, maxP), Operator: ob.ID, Memory: c.opts.Memory, SpillDir: c.temp}
+	ro := flinkrewrite.RescaleOptions{MaxParallelism: maxP, Parallelism: min(ob.Parallelism, maxP), Operator: ob.ID, Memory: c.opts.Memory, SpillDir: c.temp.Path}
 	if _, err := flinkrewrite.Rescale(ctx, fl.Reader(), st, ro); err != nil {
 		st.Abort()
 		return err

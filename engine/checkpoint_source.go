@@ -3,11 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/stateproc/stateproc/engine/internal/chkdir"
 	"github.com/stateproc/stateproc/engine/internal/chkstore"
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -26,13 +27,16 @@ const IncrementalManifest = chkdir.ManifestName
 // without native databases is read as the canonical savepoint it is. Every
 // error about the checkpoint's content wraps savepoint.ErrCorrupt.
 func OpenCheckpoint(ctx context.Context, dir, tempDir string) (savepoint.Source, error) {
-	work, err := os.MkdirTemp(tempDir, "stateproc-checkpoint-")
+	work, err := workdir.Create(tempDir, "stateproc-checkpoint-")
 	if err != nil {
 		return nil, err
 	}
-	src, _, closeAll, err := chkstore.Open(ctx, dir, work)
+	// In a directory below the work directory, which chkstore removes
+	// when it closes: the lock file stays until Remove, so that a run
+	// killed while it removes the databases is still recognised.
+	src, _, closeAll, err := chkstore.Open(ctx, dir, filepath.Join(work.Path, "native"))
 	if err != nil {
-		os.RemoveAll(work)
+		work.Remove()
 		if errors.Is(err, ErrCorruptCheckpoint) {
 			err = chkstore.Corrupt(err)
 		}
@@ -40,10 +44,11 @@ func OpenCheckpoint(ctx context.Context, dir, tempDir string) (savepoint.Source,
 	}
 	cs, ok := src.(*chkstore.Reader)
 	if !ok {
-		os.RemoveAll(work)
+		work.Remove()
 		return src, nil
 	}
-	return &CheckpointSource{cs: cs, close: closeAll, segs: map[savepoint.StateRef][]savepoint.Segment{}}, nil
+	closeWork := func() error { return errors.Join(closeAll(), work.Remove()) }
+	return &CheckpointSource{cs: cs, close: closeWork, segs: map[savepoint.StateRef][]savepoint.Segment{}}, nil
 }
 
 // CheckpointSource is an incremental checkpoint as the tools read it. The

@@ -18,6 +18,7 @@ import (
 	"github.com/stateproc/stateproc/engine/internal/flow"
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
@@ -261,12 +262,12 @@ func prepare(ctx context.Context, j *Job, opts *RunOptions) error {
 // cannot be cured by a restart, or the restarts are used up.
 func (h *Handle) run(ctx context.Context, j *Job, opts RunOptions) (res *Result, err error) {
 	if opts.WorkDir == "" {
-		dir, err := os.MkdirTemp("", "stateproc-run-")
+		work, err := workdir.Create("", "stateproc-run-")
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(dir)
-		opts.WorkDir = dir
+		defer work.Remove()
+		opts.WorkDir = work.Path
 	}
 	if opts.CheckpointDir != "" {
 		hold, err := chkstore.HoldRoot(ctx, opts.CheckpointDir, opts.CheckpointLease)

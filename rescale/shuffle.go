@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/stateproc/stateproc/internal/extsort"
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/savepoint"
@@ -167,11 +168,12 @@ func (sh *Shuffle) WriteKeyGroup(ctx context.Context, d Destination, blocks iter
 	if memory <= 0 {
 		memory = (&Options{}).memory()
 	}
-	dir, err := os.MkdirTemp("", storage.TempPrefix+"rescale-")
+	work, err := workdir.Create("", storage.TempPrefix+"rescale-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer work.Remove()
+	dir := work.Path
 	// One spill file, as if one worker had read every contributing
 	// segment: the sort merges the ascending runs whatever their order.
 	path := filepath.Join(dir, "in.spill")

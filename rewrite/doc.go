@@ -20,7 +20,10 @@
 //     --spill-dir) is named TempPrefix + target name + "-" + the first 8 hex
 //     digits of the SHA-256 of the target's absolute path + "-" + digits,
 //     and the run removes the ones of killed runs into the same target
-//     there too.
+//     there too. The spill directories of a target in a bucket, which
+//     takes no lock, are work directories (package workdir) in the
+//     system's temporary directory, which the next run that makes one
+//     there removes if their run was killed.
 //   - A rewrite reads its input through the read seam (savepoint.Source),
 //     so it rewrites any layout package layouts opens, and writes
 //     stateproc's layout through this package (Output.CreateFile), the one

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/savepoint"
 	"github.com/stateproc/stateproc/snapshotfmt"
 	"github.com/stateproc/stateproc/storage"
@@ -121,8 +122,11 @@ type Output struct {
 	inBucket bool
 	// checkCopies is Options.CheckCopies.
 	checkCopies bool
+	// work holds the spill directories of a target in a bucket.
+	work []*workdir.Dir
 	// Removed lists the temporary directories of killed earlier runs that
-	// Create, or TempDirUnder in its spill directory, deleted.
+	// Create, TempDirUnder in its spill directory, or TempDir for a target
+	// in a bucket, deleted.
 	Removed []string
 	// swept lists the spill directories TempDirUnder has cleaned.
 	swept []string
@@ -210,14 +214,21 @@ func (o *Output) CreateFile(ctx context.Context, name string) (*DataFile, error)
 
 // TempDir creates a directory for spill files beside the target, named
 // like a staging directory so that a killed run's is removed by the next
-// run into the same target; for a target in a bucket, in the system's
-// temporary directory. Close removes it.
+// run into the same target; for a target in a bucket, which no lock
+// guards, a work directory (package workdir) in the system's temporary
+// directory, whose creation removes those of killed runs. Close removes
+// it.
 func (o *Output) TempDir() (string, error) {
-	parent := filepath.Dir(o.target)
 	if o.inBucket {
-		parent = ""
+		d, err := workdir.Create("", storage.TempPrefix+filepath.Base(o.target)+"-")
+		if err != nil {
+			return "", err
+		}
+		o.Removed = append(o.Removed, d.Removed...)
+		o.work = append(o.work, d)
+		return d.Path, nil
 	}
-	dir, err := os.MkdirTemp(parent, storage.TempPrefix+filepath.Base(o.target)+"-")
+	dir, err := os.MkdirTemp(filepath.Dir(o.target), storage.TempPrefix+filepath.Base(o.target)+"-")
 	if err != nil {
 		return "", err
 	}
@@ -283,6 +294,9 @@ func (o *Output) Close() error {
 	}
 	for _, d := range o.temps {
 		errs = append(errs, os.RemoveAll(d))
+	}
+	for _, d := range o.work {
+		errs = append(errs, d.Remove())
 	}
 	if o.lock != nil {
 		errs = append(errs, o.lock.Release())

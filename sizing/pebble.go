@@ -3,12 +3,12 @@ package sizing
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/stateproc/stateproc/engine/pebblebackend"
 	"github.com/stateproc/stateproc/engine/state"
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/internal/workers"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/savepoint"
@@ -135,12 +135,12 @@ func (m *pebbleMeter) load(ctx context.Context, maxP int, kgs keygroup.Range, fi
 		}
 		defer func() { <-m.slots }()
 	}
-	dir, err := os.MkdirTemp(m.tempDir, "stateproc-size-")
+	work, err := workdir.Create(m.tempDir, "stateproc-size-")
 	if err != nil {
 		return 0, 0, err
 	}
-	defer os.RemoveAll(dir)
-	b, err := pebblebackend.New(pebblebackend.Options{Dir: filepath.Join(dir, "db"), MaxParallelism: maxP, KeyGroups: kgs})
+	defer work.Remove()
+	b, err := pebblebackend.New(pebblebackend.Options{Dir: filepath.Join(work.Path, "db"), MaxParallelism: maxP, KeyGroups: kgs})
 	if err != nil {
 		return 0, 0, err
 	}

@@ -3,10 +3,10 @@ package flinkrewrite
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/stateproc/stateproc/flinkfmt"
 	"github.com/stateproc/stateproc/flinkfmt/keyhash"
+	"github.com/stateproc/stateproc/internal/workdir"
 	"github.com/stateproc/stateproc/keygroup"
 	"github.com/stateproc/stateproc/rewrite"
 	"github.com/stateproc/stateproc/storage"
@@ -303,17 +303,17 @@ func rescaleOperator(ctx context.Context, o *output, p rescalePlan, opts Rescale
 		if err != nil {
 			return nil, 0, err
 		}
-		dir, err := os.MkdirTemp(opts.SpillDir, storage.TempPrefix+"flink-rescale-")
+		work, err := workdir.Create(opts.SpillDir, storage.TempPrefix+"flink-rescale-")
 		if err != nil {
 			return nil, 0, err
 		}
-		defer os.RemoveAll(dir)
+		defer work.Remove()
 		memory := opts.Memory
 		if memory <= 0 {
 			memory = DefaultMemory
 		}
 		j := &rebucketJob{k: k, maxP: p.maxP, parallelism: p.parallelism, kind: outputKind(k), header: header,
-			workers: opts.workers(), memory: memory, sortBudget: opts.sortBudget, dir: dir}
+			workers: opts.workers(), memory: memory, sortBudget: opts.sortBudget, dir: work.Path}
 		if handles, err = j.run(ctx, o); err != nil {
 			return nil, 0, err
 		}
