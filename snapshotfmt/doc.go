@@ -17,9 +17,11 @@
 // named after their bytes (see FORMAT.md), so that the same state gives the
 // same names and an object store, which cannot rename, gets every file
 // under its final name: into a bucket, the writer hashes what it writes
-// and copies, spools its own bytes on local disk until the name is known,
-// and leaves long runs of unchanged bytes to the store to copy. Tally gives the index figures of
-// entries that come from elsewhere. Only the seam's own layouts, package
+// and copies, spools its own bytes on local disk until the name is known
+// (in a file of the temporary directory unlinked at once, so that a killed
+// run leaves no spool), and leaves long runs of unchanged bytes to the
+// store to copy. Tally gives the index figures of entries that come from
+// elsewhere. Only the seam's own layouts, package
 // rewrite and the engine import this package; the tools read through
 // savepoint.Source.
 //

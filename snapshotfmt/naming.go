@@ -136,6 +136,11 @@ func newComposeSink(t Target, stem, ext string) (*composeSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a spool file for %s: %w", stem+ext, err)
 	}
+	// Unlinked at once where the system allows it (Unix): the spool is then
+	// the open file's alone, its space freed when it is closed or the
+	// process dies, so that a killed run leaves none behind. Where an open
+	// file cannot be removed, abort removes it.
+	os.Remove(f.Name())
 	return &composeSink{t: t, stem: stem, ext: ext, h: storage.NewContentHash(), spool: f, buf: bufio.NewWriterSize(f, 64<<10)}, nil
 }
 
