@@ -40,8 +40,8 @@ changes and its data is copied as opaque bytes.
 Rescale streams: it partitions the entries into spill files beside --out (or
 in --spill-dir) and sorts them a bounded chunk at a time, so memory stays
 bounded (under 256 MiB) whatever the size of the savepoint; the spill files
-need about the raw size of the rescaled state in free space, and are removed
-at the end. An N that divides the current max parallelism by up to 16, or is
+need about the raw size of the largest re-bucketed operator's state in free
+space, beside the output, and each operator's are removed once it is written. An N that divides the current max parallelism by up to 16, or is
 twice it, needs no spill files: each new key group is written straight from
 the old ones it takes, already in order. The new data files follow the engine's layout, one per subtask:
 they are the files the engine writes at max parallelism N. The metadata

@@ -33,8 +33,9 @@ func (s spillFiles) ofBucket(b int) ([]extsort.Spill, int64) {
 	return files, size
 }
 
-// release gives back bucket b's disk space, and the memory of spills held
-// in memory, once the bucket is loaded.
+// release drops bucket b's spills once the bucket is loaded: the memory of
+// those held in memory. A worker's spill file holds every bucket, and goes
+// with the operator's spill directory once the operator is written.
 func (s spillFiles) release(b int) {
 	for _, w := range s {
 		extsort.Release(w[b : b+1])

@@ -78,9 +78,9 @@ func Run(ctx context.Context, src savepoint.Source, input string, opts Options, 
 				return err
 			}
 			err = rebucket(ctx, src, m, o, &plans[i], newFiles[i], dir, opts.workers(), opts.memory(), meter)
-			if opts.SpillDir != "" {
-				os.RemoveAll(dir)
-			}
+			// The operator's spill files go now, not with the output: the
+			// next operator's spill is not to sit beside them.
+			os.RemoveAll(dir)
 			if err != nil {
 				return err
 			}
