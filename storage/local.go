@@ -102,8 +102,14 @@ func (d *localDir) dir() string {
 func (d *localDir) inside(name string) string { return path.Join(d.sub, name) }
 
 // subdir is the directory name inside d, read through the same held
-// directory.
+// directory; or, when name is a symbolic link (a Flink job directory whose
+// chk-N links elsewhere), the directory it leads to, held on its own, as
+// LocalDir would hold it: the files inside are still opened without
+// following links.
 func (d *localDir) subdir(name string) *localDir {
+	if st, err := os.Lstat(filepath.Join(d.dir(), filepath.FromSlash(name))); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return newLocalDir(filepath.Join(d.dir(), filepath.FromSlash(name)))
+	}
 	return &localDir{root: d.root, sub: d.inside(name)}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -153,5 +154,38 @@ func TestLocalDirClose(t *testing.T) {
 	}
 	if _, err := d.Open(context.Background(), MetadataName); !errors.Is(err, fs.ErrClosed) {
 		t.Fatalf("Open after Close = %v, want fs.ErrClosed", err)
+	}
+}
+
+// A Sub that is a symbolic link to a directory (a Flink job directory
+// whose chk-N links elsewhere) is followed, as LocalDir follows its own
+// path; the files inside still are not.
+func TestSubFollowsALinkedDirectory(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "real-chk-5", "_metadata"), "checkpoint")
+	job := filepath.Join(root, "job")
+	if err := os.MkdirAll(job, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../real-chk-5", filepath.Join(job, "chk-5")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("_metadata", filepath.Join(root, "real-chk-5", "linked")); err != nil {
+		t.Fatal(err)
+	}
+	d := LocalDir(job)
+	defer d.Close()
+	sub, err := Sub(d, "chk-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readAll(t, sub, "_metadata"); err != nil || got != "checkpoint" {
+		t.Fatalf("Sub through a linked directory reads %q, %v", got, err)
+	}
+	if names, err := sub.List(context.Background()); err != nil || !slices.Equal(names, []string{"_metadata"}) {
+		t.Errorf("its listing: %v, %v; want _metadata alone", names, err)
+	}
+	if _, err := sub.Open(context.Background(), "linked"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("a linked file inside: %v, want ErrNotRegular", err)
 	}
 }
