@@ -107,8 +107,9 @@ func (d *localDir) inside(name string) string { return path.Join(d.sub, name) }
 // LocalDir would hold it: the files inside are still opened without
 // following links.
 func (d *localDir) subdir(name string) *localDir {
-	if st, err := os.Lstat(filepath.Join(d.dir(), filepath.FromSlash(name))); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-		return newLocalDir(filepath.Join(d.dir(), filepath.FromSlash(name)))
+	p := filepath.Join(d.dir(), filepath.FromSlash(name))
+	if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return newLocalDir(p)
 	}
 	return &localDir{root: d.root, sub: d.inside(name)}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -85,16 +84,8 @@ func (j *rebucketJob) run(ctx context.Context, o *output) ([]*flinkfmt.KeyedHand
 		sortBudget = j.sortBudget
 	}
 	bk := newBucketing(j.maxP, j.parallelism, int(raw/int64(sortBudget/4))+1)
+	// The spill files go with j.dir, the operator's work directory.
 	spills, err := j.partition(ctx, o, managed, bk)
-	defer func() {
-		for _, w := range spills {
-			for _, s := range w {
-				if s.Path != "" {
-					os.Remove(s.Path)
-				}
-			}
-		}
-	}()
 	if err != nil {
 		return nil, err
 	}

@@ -837,8 +837,7 @@ func (c *concatReader) fill(buf *[]byte) (eof bool, err error) {
 			if c.f, err = os.Open(c.spills[0].Path); err != nil {
 				return false, fmt.Errorf("extsort: %w", err)
 			}
-			// A copy: the caller's chunks are consumed here but punched
-			// out by Release later.
+			// A copy, consumed here: the caller's spill stays whole.
 			c.chunks = slices.Clone(c.spills[0].Chunks)
 			c.spills = c.spills[1:]
 		}
